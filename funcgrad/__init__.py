@@ -1,0 +1,32 @@
+"""funcgrad: JAX-style function transforms, a NumPy namespace and a training stack.
+
+    import funcgrad as fg
+    import funcgrad.numpy as fnp
+    grads = fg.grad(loss_fn)(params, x, y)
+"""
+from . import numpy  # noqa: F401  (attaches Array's operators)
+from . import nn, random  # noqa: F401
+from .array import Array, Device
+from .check_grads import check_grads
+from .config import config
+from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint32
+from .errors import DeviceMismatchError, NonFiniteError, ShapeError, TracerLeakError
+from .numpy import (arange, array, asarray, eye, full, full_like, linspace, ones, ones_like,
+                    stop_gradient, zeros, zeros_like)
+from .tree import (register_dataclass, register_pytree_node, static_field, tree_flatten,
+                   tree_flatten_with_path, tree_leaves, tree_map, tree_structure, tree_unflatten)
+from .vjp import checkpoint, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "Device", "config", "check_grads",
+    "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32",
+    "DeviceMismatchError", "NonFiniteError", "ShapeError", "TracerLeakError",
+    "arange", "array", "asarray", "eye", "full", "full_like", "linspace", "ones", "ones_like",
+    "stop_gradient", "zeros", "zeros_like",
+    "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
+    "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
+    "checkpoint", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
+    "nn", "numpy", "random",
+]

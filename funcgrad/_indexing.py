@@ -1,0 +1,103 @@
+"""x[index] for every NumPy index kind, and the functional update x.at[index].set / .add."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .array import ArrayBase
+from .ops import shape as S
+from .trace import bind
+
+
+def _concrete(x):
+    return np.asarray(x.concrete() if hasattr(x, "concrete") else x)
+
+
+def _spec(index, ndim: int):
+    """(static spec, integer index arrays) for gather_p; boolean masks become integer arrays."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    spec, arrays = [], []
+    for item in index:
+        if item is None:
+            spec.append(("n",))
+        elif item is Ellipsis:
+            spec.append(("e",))
+        elif isinstance(item, slice):
+            spec.append(("s",) + tuple(None if v is None else operator.index(v)
+                                      for v in (item.start, item.stop, item.step)))
+        elif isinstance(item, bool):
+            raise IndexError("a Python bool is not a valid index; use a boolean array mask")
+        elif isinstance(item, (int, np.integer)):
+            spec.append(("i", int(item)))
+        else:
+            arr = _concrete(item)
+            if arr.dtype == np.bool_:
+                for axis_index in np.nonzero(arr):
+                    spec.append(("a",))
+                    arrays.append(axis_index)
+            elif arr.dtype.kind in "iu":
+                if arr.ndim == 0:
+                    spec.append(("i", int(arr)))
+                else:
+                    spec.append(("a",))
+                    arrays.append(arr)
+            else:
+                raise IndexError(f"only integers, slices, None, Ellipsis and integer or boolean "
+                                 f"arrays are valid indices; got {type(item).__name__} of dtype {arr.dtype}")
+    if sum(1 for s in spec if s[0] == "e") > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for s in spec if s[0] in "sia")
+    if used > ndim:
+        raise IndexError(f"too many indices for an array of rank {ndim}: {used} were given")
+    return tuple(spec), arrays
+
+
+def getitem(x, index):
+    spec, arrays = _spec(index, x.ndim)
+    return bind(S.gather_p, x, *arrays, spec=spec)
+
+
+class _IndexUpdate:
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def get(self):
+        return getitem(self.array, self.index)
+
+    def add(self, values):
+        """x with values added at index; repeated indices accumulate."""
+        from . import numpy as fnp
+        x = self.array
+        spec, arrays = _spec(self.index, x.ndim)
+        selected = getitem(x, self.index)
+        values = fnp.broadcast_to(fnp.astype(values, x.dtype), selected.shape)
+        return fnp.add(x, bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape))
+
+    def set(self, values):
+        """x with index replaced by values (for repeated indices the values are summed)."""
+        from . import numpy as fnp
+        x = self.array
+        spec, arrays = _spec(self.index, x.ndim)
+        selected_shape = getitem(x, self.index).shape
+        values = fnp.broadcast_to(fnp.astype(values, x.dtype), selected_shape)
+        hit = bind(S.scatter_add_p, np.ones(selected_shape, np.float32), *arrays, spec=spec, shape=x.shape)
+        placed = bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape)
+        return fnp.where(_concrete(hit) > 0, placed, x)
+
+
+class _At:
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index) -> _IndexUpdate:
+        return _IndexUpdate(self.array, index)
+
+
+def at(x: ArrayBase) -> _At:
+    return _At(x)

@@ -1,0 +1,55 @@
+"""Operators and methods of Array and of every tracer, defined once on their common base."""
+from __future__ import annotations
+
+from . import numpy as fnp
+from ._indexing import at, getitem
+from .array import ArrayBase
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _reshape(self, *shape):
+    return fnp.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+
+def _transpose(self, *axes):
+    return fnp.transpose(self, (axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes) or None)
+
+
+def _immutable(self, index, value):
+    raise TypeError("funcgrad arrays are immutable; use x = x.at[index].set(value) "
+                    "(or .add(value)) to get an updated copy")
+
+
+_METHODS = {
+    "__add__": fnp.add, "__radd__": _swap(fnp.add),
+    "__sub__": fnp.subtract, "__rsub__": _swap(fnp.subtract),
+    "__mul__": fnp.multiply, "__rmul__": _swap(fnp.multiply),
+    "__truediv__": fnp.divide, "__rtruediv__": _swap(fnp.divide),
+    "__floordiv__": fnp.floor_divide, "__rfloordiv__": _swap(fnp.floor_divide),
+    "__mod__": fnp.remainder, "__rmod__": _swap(fnp.remainder),
+    "__pow__": fnp.power, "__rpow__": _swap(fnp.power),
+    "__matmul__": fnp.matmul, "__rmatmul__": _swap(fnp.matmul),
+    "__neg__": fnp.negative, "__pos__": lambda self: self, "__abs__": fnp.abs,
+    "__invert__": lambda self: fnp.logical_not(self) if self.dtype == fnp.bool_ else fnp.invert(self),
+    "__eq__": fnp.equal, "__ne__": fnp.not_equal, "__lt__": fnp.less, "__le__": fnp.less_equal,
+    "__gt__": fnp.greater, "__ge__": fnp.greater_equal,
+    "__and__": fnp.bitwise_and, "__rand__": _swap(fnp.bitwise_and),
+    "__or__": fnp.bitwise_or, "__ror__": _swap(fnp.bitwise_or),
+    "__xor__": fnp.bitwise_xor, "__rxor__": _swap(fnp.bitwise_xor),
+    "__getitem__": getitem, "__setitem__": _immutable,
+    "reshape": _reshape, "transpose": _transpose, "astype": fnp.astype,
+    "sum": fnp.sum, "mean": fnp.mean, "max": fnp.max, "min": fnp.min, "prod": fnp.prod,
+    "var": fnp.var, "std": fnp.std, "argmax": fnp.argmax, "argmin": fnp.argmin,
+    "all": fnp.all, "any": fnp.any, "cumsum": fnp.cumsum, "clip": fnp.clip,
+    "squeeze": fnp.squeeze, "ravel": fnp.ravel, "flatten": fnp.ravel, "swapaxes": fnp.swapaxes,
+    "dot": fnp.dot, "round": fnp.round, "logsumexp": fnp.logsumexp,
+}
+for _name, _fn in _METHODS.items():
+    setattr(ArrayBase, _name, _fn)
+
+ArrayBase.T = property(lambda self: fnp.transpose(self))
+ArrayBase.mT = property(lambda self: fnp.swapaxes(self, -1, -2))
+ArrayBase.at = property(at)

@@ -1,0 +1,166 @@
+"""Array: an immutable value on a device. Operators are attached by funcgrad.numpy."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+
+
+class Device:
+    """A place where array data lives: `cpu` or `cuda:N`. Compares equal to its name."""
+    __slots__ = ("platform", "index")
+
+    def __init__(self, platform: str, index: int = 0):
+        self.platform = platform
+        self.index = index
+
+    def __str__(self) -> str:
+        return self.platform if self.platform == "cpu" else f"{self.platform}:{self.index}"
+
+    __repr__ = __str__
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = parse_device(other)
+        return isinstance(other, Device) and (self.platform, self.index) == (other.platform, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.platform, self.index))
+
+
+CPU = Device("cpu")
+
+
+def parse_device(spec: "str | Device") -> Device:
+    if isinstance(spec, Device):
+        return spec
+    name, _, index = str(spec).partition(":")
+    if name not in ("cpu", "cuda") or (index and not index.isdigit()):
+        raise ValueError(f"unknown device {spec!r}; expected 'cpu', 'cuda' or 'cuda:N'")
+    return Device(name, int(index or 0))
+
+
+class ArrayBase:
+    """What Array and the tracers share: shape queries here, operators from funcgrad.numpy."""
+    __slots__ = ()
+    __array_priority__ = 100  # NumPy defers to our operators: np_array * fg_array -> fg_array
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    __hash__ = None  # arrays are values compared elementwise, like NumPy's
+
+
+class Array(ArrayBase):
+    """An immutable n-dimensional array. Build one with fg.array / fg.asarray, not directly."""
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any):
+        self._value = value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def device(self) -> Device:
+        return CPU
+
+    def numpy(self) -> np.ndarray:
+        """A read-only NumPy view of the data (copy it to modify)."""
+        out = np.asarray(self._value).view()
+        out.flags.writeable = False
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.numpy()
+        if dtype is not None and out.dtype != dtype:
+            return out.astype(dtype)
+        return out.copy() if copy else out
+
+    def item(self):
+        return np.asarray(self._value).item()
+
+    def tolist(self):
+        return np.asarray(self._value).tolist()
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iub":
+            raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+        return int(self._value)
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self._value), separator=", ", prefix="Array(")
+        return f"Array({body}, dtype={self.dtype})"
+
+    def __str__(self) -> str:
+        return str(np.asarray(self._value))
+
+    def __format__(self, spec: str) -> str:
+        if self.shape == ():
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        return (Array, (np.asarray(self._value),))
+
+
+def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.ndarray:
+    """Host data (list, scalar, ndarray) as an ndarray of a supported dtype.
+
+    Python floats become float32 and ints int64 (PyTorch's defaults); NumPy arrays keep
+    their dtype unless one is asked for.
+    """
+    if isinstance(x, Array):
+        value = np.asarray(x._value)
+    elif isinstance(x, (np.ndarray, np.generic)):
+        value = np.asarray(x)
+    else:
+        try:
+            value = np.asarray(x)
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"cannot make an array from {type(x).__name__}: {e}") from None
+        if dtype is None and value.dtype == np.float64:
+            value = value.astype(dtypes.default_float)
+        elif dtype is None and value.dtype.kind == "i":
+            value = value.astype(dtypes.default_int)
+    if dtype is not None:
+        dtype = dtypes.canonicalize(dtype)
+        if value.dtype != dtype:
+            return value.astype(dtype)
+    elif value.dtype.kind in "OUSVcmM":
+        raise TypeError(f"funcgrad arrays hold numbers; got dtype {value.dtype} "
+                        f"from a {type(x).__name__}")
+    else:
+        dtypes.canonicalize(value.dtype)
+    return value.copy() if copy else value

@@ -1,0 +1,1 @@
+"""CPU backend: NumPy, plus numba-compiled kernels where NumPy has no routine."""

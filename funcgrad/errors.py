@@ -1,0 +1,21 @@
+"""The exceptions funcgrad raises, each naming what was wrong."""
+
+
+class FuncgradError(Exception):
+    """Base class of funcgrad's own errors."""
+
+
+class ShapeError(FuncgradError, ValueError):
+    """Operand shapes that do not fit together (broadcasting, matmul, reshape...)."""
+
+
+class DeviceMismatchError(FuncgradError, ValueError):
+    """A primitive was given arrays that live on different devices."""
+
+
+class TracerLeakError(FuncgradError, RuntimeError):
+    """A traced value escaped the transform that created it and was used afterwards."""
+
+
+class NonFiniteError(FuncgradError, FloatingPointError):
+    """Raised under config.debug_nans by the first primitive that produces a NaN."""

@@ -1,0 +1,82 @@
+"""Contractions: batched matmul and einsum (which also carries dot, tensordot, outer)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from . import reductions as R
+from . import shape as S
+from .core import Primitive, defjvp, defvjp
+
+
+def _low_precision_matmul(fn):
+    """bf16/fp16 inputs multiply in float32 and round the result once, as PyTorch on the CPU."""
+    def impl(*operands, **params):
+        dtype = operands[0].dtype
+        if dtype in dtypes.low_precision:
+            return fn(*(o.astype(np.float32) for o in operands), **params).astype(dtype)
+        return fn(*operands, **params)
+    return impl
+
+
+def _swap_last(x):
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return S.transpose_p(x, perm=perm)
+
+
+# matmul_p takes operands of rank >= 2 with broadcastable batch dimensions.
+matmul_p = Primitive("matmul", _low_precision_matmul(np.matmul))
+defvjp(matmul_p,
+       lambda g, out, a, b: R.unbroadcast(matmul_p(g, _swap_last(b)), a.shape),
+       lambda g, out, a, b: R.unbroadcast(matmul_p(_swap_last(a), g), b.shape))
+defjvp(matmul_p, lambda t, out, a, b: matmul_p(t, b), lambda t, out, a, b: matmul_p(a, t))
+
+
+# ---- einsum: spec is explicit, like "ij,jk->ik", with no ellipsis (funcgrad.numpy expands it) --
+def _einsum_impl(*operands, spec):
+    big = sum(o.size for o in operands) > 4096
+    return np.einsum(spec, *operands, optimize=big)
+
+
+def _einsum_transpose(i, g, out, *operands, spec):
+    """Cotangent of operand i: contract g with the other operands onto operand i's indices.
+
+    An index repeated within operand i (a diagonal) is tied back with an identity matrix, and
+    an index only operand i has (summed away) is restored with a vector of ones: both become
+    extra constant operands of the same einsum.
+    """
+    inputs, output = spec.split("->")
+    subs = inputs.split(",")
+    target = subs[i]
+    others = [s for j, s in enumerate(subs) if j != i]
+    seen = set(output) | set("".join(others))
+    spare = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                 if c not in set(inputs) | set(output))
+    out_letters, extra_subs, extra_ops = [], [], []
+    dims = dict(zip(target, operands[i].shape))
+    for c in target:
+        if c in out_letters:  # repeated within operand i
+            fresh = next(spare)
+            extra_subs.append(c + fresh)
+            extra_ops.append(np.eye(dims[c], dtype=g.dtype))
+            out_letters.append(fresh)
+        else:
+            out_letters.append(c)
+            if c not in seen:
+                extra_subs.append(c)
+                extra_ops.append(np.ones(dims[c], dtype=g.dtype))
+                seen.add(c)
+    new_spec = ",".join([output] + others + extra_subs) + "->" + "".join(out_letters)
+    rest = [o for j, o in enumerate(operands) if j != i]
+    return einsum_p(g, *rest, *extra_ops, spec=new_spec)
+
+
+def _einsum_tangent(i, t, out, *operands, spec):
+    replaced = list(operands)
+    replaced[i] = t
+    return einsum_p(*replaced, spec=spec)
+
+
+einsum_p = Primitive("einsum", _low_precision_matmul(_einsum_impl))
+einsum_p.vjp_argnum = _einsum_transpose
+einsum_p.jvp_argnum = _einsum_tangent

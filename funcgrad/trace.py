@@ -1,0 +1,166 @@
+"""Tracers, trace levels, the tape, and bind(): the single entry to every primitive.
+
+Tracing happens on concrete values (as in HIPS autograd): each transform opens a trace with a
+fresh level; a tracer carries its trace and the value one level down. bind() finds the
+highest-level tracer among the arguments; with none it runs the backend directly (the fast
+path), otherwise that trace unboxes its own tracers, binds one level down and boxes the result.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+
+import numpy as np
+
+from . import dtypes
+from .array import Array, ArrayBase
+from .config import config
+from .errors import NonFiniteError, ShapeError, TracerLeakError
+from .ops import core
+
+_levels = itertools.count(1)  # a newer trace is always nested inside the live older ones
+
+
+class Trace:
+    __slots__ = ("level", "alive", "name")
+
+    def __init__(self, name: str):
+        self.level = next(_levels)
+        self.alive = True
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.alive = False
+
+    def check_alive(self):
+        if not self.alive:
+            raise TracerLeakError(
+                f"a value traced by {self.name} was used after {self.name} returned; "
+                f"return it from the function being transformed instead of storing it outside")
+
+
+class Tracer(ArrayBase):
+    """A value seen by a transform. It answers shape/dtype queries and, since tracing is on
+    concrete values, also bool()/float()/item(), so Python control flow works under grad."""
+    __slots__ = ("_trace",)
+
+    def primal(self):
+        raise TypeError(f"{type(self).__name__} must define primal()")
+
+    def concrete(self) -> Array:
+        v = self.primal()
+        return v.concrete() if isinstance(v, Tracer) else v
+
+    @property
+    def shape(self):
+        return self.primal().shape
+
+    @property
+    def dtype(self):
+        return self.primal().dtype
+
+    @property
+    def device(self):
+        return self.primal().device
+
+    def numpy(self):
+        return self.concrete().numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        return self.concrete().__array__(dtype, copy)
+
+    def item(self):
+        return self.concrete().item()
+
+    def tolist(self):
+        return self.concrete().tolist()
+
+    def __bool__(self):
+        return bool(self.concrete())
+
+    def __float__(self):
+        return float(self.concrete())
+
+    def __int__(self):
+        return int(self.concrete())
+
+    def __index__(self):
+        return self.concrete().__index__()
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.concrete()!r})"
+
+
+# ---- the fast path and its checks --------------------------------------------------------------
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_frame() -> str:
+    """'file:line in function' of the innermost caller outside funcgrad itself."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+def _describe_args(args) -> str:
+    parts = []
+    for a in args:
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            parts.append(f"{a.dtype}{list(a.shape)}")
+        else:
+            parts.append(repr(a))
+    return ", ".join(parts)
+
+
+def _execute(prim, args, params):
+    vals = [a._value if type(a) is Array else a for a in args]
+    try:
+        out = prim.impl(*vals, **params)
+    except ValueError as e:  # NumPy's shape complaints, with both operands named
+        raise ShapeError(f"{prim.name}({_describe_args(args)}): {e}") from None
+    except (IndexError, TypeError) as e:
+        raise type(e)(f"{prim.name}({_describe_args(args)}): {e}") from None
+    if config.debug_nans:
+        _check_nans(prim, out)
+    return Array(out)
+
+
+def _check_nans(prim, out):
+    out = np.asarray(out)
+    if dtypes.is_float(out.dtype) and np.isnan(out.astype(np.float32, copy=False)).any():
+        raise NonFiniteError(f"primitive '{prim.name}' produced NaN (debug_nans is on), "
+                             f"called from {user_frame()}")
+
+
+def bind(prim, *args, **params):
+    top = None
+    for a in args:
+        if isinstance(a, Tracer):
+            t = a._trace
+            if top is None or t.level > top.level:
+                top = t
+    if top is None:
+        return _execute(prim, args, params)
+    return top.process(prim, args, params)
+
+
+core.install_bind(bind)
+
+
+def is_differentiable_output(prim, out) -> bool:
+    return prim.differentiable and dtypes.is_float(out.dtype)
+
+
+def find_top_trace(leaves):
+    top = None
+    for a in leaves:
+        if isinstance(a, Tracer) and (top is None or a._trace.level > top.level):
+            top = a._trace
+    return top

@@ -1,0 +1,208 @@
+"""Pytrees: nested containers of arrays, flattened to a list of leaves and a structure.
+
+dict (sorted keys), list, tuple, namedtuple and None are built in; any other type joins with
+`register_pytree_node` or, for dataclasses, the `register_dataclass` decorator.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
+
+__all__ = [
+    "PyTreeDef", "register_pytree_node", "register_dataclass", "static_field",
+    "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
+    "tree_flatten_with_path", "keystr",
+]
+
+
+class _NodeType(NamedTuple):
+    flatten: Callable[[Any], tuple[Iterable[Any], Hashable]]
+    unflatten: Callable[[Hashable, list[Any]], Any]
+    keys: Callable[[Any, Hashable], list[str]]
+
+
+_registry: dict[type, _NodeType] = {}
+
+
+def register_pytree_node(nodetype: type, flatten: Callable, unflatten: Callable,
+                         keys: Callable | None = None) -> None:
+    """Make `nodetype` a pytree node: flatten(x) -> (children, aux); unflatten(aux, children) -> x.
+
+    `keys(x, aux)` optionally names each child for error messages and `named_parameters`.
+    """
+    if nodetype in _registry:
+        raise ValueError(f"{nodetype.__name__} is already registered as a pytree node")
+    _registry[nodetype] = _NodeType(flatten, unflatten,
+                                    keys or (lambda x, aux: [f"[{i}]" for i in range(len(flatten(x)[0]))]))
+
+
+def _dict_flatten(d):
+    keys = sorted(d)
+    return [d[k] for k in keys], tuple(keys)
+
+
+register_pytree_node(dict, _dict_flatten, lambda keys, ch: dict(zip(keys, ch)),
+                     lambda d, keys: [f"[{k!r}]" for k in keys])
+register_pytree_node(list, lambda x: (x, None), lambda _, ch: list(ch))
+register_pytree_node(tuple, lambda x: (x, None), lambda _, ch: tuple(ch))
+register_pytree_node(type(None), lambda x: ((), None), lambda _, ch: None, lambda x, aux: [])
+
+
+def static_field(**kwargs) -> dataclasses.Field:
+    """A dataclass field that is part of the structure, not a leaf (hyper-parameters, callables)."""
+    metadata = dict(kwargs.pop("metadata", {}) or {}, static=True)
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+def register_dataclass(cls: type) -> type:
+    """Class decorator: a dataclass whose fields are children, except `static_field()` ones."""
+    if not dataclasses.is_dataclass(cls):
+        cls = dataclasses.dataclass(cls)
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    data = tuple(f.name for f in fields if not f.metadata.get("static", False))
+    meta = tuple(f.name for f in fields if f.metadata.get("static", False))
+
+    def flatten(x):
+        return [getattr(x, n) for n in data], tuple(getattr(x, n) for n in meta)
+
+    def unflatten(aux, children):
+        obj = object.__new__(cls)
+        for n, v in zip(data, children):
+            object.__setattr__(obj, n, v)
+        for n, v in zip(meta, aux):
+            object.__setattr__(obj, n, v)
+        return obj
+
+    register_pytree_node(cls, flatten, unflatten, lambda x, aux: [f".{n}" for n in data])
+    return cls
+
+
+def _node_type(x) -> _NodeType | None:
+    t = type(x)
+    node = _registry.get(t)
+    if node is None and isinstance(x, tuple) and hasattr(t, "_fields"):  # namedtuple
+        node = _NodeType(lambda x: (tuple(x), None), lambda _, ch, t=t: t(*ch),
+                         lambda x, aux: [f".{f}" for f in type(x)._fields])
+    return node
+
+
+class PyTreeDef:
+    """The structure of a pytree: hashable, comparable, and able to rebuild a tree from leaves."""
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_key")
+
+    def __init__(self, node_type, aux, children):
+        self.node_type = node_type  # None for a leaf
+        self.aux = aux
+        self.children = children
+        self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
+        self._key = (node_type, aux, children)
+
+    def __eq__(self, other):
+        return isinstance(other, PyTreeDef) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        return f"PyTreeDef({self._describe()})"
+
+    def _describe(self) -> str:
+        if self.node_type is None:
+            return "*"
+        inner = ", ".join(c._describe() for c in self.children)
+        if self.node_type is dict:
+            inner = ", ".join(f"{k!r}: {c._describe()}" for k, c in zip(self.aux, self.children))
+            return "{" + inner + "}"
+        if self.node_type is list:
+            return f"[{inner}]"
+        if self.node_type is tuple:
+            return f"({inner}{',' if len(self.children) == 1 else ''})"
+        if self.node_type is type(None):
+            return "None"
+        return f"{self.node_type.__name__}({inner})"
+
+    def unflatten(self, leaves: Iterable[Any]) -> Any:
+        leaves = list(leaves)
+        if len(leaves) != self.num_leaves:
+            raise ValueError(f"tree structure {self} expects {self.num_leaves} leaves, got {len(leaves)}")
+        it = iter(leaves)
+        return self._build(it)
+
+    def _build(self, it):
+        if self.node_type is None:
+            return next(it)
+        children = [c._build(it) for c in self.children]
+        return _unflatten_node(self.node_type, self.aux, children)
+
+
+_LEAF = PyTreeDef(None, None, ())
+
+
+def _unflatten_node(node_type, aux, children):
+    node = _registry.get(node_type)
+    if node is None:  # namedtuple
+        return node_type(*children)
+    return node.unflatten(aux, children)
+
+
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], PyTreeDef]:
+    leaves: list[Any] = []
+    treedef = _flatten(tree, leaves, is_leaf)
+    return leaves, treedef
+
+
+def _flatten(x, leaves, is_leaf):
+    node = None if (is_leaf is not None and is_leaf(x)) else _node_type(x)
+    if node is None:
+        leaves.append(x)
+        return _LEAF
+    children, aux = node.flatten(x)
+    return PyTreeDef(type(x), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
+
+
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
+    """Like tree_flatten, but each leaf comes with its path: a tuple of key strings."""
+    out: list[tuple[tuple[str, ...], Any]] = []
+
+    def walk(x, path):
+        node = None if (is_leaf is not None and is_leaf(x)) else _node_type(x)
+        if node is None:
+            out.append((path, x))
+            return
+        children, aux = node.flatten(x)
+        children = list(children)
+        for key, child in zip(node.keys(x, aux), children):
+            walk(child, path + (key,))
+
+    walk(tree, ())
+    return out, tree_structure(tree, is_leaf)
+
+
+def keystr(path: tuple[str, ...]) -> str:
+    """'params['w1']' style rendering of a path from tree_flatten_with_path."""
+    return "".join(path) if path else "<root>"
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
+    return treedef.unflatten(leaves)
+
+
+def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Apply f leaf-wise; every tree in `rest` must have the structure of `tree`."""
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    others = []
+    for i, r in enumerate(rest):
+        r_leaves, r_def = tree_flatten(r, is_leaf)
+        if r_def != treedef:
+            raise ValueError(f"tree_map: tree argument {i + 1} has structure {r_def}, "
+                             f"which differs from the first tree's {treedef}")
+        others.append(r_leaves)
+    return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
