@@ -21,6 +21,7 @@ bool_ = np.dtype(np.bool_)
 default_float = float32
 default_int = int64
 low_precision = frozenset({float16, bfloat16})
+float_dtypes = frozenset({float16, bfloat16, float32, float64})
 _supported = frozenset({float16, bfloat16, float32, float64, int8, uint8, int16, int32, uint32, int64, bool_})
 
 
@@ -43,7 +44,7 @@ def canonicalize(dtype) -> np.dtype:
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return dtype.kind == "f" or dtype == bfloat16
+    return dtype in float_dtypes
 
 
 def _category(dtype: np.dtype) -> int:

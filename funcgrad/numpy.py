@@ -62,9 +62,16 @@ def _weak(s, dtype):
     return np.asarray(s, dtype) if dtype in dtypes.low_precision or dtype.kind == "u" else s
 
 
+_NATIVE_WEAK = {float: frozenset({float32, float64}),
+                int: frozenset({float32, float64, int32, int64})}  # NumPy already treats these weakly
+
+
 def _pair(x, y):
     """Operands of a binary op, promoted to one dtype (scalars stay weak)."""
     if isinstance(x, ArrayBase):
+        native = _NATIVE_WEAK.get(type(y))
+        if native is not None and x.dtype in native:
+            return x, y
         if isinstance(y, ArrayBase):
             dx, dy = x.dtype, y.dtype
             if dx == dy:
@@ -85,6 +92,8 @@ def _pair(x, y):
 
 def _float_arg(x):
     """Math functions of integers compute in the default float dtype (PyTorch: exp(int) -> float32)."""
+    if isinstance(x, ArrayBase) and x.dtype in dtypes.float_dtypes:
+        return x
     x = asarray(x)
     return x if dtypes.is_float(x.dtype) else E.convert_p(x, dtype=dtypes.default_float)
 

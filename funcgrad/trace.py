@@ -119,8 +119,31 @@ def _describe_args(args) -> str:
     return ", ".join(parts)
 
 
-def _execute(prim, args, params):
-    vals = [a._value if type(a) is Array else a for a in args]
+def _check_nans(prim, out):
+    out = np.asarray(out)
+    if dtypes.is_float(out.dtype) and np.isnan(out.astype(np.float32, copy=False)).any():
+        raise NonFiniteError(f"primitive '{prim.name}' produced NaN (debug_nans is on), "
+                             f"called from {user_frame()}")
+
+
+def bind(prim, *args, **params):
+    """Run prim on args under the active transforms. The hot path: keep it lean."""
+    top = None
+    for a in args:
+        if isinstance(a, Tracer):
+            t = a._trace
+            if top is None or t.level > top.level:
+                top = t
+    if top is not None:
+        return top.process(prim, args, params)
+    if len(args) == 2:  # unrolled: a comprehension costs more than the NumPy call on small arrays
+        a, b = args
+        vals = (a._value if type(a) is Array else a, b._value if type(b) is Array else b)
+    elif len(args) == 1:
+        a = args[0]
+        vals = (a._value if type(a) is Array else a,)
+    else:
+        vals = [a._value if type(a) is Array else a for a in args]
     try:
         out = prim.impl(*vals, **params)
     except ValueError as e:  # NumPy's shape complaints, with both operands named
@@ -132,30 +155,11 @@ def _execute(prim, args, params):
     return Array(out)
 
 
-def _check_nans(prim, out):
-    out = np.asarray(out)
-    if dtypes.is_float(out.dtype) and np.isnan(out.astype(np.float32, copy=False)).any():
-        raise NonFiniteError(f"primitive '{prim.name}' produced NaN (debug_nans is on), "
-                             f"called from {user_frame()}")
-
-
-def bind(prim, *args, **params):
-    top = None
-    for a in args:
-        if isinstance(a, Tracer):
-            t = a._trace
-            if top is None or t.level > top.level:
-                top = t
-    if top is None:
-        return _execute(prim, args, params)
-    return top.process(prim, args, params)
-
-
 core.install_bind(bind)
 
 
 def is_differentiable_output(prim, out) -> bool:
-    return prim.differentiable and dtypes.is_float(out.dtype)
+    return prim.differentiable and out.dtype in dtypes.float_dtypes
 
 
 def find_top_trace(leaves):

@@ -59,6 +59,9 @@ class VJPTracer(Tracer):
     def primal(self):
         return self._value
 
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+
 
 class VJPTrace(Trace):
     __slots__ = ()
@@ -73,9 +76,9 @@ class VJPTrace(Trace):
             else:
                 vals.append(a)
         out = bind(prim, *vals, **params)
-        if not is_differentiable_output(prim, out):
+        if not prim.differentiable or out.dtype not in dtypes.float_dtypes:
             return out
-        return VJPTracer(self, out, Node(prim, tuple(vals), params, out, tuple(parents)), 0)
+        return VJPTracer(self, out, Node(prim, vals, params, out, parents), 0)
 
     def unbox(self, leaves):
         """This trace's tracers replaced by their values, and the parents they came from."""
@@ -472,6 +475,9 @@ class JVPTracer(Tracer):
 
     def primal(self):
         return self._primal
+
+    shape = property(lambda self: self._primal.shape)
+    dtype = property(lambda self: self._primal.dtype)
 
 
 class JVPTrace(Trace):

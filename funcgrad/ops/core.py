@@ -6,8 +6,8 @@ derivative rules are written with primitives, so derivatives of derivatives work
   vjp rule for argument i:  rule(g, out, *args, **params) -> cotangent of args[i]
   jvp rule for argument i:  rule(t, out, *args, **params) -> tangent of the output
 
-`bind` (funcgrad.trace) installs itself here, so calling a Primitive dispatches through the
-active transforms without this layer importing the tracing machinery.
+funcgrad.trace installs `bind` as Primitive.__call__, so calling a Primitive dispatches through
+the active transforms without this layer importing the tracing machinery.
 """
 from __future__ import annotations
 
@@ -18,16 +18,9 @@ import numpy as np
 registry: dict[str, "Primitive"] = {}
 
 
-def _no_bind(prim, *args, **params):
-    raise RuntimeError("funcgrad.trace has not been imported")
-
-
-bind: Callable = _no_bind
-
-
-def install_bind(fn: Callable) -> None:
-    global bind
-    bind = fn
+def install_bind(bind: Callable) -> None:
+    """Called once by funcgrad.trace: prim(*args, **params) becomes bind(prim, *args, **params)."""
+    Primitive.__call__ = bind
 
 
 class Primitive:
@@ -52,7 +45,7 @@ class Primitive:
         registry[name] = self
 
     def __call__(self, *args, **params):
-        return bind(self, *args, **params)
+        raise RuntimeError("import funcgrad (which installs funcgrad.trace.bind) before calling primitives")
 
     def __repr__(self) -> str:
         return f"Primitive({self.name})"
