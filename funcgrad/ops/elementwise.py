@@ -52,9 +52,12 @@ def _pow_dx(g, out, x, y):
         if y == 0:
             return mul_p(g, zero(g.dtype))
         return mul_p(g, mul_p(const(y, g.dtype), pow_p(x, y - 1)))
-    # PyTorch: zero where the exponent is zero, so 0 ** 0 has gradient 0, not nan.
-    d = mul_p(y, pow_p(x, sub_p(y, const(1, y.dtype))))
-    return mul_p(g, select_p(eq_p(y, 0), zero(d.dtype), d))
+    # 0 ** 0 has gradient 0 (PyTorch, JAX). Only that point is masked, and its exponent replaced
+    # by 1 first, so neither the value nor any higher derivative meets 0 * inf elsewhere.
+    origin = and_p(eq_p(y, 0), eq_p(x, 0))
+    safe_y = select_p(origin, const(1, y.dtype), y)
+    d = mul_p(safe_y, pow_p(x, sub_p(safe_y, const(1, y.dtype))))
+    return mul_p(g, select_p(origin, zero(d.dtype), d))
 
 
 def _pow_dy(g, out, x, y):

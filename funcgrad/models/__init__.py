@@ -1,0 +1,1 @@
+"""Demo models the command line trains."""
