@@ -1,0 +1,137 @@
+"""Reductions, scans and the softmax family: values against NumPy, gradients by finite differences."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import nn
+
+from .helpers import assert_close, floats_array, shapes
+
+
+@st.composite
+def array_and_axis(draw, min_side=0, allow_tuple=True):
+    shape = draw(shapes(min_dims=0, max_dims=3, min_side=min_side, max_side=3))
+    x = floats_array(draw, shape, -2, 2)
+    nd = len(shape)
+    choices = [st.none()]
+    if nd:
+        choices.append(st.integers(-nd, nd - 1))
+        if allow_tuple:
+            choices.append(st.lists(st.integers(0, nd - 1), unique=True, min_size=1, max_size=nd).map(
+                lambda axes: tuple(a - nd if i % 2 else a for i, a in enumerate(axes))))
+    axis = draw(st.one_of(*choices))
+    return x, axis, draw(st.booleans())
+
+
+def _np_logsumexp(x, axis, keepdims):
+    m = np.max(x, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+REDUCTIONS = {
+    "sum": (fnp.sum, np.sum, 0),
+    "mean": (fnp.mean, np.mean, 1),
+    "prod": (fnp.prod, np.prod, 0),
+    "max": (fnp.max, np.max, 1),
+    "min": (fnp.min, np.min, 1),
+    "var": (fnp.var, np.var, 1),
+    "std": (fnp.std, np.std, 1),
+    "logsumexp": (fnp.logsumexp, _np_logsumexp, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@given(data=st.data())
+def test_reduction_values_and_grads(name, data):
+    f, ref, min_side = REDUCTIONS[name]
+    x, axis, keepdims = data.draw(array_and_axis(min_side=min_side))
+    if name == "std" and x.size and np.min(np.var(x, axis=axis)) < 1e-3:
+        return  # at zero variance std has no derivative (PyTorch gives nan too)
+    if name == "logsumexp" and axis is None:
+        axis = tuple(range(x.ndim))
+    out = f(x, axis=axis, keepdims=keepdims)
+    assert_close(out, ref(x, axis=axis, keepdims=keepdims), rtol=1e-6, atol=1e-9)
+    well_separated = x.size < 2 or np.min(np.diff(np.sort(x, axis=None))) > 0.05  # finite differences
+    if x.size and (name not in ("max", "min") or well_separated):  # would straddle a near-tie
+        fg.check_grads(lambda v: f(v, axis=axis, keepdims=keepdims), (x,), order=1)
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reduction_second_order(name):
+    f, _, _ = REDUCTIONS[name]
+    x = np.array([[0.3, -1.2, 0.7], [1.1, 0.4, -0.5]])
+    fg.check_grads(lambda v: f(v, axis=1), (x,), order=2)
+    fg.check_grads(lambda v: f(v), (x,), order=2)
+
+
+def test_prod_gradient_is_exact_with_zeros():
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0], [1.0, 4.0, 2.0]])
+    g = fg.grad(lambda v: fnp.sum(fnp.prod(v, axis=1)))(x)
+    assert_close(g, [[0, 6, 0], [0, 0, 0], [8, 2, 4]])
+    h = fg.hessian(lambda v: fnp.prod(v))(np.array([0.0, 2.0, 3.0]))
+    assert_close(h, [[0, 3, 2], [3, 0, 0], [2, 0, 0]])
+
+
+def test_max_shares_gradient_among_ties():
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 1.0]])
+    assert_close(fg.grad(lambda v: fnp.sum(fnp.max(v, axis=1)))(x), [[0, 0.5, 0.5], [1, 0, 0]])
+
+
+def test_var_ddof_and_torch_correction():
+    x = np.array([[1.0, 2.0, 4.0], [0.0, 1.0, 1.0]])
+    assert_close(fnp.var(x, axis=1, ddof=1), np.var(x, axis=1, ddof=1))
+    assert_close(fnp.std(x, axis=0, correction=1), np.std(x, axis=0, ddof=1))
+
+
+@given(data=st.data())
+def test_arg_reductions_and_boolean(data):
+    x, axis, keepdims = data.draw(array_and_axis(min_side=1, allow_tuple=False))
+    assert_close(fnp.argmax(x, axis=axis, keepdims=keepdims), np.argmax(x, axis=axis, keepdims=keepdims))
+    assert_close(fnp.argmin(x, axis=axis, keepdims=keepdims), np.argmin(x, axis=axis, keepdims=keepdims))
+    b = x > 0
+    assert_close(fnp.all(b, axis=axis, keepdims=keepdims), np.all(b, axis=axis, keepdims=keepdims))
+    assert_close(fnp.any(b, axis=axis, keepdims=keepdims), np.any(b, axis=axis, keepdims=keepdims))
+
+
+@given(data=st.data())
+def test_cumsum(data):
+    x, axis, _ = data.draw(array_and_axis(min_side=0, allow_tuple=False))
+    if x.ndim == 0 and axis is not None:
+        return
+    assert_close(fnp.cumsum(x, axis=axis), np.cumsum(x, axis=axis))
+    if x.size:
+        fg.check_grads(lambda v: fnp.cumsum(v, axis=axis), (x,), order=2)
+
+
+@pytest.mark.parametrize("fn,ref", [
+    (nn.softmax, lambda x, a: np.exp(x - _np_logsumexp(x, a, True))),
+    (nn.log_softmax, lambda x, a: x - _np_logsumexp(x, a, True)),
+])
+@given(data=st.data())
+def test_softmax_family(fn, ref, data):
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    x = floats_array(data.draw, shape, -5, 5)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    assert_close(fn(x, axis=axis), ref(x, axis), rtol=1e-6, atol=1e-9)
+    fg.check_grads(lambda v: fn(v, axis=axis), (x,), order=2)
+
+
+def test_softmax_is_stable_for_large_logits():
+    x = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -1000.0]], np.float32)
+    p = nn.softmax(x)
+    assert np.all(np.isfinite(np.asarray(p)))
+    assert_close(p[0], np.exp([-2, -1, 0]) / np.exp([-2, -1, 0]).sum(), rtol=1e-5)
+    assert_close(nn.log_softmax(x)[1], np.full(3, -np.log(3)), rtol=1e-5)
+    assert_close(fnp.logsumexp(x, axis=1), [1002 + np.log(np.exp([-2, -1, 0]).sum()), -1000 + np.log(3)],
+                 rtol=1e-6)
+
+
+def test_low_precision_sums_accumulate_in_float32():
+    x = fnp.ones(4096, dtype=fg.bfloat16)
+    s = fnp.sum(x)
+    assert s.dtype == fg.bfloat16
+    assert float(s) == 4096.0  # a bfloat16 accumulator would stall at 256

@@ -1,0 +1,151 @@
+"""Structural functions, indexing and contractions: values against NumPy, gradients by finite differences."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+from .helpers import assert_close, floats_array, shapes
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape)
+
+
+def check(f, ref, *args, order=1):
+    """f(*args) equals ref(*args) and f's derivatives match finite differences."""
+    assert_close(f(*args), ref(*args), rtol=1e-6, atol=1e-9)
+    fg.check_grads(f, args, order=order)
+
+
+CASES = {
+    "reshape": (lambda x: fnp.reshape(x, (3, -1)), lambda x: np.reshape(x, (3, -1)), [(2, 3, 2)]),
+    "reshape_method": (lambda x: x.reshape(2, 6), lambda x: x.reshape(2, 6), [(2, 3, 2)]),
+    "transpose": (lambda x: fnp.transpose(x, (2, 0, 1)), lambda x: np.transpose(x, (2, 0, 1)), [(2, 3, 4)]),
+    "T": (lambda x: fg.asarray(x).T, lambda x: x.T, [(2, 3, 4)]),
+    "swapaxes": (lambda x: fnp.swapaxes(x, 0, -1), lambda x: np.swapaxes(x, 0, -1), [(2, 3, 4)]),
+    "moveaxis": (lambda x: fnp.moveaxis(x, 0, -1), lambda x: np.moveaxis(x, 0, -1), [(2, 3, 4)]),
+    "moveaxis_multi": (lambda x: fnp.moveaxis(x, [0, 1], [-1, 0]), lambda x: np.moveaxis(x, [0, 1], [-1, 0]),
+                       [(2, 3, 4)]),
+    "expand_dims": (lambda x: fnp.expand_dims(x, (0, -1)), lambda x: np.expand_dims(x, (0, -1)), [(2, 3)]),
+    "squeeze": (lambda x: fnp.squeeze(x), lambda x: np.squeeze(x), [(1, 3, 1)]),
+    "squeeze_axis": (lambda x: fnp.squeeze(x, -1), lambda x: np.squeeze(x, -1), [(1, 3, 1)]),
+    "broadcast_to": (lambda x: fnp.broadcast_to(x, (4, 2, 3)), lambda x: np.broadcast_to(x, (4, 2, 3)),
+                     [(2, 1)]),
+    "concatenate": (lambda a, b: fnp.concatenate([a, b], axis=1),
+                    lambda a, b: np.concatenate([a, b], axis=1), [(2, 3), (2, 1)]),
+    "concatenate_none": (lambda a, b: fnp.concatenate([a, b], axis=None),
+                         lambda a, b: np.concatenate([a, b], axis=None), [(2, 3), (4,)]),
+    "stack": (lambda a, b: fnp.stack([a, b], axis=-1), lambda a, b: np.stack([a, b], axis=-1), [(2, 3), (2, 3)]),
+    "split": (lambda x: fnp.split(x, [1, 3], axis=1)[1], lambda x: np.split(x, [1, 3], axis=1)[1], [(2, 5)]),
+    "split_sections": (lambda x: fnp.split(x, 2)[1], lambda x: np.split(x, 2)[1], [(4, 3)]),
+    "flip": (lambda x: fnp.flip(x, 1), lambda x: np.flip(x, 1), [(2, 3, 2)]),
+    "flip_all": (lambda x: fnp.flip(x), lambda x: np.flip(x), [(2, 3)]),
+    "pad_constant": (lambda x: fnp.pad(x, ((1, 2), (0, 1)), constant_values=3.0),
+                     lambda x: np.pad(x, ((1, 2), (0, 1)), constant_values=3.0), [(2, 3)]),
+    "pad_reflect": (lambda x: fnp.pad(x, 2, mode="reflect"), lambda x: np.pad(x, 2, mode="reflect"), [(3, 4)]),
+    "pad_edge": (lambda x: fnp.pad(x, (1, 2), mode="edge"), lambda x: np.pad(x, (1, 2), mode="edge"), [(3,)]),
+    "pad_wrap": (lambda x: fnp.pad(x, 1, mode="wrap"), lambda x: np.pad(x, 1, mode="wrap"), [(2, 3)]),
+    "take": (lambda x: fnp.take(x, np.array([2, 0, 2]), axis=1),
+             lambda x: np.take(x, np.array([2, 0, 2]), axis=1), [(2, 3)]),
+    "take_flat": (lambda x: fnp.take(x, np.array([[5, 0], [1, 1]])), lambda x: np.take(x, [[5, 0], [1, 1]]),
+                  [(2, 3)]),
+    "take_along_axis": (lambda x: fnp.take_along_axis(x, np.array([[0, 2, 2], [1, 1, 0]]), axis=1),
+                        lambda x: np.take_along_axis(x, np.array([[0, 2, 2], [1, 1, 0]]), axis=1), [(2, 3)]),
+    "tril": (lambda x: fnp.tril(x, -1), lambda x: np.tril(x, -1), [(2, 3, 3)]),
+    "triu": (lambda x: fnp.triu(x, 1), lambda x: np.triu(x, 1), [(3, 4)]),
+    "matmul": (fnp.matmul, np.matmul, [(2, 3), (3, 4)]),
+    "matmul_batched_broadcast": (fnp.matmul, np.matmul, [(2, 1, 3, 4), (3, 4, 2)]),
+    "matmul_vec_mat": (fnp.matmul, np.matmul, [(3,), (2, 3, 4)]),
+    "matmul_mat_vec": (fnp.matmul, np.matmul, [(2, 3, 4), (4,)]),
+    "matmul_vec_vec": (fnp.matmul, np.matmul, [(4,), (4,)]),
+    "dot_2d": (fnp.dot, np.dot, [(2, 3), (3, 2)]),
+    "dot_nd": (fnp.dot, np.dot, [(2, 2, 3), (4, 3, 2)]),
+    "dot_scalar": (fnp.dot, np.dot, [(), (3,)]),
+    "outer": (fnp.outer, np.outer, [(3,), (2, 2)]),
+    "inner": (fnp.inner, np.inner, [(2, 3), (4, 3)]),
+    "tensordot": (lambda a, b: fnp.tensordot(a, b, axes=([1, 0], [0, 1])),
+                  lambda a, b: np.tensordot(a, b, axes=([1, 0], [0, 1])), [(3, 4, 5), (4, 3, 2)]),
+    "tensordot_int": (lambda a, b: fnp.tensordot(a, b, 1), lambda a, b: np.tensordot(a, b, 1), [(2, 3), (3, 2)]),
+    "einsum_matmul": (lambda a, b: fnp.einsum("ij,jk->ik", a, b),
+                      lambda a, b: np.einsum("ij,jk->ik", a, b), [(2, 3), (3, 4)]),
+    "einsum_attention": (lambda q, k: fnp.einsum("bhqd,bhkd->bhqk", q, k),
+                         lambda q, k: np.einsum("bhqd,bhkd->bhqk", q, k), [(2, 2, 3, 4), (2, 2, 5, 4)]),
+    "einsum_ellipsis": (lambda a, b: fnp.einsum("...ij,...jk", a, b),
+                        lambda a, b: np.einsum("...ij,...jk", a, b), [(2, 3, 4), (2, 4, 2)]),
+    "einsum_trace": (lambda a: fnp.einsum("ii", a), lambda a: np.einsum("ii", a), [(3, 3)]),
+    "einsum_diag": (lambda a: fnp.einsum("ii->i", a), lambda a: np.einsum("ii->i", a), [(3, 3)]),
+    "einsum_sum_out": (lambda a, b: fnp.einsum("ij,k->k", a, b),
+                       lambda a, b: np.einsum("ij,k->k", a, b), [(2, 3), (4,)]),
+    "einsum_three": (lambda a, b, c: fnp.einsum("ij,jk,kl->il", a, b, c),
+                     lambda a, b, c: np.einsum("ij,jk,kl->il", a, b, c), [(2, 3), (3, 4), (4, 2)]),
+    "einsum_implicit_transpose": (lambda a: fnp.einsum("ji", a), lambda a: np.einsum("ji", a), [(2, 3)]),
+    "getitem_basic": (lambda x: fg.asarray(x)[1:, ::-2, None, 0], lambda x: x[1:, ::-2, None, 0], [(3, 4, 2)]),
+    "getitem_ellipsis": (lambda x: fg.asarray(x)[..., 1], lambda x: x[..., 1], [(2, 3, 4)]),
+    "getitem_int_array_repeats": (lambda x: fg.asarray(x)[np.array([0, 2, 0])], lambda x: x[[0, 2, 0]], [(3, 2)]),
+    "getitem_mixed_advanced": (lambda x: fg.asarray(x)[np.array([1, 0]), :, np.array([2, 2])],
+                               lambda x: x[[1, 0], :, [2, 2]], [(2, 3, 4)]),
+    "getitem_bool_mask": (lambda x: fg.asarray(x)[np.array([True, False, True])],
+                          lambda x: x[np.array([True, False, True])], [(3, 2)]),
+    "getitem_negative": (lambda x: fg.asarray(x)[-1, -2:], lambda x: x[-1, -2:], [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_structural_values_and_grads(name):
+    f, ref, arg_shapes = CASES[name]
+    args = [rand(*s) for s in arg_shapes]
+    check(f, ref, *args, order=2 if name.startswith(("matmul", "einsum_attention", "getitem")) else 1)
+
+
+@given(data=st.data())
+def test_reshape_transpose_random_shapes(data):
+    shape = data.draw(shapes(min_dims=1, max_dims=4, min_side=0, max_side=3))
+    x = floats_array(data.draw, shape)
+    perm = data.draw(st.permutations(range(len(shape))))
+    assert_close(fnp.transpose(x, perm), np.transpose(x, perm))
+    assert_close(fnp.reshape(x, (-1,)), x.reshape(-1))
+    if x.size:
+        fg.check_grads(lambda v: fnp.transpose(v, perm) * 2.0, (x,), order=1)
+
+
+@given(data=st.data())
+def test_matmul_random_shapes(data):
+    n, k, m = (data.draw(st.integers(0, 4)) for _ in range(3))
+    batch = data.draw(shapes(min_dims=0, max_dims=2, min_side=1, max_side=2))
+    a = floats_array(data.draw, batch + (n, k))
+    b = floats_array(data.draw, (k, m))
+    assert_close(fnp.matmul(a, b), np.matmul(a, b))
+    if a.size and b.size:
+        fg.check_grads(fnp.matmul, (a, b), order=1)
+
+
+def test_slicing_reads_like_numpy():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    a = fg.asarray(x)
+    for index in [0, -1, (1, 2), (slice(None), 1), (Ellipsis, slice(1, 3)), (None, 0), (slice(None, None, -1),),
+                  (np.array([1, 0]), np.array([2, 0])), x > 10, (0, x[0] > 5), np.int64(1)]:
+        assert_close(a[index], x[index])
+
+
+def test_at_set_and_add_are_functional_updates():
+    x = fnp.zeros((3, 2))
+    y = x.at[1].set(5.0)
+    assert_close(x, np.zeros((3, 2)))
+    assert_close(y, [[0, 0], [5, 5], [0, 0]])
+    z = x.at[np.array([0, 0, 2])].add(1.0)
+    assert_close(z, [[2, 2], [0, 0], [1, 1]])
+    g = fg.grad(lambda v, w: fnp.sum(v.at[1:].set(w) ** 2), argnums=(0, 1))(np.ones((3,)), np.array([2.0, 3.0]))
+    assert_close(g[0], [2, 0, 0])
+    assert_close(g[1], [4, 6])
+
+
+def test_split_returns_every_piece():
+    x = np.arange(10.0)
+    for got, want in zip(fnp.split(x, [3, 7]), np.split(x, [3, 7])):
+        assert_close(got, want)
+    assert len(fnp.split(x, 5)) == 5
