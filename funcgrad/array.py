@@ -159,8 +159,8 @@ def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.nd
         if value.dtype != dtype:
             return value.astype(dtype)
     elif value.dtype.kind in "OUSVcmM":
-        raise TypeError(f"funcgrad arrays hold numbers; got dtype {value.dtype} "
-                        f"from a {type(x).__name__}")
+        raise TypeError(f"funcgrad arrays hold real numbers and booleans; a {type(x).__name__} "
+                        f"of {value.dtype.name} cannot become one")
     else:
         dtypes.canonicalize(value.dtype)
     return value.copy() if copy else value

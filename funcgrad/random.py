@@ -117,12 +117,14 @@ def truncated_normal(key, lower, upper, shape=(), dtype=dtypes.float32) -> Array
 
 
 def _erfinv(y: np.ndarray) -> np.ndarray:
-    """Inverse error function: Giles' initial guess refined by two Newton steps on erf."""
+    """Inverse error function: Winitzki's closed-form guess refined by Newton steps on erf."""
     from .cpu.special import erf
-    y = np.clip(np.asarray(y, np.float64), -1 + 1e-16, 1 - 1e-16)
-    w = -np.log((1 - y) * (1 + y))
-    x = np.where(w < 5, y * (1.50140941 + w * 0.246640727), y * (2.83297682 + np.sqrt(w) * 0.00943887047))
-    for _ in range(2):
+    y = np.clip(np.asarray(y, np.float64), -1 + 1e-15, 1 - 1e-15)
+    a = 0.147
+    log_term = np.log1p(-y * y)
+    first = 2 / (np.pi * a) + log_term / 2
+    x = np.sign(y) * np.sqrt(np.sqrt(first * first - log_term / a) - first)
+    for _ in range(3):
         x = x - (erf(x) - y) / (2 / np.sqrt(np.pi) * np.exp(-x * x))
     return x
 

@@ -1,0 +1,116 @@
+"""Array: construction, dtypes and promotion, conversions, methods, immutability."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+from .helpers import assert_close
+
+
+def test_python_data_gets_pytorch_default_dtypes():
+    assert fg.array([1.0, 2.0]).dtype == fg.float32
+    assert fg.array([1, 2]).dtype == fg.int64
+    assert fg.array([True]).dtype == fg.bool_
+    assert fg.array(np.arange(3.0)).dtype == fg.float64  # NumPy arrays keep their dtype
+    assert fg.array([1, 2], dtype=fg.bfloat16).dtype == fg.bfloat16
+    assert fg.asarray(3.5).shape == ()
+
+
+def test_constructors_match_numpy():
+    assert_close(fg.zeros((2, 3)), np.zeros((2, 3)))
+    assert fg.zeros(3).dtype == fg.float32
+    assert_close(fg.ones(4, dtype=fg.int32), np.ones(4))
+    assert fg.ones(4, dtype=fg.int32).dtype == fg.int32
+    assert_close(fg.full((2, 2), 7), np.full((2, 2), 7))
+    assert fg.full((2,), 7).dtype == fg.int64 and fg.full((2,), 7.0).dtype == fg.float32
+    assert_close(fg.arange(5), np.arange(5))
+    assert fg.arange(5).dtype == fg.int64 and fg.arange(0.0, 1.0, 0.25).dtype == fg.float32
+    assert_close(fg.arange(1, 10, 3), np.arange(1, 10, 3))
+    assert_close(fg.linspace(0, 1, 5), np.linspace(0, 1, 5))
+    assert_close(fg.eye(3, 4, k=1), np.eye(3, 4, k=1))
+    x = fg.array([[1.0, 2.0]])
+    assert_close(fg.zeros_like(x), [[0, 0]])
+    assert_close(fg.ones_like(x), [[1, 1]])
+    assert_close(fg.full_like(x, 3.0), [[3, 3]])
+    assert fg.zeros_like(x, dtype=fg.int32).dtype == fg.int32
+
+
+def test_array_attributes_and_conversions():
+    x = fg.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert x.shape == (2, 3) and x.ndim == 2 and x.size == 6 and x.dtype == fg.float32
+    assert x.device == "cpu" and str(x.device) == "cpu"
+    assert_close(x.T, [[1, 4], [2, 5], [3, 6]])
+    assert_close(x.reshape(3, 2), np.arange(1, 7).reshape(3, 2))
+    assert_close(x.reshape((6,)), np.arange(1, 7))
+    assert float(x.sum()) == 21.0 and float(x.mean()) == 3.5 and float(x.max()) == 6.0
+    assert_close(x.sum(axis=0), [5, 7, 9])
+    assert x.astype(fg.int32).dtype == fg.int32
+    assert x[1, 2].item() == 6.0 and isinstance(x[1, 2].item(), float)
+    assert x.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert np.asarray(x).dtype == np.float32
+    assert len(x) == 2 and [float(r.sum()) for r in x] == [6.0, 15.0]
+    assert int(fg.array(3)) == 3 and bool(fg.array(True))
+    assert f"{fg.array(0.5):.2f}" == "0.50"
+
+
+def test_repr_is_readable():
+    assert repr(fg.array([1.0, 2.5])) == "Array([1. , 2.5], dtype=float32)"
+    assert repr(fg.array([[1, 2], [3, 4]], dtype=fg.int32)) == "Array([[1, 2],\n       [3, 4]], dtype=int32)"
+
+
+def test_arrays_are_immutable():
+    x = fg.array([1.0, 2.0])
+    with pytest.raises(TypeError, match="immutable"):
+        x[0] = 5.0
+    view = x.numpy()
+    with pytest.raises(ValueError):
+        view[0] = 5.0
+    copy = np.array(x)
+    copy[0] = 5.0
+    assert float(x[0]) == 1.0
+    source = np.array([1.0, 2.0])
+    y = fg.array(source)
+    source[0] = 9.0
+    assert float(y[0]) == 1.0  # fg.array copies
+
+
+def test_pytorch_type_promotion():
+    f32 = fg.array([1.0], dtype=fg.float32)
+    f64 = fg.array([1.0], dtype=fg.float64)
+    i64 = fg.array([1], dtype=fg.int64)
+    i32 = fg.array([1], dtype=fg.int32)
+    bf16 = fg.array([1.0], dtype=fg.bfloat16)
+    f16 = fg.array([1.0], dtype=fg.float16)
+    b = fg.array([True])
+    assert (f32 + f64).dtype == fg.float64
+    assert (i64 + f32).dtype == fg.float32  # NumPy would say float64
+    assert (i32 + i64).dtype == fg.int64
+    assert (bf16 + f16).dtype == fg.float32
+    assert (b + i32).dtype == fg.int32
+    assert (f32 * 2.5).dtype == fg.float32 and (bf16 * 2.5).dtype == fg.bfloat16
+    assert (i64 * 2.5).dtype == fg.float32  # a float scalar lifts ints to the default float
+    assert (i32 + 1).dtype == fg.int32
+    assert (i64 / 2).dtype == fg.float32 and float((i64 / 2)[0]) == 0.5
+    assert fnp.exp(i64).dtype == fg.float32
+    assert fnp.mean(i64).dtype == fg.float32
+    assert (f16 * np.float64(2.0)).dtype == fg.float16  # NumPy scalars are weak, as in PyTorch
+
+
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16, fg.float32, fg.float64])
+def test_low_and_high_precision_arithmetic(dtype):
+    a = fg.array([[1.5, -2.0], [0.25, 3.0]], dtype=dtype)
+    ref = np.array([[1.5, -2.0], [0.25, 3.0]])
+    for got, want in [(a @ a, ref @ ref), (fnp.tanh(a), np.tanh(ref)), (a * 2 + 1, ref * 2 + 1),
+                      (fnp.sum(a, axis=0), ref.sum(0))]:
+        assert got.dtype == dtype
+        assert_close(got, want, rtol=1e-2, atol=1e-2)
+
+
+def test_unsupported_inputs_are_rejected_by_name():
+    with pytest.raises(TypeError, match="str"):
+        fg.array(["a", "b"])
+    with pytest.raises(TypeError, match="complex"):
+        fg.array(np.array([1j]))
+    with pytest.raises(TypeError, match="not a dtype"):
+        fg.zeros(2, dtype="float7")

@@ -1,0 +1,77 @@
+"""PRNG keys: the Threefry known answers, reproducibility, independence and distributions."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+from funcgrad.cpu.threefry import threefry2x32
+
+
+def test_threefry_known_answer_vectors():
+    # Random123's known-answer tests for Threefry-2x32, 20 rounds.
+    def run(key, ctr):
+        y0, y1 = threefry2x32(np.array(key, np.uint32), np.array([ctr[0]], np.uint32),
+                              np.array([ctr[1]], np.uint32))
+        return int(y0[0]), int(y1[0])
+    assert run([0, 0], [0, 0]) == (0x6B200159, 0x99BA4EFE)
+    assert run([0xFFFFFFFF, 0xFFFFFFFF], [0xFFFFFFFF, 0xFFFFFFFF]) == (0x1CB996FC, 0xBB002BE7)
+    assert run([0x13198A2E, 0x03707344], [0x243F6A88, 0x85A308D3]) == (0xC4923A9C, 0x483DF7A0)
+
+
+def test_keys_are_reproducible_and_split_is_independent():
+    k = fg.random.key(42)
+    assert k.shape == (2,) and k.dtype == fg.uint32
+    a, b = fg.random.split(k)
+    assert not np.array_equal(a, b)
+    assert np.array_equal(fg.random.split(fg.random.key(42)), fg.random.split(k))
+    assert fg.random.split(k, 5).shape == (5, 2)
+    x1 = fg.random.normal(a, (1000,))
+    assert np.array_equal(x1, fg.random.normal(a, (1000,)))
+    assert abs(np.corrcoef(np.asarray(x1), np.asarray(fg.random.normal(b, (1000,))))[0, 1]) < 0.1
+    assert not np.array_equal(fg.random.fold_in(k, 1), fg.random.fold_in(k, 2))
+    assert not np.array_equal(fg.random.fold_in(k, 0), k)
+
+
+def test_distributions_have_the_right_moments():
+    k = fg.random.key(0)
+    n = 20000
+    u = np.asarray(fg.random.uniform(k, (n,), minval=-1.0, maxval=3.0))
+    assert u.dtype == np.float32 and u.min() >= -1 and u.max() < 3
+    assert abs(u.mean() - 1.0) < 0.05 and abs(u.var() - 16 / 12) < 0.05
+    z = np.asarray(fg.random.normal(k, (n,), dtype=fg.float64))
+    assert z.dtype == np.float64 and abs(z.mean()) < 0.03 and abs(z.std() - 1) < 0.03
+    assert abs(np.mean(np.abs(z) < 1.96) - 0.95) < 0.01
+    r = np.asarray(fg.random.randint(k, (n,), 3, 7))
+    assert r.dtype == np.int64 and set(np.unique(r)) == {3, 4, 5, 6}
+    assert np.all(np.abs(np.bincount(r - 3) / n - 0.25) < 0.02)
+    b = np.asarray(fg.random.bernoulli(k, 0.3, (n,)))
+    assert b.dtype == np.bool_ and abs(b.mean() - 0.3) < 0.02
+    t = np.asarray(fg.random.truncated_normal(k, -1.0, 2.0, (n,)))
+    assert t.min() >= -1 and t.max() <= 2 and abs(t.mean() - 0.2288) < 0.03
+    c = np.asarray(fg.random.categorical(k, np.log(np.array([0.2, 0.3, 0.5])), shape=(n,)))
+    assert np.all(np.abs(np.bincount(c, minlength=3) / n - [0.2, 0.3, 0.5]) < 0.02)
+
+
+def test_permutation():
+    k = fg.random.key(3)
+    p = np.asarray(fg.random.permutation(k, 10))
+    assert sorted(p.tolist()) == list(range(10)) and not np.array_equal(p, np.arange(10))
+    x = np.arange(12.0).reshape(6, 2)
+    shuffled = np.asarray(fg.random.permutation(k, x))
+    assert sorted(shuffled[:, 0].tolist()) == x[:, 0].tolist()
+    assert np.array_equal(shuffled[:, 1] - shuffled[:, 0], np.ones(6))
+
+
+def test_low_precision_and_shapes():
+    k = fg.random.key(1)
+    assert fg.random.normal(k, (2, 3), dtype=fg.bfloat16).dtype == fg.bfloat16
+    assert fg.random.uniform(k, ()).shape == ()
+    assert fg.random.normal(k, (0, 3)).shape == (0, 3)
+
+
+def test_bad_keys_and_arguments():
+    with pytest.raises(TypeError, match="PRNG key"):
+        fg.random.normal(np.array([1, 2]), (3,))
+    with pytest.raises(ValueError, match="minval < maxval"):
+        fg.random.randint(fg.random.key(0), (3,), 5, 5)
+    with pytest.raises(TypeError, match="floating-point"):
+        fg.random.normal(fg.random.key(0), (3,), dtype=fg.int32)
