@@ -5,17 +5,18 @@
     grads = fg.grad(loss_fn)(params, x, y)
 """
 from . import numpy  # noqa: F401  (attaches Array's operators)
-from . import nn, random  # noqa: F401
+from . import checkpoint, data, nn, optim, random  # noqa: F401
 from .array import Array, Device
 from .check_grads import check_grads
 from .config import config
+from .devices import device_put, devices
 from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint32
 from .errors import DeviceMismatchError, NonFiniteError, ShapeError, TracerLeakError
 from .numpy import (arange, array, asarray, eye, full, full_like, linspace, ones, ones_like,
                     stop_gradient, zeros, zeros_like)
 from .tree import (register_dataclass, register_pytree_node, static_field, tree_flatten,
                    tree_flatten_with_path, tree_leaves, tree_map, tree_structure, tree_unflatten)
-from .vjp import checkpoint, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
+from .vjp import checkpoint as remat, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
@@ -27,6 +28,6 @@ __all__ = [
     "stop_gradient", "zeros", "zeros_like",
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
-    "checkpoint", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
-    "nn", "numpy", "random",
+    "remat", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
+    "checkpoint", "data", "nn", "numpy", "optim", "random", "device_put", "devices",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from . import numpy as fnp
 from ._indexing import at, getitem
 from .array import ArrayBase
+from .devices import device_put
 
 
 def _swap(fn):
@@ -45,7 +46,7 @@ _METHODS = {
     "var": fnp.var, "std": fnp.std, "argmax": fnp.argmax, "argmin": fnp.argmin,
     "all": fnp.all, "any": fnp.any, "cumsum": fnp.cumsum, "clip": fnp.clip,
     "squeeze": fnp.squeeze, "ravel": fnp.ravel, "flatten": fnp.ravel, "swapaxes": fnp.swapaxes,
-    "dot": fnp.dot, "round": fnp.round, "logsumexp": fnp.logsumexp,
+    "dot": fnp.dot, "round": fnp.round, "logsumexp": fnp.logsumexp, "to": device_put,
 }
 for _name, _fn in _METHODS.items():
     setattr(ArrayBase, _name, _fn)

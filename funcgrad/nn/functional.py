@@ -1,10 +1,19 @@
 """Activations as functions, each a fused primitive (one stable pass forward, one rule back)."""
 from __future__ import annotations
 
+import numpy as np
+
+from .. import dtypes as fg_dtypes
+from .. import errors as fg_errors
 from .. import numpy as fnp
+from .. import random
+from ..ops import conv as C
 from ..ops import elementwise as E
 from ..ops import reductions as R
 from ..trace import bind
+
+
+tanh = fnp.tanh
 
 
 def relu(x):
@@ -41,3 +50,158 @@ def softmax(x, axis=-1):
 def log_softmax(x, axis=-1):
     x = fnp._float_arg(x)
     return bind(R.log_softmax_p, x, axes=fnp._axes(axis, x.ndim))
+
+
+# ---- layers as functions ----------------------------------------------------------------------
+def _pair(v, name: str) -> tuple[int, int]:
+    pair = (v, v) if isinstance(v, int) else tuple(v)
+    if len(pair) != 2 or not all(isinstance(p, int) and p >= 0 for p in pair):
+        raise ValueError(f"{name} must be an int or a pair of non-negative ints, got {v!r}")
+    return pair
+
+
+def _batched_image(x, fname: str):
+    x = fnp.asarray(x)
+    if x.ndim not in (3, 4):
+        raise fg_errors.ShapeError(f"{fname} expects (N, C, H, W) or (C, H, W) input, got shape {x.shape}")
+    return (x, False) if x.ndim == 4 else (fnp.expand_dims(x, 0), True)
+
+
+def _windows(x, kernel, stride, padding, dilation, fname, pad_value=0.0):
+    """x (N, C, H, W) -> windows (N, C, Ho, Wo, kh, kw), padding with pad_value."""
+    (ph, pw) = padding
+    if ph or pw:
+        x = fnp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=pad_value)
+    ho = C.output_size(x.shape[2], kernel[0], stride[0], dilation[0])
+    wo = C.output_size(x.shape[3], kernel[1], stride[1], dilation[1])
+    if ho <= 0 or wo <= 0 or 0 in stride:
+        raise fg_errors.ShapeError(f"{fname}: a {kernel} window (stride {stride}, dilation {dilation}) does not "
+                                   f"fit the padded input of spatial shape {tuple(x.shape[2:])}")
+    return bind(C.im2col_p, x, kernel=kernel, stride=stride, dilation=dilation)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    """2-D cross-correlation as torch.nn.functional.conv2d: x (N, C, H, W), weight (O, C/groups, kh, kw).
+
+    padding may be an int, a pair, "valid" or "same" (stride 1)."""
+    x, unbatched = _batched_image(x, "conv2d")
+    weight = fnp.asarray(weight)
+    if weight.ndim != 4:
+        raise fg_errors.ShapeError(f"conv2d weight must be (out, in/groups, kh, kw), got shape {weight.shape}")
+    out_ch, in_per_group, kh, kw = weight.shape
+    n, c = x.shape[:2]
+    if c != in_per_group * groups or out_ch % groups:
+        raise fg_errors.ShapeError(f"conv2d: input has {c} channels but weight {weight.shape} with groups={groups} "
+                                   f"expects {in_per_group * groups} (and out channels divisible by groups)")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    if padding == "valid":
+        padding = (0, 0)
+    elif padding == "same":
+        if stride != (1, 1):
+            raise ValueError("padding='same' needs stride 1")
+        total = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
+        if total[0] % 2 or total[1] % 2:
+            x = fnp.pad(x, ((0, 0), (0, 0), (0, total[0] % 2), (0, total[1] % 2)))
+        padding = (total[0] // 2, total[1] // 2)
+    padding = _pair(padding, "padding")
+    x, weight = fnp._common((x, weight))
+    cols = _windows(x, (kh, kw), stride, padding, dilation, "conv2d")
+    if groups == 1:
+        out = fnp.einsum("nchwij,ocij->nohw", cols, weight)
+    else:
+        ho, wo = cols.shape[2], cols.shape[3]
+        cols = fnp.reshape(cols, (n, groups, in_per_group, ho, wo, kh, kw))
+        w = fnp.reshape(weight, (groups, out_ch // groups, in_per_group, kh, kw))
+        out = fnp.reshape(fnp.einsum("ngchwij,gocij->ngohw", cols, w), (n, out_ch, ho, wo))
+    if bias is not None:
+        out = out + fnp.reshape(bias, (1, -1, 1, 1))
+    return out[0] if unbatched else out
+
+
+def _pool_args(kernel_size, stride, padding, dilation):
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None else _pair(stride, "stride")
+    padding = _pair(padding, "padding")
+    if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
+        raise ValueError(f"pool padding {padding} must be at most half the kernel size {kernel}")
+    return kernel, stride, padding, _pair(dilation, "dilation")
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
+    """Max over windows; the gradient goes to the first maximum of each window, as in PyTorch."""
+    x, unbatched = _batched_image(x, "max_pool2d")
+    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation)
+    cols = _windows(x, kernel, stride, padding, dilation, "max_pool2d", pad_value=-np.inf)
+    flat = fnp.reshape(cols, cols.shape[:4] + (kernel[0] * kernel[1],))
+    first_max = np.asarray(fnp.argmax(flat, axis=-1))[..., None] == np.arange(flat.shape[-1])
+    out = fnp.sum(fnp.where(first_max, flat, 0.0), axis=-1)
+    return out[0] if unbatched else out
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0):
+    """Mean over windows; zero padding counts in the mean (PyTorch's count_include_pad=True)."""
+    x, unbatched = _batched_image(x, "avg_pool2d")
+    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, 1)
+    cols = _windows(x, kernel, stride, padding, dilation, "avg_pool2d")
+    out = fnp.mean(cols, axis=(-2, -1))
+    return out[0] if unbatched else out
+
+
+def linear(x, weight, bias=None):
+    """x @ weight.T + bias, with PyTorch's (out_features, in_features) weight layout."""
+    out = fnp.matmul(x, fnp.swapaxes(weight, -1, -2))
+    return out if bias is None else out + bias
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """Normalise over the trailing `normalized_shape` axes (biased variance, as PyTorch)."""
+    x = fnp._float_arg(x)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise fg_errors.ShapeError(f"layer_norm over {shape} needs input ending in those axes, got {x.shape}")
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    centered = x - fnp.mean(x, axis=axes, keepdims=True)
+    var = fnp.mean(centered * centered, axis=axes, keepdims=True)
+    out = centered * (1.0 / fnp.sqrt(var + eps))
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def dropout(x, rate: float, key=None):
+    """Zero each element with probability `rate` and scale the rest by 1/(1 - rate); identity
+    without a key (evaluation), so a model is in training mode exactly when given a key."""
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+    if key is None or rate == 0.0:
+        return x
+    x = fnp.asarray(x)
+    keep = random.bernoulli(key, 1.0 - rate, x.shape)
+    return fnp.where(keep, x * (1.0 / (1.0 - rate)), 0.0)
+
+
+def embedding(indices, weight):
+    idx = fnp._index_array(indices)
+    if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
+        raise IndexError(f"embedding index out of range: indices span [{idx.min()}, {idx.max()}] "
+                         f"but the table has {weight.shape[0]} rows")
+    return fnp.take(weight, idx, axis=0)
+
+
+def one_hot(labels, num_classes: int, dtype=fg_dtypes.float32):
+    idx = fnp._index_array(labels)
+    return fnp.asarray(idx[..., None] == np.arange(num_classes), dtype=dtype)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False):
+    """softmax(q k^T / sqrt(d) + mask) v over (..., L, d) inputs; `mask` is boolean (True = attend)
+    or additive, as in torch.nn.functional.scaled_dot_product_attention."""
+    q, k, v = fnp._common((q, k, v))
+    scores = fnp.einsum("...qd,...kd->...qk", q, k) * (1.0 / np.sqrt(q.shape[-1]))
+    if is_causal:
+        causal = np.tril(np.ones((q.shape[-2], k.shape[-2]), bool))
+        scores = fnp.where(causal, scores, -np.inf)
+    if mask is not None:
+        mask = fnp.asarray(mask)
+        scores = fnp.where(mask, scores, -np.inf) if mask.dtype == fg_dtypes.bool_ else scores + mask
+    return fnp.einsum("...qk,...kd->...qd", softmax(scores, axis=-1), v)

@@ -1,0 +1,11 @@
+"""Data loading: datasets, samplers, DataLoader, and the built-in datasets.
+
+    x_train, y_train = data.load("digits", split="train")
+    loader = data.DataLoader(data.ArrayDataset(x_train, y_train), batch_size=64, shuffle=True, seed=0)
+"""
+from .datasets import IGNORE, NAMES, SEQUENCE_VOCAB, data_dir, load, read_idx
+from .loader import (ArrayDataset, DataLoader, Dataset, DistributedSampler, RandomSampler, SequentialSampler,
+                     default_collate)
+
+__all__ = ["ArrayDataset", "DataLoader", "Dataset", "DistributedSampler", "RandomSampler", "SequentialSampler",
+           "default_collate", "load", "read_idx", "data_dir", "NAMES", "IGNORE", "SEQUENCE_VOCAB"]

@@ -1,0 +1,229 @@
+"""Datasets, samplers and the DataLoader (PyTorch's shapes of these ideas, reproducible by seed)."""
+from __future__ import annotations
+
+import math
+import queue
+import threading
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+
+import numpy as np
+
+from .. import random
+from ..array import Array, ArrayBase
+from ..devices import device_put
+
+
+class Dataset(Protocol):
+    """Anything with __len__ and __getitem__(int) -> example (an array or a tuple of them)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> Any: ...
+
+
+class ArrayDataset:
+    """Examples are the rows of equally long arrays: ArrayDataset(x, y)[i] == (x[i], y[i])."""
+
+    def __init__(self, *arrays):
+        if not arrays:
+            raise ValueError("ArrayDataset needs at least one array")
+        self.arrays = [np.asarray(a) for a in arrays]
+        lengths = {len(a) for a in self.arrays}
+        if len(lengths) != 1:
+            raise ValueError(f"ArrayDataset arrays differ in length: {[len(a) for a in self.arrays]}")
+
+    def __len__(self) -> int:
+        return len(self.arrays[0])
+
+    def __getitem__(self, index):
+        return tuple(a[index] for a in self.arrays)
+
+    def get_batch(self, indices: np.ndarray) -> tuple:
+        """A whole batch by fancy indexing, without a per-example collate."""
+        return tuple(a[indices] for a in self.arrays)
+
+
+def _epoch_key(seed: int, epoch: int):
+    return random.fold_in(random.key(seed), epoch)
+
+
+class SequentialSampler:
+    def __init__(self, n: int):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class RandomSampler:
+    """A fresh permutation every epoch, determined by (seed, epoch)."""
+
+    def __init__(self, n: int, seed: int = 0):
+        self.n, self.seed, self.epoch = n, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self):
+        return iter(np.asarray(random.permutation(_epoch_key(self.seed, self.epoch), self.n)).tolist())
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class DistributedSampler:
+    """The shard of the data one of num_replicas processes reads (torch's DistributedSampler):
+    without drop_last the indices are padded by wrapping around so every rank gets as many;
+    with it the tail is dropped. Shards are disjoint and, together, cover the data."""
+
+    def __init__(self, dataset: "Dataset | int", num_replicas: int, rank: int, shuffle: bool = True,
+                 seed: int = 0, drop_last: bool = False):
+        n = dataset if isinstance(dataset, int) else len(dataset)
+        if num_replicas < 1 or not 0 <= rank < num_replicas:
+            raise ValueError(f"rank {rank} is not in [0, num_replicas={num_replicas})")
+        self.n, self.num_replicas, self.rank = n, num_replicas, rank
+        self.shuffle, self.seed, self.drop_last, self.epoch = shuffle, seed, drop_last, 0
+        if drop_last and n % num_replicas:
+            self.num_samples = math.ceil((n - num_replicas) / num_replicas)
+        else:
+            self.num_samples = math.ceil(n / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self):
+        if self.shuffle:
+            indices = np.asarray(random.permutation(_epoch_key(self.seed, self.epoch), self.n))
+        else:
+            indices = np.arange(self.n)
+        if self.drop_last:
+            indices = indices[:self.total_size]
+        elif self.total_size > self.n:
+            indices = np.resize(indices, self.total_size)  # wraps around, repeating from the start
+        return iter(indices[self.rank:self.total_size:self.num_replicas].tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+def default_collate(examples: Sequence) -> Any:
+    """Stack a list of examples field by field (tuples, dicts and arrays nest)."""
+    first = examples[0]
+    if isinstance(first, tuple):
+        return tuple(default_collate([e[i] for e in examples]) for i in range(len(first)))
+    if isinstance(first, dict):
+        return {k: default_collate([e[k] for e in examples]) for k in first}
+    return np.stack([np.asarray(e.numpy() if isinstance(e, ArrayBase) else e) for e in examples])
+
+
+def _to_arrays(batch, device):
+    if isinstance(batch, tuple):
+        return tuple(_to_arrays(b, device) for b in batch)
+    if isinstance(batch, dict):
+        return {k: _to_arrays(v, device) for k, v in batch.items()}
+    out = batch if isinstance(batch, ArrayBase) else Array(np.ascontiguousarray(batch))
+    if device is not None:
+        out = device_put(out, device)
+    return out
+
+
+class DataLoader:
+    """Batches from a dataset, in a reproducible order, built in a background thread.
+
+    shuffle with a seed reshuffles every epoch (the epoch counts up as you iterate, or set it);
+    `state_dict()` records the epoch and how many batches of it were consumed so a resumed run
+    continues with exactly the batches it would have seen.
+    """
+
+    def __init__(self, dataset: Dataset, batch_size: int = 1, shuffle: bool = False, seed: int = 0,
+                 drop_last: bool = False, sampler: Iterable[int] | None = None,
+                 collate_fn: Callable[[list], Any] | None = None, prefetch: int = 2, device=None):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if sampler is not None and shuffle:
+            raise ValueError("give either shuffle=True or a sampler, not both")
+        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.sampler = sampler if sampler is not None else (
+            RandomSampler(len(dataset), seed) if shuffle else SequentialSampler(len(dataset)))
+        self.collate_fn, self.prefetch, self.device = collate_fn, prefetch, device
+        self.epoch, self._skip = 0, 0
+        self._consumed = 0
+
+    def __len__(self) -> int:
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "batches_consumed": self._consumed}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self._skip = int(state["epoch"]), int(state["batches_consumed"])
+
+    def _batches_of_indices(self) -> list[np.ndarray]:
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(self.epoch)
+        order = np.fromiter(iter(self.sampler), dtype=np.int64)
+        stop = len(order) - len(order) % self.batch_size if self.drop_last else len(order)
+        return [order[i:i + self.batch_size] for i in range(0, stop, self.batch_size)]
+
+    def _make(self, indices: np.ndarray):
+        if self.collate_fn is None and hasattr(self.dataset, "get_batch"):
+            batch = self.dataset.get_batch(indices)
+        else:
+            batch = (self.collate_fn or default_collate)([self.dataset[int(i)] for i in indices])
+        return _to_arrays(batch, self.device)
+
+    def __iter__(self) -> Iterator:
+        plan = self._batches_of_indices()
+        self._consumed, self._skip = self._skip, 0
+        plan = plan[self._consumed:]
+        if self.prefetch <= 0:
+            for indices in plan:
+                batch = self._make(indices)
+                self._consumed += 1
+                yield batch
+        else:
+            yield from self._prefetched(plan)
+        self.epoch += 1
+        self._consumed = 0
+
+    def _prefetched(self, plan):
+        out: queue.Queue = queue.Queue(maxsize=self.prefetch)
+        stop = threading.Event()
+        done = object()
+
+        def produce():
+            try:
+                for indices in plan:
+                    if stop.is_set():
+                        return
+                    out.put(self._make(indices))
+                out.put(done)
+            except BaseException as e:  # noqa: BLE001  (handed to the consumer, which re-raises)
+                out.put(e)
+
+        worker = threading.Thread(target=produce, daemon=True, name="funcgrad-dataloader")
+        worker.start()
+        try:
+            while True:
+                item = out.get()
+                if item is done:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                self._consumed += 1
+                yield item
+        finally:
+            stop.set()
+            while worker.is_alive():  # unblock a producer waiting on a full queue
+                try:
+                    out.get_nowait()
+                except queue.Empty:
+                    worker.join(timeout=0.01)

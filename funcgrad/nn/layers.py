@@ -1,0 +1,230 @@
+"""Layers. Each takes its PRNG key as the keyword `key=` and is called as layer(x, key=None);
+a key at call time turns on training behaviour (dropout)."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from .. import dtypes
+from .. import numpy as fnp
+from .. import random
+from . import functional as F
+from . import init
+from .module import Module
+
+
+def _split(key, n: int):
+    return [None] * n if key is None else list(random.split(key, n))
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, weight (out_features, in_features), PyTorch's initialisation."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, key, dtype=dtypes.float32):
+        kw, kb = random.split(key)
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = init.kaiming_uniform(kw, (out_features, in_features), dtype)
+        self.bias = init.bias_uniform(kb, (out_features,), in_features, dtype) if bias else None
+
+    def __call__(self, x, *, key=None):
+        return F.linear(x, self.weight, self.bias)
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, key, dtype=dtypes.float32):
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = init.normal(key, (num_embeddings, embedding_dim), dtype)
+
+    def __call__(self, indices, *, key=None):
+        return F.embedding(indices, self.weight)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, *, key=None,
+                 dtype=dtypes.float32):
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.weight = fnp.ones(shape, dtype) if elementwise_affine else None
+        self.bias = fnp.zeros(shape, dtype) if elementwise_affine else None
+
+    def __call__(self, x, *, key=None):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class Dropout(Module):
+    def __init__(self, rate: float = 0.5):
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+        self.rate = rate
+
+    def __call__(self, x, *, key=None):
+        return F.dropout(x, self.rate, key)
+
+
+class Conv2d(Module):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, *, key, dtype=dtypes.float32):
+        kh, kw_ = F._pair(kernel_size, "kernel_size")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
+        k_w, k_b = random.split(key)
+        shape = (out_channels, in_channels // groups, kh, kw_)
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.weight = init.kaiming_uniform(k_w, shape, dtype)
+        self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
+
+    def __call__(self, x, *, key=None):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+
+    def __call__(self, x, *, key=None):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def __call__(self, x, *, key=None):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class Flatten(Module):
+    """Flatten axes start_dim..end_dim (default: all but the batch axis)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def __call__(self, x, *, key=None):
+        x = fnp.asarray(x)
+        start, end = self.start_dim % x.ndim, self.end_dim % x.ndim
+        return fnp.reshape(x, x.shape[:start] + (-1,) + x.shape[end + 1:])
+
+
+class Lambda(Module):
+    """Wrap a function (an activation) as a layer; the function is static structure."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __call__(self, x, *, key=None):
+        return self.fn(x)
+
+
+def ReLU():  # noqa: N802  (module-style constructors, as torch.nn.ReLU)
+    return Lambda(F.relu)
+
+
+def GELU(approximate: bool = False):  # noqa: N802
+    return Lambda(F.gelu if not approximate else lambda x: F.gelu(x, approximate=True))
+
+
+def Tanh():  # noqa: N802
+    return Lambda(fnp.tanh)
+
+
+def Sigmoid():  # noqa: N802
+    return Lambda(F.sigmoid)
+
+
+def Softmax(axis: int = -1):  # noqa: N802
+    return Lambda(lambda x: F.softmax(x, axis=axis))
+
+
+def LogSoftmax(axis: int = -1):  # noqa: N802
+    return Lambda(lambda x: F.log_softmax(x, axis=axis))
+
+
+class Sequential(Module):
+    """Layers applied in order; plain functions (nn.relu) may stand among them. The call's key is
+    split between the layers, so dropout inside gets fresh randomness."""
+
+    def __init__(self, layers: Sequence):
+        self.layers = list(layers)
+
+    def __call__(self, x, *, key=None):
+        for layer, k in zip(self.layers, _split(key, len(self.layers))):
+            x = layer(x, key=k) if isinstance(layer, Module) else layer(x)
+        return x
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+
+class MLP(Module):
+    """in_features -> hidden... -> out_features, with an activation between the linear layers."""
+
+    def __init__(self, in_features: int, hidden: Sequence[int], out_features: int, activation: Callable = F.relu,
+                 dropout: float = 0.0, *, key):
+        sizes = [in_features, *hidden, out_features]
+        keys = random.split(key, len(sizes) - 1)
+        self.linears = [Linear(a, b, key=k) for a, b, k in zip(sizes[:-1], sizes[1:], keys)]
+        self.activation, self.dropout = activation, dropout
+
+    def __call__(self, x, *, key=None):
+        keys = _split(key, len(self.linears))
+        for i, layer in enumerate(self.linears):
+            x = layer(x)
+            if i < len(self.linears) - 1:
+                x = F.dropout(self.activation(x), self.dropout, keys[i])
+        return x
+
+
+class MultiHeadAttention(Module):
+    """Multi-head self- or cross-attention, (batch, length, embed_dim) in and out."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True, *, key):
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim {embed_dim} must be divisible by num_heads {num_heads}")
+        kq, kk, kv, ko = random.split(key, 4)
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.q_proj = Linear(embed_dim, embed_dim, bias, key=kq)
+        self.k_proj = Linear(embed_dim, embed_dim, bias, key=kk)
+        self.v_proj = Linear(embed_dim, embed_dim, bias, key=kv)
+        self.out_proj = Linear(embed_dim, embed_dim, bias, key=ko)
+
+    def _heads(self, x):
+        b, n, _ = x.shape
+        return fnp.transpose(fnp.reshape(x, (b, n, self.num_heads, -1)), (0, 2, 1, 3))
+
+    def __call__(self, query, key_value=None, *, mask=None, causal: bool = False, key=None):
+        kv = query if key_value is None else key_value
+        q, k, v = self._heads(self.q_proj(query)), self._heads(self.k_proj(kv)), self._heads(self.v_proj(kv))
+        if key is not None and self.dropout:
+            scores = fnp.einsum("bhqd,bhkd->bhqk", q, k) * (1.0 / math.sqrt(q.shape[-1]))
+            if causal:
+                scores = fnp.where(fnp.tril(fnp.ones(scores.shape[-2:], dtypes.bool_)), scores, -fnp.inf)
+            if mask is not None:
+                scores = fnp.where(mask, scores, -fnp.inf)
+            attn = F.dropout(F.softmax(scores, axis=-1), self.dropout, key)
+            out = fnp.einsum("bhqk,bhkd->bhqd", attn, v)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, mask=mask, is_causal=causal)
+        b, _, n, _ = out.shape
+        return self.out_proj(fnp.reshape(fnp.transpose(out, (0, 2, 1, 3)), (b, n, self.embed_dim)))
+
+
+class TransformerBlock(Module):
+    """Pre-norm block: x + attn(ln(x)), then x + mlp(ln(x)) with a GELU MLP of width mlp_ratio * dim."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: int = 4, dropout: float = 0.0, causal: bool = True,
+                 *, key):
+        ka, k1, k2 = random.split(key, 3)
+        self.causal, self.dropout = causal, dropout
+        self.ln1, self.ln2 = LayerNorm(dim), LayerNorm(dim)
+        self.attn = MultiHeadAttention(dim, num_heads, dropout, key=ka)
+        self.fc1 = Linear(dim, mlp_ratio * dim, key=k1)
+        self.fc2 = Linear(mlp_ratio * dim, dim, key=k2)
+
+    def __call__(self, x, *, key=None):
+        k_attn, k_res1, k_res2 = _split(key, 3)
+        x = x + F.dropout(self.attn(self.ln1(x), causal=self.causal, key=k_attn), self.dropout, k_res1)
+        h = self.fc2(F.gelu(self.fc1(self.ln2(x))))
+        return x + F.dropout(h, self.dropout, k_res2)

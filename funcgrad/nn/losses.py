@@ -1,0 +1,81 @@
+"""Losses with PyTorch's definitions and defaults (reduction="mean")."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import numpy as fnp
+from ..errors import ShapeError
+from .functional import log_softmax, relu, softplus
+
+
+def _reduce(loss, reduction: str, weight_sum=None):
+    if reduction == "mean":
+        return fnp.sum(loss) / weight_sum if weight_sum is not None else fnp.mean(loss)
+    if reduction == "sum":
+        return fnp.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _labels(logits, labels, fname):
+    idx = fnp._index_array(labels)
+    expected = logits.shape[:1] + logits.shape[2:] if logits.ndim > 1 else ()
+    if idx.shape != expected:
+        raise ShapeError(f"{fname}: labels of shape {idx.shape} do not fit logits of shape {logits.shape} "
+                         f"(expected labels of shape {expected})")
+    return idx
+
+
+def nll_loss(log_probs, labels, reduction: str = "mean", ignore_index: int = -100):
+    """Negative log-likelihood of integer labels; classes on axis 1 (or 0 for one example)."""
+    log_probs = fnp.asarray(log_probs)
+    idx = _labels(log_probs, labels, "nll_loss")
+    return _pick_loss(log_probs, idx, reduction, ignore_index, label_smoothing=0.0)
+
+
+def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -100,
+                  label_smoothing: float = 0.0):
+    """torch.nn.functional.cross_entropy with integer labels: logits (N, C) or (N, C, d...)."""
+    logits = fnp.asarray(logits)
+    idx = _labels(logits, labels, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    return _pick_loss(log_softmax(logits, axis=1 if logits.ndim > 1 else 0), idx, reduction, ignore_index,
+                      label_smoothing)
+
+
+def _pick_loss(log_probs, idx, reduction, ignore_index, label_smoothing):
+    n_classes = log_probs.shape[1] if log_probs.ndim > 1 else log_probs.shape[0]
+    valid = idx != ignore_index
+    safe = np.where(valid, idx, 0)
+    if safe.size and (safe.min() < 0 or safe.max() >= n_classes):
+        raise IndexError(f"label out of range: labels span [{safe.min()}, {safe.max()}] for {n_classes} classes")
+    class_axis = 1 if log_probs.ndim > 1 else 0
+    picked = fnp.squeeze(fnp.take_along_axis(log_probs, np.expand_dims(safe, class_axis), axis=class_axis),
+                         class_axis)
+    loss = -picked
+    if label_smoothing:
+        loss = (1.0 - label_smoothing) * loss - label_smoothing * fnp.mean(log_probs, axis=class_axis)
+    loss = fnp.where(valid, loss, 0.0)
+    return _reduce(loss, reduction, weight_sum=float(valid.sum()) if reduction == "mean" else None)
+
+
+def mse_loss(pred, target, reduction: str = "mean"):
+    return _reduce(fnp.square(fnp.subtract(pred, target)), reduction)
+
+
+def l1_loss(pred, target, reduction: str = "mean"):
+    return _reduce(fnp.abs(fnp.subtract(pred, target)), reduction)
+
+
+def binary_cross_entropy_with_logits(logits, targets, reduction: str = "mean", pos_weight=None):
+    """-[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], computed stably from logits."""
+    logits = fnp._float_arg(logits)
+    targets = fnp.asarray(targets, dtype=logits.dtype)
+    if pos_weight is None:
+        loss = relu(logits) - logits * targets + softplus(-fnp.abs(logits))
+    else:
+        log_weight = 1.0 + (fnp.asarray(pos_weight) - 1.0) * targets
+        loss = (1.0 - targets) * logits + log_weight * softplus(-logits)
+    return _reduce(loss, reduction)

@@ -1,0 +1,151 @@
+"""Modules as pytrees (the equinox idea): a model is an immutable value whose arrays are leaves.
+
+A Module's attributes are set in __init__ (or declared as dataclass fields). Every array it
+holds — directly, in a sub-module, or inside lists, tuples and dicts — is a leaf, so
+`fg.grad(loss)(model, x, y)` returns a model-shaped tree of gradients and optimisers map over
+models like any pytree. Everything else (sizes, activation functions, flags) is static structure.
+Arrays that must not be differentiated (an integer buffer) are declared in `static_fields`.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..array import ArrayBase
+from ..tree import register_pytree_node, tree_flatten
+
+
+def _is_array(x) -> bool:
+    return isinstance(x, (ArrayBase, np.ndarray))
+
+
+class _Static:
+    """A non-array leaf kept in the structure; compares by value when it can, else by identity."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        if not isinstance(other, _Static):
+            return NotImplemented
+        if self.value is other.value:
+            return True
+        try:
+            return bool(self.value == other.value)
+        except Exception:  # noqa: BLE001  (ambiguous comparisons mean "different")
+            return False
+
+    def __hash__(self):
+        try:
+            return hash(self.value)
+        except TypeError:
+            return id(type(self.value))
+
+
+class Module:
+    """Base class of layers and models. Subclass it, set attributes in __init__, define __call__."""
+
+    static_fields: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        register_pytree_node(cls, _flatten_module, lambda aux, leaves, cls=cls: _unflatten_module(cls, aux, leaves),
+                             lambda module, aux: ["." + name for name, _ in module.named_parameters()])
+
+    # ---- introspection -----------------------------------------------------------------------
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        """(dotted name, array) for every parameter, e.g. ('layers.0.weight', Array)."""
+        for name, value in vars(self).items():
+            if name in type(self).static_fields:
+                continue
+            yield from _named(value, f"{prefix}{name}")
+
+    def parameters(self) -> list:
+        return [p for _, p in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        return int(sum(int(np.prod(p.shape, dtype=np.int64)) for p in self.parameters()))
+
+    def state_dict(self) -> dict[str, Any]:
+        return dict(self.named_parameters())
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> "Module":
+        """A copy of this module with its parameters taken from `state` (checked by name and shape)."""
+        from .. import numpy as fnp
+        own = self.state_dict()
+        missing = [k for k in own if k not in state]
+        unexpected = [k for k in state if k not in own]
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        for k in own:
+            if k in state and tuple(np.shape(state[k])) != tuple(own[k].shape):
+                raise ValueError(f"load_state_dict: '{k}' has shape {tuple(np.shape(state[k]))} in the state "
+                                 f"but {tuple(own[k].shape)} in the model")
+        leaves, treedef = tree_flatten(self)
+        names = list(own)
+        if len(names) != len(leaves):
+            raise RuntimeError("state_dict names and pytree leaves disagree")  # a bug, not bad input
+        new = [fnp.asarray(state[n], dtype=leaf.dtype) if n in state else leaf for n, leaf in zip(names, leaves)]
+        return treedef.unflatten(new)
+
+    def __repr__(self) -> str:
+        parts = []
+        for name, value in vars(self).items():
+            if _is_array(value):
+                parts.append(f"{name}={value.dtype}{list(value.shape)}")
+            elif isinstance(value, Module):
+                parts.append(f"{name}={value!r}")
+            elif isinstance(value, (list, tuple)) and any(isinstance(v, Module) for v in value):
+                parts.append(f"{name}=[{', '.join(_short(v) for v in value)}]")
+            else:
+                parts.append(f"{name}={_short(value)}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _short(value) -> str:
+    if callable(value) and not isinstance(value, Module) and hasattr(value, "__name__"):
+        return value.__name__
+    return repr(value)
+
+
+def _named(value, name: str):
+    if _is_array(value):
+        yield name, value
+    elif isinstance(value, Module):
+        yield from value.named_parameters(prefix=name + ".")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _named(v, f"{name}.{i}")
+    elif isinstance(value, dict):
+        for k in sorted(value):
+            yield from _named(value[k], f"{name}.{k}")
+
+
+def _flatten_module(module: Module):
+    """Children: the array leaves of every attribute; aux: attribute names, their structures and
+    the non-array leaves (which stay in the structure)."""
+    children, layout = [], []
+    statics = type(module).static_fields
+    for name, value in vars(module).items():
+        if name in statics:
+            layout.append((name, None, _Static(value)))
+            continue
+        leaves, treedef = tree_flatten(value)
+        kept = tuple(None if _is_array(leaf) else _Static(leaf) for leaf in leaves)
+        children.extend(leaf for leaf in leaves if _is_array(leaf))
+        layout.append((name, treedef, kept))
+    return children, tuple(layout)
+
+
+def _unflatten_module(cls, layout, children):
+    obj = object.__new__(cls)
+    it = iter(children)
+    for name, treedef, kept in layout:
+        if treedef is None:
+            value = kept.value
+        else:
+            value = treedef.unflatten(next(it) if k is None else k.value for k in kept)
+        object.__setattr__(obj, name, value)
+    return obj

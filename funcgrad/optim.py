@@ -1,0 +1,339 @@
+"""Optimisers as pure gradient transformations (optax's interface, PyTorch's algorithms).
+
+    opt = optim.adamw(learning_rate=optim.cosine_schedule(1e-3, decay_steps=1000), weight_decay=1e-2)
+    state = opt.init(params)
+    updates, state = opt.update(grads, state, params)
+    params = optim.apply_updates(params, updates)
+
+An optimiser is two pure functions; its state is a pytree of arrays, so it checkpoints like the
+model. Every algorithm follows the update rule in PyTorch's documentation step for step.
+Learning rates are floats or schedules (functions of the step count, starting at 0).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from . import numpy as fnp
+from .array import Array
+from .tree import tree_leaves, tree_map
+
+Schedule = Callable[[int], float]
+ScalarOrSchedule = float | Schedule
+
+
+class GradientTransformation(NamedTuple):
+    init: Callable[[Any], Any]
+    update: Callable[..., tuple[Any, Any]]
+
+
+def _count() -> Array:
+    return fnp.zeros((), dtype=np.int64)
+
+
+def _tree_zeros_like(tree):
+    return tree_map(lambda p: fnp.zeros_like(p), tree)
+
+
+def _value(lr: ScalarOrSchedule, count) -> float:
+    return float(lr(int(count))) if callable(lr) else float(lr)
+
+
+def _tree_where(cond, a, b):
+    return tree_map(lambda x, y: fnp.where(cond, x, y), a, b)
+
+
+def _need_params(params, name: str):
+    if params is None:
+        raise ValueError(f"{name} needs the current parameters: call update(grads, state, params)")
+    return params
+
+
+def apply_updates(params, updates):
+    """params + updates, leaf by leaf, keeping each parameter's dtype."""
+    return tree_map(lambda p, u: fnp.add(p, fnp.astype(u, p.dtype)), params, updates)
+
+
+def chain(*transforms: GradientTransformation) -> GradientTransformation:
+    def init(params):
+        return tuple(t.init(params) for t in transforms)
+
+    def update(updates, state, params=None):
+        new_state = []
+        for t, s in zip(transforms, state):
+            updates, s = t.update(updates, s, params)
+            new_state.append(s)
+        return updates, tuple(new_state)
+
+    return GradientTransformation(init, update)
+
+
+# ---- building blocks ---------------------------------------------------------------------------
+class CountState(NamedTuple):
+    count: Array
+
+
+def scale_by_learning_rate(learning_rate: ScalarOrSchedule) -> GradientTransformation:
+    """Multiply by -learning_rate (a schedule is evaluated at this transformation's step count)."""
+    def update(updates, state, params=None):
+        lr = _value(learning_rate, state.count)
+        return tree_map(lambda u: u * -lr, updates), CountState(state.count + 1)
+    return GradientTransformation(lambda params: CountState(_count()), update)
+
+
+def add_decayed_weights(weight_decay: float) -> GradientTransformation:
+    """updates + weight_decay * params: L2 before a scaling rule, decoupled decay after one."""
+    def update(updates, state, params=None):
+        if not weight_decay:
+            return updates, state
+        params = _need_params(params, "add_decayed_weights")
+        return tree_map(lambda u, p: u + weight_decay * p, updates, params), state
+    return GradientTransformation(lambda params: (), update)
+
+
+class TraceState(NamedTuple):
+    count: Array
+    momentum: Any
+
+
+def trace(momentum: float, dampening: float = 0.0, nesterov: bool = False) -> GradientTransformation:
+    """PyTorch SGD momentum: buf = g on the first step, then momentum * buf + (1 - dampening) * g."""
+    if nesterov and (momentum <= 0 or dampening != 0):
+        raise ValueError("nesterov momentum needs momentum > 0 and dampening = 0")
+
+    def update(updates, state, params=None):
+        first = int(state.count) == 0
+        buf = updates if first else tree_map(lambda b, g: momentum * b + (1 - dampening) * g, state.momentum, updates)
+        out = tree_map(lambda g, b: g + momentum * b, updates, buf) if nesterov else buf
+        return out, TraceState(state.count + 1, buf)
+    return GradientTransformation(lambda params: TraceState(_count(), _tree_zeros_like(params)), update)
+
+
+class AdamState(NamedTuple):
+    count: Array
+    mu: Any
+    nu: Any
+
+
+def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad: bool = False) -> GradientTransformation:
+    """m_hat / (sqrt(v_hat) + eps) with bias-corrected moments (torch.optim.Adam)."""
+    def init(params):
+        zeros = _tree_zeros_like(params)
+        return AdamState(_count(), zeros, (zeros, zeros) if amsgrad else zeros)
+
+    def update(updates, state, params=None):
+        t = int(state.count) + 1
+        mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
+        nu_raw = state.nu[0] if amsgrad else state.nu
+        nu = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), nu_raw, updates)
+        nu_max = tree_map(fnp.maximum, state.nu[1], nu) if amsgrad else nu
+        c1, c2 = 1 - b1 ** t, math.sqrt(1 - b2 ** t)
+        out = tree_map(lambda m, v: (m * (1 / c1)) / (fnp.sqrt(v) * (1 / c2) + eps), mu, nu_max)
+        return out, AdamState(state.count + 1, mu, (nu, nu_max) if amsgrad else nu)
+    return GradientTransformation(init, update)
+
+
+class RMSState(NamedTuple):
+    square_avg: Any
+    grad_avg: Any
+    momentum: Any
+
+
+def scale_by_rms(alpha: float = 0.99, eps: float = 1e-8, centered: bool = False,
+                 momentum: float = 0.0) -> GradientTransformation:
+    """torch.optim.RMSprop without its learning rate: g / (sqrt(E[g^2] - centered E[g]^2) + eps)."""
+    def init(params):
+        zeros = _tree_zeros_like(params)
+        return RMSState(zeros, zeros, zeros)
+
+    def update(updates, state, params=None):
+        sq = tree_map(lambda s, g: alpha * s + (1 - alpha) * (g * g), state.square_avg, updates)
+        ga = tree_map(lambda a, g: alpha * a + (1 - alpha) * g, state.grad_avg, updates) if centered else state.grad_avg
+        avg = tree_map(lambda s, a: fnp.sqrt(s - a * a) + eps, sq, ga) if centered else \
+            tree_map(lambda s: fnp.sqrt(s) + eps, sq)
+        step = tree_map(lambda g, a: g / a, updates, avg)
+        buf = state.momentum
+        if momentum:
+            buf = tree_map(lambda b, s: momentum * b + s, buf, step)
+            step = buf
+        return step, RMSState(sq, ga, buf)
+    return GradientTransformation(init, update)
+
+
+class AdagradState(NamedTuple):
+    count: Array
+    sum_of_squares: Any
+
+
+def scale_by_adagrad(lr_decay: float = 0.0, eps: float = 1e-10,
+                     initial_accumulator_value: float = 0.0) -> GradientTransformation:
+    """torch.optim.Adagrad without its learning rate: g / (sqrt(sum g^2) + eps) / (1 + (t-1) lr_decay)."""
+    def init(params):
+        return AdagradState(_count(), tree_map(lambda p: fnp.full_like(p, initial_accumulator_value), params))
+
+    def update(updates, state, params=None):
+        decay = 1.0 / (1.0 + int(state.count) * lr_decay)
+        acc = tree_map(lambda s, g: s + g * g, state.sum_of_squares, updates)
+        out = tree_map(lambda g, s: g / (fnp.sqrt(s) + eps) * decay, updates, acc)
+        return out, AdagradState(state.count + 1, acc)
+    return GradientTransformation(init, update)
+
+
+class LionState(NamedTuple):
+    mu: Any
+
+
+def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
+    """Lion (Chen et al. 2023): sign(b1 m + (1 - b1) g), then m = b2 m + (1 - b2) g."""
+    def update(updates, state, params=None):
+        direction = tree_map(lambda m, g: fnp.sign(b1 * m + (1 - b1) * g), state.mu, updates)
+        mu = tree_map(lambda m, g: b2 * m + (1 - b2) * g, state.mu, updates)
+        return direction, LionState(mu)
+    return GradientTransformation(lambda params: LionState(_tree_zeros_like(params)), update)
+
+
+def global_norm(tree) -> Array:
+    leaves = tree_leaves(tree)
+    if not leaves:
+        return fnp.zeros(())
+    return fnp.sqrt(sum(fnp.sum(fnp.astype(g, np.float32) ** 2) for g in leaves))
+
+
+def clip_by_global_norm(max_norm: float) -> GradientTransformation:
+    """Scale all gradients by max_norm / (norm + 1e-6) when their global norm exceeds max_norm
+    (torch.nn.utils.clip_grad_norm_)."""
+    def update(updates, state, params=None):
+        norm = global_norm(updates)
+        coef = fnp.minimum(max_norm / (norm + 1e-6), 1.0)
+        return tree_map(lambda g: g * fnp.astype(coef, g.dtype), updates), state
+    return GradientTransformation(lambda params: (), update)
+
+
+# ---- the optimisers -----------------------------------------------------------------------------
+def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
+        weight_decay: float = 0.0) -> GradientTransformation:
+    parts = [add_decayed_weights(weight_decay)]
+    if momentum:
+        parts.append(trace(momentum, dampening, nesterov))
+    return chain(*parts, scale_by_learning_rate(learning_rate))
+
+
+def adam(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+         weight_decay: float = 0.0, amsgrad: bool = False) -> GradientTransformation:
+    """torch.optim.Adam; weight_decay is L2 added to the gradient."""
+    return chain(add_decayed_weights(weight_decay), scale_by_adam(b1, b2, eps, amsgrad),
+                 scale_by_learning_rate(learning_rate))
+
+
+def adamw(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+          weight_decay: float = 1e-2, amsgrad: bool = False) -> GradientTransformation:
+    """torch.optim.AdamW: decoupled weight decay, p -= lr * (adam step + weight_decay * p)."""
+    return chain(scale_by_adam(b1, b2, eps, amsgrad), add_decayed_weights(weight_decay),
+                 scale_by_learning_rate(learning_rate))
+
+
+def rmsprop(learning_rate: ScalarOrSchedule = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+            weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False) -> GradientTransformation:
+    return chain(add_decayed_weights(weight_decay), scale_by_rms(alpha, eps, centered, momentum),
+                 scale_by_learning_rate(learning_rate))
+
+
+def adagrad(learning_rate: ScalarOrSchedule = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+            initial_accumulator_value: float = 0.0, eps: float = 1e-10) -> GradientTransformation:
+    return chain(add_decayed_weights(weight_decay), scale_by_adagrad(lr_decay, eps, initial_accumulator_value),
+                 scale_by_learning_rate(learning_rate))
+
+
+def lion(learning_rate: ScalarOrSchedule = 1e-4, b1: float = 0.9, b2: float = 0.99,
+         weight_decay: float = 0.0) -> GradientTransformation:
+    return chain(scale_by_lion(b1, b2), add_decayed_weights(weight_decay), scale_by_learning_rate(learning_rate))
+
+
+# ---- wrappers ------------------------------------------------------------------------------------
+class MultiStepsState(NamedTuple):
+    mini_step: Array
+    accumulated: Any
+    inner: Any
+
+
+def multi_steps(inner: GradientTransformation, every_k: int) -> GradientTransformation:
+    """Gradient accumulation: average the gradients of every_k micro-batches, then take one
+    step of `inner`; the micro-steps in between return zero updates."""
+    if every_k < 1:
+        raise ValueError(f"every_k must be >= 1, got {every_k}")
+
+    def init(params):
+        return MultiStepsState(_count(), _tree_zeros_like(params), inner.init(params))
+
+    def update(updates, state, params=None):
+        k = int(state.mini_step) + 1
+        acc = tree_map(lambda a, g: a + (g - a) * (1.0 / k), state.accumulated, updates)
+        if k < every_k:
+            return _tree_zeros_like(updates), MultiStepsState(state.mini_step + 1, acc, state.inner)
+        out, inner_state = inner.update(acc, state.inner, params)
+        return out, MultiStepsState(_count(), _tree_zeros_like(acc), inner_state)
+
+    return GradientTransformation(init, update)
+
+
+class FiniteState(NamedTuple):
+    inner: Any
+    notfinite_count: Array
+    total_notfinite: Array
+
+
+def apply_if_finite(inner: GradientTransformation) -> GradientTransformation:
+    """Skip (zero updates, unchanged state) any step whose gradients hold inf or nan."""
+    def init(params):
+        return FiniteState(inner.init(params), _count(), _count())
+
+    def update(updates, state, params=None):
+        finite = all(bool(fnp.all(fnp.isfinite(g))) for g in tree_leaves(updates))
+        if not finite:
+            return _tree_zeros_like(updates), FiniteState(state.inner, state.notfinite_count + 1,
+                                                           state.total_notfinite + 1)
+        out, inner_state = inner.update(updates, state.inner, params)
+        return out, FiniteState(inner_state, _count(), state.total_notfinite)
+
+    return GradientTransformation(init, update)
+
+
+# ---- schedules: count (0 for the first step) -> learning rate ---------------------------------------
+def constant_schedule(value: float) -> Schedule:
+    return lambda count: value
+
+
+def step_schedule(init_value: float, step_size: int, gamma: float = 0.1) -> Schedule:
+    """StepLR: init_value * gamma ** (count // step_size)."""
+    return lambda count: init_value * gamma ** (count // step_size)
+
+
+def exponential_schedule(init_value: float, gamma: float) -> Schedule:
+    """ExponentialLR: init_value * gamma ** count."""
+    return lambda count: init_value * gamma ** count
+
+
+def cosine_schedule(init_value: float, decay_steps: int, alpha: float = 0.0) -> Schedule:
+    """CosineAnnealingLR with T_max = decay_steps and eta_min = alpha * init_value; stays at
+    eta_min after decay_steps."""
+    if decay_steps <= 0:
+        raise ValueError(f"decay_steps must be positive, got {decay_steps}")
+    eta_min = alpha * init_value
+    return lambda count: eta_min + (init_value - eta_min) * (1 + math.cos(math.pi * min(count, decay_steps) / decay_steps)) / 2
+
+
+def linear_schedule(init_value: float, end_value: float, transition_steps: int) -> Schedule:
+    return lambda count: init_value + (end_value - init_value) * min(count, transition_steps) / max(transition_steps, 1)
+
+
+def warmup_cosine_schedule(peak_value: float, warmup_steps: int, decay_steps: int, init_value: float = 0.0,
+                           end_value: float = 0.0) -> Schedule:
+    """Linear warmup from init_value to peak_value over warmup_steps, then cosine decay to
+    end_value at decay_steps (counted from the start, as optax)."""
+    if decay_steps <= warmup_steps:
+        raise ValueError(f"decay_steps ({decay_steps}) must exceed warmup_steps ({warmup_steps})")
+    warmup = linear_schedule(init_value, peak_value, warmup_steps)
+    cosine = cosine_schedule(peak_value, decay_steps - warmup_steps, alpha=end_value / peak_value if peak_value else 0)
+    return lambda count: warmup(count) if count < warmup_steps else cosine(count - warmup_steps)
