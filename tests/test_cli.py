@@ -22,27 +22,27 @@ def test_train_linear_learns_the_line():
     assert result.exit_code == 0, result.output
     w, b = _learned(result.output)
     assert abs(w - 2) < 0.02 and abs(b - 1) < 0.02
-    assert "step   200/200" in result.output  # progress while it runs
+    assert "epoch 200" in result.output  # per-epoch progress while it runs
 
 
-def test_train_quiet_and_options():
-    result = CliRunner().invoke(main, ["train", "linear", "--steps", "5", "--lr", "0.01", "--quiet"])
-    assert result.exit_code == 0
-    assert "step" not in result.output.split("learned")[0]
-    w, _ = _learned(result.output)
-    assert w < 1.0  # five small steps cannot get there
+def test_train_mlp_quiet_reports_accuracy():
+    result = CliRunner().invoke(main, ["train", "mlp", "--epochs", "3", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "epoch" not in result.output
+    accuracy = float(re.search(r"test accuracy ([\d.]+)%", result.output).group(1))
+    assert accuracy > 85.0
 
 
 def test_bad_options_exit_nonzero_with_a_message():
     runner = CliRunner()
-    result = runner.invoke(main, ["train", "linear", "--steps", "0"])
-    assert result.exit_code != 0 and "--steps" in result.output
+    result = runner.invoke(main, ["train", "linear", "--epochs", "0"])
+    assert result.exit_code != 0 and "--epochs" in result.output
     result = runner.invoke(main, ["train", "resnet"])
     assert result.exit_code != 0 and "resnet" in result.output
 
 
 def test_cli_shim_runs_as_a_subprocess():
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "cli.py"), "train", "linear", "--steps", "300"],
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "cli.py"), "train", "linear", "--quiet"],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     w, b = _learned(proc.stdout)

@@ -1,0 +1,126 @@
+"""A reusable training loop: epochs, evaluation, schedules, a checkpoint every epoch, exact resume.
+
+    result = fit(model, optim.adamw(1e-3), train_loader, classification_loss, epochs=10,
+                 eval_loader=test_loader, checkpoint_dir="runs/mlp", resume=True)
+
+The loop is functional: each step computes (loss, metrics) and gradients with value_and_grad,
+updates the optimiser state and returns a new model. The randomness of step s is
+fold_in(key, s), so a resumed run draws exactly what an uninterrupted one would.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+from . import checkpoint as ckpt
+from . import nn, random
+from . import numpy as fnp
+from .optim import GradientTransformation, apply_updates
+from .vjp import value_and_grad
+
+LossFn = Callable[..., tuple[Any, dict]]  # (model, batch, key) -> (scalar loss, metrics)
+
+
+def classification_loss(model, batch, key=None):
+    x, y = batch
+    logits = model(x, key=key)
+    return nn.cross_entropy(logits, y), {"accuracy": fnp.mean(fnp.argmax(logits, axis=-1) == y)}
+
+
+def regression_loss(model, batch, key=None):
+    x, y = batch
+    return nn.mse_loss(model(x, key=key), y), {}
+
+
+class StepInfo(NamedTuple):
+    step: int
+    epoch: int
+    batch: int
+    batches: int
+    loss: float
+    metrics: dict
+    samples: int
+
+
+class FitResult(NamedTuple):
+    model: Any
+    opt_state: Any
+    history: list[dict]
+    step: int
+    checkpoint: Path | None
+
+
+def evaluate(model, loader, loss_fn: LossFn) -> dict[str, float]:
+    """Mean loss and metrics over a loader (weighted by batch size), with no randomness."""
+    totals: dict[str, float] = {}
+    count = 0
+    for batch in loader:
+        loss, metrics = loss_fn(model, batch)
+        n = len(batch[0])
+        for name, value in {"loss": loss, **metrics}.items():
+            totals[name] = totals.get(name, 0.0) + float(value) * n
+        count += n
+    return {name: total / max(count, 1) for name, total in totals.items()}
+
+
+def _checkpoint_path(checkpoint_dir) -> Path | None:
+    return None if checkpoint_dir is None else Path(checkpoint_dir) / "last.safetensors"
+
+
+def save_training_state(path: Path, model, opt_state, step: int, epoch: int, key, loader, history) -> None:
+    ckpt.save(path, {"model": model, "opt_state": opt_state},
+              metadata={"step": step, "epoch": epoch, "key": key, "loader": loader.state_dict(),
+                        "history": history})
+
+
+def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn, *, epochs: int = 1,
+        eval_loader=None, key=None, checkpoint_dir: "str | os.PathLike | None" = None, resume: bool = False,
+        max_steps: int | None = None, opt_state=None,
+        on_step: Callable[[StepInfo], None] | None = None,
+        on_epoch: Callable[[dict], None] | None = None) -> FitResult:
+    """Train for `epochs` (or until `max_steps` steps in all); see the module docstring."""
+    key = random.key(0) if key is None else key
+    opt_state = optimizer.init(model) if opt_state is None else opt_state
+    step, history = 0, []
+    path = _checkpoint_path(checkpoint_dir)
+    if resume and path is not None and path.exists():
+        tree, meta = ckpt.load(path, like={"model": model, "opt_state": opt_state})
+        model, opt_state = tree["model"], tree["opt_state"]
+        step, key, history = int(meta["step"]), meta["key"], list(meta.get("history", []))
+        train_loader.load_state_dict(meta["loader"])
+    step_fn = value_and_grad(loss_fn, has_aux=True)
+    batches = len(train_loader)
+    while train_loader.epoch < epochs and (max_steps is None or step < max_steps):
+        epoch, started = train_loader.epoch, time.perf_counter()
+        sums, seen = {}, 0
+        for batch in train_loader:
+            (loss, metrics), grads = step_fn(model, batch, random.fold_in(key, step))
+            updates, opt_state = optimizer.update(grads, opt_state, model)
+            model = apply_updates(model, updates)
+            step += 1
+            n = len(batch[0])
+            seen += n
+            for name, value in {"loss": loss, **metrics}.items():
+                sums[name] = sums.get(name, 0.0) + float(value) * n
+            if on_step is not None:
+                position = train_loader.state_dict()["batches_consumed"]
+                on_step(StepInfo(step, epoch, position, batches, float(loss), metrics, n))
+            if max_steps is not None and step >= max_steps:
+                break
+        finished_epoch = train_loader.state_dict()["batches_consumed"] == 0
+        if not finished_epoch:  # stopped by max_steps mid-epoch: save the position and stop
+            if path is not None:
+                save_training_state(path, model, opt_state, step, train_loader.epoch, key, train_loader, history)
+            break
+        record = {"epoch": epoch + 1, "step": step, "seconds": time.perf_counter() - started,
+                  **{f"train_{k}": v / seen for k, v in sums.items()}}
+        if eval_loader is not None:
+            record.update({f"test_{k}": v for k, v in evaluate(model, eval_loader, loss_fn).items()})
+        history.append(record)
+        if on_epoch is not None:
+            on_epoch(record)
+        if path is not None:
+            save_training_state(path, model, opt_state, step, train_loader.epoch, key, train_loader, history)
+    return FitResult(model, opt_state, history, step, path)
