@@ -158,7 +158,7 @@ def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.nd
         dtype = dtypes.canonicalize(dtype)
         if value.dtype != dtype:
             return value.astype(dtype)
-    elif value.dtype.kind in "OUSVcmM":
+    elif value.dtype.kind in "OUSVcmM" and value.dtype != dtypes.bfloat16:
         raise TypeError(f"funcgrad arrays hold real numbers and booleans; a {type(x).__name__} "
                         f"of {value.dtype.name} cannot become one")
     else:

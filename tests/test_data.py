@@ -1,0 +1,136 @@
+"""DataLoader, samplers and the built-in datasets."""
+import gzip
+
+import numpy as np
+import pytest
+
+from funcgrad import data
+
+
+def test_dataloader_batches_in_order_and_drop_last():
+    x, y = np.arange(10.0), np.arange(10) * 10
+    loader = data.DataLoader(data.ArrayDataset(x, y), batch_size=4)
+    batches = list(loader)
+    assert len(loader) == 3 and [len(b[0]) for b in batches] == [4, 4, 2]
+    assert np.array_equal(np.concatenate([np.asarray(b[0]) for b in batches]), x)
+    assert np.array_equal(np.asarray(batches[1][1]), [40, 50, 60, 70])
+    loader = data.DataLoader(data.ArrayDataset(x, y), batch_size=4, drop_last=True)
+    assert len(loader) == 2 and [len(b[0]) for b in loader] == [4, 4]
+
+
+def test_shuffle_is_seeded_and_changes_every_epoch():
+    ds = data.ArrayDataset(np.arange(50))
+    a = data.DataLoader(ds, batch_size=50, shuffle=True, seed=3)
+    b = data.DataLoader(ds, batch_size=50, shuffle=True, seed=3)
+    (e0,), (e1,) = [np.asarray(b[0]) for b in a], [np.asarray(b[0]) for b in a]  # two whole epochs
+    assert np.array_equal(e0, np.asarray(next(iter(b))[0]))
+    assert not np.array_equal(e0, e1) and sorted(e0.tolist()) == list(range(50))
+    c = data.DataLoader(ds, batch_size=50, shuffle=True, seed=4)
+    assert not np.array_equal(e0, np.asarray(next(iter(c))[0]))
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_resume_mid_epoch_gives_the_same_batches(prefetch):
+    ds = data.ArrayDataset(np.arange(30))
+    straight = data.DataLoader(ds, batch_size=4, shuffle=True, seed=1, prefetch=prefetch)
+    expected = [np.asarray(b[0]) for b in straight] + [np.asarray(b[0]) for b in straight]
+    first = data.DataLoader(ds, batch_size=4, shuffle=True, seed=1, prefetch=prefetch)
+    seen = [np.asarray(b[0]) for b in first]
+    it = iter(first)
+    seen += [np.asarray(next(it)[0]) for _ in range(3)]
+    state = first.state_dict()
+    assert state == {"epoch": 1, "batches_consumed": 3}
+    resumed = data.DataLoader(ds, batch_size=4, shuffle=True, seed=1, prefetch=prefetch)
+    resumed.load_state_dict(state)
+    seen += [np.asarray(b[0]) for b in resumed]
+    assert all(np.array_equal(a, b) for a, b in zip(seen, expected)) and len(seen) == len(expected)
+
+
+def test_generic_dataset_collate_and_errors_in_workers():
+    class Squares:
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            if i == 4:
+                raise RuntimeError("bad example 4")
+            return {"x": np.float32(i), "y": np.array([i, i * i])}
+
+    loader = data.DataLoader(Squares(), batch_size=2)
+    it = iter(loader)
+    first = next(it)
+    assert np.array_equal(np.asarray(first["y"]), [[0, 0], [1, 1]])
+    next(it)
+    with pytest.raises(RuntimeError, match="bad example 4"):
+        next(it)
+
+
+def test_distributed_sampler_shards_are_disjoint_and_cover():
+    for n, replicas, drop_last in [(10, 3, False), (10, 3, True), (12, 4, False), (7, 2, False)]:
+        shards = [list(data.DistributedSampler(n, replicas, r, shuffle=True, seed=5, drop_last=drop_last))
+                  for r in range(replicas)]
+        assert len({len(s) for s in shards}) == 1
+        flat = [i for s in shards for i in s]
+        if drop_last:
+            assert len(set(flat)) == len(flat) == n - n % replicas
+        else:
+            assert set(flat) == set(range(n)) and len(flat) == -(-n // replicas) * replicas
+        if n % replicas == 0:
+            assert len(set(flat)) == len(flat)
+    s = data.DistributedSampler(10, 2, 0, seed=1)
+    e0 = list(s)
+    s.set_epoch(1)
+    assert e0 != list(s)
+    with pytest.raises(ValueError, match="rank 2 is not in"):
+        data.DistributedSampler(10, 2, 2)
+
+
+def test_builtin_datasets():
+    x, y = data.load("digits", "train")
+    xt, yt = data.load("digits", "test")
+    assert x.shape == (1438, 64) and xt.shape == (359, 64) and x.dtype == np.float32
+    assert 0.0 <= x.min() and x.max() <= 1.0 and set(np.unique(y)) == set(range(10))
+    assert data.load("digits", "test", flatten=False)[0].shape == (359, 1, 8, 8)
+    sx, sy = data.load("spirals")
+    assert sx.shape == (600, 2) and set(np.unique(sy)) == {0, 1, 2}
+    lx, ly = data.load("linear")
+    assert np.polyfit(lx[:, 0], ly[:, 0], 1) == pytest.approx([2, 1], abs=0.05)
+    tokens, targets = data.load("sort", n=5, length=4)
+    assert tokens.shape == (5, 8)
+    full = np.concatenate([tokens, targets[:, -1:]], axis=1)
+    assert np.array_equal(full[:, 5:], np.sort(full[:, :4], axis=1))
+    assert (targets[:, :4] == data.IGNORE).all()
+    with pytest.raises(ValueError, match="unknown dataset 'cifar'"):
+        data.load("cifar")
+    with pytest.raises(ValueError, match="split must be one of"):
+        data.load("digits", "validation")
+
+
+def _write_idx(path, array, magic_type=0x08):
+    header = bytes([0, 0, magic_type, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
+    payload = header + array.astype(">u1" if magic_type == 0x08 else ">i4").tobytes()
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "wb") as f:
+        f.write(payload)
+
+
+def test_mnist_from_idx_files(tmp_path):
+    images = np.random.default_rng(0).integers(0, 256, (5, 28, 28)).astype(np.uint8)
+    labels = np.array([3, 1, 4, 1, 5], np.uint8)
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    _write_idx(folder / "t10k-images-idx3-ubyte.gz", images)
+    _write_idx(folder / "t10k-labels-idx1-ubyte", labels)
+    x, y = data.load("mnist", "test", root=folder)
+    assert x.shape == (5, 784) and np.allclose(x[0], images[0].reshape(-1) / 255.0)
+    assert y.tolist() == [3, 1, 4, 1, 5]
+    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz"):
+        data.load("mnist", "train", root=folder)
+    (folder / "t10k-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x09abc")
+    with pytest.raises(ValueError, match="header says shape"):
+        data.load("mnist", "test", root=folder)
+
+
+def test_array_dataset_checks_lengths():
+    with pytest.raises(ValueError, match="differ in length"):
+        data.ArrayDataset(np.zeros(3), np.zeros(4))

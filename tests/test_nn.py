@@ -1,0 +1,223 @@
+"""Layers and losses: values against NumPy references, gradients by finite differences."""
+import math
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import nn
+from funcgrad.nn import functional as F
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+
+
+def np_conv2d(x, w, b, stride, padding, dilation=1, groups=1):
+    """Direct-loop reference convolution (cross-correlation), NCHW / OIHW."""
+    x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    ho = (h - dilation * (kh - 1) - 1) // stride + 1
+    wo = (wd - dilation * (kw - 1) - 1) // stride + 1
+    out = np.zeros((n, o, ho, wo))
+    og = o // groups
+    for oc in range(o):
+        g = oc // og
+        for i in range(ho):
+            for j in range(wo):
+                patch = x[:, g * cg:(g + 1) * cg, i * stride:i * stride + dilation * (kh - 1) + 1:dilation,
+                          j * stride:j * stride + dilation * (kw - 1) + 1:dilation]
+                out[:, oc, i, j] = np.sum(patch * w[oc], axis=(1, 2, 3)) + (b[oc] if b is not None else 0)
+    return out
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)])
+def test_conv2d_matches_direct_loops_and_finite_differences(stride, padding, dilation, groups):
+    x = RNG.standard_normal((2, 4, 6, 5))
+    w = RNG.standard_normal((4, 4 // groups, 3, 2))
+    b = RNG.standard_normal(4)
+    out = F.conv2d(x, w, b, stride, padding, dilation, groups)
+    assert_close(out, np_conv2d(x, w, b, stride, padding, dilation, groups), atol=1e-10)
+    fg.check_grads(lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation, groups), (x, w, b), order=1)
+
+
+def test_conv2d_second_order_and_same_padding():
+    x, w = RNG.standard_normal((1, 2, 4, 4)), RNG.standard_normal((3, 2, 3, 3))
+    fg.check_grads(lambda x, w: F.conv2d(x, w, padding=1), (x, w), order=2)
+    assert F.conv2d(x, w, padding="same").shape == (1, 3, 4, 4)
+    assert F.conv2d(x[0], w).shape == (3, 2, 2)  # unbatched input
+
+
+def np_pool(x, k, s, pad, fn, pad_value):
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=pad_value)
+    ho, wo = (x.shape[2] - k) // s + 1, (x.shape[3] - k) // s + 1
+    return np.array([[[[fn(x[n, c, i * s:i * s + k, j * s:j * s + k]) for j in range(wo)] for i in range(ho)]
+                      for c in range(x.shape[1])] for n in range(x.shape[0])])
+
+
+@pytest.mark.parametrize("k,s,pad", [(2, 2, 0), (3, 2, 1), (2, 1, 0)])
+def test_pooling(k, s, pad):
+    x = RNG.standard_normal((2, 3, 5, 6))
+    assert_close(F.max_pool2d(x, k, s, pad), np_pool(x, k, s, pad, np.max, -np.inf))
+    assert_close(F.avg_pool2d(x, k, s, pad), np_pool(x, k, s, pad, np.mean, 0.0))
+    fg.check_grads(lambda v: F.max_pool2d(v, k, s, pad), (x,), order=2)
+    fg.check_grads(lambda v: F.avg_pool2d(v, k, s, pad), (x,), order=2)
+
+
+def test_max_pool_gives_tied_gradient_to_the_first_maximum():
+    x = np.zeros((1, 1, 2, 2))
+    assert_close(fg.grad(lambda v: fnp.sum(F.max_pool2d(v, 2)))(x), [[[[1, 0], [0, 0]]]])
+
+
+def test_layer_norm_against_formula():
+    x = RNG.standard_normal((3, 4, 5))
+    w, b = RNG.standard_normal(5), RNG.standard_normal(5)
+    mean = x.mean(-1, keepdims=True)
+    ref = (x - mean) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w + b
+    assert_close(F.layer_norm(x, 5, w, b), ref, atol=1e-10)
+    fg.check_grads(lambda x, w, b: F.layer_norm(x, 5, w, b), (x, w, b), order=2)
+    layer = nn.LayerNorm((4, 5))
+    assert_close(layer(x), (x - x.mean((1, 2), keepdims=True)) / np.sqrt(x.var((1, 2), keepdims=True) + 1e-5),
+                 atol=1e-6)
+
+
+def test_attention_against_numpy():
+    q, k, v = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 5, 4)), RNG.standard_normal((2, 5, 4))
+    s = q @ k.transpose(0, 2, 1) / 2.0
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    assert_close(F.scaled_dot_product_attention(q, k, v), p @ v, atol=1e-12)
+    q2 = RNG.standard_normal((1, 4, 4))
+    causal = F.scaled_dot_product_attention(q2, q2, q2, is_causal=True)
+    assert_close(causal[0, 0], q2[0, 0], atol=1e-12)  # the first position sees only itself
+    fg.check_grads(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=False), (q, k, v), order=1)
+
+
+def test_multi_head_attention_is_causal():
+    mha = nn.MultiHeadAttention(8, 2, key=fg.random.key(0))
+    x = fg.random.normal(fg.random.key(1), (1, 5, 8))
+    full = mha(x, causal=True)
+    prefix = mha(x[:, :3], causal=True)
+    assert_close(full[:, :3], prefix, atol=1e-6)  # later tokens do not change earlier outputs
+    assert not np.allclose(np.asarray(mha(x)[:, :3]), np.asarray(prefix), atol=1e-4)
+
+
+def test_losses_against_pytorch_formulas():
+    logits = RNG.standard_normal((4, 3))
+    labels = np.array([0, 2, 1, 2])
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    nll = -logp[np.arange(4), labels]
+    assert_close(nn.cross_entropy(logits, labels), nll.mean())
+    assert_close(nn.cross_entropy(logits, labels, reduction="sum"), nll.sum())
+    assert_close(nn.cross_entropy(logits, labels, reduction="none"), nll)
+    smooth = 0.9 * nll - 0.1 * logp.mean(1)
+    assert_close(nn.cross_entropy(logits, labels, label_smoothing=0.1), smooth.mean())
+    ignored = np.array([0, -100, 1, 2])
+    keep = ignored != -100
+    assert_close(nn.cross_entropy(logits, ignored), (-logp[np.arange(4)[keep], ignored[keep]]).mean())
+    assert_close(nn.nll_loss(logp, labels), nll.mean())
+    seq_logits = RNG.standard_normal((2, 3, 4))  # (N, C, d)
+    seq_labels = np.array([[0, 1, 2, 0], [2, 2, 1, 0]])
+    seq_logp = seq_logits - np.log(np.exp(seq_logits).sum(1, keepdims=True))
+    ref = -np.take_along_axis(seq_logp, seq_labels[:, None], 1).mean()
+    assert_close(nn.cross_entropy(seq_logits, seq_labels), ref)
+    pred, target = RNG.standard_normal(5), RNG.standard_normal(5)
+    assert_close(nn.mse_loss(pred, target), np.mean((pred - target) ** 2))
+    assert_close(nn.l1_loss(pred, target), np.mean(np.abs(pred - target)))
+    y = (RNG.random(5) > 0.5).astype(np.float64)
+    sig = 1 / (1 + np.exp(-pred))
+    bce = -(y * np.log(sig) + (1 - y) * np.log(1 - sig))
+    assert_close(nn.binary_cross_entropy_with_logits(pred, y), bce.mean())
+    weighted = -(2.0 * y * np.log(sig) + (1 - y) * np.log(1 - sig))
+    assert_close(nn.binary_cross_entropy_with_logits(pred, y, pos_weight=2.0), weighted.mean())
+    assert np.isfinite(float(nn.binary_cross_entropy_with_logits(np.array([1000.0, -1000.0]), np.array([0.0, 1.0]))))
+    fg.check_grads(lambda l: nn.cross_entropy(l, labels, label_smoothing=0.2), (logits,), order=2)
+
+
+def test_loss_input_errors():
+    with pytest.raises(fg.ShapeError, match=r"labels of shape \(3,\)"):
+        nn.cross_entropy(np.zeros((4, 3)), np.zeros(3, int))
+    with pytest.raises(IndexError, match="label out of range"):
+        nn.cross_entropy(np.zeros((2, 3)), np.array([0, 3]))
+    with pytest.raises(ValueError, match="reduction"):
+        nn.mse_loss(np.zeros(2), np.zeros(2), reduction="avg")
+
+
+def test_linear_and_conv_use_pytorch_initialisation():
+    layer = nn.Linear(100, 50, key=fg.random.key(0))
+    assert layer.weight.shape == (50, 100) and layer.bias.shape == (50,)
+    bound = 1 / math.sqrt(100)
+    w = np.asarray(layer.weight)
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
+    assert abs(w.std() - bound / math.sqrt(3)) < 0.01  # uniform(-b, b) has std b / sqrt(3)
+    conv = nn.Conv2d(4, 8, 3, key=fg.random.key(1))
+    assert np.abs(np.asarray(conv.weight)).max() <= 1 / math.sqrt(36)
+    x = nn.init.xavier_uniform(fg.random.key(2), (200, 300))
+    assert abs(np.asarray(x).std() - math.sqrt(2 / 500)) < 0.003
+    assert_close(nn.Linear(3, 2, key=fg.random.key(0))(np.ones((1, 3))),
+                 np.ones((1, 3)) @ np.asarray(nn.Linear(3, 2, key=fg.random.key(0)).weight).T +
+                 np.asarray(nn.Linear(3, 2, key=fg.random.key(0)).bias), atol=1e-6)
+
+
+def test_modules_are_pytrees_with_named_parameters():
+    k1, k2 = fg.random.split(fg.random.key(0))
+    model = nn.Sequential([nn.Linear(4, 8, key=k1), nn.relu, nn.Dropout(0.1), nn.Linear(8, 2, key=k2)])
+    names = [n for n, _ in model.named_parameters()]
+    assert names == ["layers.0.weight", "layers.0.bias", "layers.3.weight", "layers.3.bias"]
+    assert model.num_parameters() == 4 * 8 + 8 + 8 * 2 + 2
+    assert len(fg.tree_leaves(model)) == 4
+    x, y = np.ones((3, 4), np.float32), np.array([0, 1, 1])
+    grads = fg.grad(lambda m: nn.cross_entropy(m(x), y))(model)
+    assert isinstance(grads, nn.Sequential) and grads.layers[1] is nn.relu
+    assert grads.layers[0].weight.shape == (8, 4)
+    doubled = fg.tree_map(lambda p: p * 2, model)
+    assert_close(doubled.layers[3].bias, 2 * np.asarray(model.layers[3].bias))
+    assert "Linear(in_features=4" in repr(model) and "relu" in repr(model)
+
+
+def test_state_dict_round_trip_and_errors():
+    model = nn.MLP(3, [5], 2, key=fg.random.key(0))
+    other = nn.MLP(3, [5], 2, key=fg.random.key(1))
+    restored = other.load_state_dict(model.state_dict())
+    for (n1, p1), (n2, p2) in zip(model.named_parameters(), restored.named_parameters()):
+        assert n1 == n2 and np.array_equal(p1, p2)
+    sd = model.state_dict()
+    with pytest.raises(KeyError, match=r"missing keys \['linears.1.bias'\]"):
+        other.load_state_dict({k: v for k, v in sd.items() if k != "linears.1.bias"})
+    with pytest.raises(KeyError, match=r"unexpected keys \['extra'\]"):
+        other.load_state_dict({**sd, "extra": np.zeros(1)})
+    with pytest.raises(ValueError, match=r"'linears.0.weight' has shape \(5, 4\)"):
+        other.load_state_dict({**sd, "linears.0.weight": np.zeros((5, 4))})
+
+
+def test_dropout_only_with_a_key():
+    layer = nn.Dropout(0.5)
+    x = np.ones((1000,), np.float32)
+    assert_close(layer(x), x)
+    out = np.asarray(layer(x, key=fg.random.key(0)))
+    assert set(np.unique(out)) == {0.0, 2.0} and abs((out == 0).mean() - 0.5) < 0.05
+
+
+def test_embedding_and_one_hot():
+    emb = nn.Embedding(10, 3, key=fg.random.key(0))
+    idx = np.array([[1, 2], [9, 1]])
+    assert_close(emb(idx), np.asarray(emb.weight)[idx])
+    g = fg.grad(lambda m: fnp.sum(m(idx)))(emb)
+    assert_close(g.weight[1], [2, 2, 2])  # row 1 is used twice: the scatter-add accumulates
+    with pytest.raises(IndexError, match="embedding index out of range"):
+        emb(np.array([10]))
+    assert_close(nn.one_hot(np.array([0, 2]), 3), [[1, 0, 0], [0, 0, 1]])
+
+
+def test_transformer_block_and_flatten_shapes():
+    block = nn.TransformerBlock(8, 2, key=fg.random.key(0))
+    x = fg.random.normal(fg.random.key(1), (2, 5, 8))
+    assert block(x).shape == (2, 5, 8)
+    assert block(x, key=fg.random.key(2)).shape == (2, 5, 8)
+    assert nn.Flatten()(np.zeros((2, 3, 4))).shape == (2, 12)
+    seq = nn.Sequential([nn.Conv2d(1, 2, 3, padding=1, key=fg.random.key(0)), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.AvgPool2d(2), nn.Flatten(), nn.GELU(), nn.Tanh(), nn.Sigmoid(), nn.Softmax()])
+    out = seq(np.ones((3, 1, 8, 8)))
+    assert out.shape == (3, 8) and np.allclose(np.asarray(out).sum(1), 1, atol=1e-6)
