@@ -31,18 +31,18 @@ def _spec(index, ndim: int):
             raise IndexError("a Python bool is not a valid index; use a boolean array mask")
         elif isinstance(item, (int, np.integer)):
             spec.append(("i", int(item)))
+        elif isinstance(item, ArrayBase) and item.dtype.kind in "iu":
+            spec.append(("a",))  # may be traced: only its shape matters here
+            arrays.append(item)
         else:
             arr = _concrete(item)
             if arr.dtype == np.bool_:
-                for axis_index in np.nonzero(arr):
+                for axis_index in np.nonzero(arr):  # a data-dependent shape: needs concrete values
                     spec.append(("a",))
                     arrays.append(axis_index)
             elif arr.dtype.kind in "iu":
-                if arr.ndim == 0:
-                    spec.append(("i", int(arr)))
-                else:
-                    spec.append(("a",))
-                    arrays.append(arr)
+                spec.append(("a",))
+                arrays.append(arr)
             else:
                 raise IndexError(f"only integers, slices, None, Ellipsis and integer or boolean "
                                  f"arrays are valid indices; got {type(item).__name__} of dtype {arr.dtype}")
@@ -86,7 +86,7 @@ class _IndexUpdate:
         values = fnp.broadcast_to(fnp.astype(values, x.dtype), selected_shape)
         hit = bind(S.scatter_add_p, np.ones(selected_shape, np.float32), *arrays, spec=spec, shape=x.shape)
         placed = bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape)
-        return fnp.where(_concrete(hit) > 0, placed, x)
+        return fnp.where(hit > 0, placed, x)
 
 
 class _At:

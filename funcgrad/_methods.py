@@ -40,6 +40,8 @@ _METHODS = {
     "__and__": fnp.bitwise_and, "__rand__": _swap(fnp.bitwise_and),
     "__or__": fnp.bitwise_or, "__ror__": _swap(fnp.bitwise_or),
     "__xor__": fnp.bitwise_xor, "__rxor__": _swap(fnp.bitwise_xor),
+    "__lshift__": fnp.left_shift, "__rlshift__": _swap(fnp.left_shift),
+    "__rshift__": fnp.right_shift, "__rrshift__": _swap(fnp.right_shift),
     "__getitem__": getitem, "__setitem__": _immutable,
     "reshape": _reshape, "transpose": _transpose, "astype": fnp.astype,
     "sum": fnp.sum, "mean": fnp.mean, "max": fnp.max, "min": fnp.min, "prod": fnp.prod,

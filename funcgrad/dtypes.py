@@ -15,6 +15,7 @@ uint8 = np.dtype(np.uint8)
 int16 = np.dtype(np.int16)
 int32 = np.dtype(np.int32)
 uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
 int64 = np.dtype(np.int64)
 bool_ = np.dtype(np.bool_)
 
@@ -22,7 +23,8 @@ default_float = float32
 default_int = int64
 low_precision = frozenset({float16, bfloat16})
 float_dtypes = frozenset({float16, bfloat16, float32, float64})
-_supported = frozenset({float16, bfloat16, float32, float64, int8, uint8, int16, int32, uint32, int64, bool_})
+_supported = frozenset({float16, bfloat16, float32, float64, int8, uint8, int16, int32, uint32, int64, uint64,
+                        bool_})
 
 
 def canonicalize(dtype) -> np.dtype:

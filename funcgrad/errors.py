@@ -19,3 +19,7 @@ class TracerLeakError(FuncgradError, RuntimeError):
 
 class NonFiniteError(FuncgradError, FloatingPointError):
     """Raised under config.debug_nans by the first primitive that produces a NaN."""
+
+
+class ConcretizationError(FuncgradError, TypeError):
+    """A Python value (bool, int, float) was asked of an array traced abstractly by jit."""

@@ -16,13 +16,13 @@ import numpy as np
 from . import dtypes
 from .array import Array, ArrayBase, to_numpy
 from .dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32,  # noqa: F401
-                     int64, uint8, uint32)
-from .errors import ShapeError
+                     int64, uint8, uint32, uint64)
+from .errors import ConcretizationError, ShapeError
 from .ops import elementwise as E
 from .ops import linalg as L
 from .ops import reductions as R
 from .ops import shape as S
-from .ops import stop_gradient_p
+from .ops import prng, stop_gradient_p
 from .trace import bind
 
 pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
@@ -163,6 +163,8 @@ logical_xor = _binary_fn(E.xor_p, "logical_xor")
 bitwise_and = _binary_fn(E.bitwise_and_p, "bitwise_and")
 bitwise_or = _binary_fn(E.bitwise_or_p, "bitwise_or")
 bitwise_xor = _binary_fn(E.bitwise_xor_p, "bitwise_xor")
+left_shift = _binary_fn(E.left_shift_p, "left_shift")
+right_shift = _binary_fn(E.right_shift_p, "right_shift")
 
 negative = _unary_fn(E.neg_p, "negative")
 abs = absolute = _unary_fn(E.abs_p, "abs")  # noqa: A001
@@ -561,11 +563,31 @@ def take_along_axis(a, indices, axis: int):
     return bind(S.gather_p, a, *arrays, spec=(("a",),) * a.ndim)
 
 
-def _index_array(indices) -> np.ndarray:
-    idx = np.asarray(indices.concrete() if hasattr(indices, "concrete") else indices)
+def _index_array(indices):
+    """Integer indices as an Array (or a tracer, under jit); lists and NumPy arrays convert."""
+    idx = indices if isinstance(indices, ArrayBase) else asarray(np.asarray(indices))
     if idx.dtype.kind not in "iu":
         raise IndexError(f"indices must be integers, got dtype {idx.dtype}")
     return idx
+
+
+def concrete_or_none(x):
+    """x's NumPy value, or None when it is only known abstractly (inside jit)."""
+    try:
+        return np.asarray(x)
+    except ConcretizationError:
+        return None
+
+
+def argsort(x, axis: int = -1):
+    x = asarray(x)
+    return bind(prng.argsort_p, x, axis=_normalize_axis(axis, x.ndim))
+
+
+def sort(x, axis: int = -1):
+    """Sorted along axis (stable); the gradient flows back through the permutation."""
+    x = asarray(x)
+    return take_along_axis(x, argsort(x, axis), axis)
 
 
 def tril(x, k: int = 0):

@@ -1,27 +1,38 @@
 """Splittable, reproducible PRNG keys with JAX's semantics, on the counter-based Threefry-2x32.
 
 A key is a uint32 Array of shape (2,). Functions never mutate a key: split it to get fresh
-ones. The numbers depend only on (key, shape, dtype), so the GPU backend reproduces them.
+ones. The numbers depend only on (key, shape, dtype), so every backend reproduces them, and
+since the generator is a primitive, sampling works under jit with traced keys.
 Counter domains: 0 for sampling, 1 for split, 2 for fold_in, so they never collide.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import dtypes
+from . import numpy as fnp
 from .array import Array, ArrayBase
-from .cpu.threefry import threefry2x32
-from .numpy import asarray, take
+from .ops import elementwise as E
+from .ops import prng
+from .trace import bind
 
 _SAMPLE, _SPLIT, _FOLD_IN = 0, 1, 2
 
 
-def _key_data(key) -> np.ndarray:
-    data = np.asarray(key.concrete() if hasattr(key, "concrete") else key)
-    if data.shape != (2,) or data.dtype != np.uint32:
+def _key(key):
+    key = fnp.asarray(key)
+    if key.shape != (2,) or key.dtype != dtypes.uint32:
         raise TypeError(f"expected a PRNG key (a uint32 array of shape (2,) from fg.random.key), "
-                        f"got {data.dtype} of shape {data.shape}")
-    return data
+                        f"got {key.dtype} of shape {tuple(key.shape)}")
+    return key
+
+
+def _blocks(key, domain: int, counters) -> Array:
+    """Encrypt the counter pairs (domain, c) for c in counters: shape (len(counters), 2)."""
+    counters = fnp.asarray(counters, dtype=dtypes.uint32)
+    return bind(prng.threefry2x32_p, _key(key), np.full(counters.shape, domain, np.uint32), counters)
 
 
 def key(seed: int) -> Array:
@@ -38,95 +49,93 @@ PRNGKey = key
 
 def split(key, num: int = 2) -> Array:
     """num new independent keys, shape (num, 2)."""
-    k = _key_data(key)
-    y0, y1 = threefry2x32(k, np.full(num, _SPLIT, np.uint32), np.arange(num, dtype=np.uint32))
-    return Array(np.stack([y0, y1], axis=1))
+    return _blocks(key, _SPLIT, np.arange(num, dtype=np.uint32))
 
 
-def fold_in(key, data: int) -> Array:
-    """A new key determined by key and an integer (a step number, a rank)."""
-    k = _key_data(key)
-    y0, y1 = threefry2x32(k, np.array([_FOLD_IN], np.uint32), np.array([int(data) & 0xFFFFFFFF], np.uint32))
-    return Array(np.array([y0[0], y1[0]], np.uint32))
+def fold_in(key, data) -> Array:
+    """A new key determined by key and an integer (a step number, a rank); data may be traced."""
+    if isinstance(data, ArrayBase):
+        counter = fnp.reshape(fnp.astype(data, dtypes.uint32), (1,))  # wraps modulo 2**32
+    else:
+        counter = np.array([int(data) & 0xFFFFFFFF], np.uint32)
+    return fnp.reshape(_blocks(key, _FOLD_IN, counter), (2,))
 
 
 def _shape(shape) -> tuple[int, ...]:
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
 
 
-def random_bits(key, n: int) -> np.ndarray:
-    """n uint32 words: both words of counters 0..ceil(n/2)-1 of the sampling domain."""
-    k = _key_data(key)
-    m = (n + 1) // 2
-    y0, y1 = threefry2x32(k, np.full(m, _SAMPLE, np.uint32), np.arange(m, dtype=np.uint32))
-    return np.concatenate([y0, y1])[:n]
+def random_bits(key, shape) -> Array:
+    """uint32 words: both words of counters 0..ceil(n/2)-1 of the sampling domain."""
+    shape = _shape(shape)
+    n = math.prod(shape)
+    blocks = _blocks(key, _SAMPLE, np.arange((n + 1) // 2, dtype=np.uint32))
+    return fnp.reshape(fnp.reshape(fnp.transpose(blocks), (-1,))[:n], shape)
 
 
-def _unit_float(key, shape, dtype) -> np.ndarray:
+def _bits64(key, shape) -> Array:
+    words = fnp.astype(random_bits(key, (2,) + shape), dtypes.uint64)
+    return (words[0] << 32) | words[1]
+
+
+def _unit_float(key, shape, dtype) -> Array:
     """Uniform in [0, 1): the top mantissa bits of random words under a fixed exponent."""
-    n = int(np.prod(shape, dtype=np.int64))
-    if dtype == np.float64:
-        bits = random_bits(key, 2 * n).astype(np.uint64)
-        words = (bits[:n] << np.uint64(32)) | bits[n:]
-        out = ((words >> np.uint64(12)) | np.uint64(0x3FF0000000000000)).view(np.float64) - 1.0
-    else:
-        bits = random_bits(key, n)
-        out = ((bits >> np.uint32(9)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1.0)
-    return out.reshape(shape)
+    if dtype == dtypes.float64:
+        mantissa = (_bits64(key, shape) >> 12) | 0x3FF0000000000000
+        return bind(prng.bitcast_p, mantissa, dtype=dtypes.float64) - 1.0
+    mantissa = (random_bits(key, shape) >> 9) | 0x3F800000
+    return bind(prng.bitcast_p, mantissa, dtype=dtypes.float32) - 1.0
 
 
 def _float_dtype(dtype):
     dtype = dtypes.canonicalize(dtype)
     if not dtypes.is_float(dtype):
         raise TypeError(f"this sampler produces floating-point numbers, not {dtype}")
-    return dtype
+    return dtype, (dtypes.float64 if dtype == dtypes.float64 else dtypes.float32)
 
 
 def uniform(key, shape=(), dtype=dtypes.float32, minval=0.0, maxval=1.0) -> Array:
     """Uniform samples in [minval, maxval)."""
-    dtype, shape = _float_dtype(dtype), _shape(shape)
-    compute = np.float64 if dtype == np.float64 else np.float32
-    u = _unit_float(key, shape, compute)
-    lo, hi = np.asarray(minval, compute), np.asarray(maxval, compute)
-    return Array(np.maximum(lo, u * (hi - lo) + lo).astype(dtype))
+    dtype, compute = _float_dtype(dtype)
+    u = _unit_float(key, _shape(shape), compute)
+    return fnp.astype(fnp.maximum(u * (maxval - minval) + minval, minval), dtype)
 
 
 def normal(key, shape=(), dtype=dtypes.float32) -> Array:
     """Standard normal samples (Box-Muller on pairs of uniforms)."""
-    dtype, shape = _float_dtype(dtype), _shape(shape)
-    compute = np.float64 if dtype == np.float64 else np.float32
-    n = int(np.prod(shape, dtype=np.int64))
+    dtype, compute = _float_dtype(dtype)
+    shape = _shape(shape)
+    n = math.prod(shape)
     m = (n + 1) // 2
     u = _unit_float(key, (2, m), compute)
-    radius = np.sqrt(-2.0 * np.log1p(-u[0]))  # 1 - u is in (0, 1]: the log is finite
+    radius = fnp.sqrt(-2.0 * fnp.log1p(-u[0]))  # 1 - u is in (0, 1]: the log is finite
     angle = (2 * np.pi) * u[1]
-    z = np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])[:n]
-    return Array(z.reshape(shape).astype(dtype))
+    z = fnp.concatenate([radius * fnp.cos(angle), radius * fnp.sin(angle)])[:n]
+    return fnp.astype(fnp.reshape(z, shape), dtype)
+
+
+def _erf(x):
+    return bind(E.erf_p, x)
+
+
+def _erfinv(y):
+    """Inverse error function: Winitzki's closed-form guess refined by Newton steps on erf."""
+    y = fnp.clip(y, -1 + 1e-15, 1 - 1e-15)
+    log_term = fnp.log1p(-y * y)
+    first = 2 / (np.pi * 0.147) + log_term / 2
+    x = fnp.sign(y) * fnp.sqrt(fnp.sqrt(first * first - log_term / 0.147) - first)
+    for _ in range(3):
+        x = x - (_erf(x) - y) / (2 / np.sqrt(np.pi) * fnp.exp(-x * x))
+    return x
 
 
 def truncated_normal(key, lower, upper, shape=(), dtype=dtypes.float32) -> Array:
-    """Normal samples conditioned on lower < x < upper (inverse-CDF through erf)."""
-    from math import erf, sqrt
-
-    dtype, shape = _float_dtype(dtype), _shape(shape)
-    cdf = lambda v: 0.5 * (1 + erf(v / sqrt(2)))  # noqa: E731
-    lo, hi = cdf(float(lower)), cdf(float(upper))
-    p = lo + (hi - lo) * _unit_float(key, shape, np.float64)
+    """Normal samples conditioned on lower < x < upper (inverse CDF through erf)."""
+    dtype, _ = _float_dtype(dtype)
+    lo, hi = (0.5 * (1 + math.erf(float(v) / math.sqrt(2))) for v in (lower, upper))
+    p = lo + (hi - lo) * _unit_float(key, _shape(shape), dtypes.float64)
     z = np.sqrt(2) * _erfinv(2 * p - 1)
-    return Array(np.clip(z, lower, upper).astype(dtype))
-
-
-def _erfinv(y: np.ndarray) -> np.ndarray:
-    """Inverse error function: Winitzki's closed-form guess refined by Newton steps on erf."""
-    from .cpu.special import erf
-    y = np.clip(np.asarray(y, np.float64), -1 + 1e-15, 1 - 1e-15)
-    a = 0.147
-    log_term = np.log1p(-y * y)
-    first = 2 / (np.pi * a) + log_term / 2
-    x = np.sign(y) * np.sqrt(np.sqrt(first * first - log_term / a) - first)
-    for _ in range(3):
-        x = x - (erf(x) - y) / (2 / np.sqrt(np.pi) * np.exp(-x * x))
-    return x
+    return fnp.astype(fnp.clip(z, lower, upper), dtype)
 
 
 def randint(key, shape, minval, maxval, dtype=dtypes.int64) -> Array:
@@ -138,41 +147,38 @@ def randint(key, shape, minval, maxval, dtype=dtypes.int64) -> Array:
     span = np.broadcast_to(np.asarray(maxval, np.int64), shape) - lo
     if np.any(span <= 0):
         raise ValueError(f"randint needs minval < maxval, got minval={minval}, maxval={maxval}")
-    n = int(np.prod(shape, dtype=np.int64))
-    bits = random_bits(key, 2 * n).astype(np.uint64)
-    words = ((bits[:n] << np.uint64(32)) | bits[n:]).reshape(shape)
-    return Array((lo + (words % span.astype(np.uint64)).astype(np.int64)).astype(dtype))
+    offset = fnp.astype(_bits64(key, shape) % span.astype(np.uint64), dtypes.int64)
+    return fnp.astype(offset + lo, dtype)
 
 
 def bernoulli(key, p=0.5, shape=None) -> Array:
     """Booleans that are True with probability p."""
-    p = np.asarray(p.concrete() if hasattr(p, "concrete") else p, np.float32)
-    shape = p.shape if shape is None else _shape(shape)
-    return Array(_unit_float(key, shape, np.float32) < p)
+    p = fnp.asarray(p, dtype=dtypes.float32)
+    shape = tuple(p.shape) if shape is None else _shape(shape)
+    return _unit_float(key, shape, dtypes.float32) < p
 
 
 def permutation(key, x, axis: int = 0):
     """A random permutation of range(x) for an int x, else of x's entries along axis."""
-    n = int(x) if np.ndim(x) == 0 and not isinstance(x, ArrayBase) else asarray(x).shape[axis]
-    bits = random_bits(key, 2 * n).astype(np.uint64)
-    order = np.argsort((bits[:n] << np.uint64(32)) | bits[n:], kind="stable")
-    if np.ndim(x) == 0 and not isinstance(x, ArrayBase):
-        return Array(order.astype(np.int64))
-    return take(x, order, axis=axis)
+    is_count = np.ndim(x) == 0 and not isinstance(x, ArrayBase)
+    n = int(x) if is_count else fnp.asarray(x).shape[axis]
+    order = bind(prng.argsort_p, _bits64(key, (n,)), axis=0)
+    return order if is_count else fnp.take(x, order, axis=axis)
 
 
 def gumbel(key, shape=(), dtype=dtypes.float32) -> Array:
-    dtype, shape = _float_dtype(dtype), _shape(shape)
-    u = _unit_float(key, shape, np.float64)
-    return Array((-np.log(-np.log1p(-u) + 1e-300)).astype(dtype))
+    dtype, _ = _float_dtype(dtype)
+    u = _unit_float(key, _shape(shape), dtypes.float64)
+    return fnp.astype(-fnp.log(-fnp.log1p(-u) + 1e-300), dtype)
 
 
 def categorical(key, logits, axis: int = -1, shape=None) -> Array:
     """Samples of a categorical distribution given unnormalised log-probabilities (Gumbel-max)."""
-    logits = np.asarray(asarray(logits).concrete() if hasattr(logits, "concrete") else asarray(logits))
+    logits = fnp.asarray(logits)
     axis = axis % logits.ndim
-    batch = logits.shape[:axis] + logits.shape[axis + 1:]
+    batch = tuple(logits.shape[:axis] + logits.shape[axis + 1:])
     shape = batch if shape is None else _shape(shape)
-    full = shape[:len(shape) - len(batch)] + logits.shape if shape != batch else logits.shape
-    noise = np.asarray(gumbel(key, full, np.float32 if logits.dtype != np.float64 else np.float64))
-    return Array(np.argmax(noise + logits, axis=axis - logits.ndim).astype(np.int64))
+    extra = shape[:len(shape) - len(batch)]
+    noise = gumbel(key, extra + tuple(logits.shape), dtypes.float64 if logits.dtype == dtypes.float64 else
+                   dtypes.float32)
+    return fnp.argmax(noise + logits, axis=axis - logits.ndim)

@@ -133,7 +133,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
     kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation)
     cols = _windows(x, kernel, stride, padding, dilation, "max_pool2d", pad_value=-np.inf)
     flat = fnp.reshape(cols, cols.shape[:4] + (kernel[0] * kernel[1],))
-    first_max = np.asarray(fnp.argmax(flat, axis=-1))[..., None] == np.arange(flat.shape[-1])
+    first_max = fnp.expand_dims(fnp.argmax(flat, axis=-1), -1) == np.arange(flat.shape[-1])
     out = fnp.sum(fnp.where(first_max, flat, 0.0), axis=-1)
     return out[0] if unbatched else out
 
@@ -182,15 +182,16 @@ def dropout(x, rate: float, key=None):
 
 def embedding(indices, weight):
     idx = fnp._index_array(indices)
-    if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
-        raise IndexError(f"embedding index out of range: indices span [{idx.min()}, {idx.max()}] "
+    known = fnp.concrete_or_none(idx)
+    if known is not None and known.size and (known.min() < 0 or known.max() >= weight.shape[0]):
+        raise IndexError(f"embedding index out of range: indices span [{known.min()}, {known.max()}] "
                          f"but the table has {weight.shape[0]} rows")
     return fnp.take(weight, idx, axis=0)
 
 
 def one_hot(labels, num_classes: int, dtype=fg_dtypes.float32):
     idx = fnp._index_array(labels)
-    return fnp.asarray(idx[..., None] == np.arange(num_classes), dtype=dtype)
+    return fnp.astype(fnp.expand_dims(idx, -1) == np.arange(num_classes), dtype)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False):

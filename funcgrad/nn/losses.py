@@ -1,8 +1,6 @@
 """Losses with PyTorch's definitions and defaults (reduction="mean")."""
 from __future__ import annotations
 
-import numpy as np
-
 from .. import numpy as fnp
 from ..errors import ShapeError
 from .functional import log_softmax, relu, softplus
@@ -20,8 +18,8 @@ def _reduce(loss, reduction: str, weight_sum=None):
 
 def _labels(logits, labels, fname):
     idx = fnp._index_array(labels)
-    expected = logits.shape[:1] + logits.shape[2:] if logits.ndim > 1 else ()
-    if idx.shape != expected:
+    expected = tuple(logits.shape[:1] + logits.shape[2:]) if logits.ndim > 1 else ()
+    if tuple(idx.shape) != expected:
         raise ShapeError(f"{fname}: labels of shape {idx.shape} do not fit logits of shape {logits.shape} "
                          f"(expected labels of shape {expected})")
     return idx
@@ -46,19 +44,20 @@ def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -
 
 
 def _pick_loss(log_probs, idx, reduction, ignore_index, label_smoothing):
-    n_classes = log_probs.shape[1] if log_probs.ndim > 1 else log_probs.shape[0]
-    valid = idx != ignore_index
-    safe = np.where(valid, idx, 0)
-    if safe.size and (safe.min() < 0 or safe.max() >= n_classes):
-        raise IndexError(f"label out of range: labels span [{safe.min()}, {safe.max()}] for {n_classes} classes")
     class_axis = 1 if log_probs.ndim > 1 else 0
-    picked = fnp.squeeze(fnp.take_along_axis(log_probs, np.expand_dims(safe, class_axis), axis=class_axis),
+    n_classes = log_probs.shape[class_axis]
+    valid = idx != ignore_index
+    safe = fnp.where(valid, idx, 0)
+    known = fnp.concrete_or_none(safe)
+    if known is not None and known.size and (known.min() < 0 or known.max() >= n_classes):
+        raise IndexError(f"label out of range: labels span [{known.min()}, {known.max()}] for {n_classes} classes")
+    picked = fnp.squeeze(fnp.take_along_axis(log_probs, fnp.expand_dims(safe, class_axis), axis=class_axis),
                          class_axis)
     loss = -picked
     if label_smoothing:
         loss = (1.0 - label_smoothing) * loss - label_smoothing * fnp.mean(log_probs, axis=class_axis)
     loss = fnp.where(valid, loss, 0.0)
-    return _reduce(loss, reduction, weight_sum=float(valid.sum()) if reduction == "mean" else None)
+    return _reduce(loss, reduction, weight_sum=fnp.sum(valid, dtype=loss.dtype) if reduction == "mean" else None)
 
 
 def mse_loss(pred, target, reduction: str = "mean"):
