@@ -11,11 +11,14 @@ from .check_grads import check_grads
 from .config import config
 from .devices import device_put, devices
 from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint32
-from .errors import DeviceMismatchError, NonFiniteError, ShapeError, TracerLeakError
+from . import errors  # noqa: F401
+from .errors import ConcretizationError, DeviceMismatchError, NonFiniteError, ShapeError, TracerLeakError
 from .numpy import (arange, array, asarray, eye, full, full_like, linspace, ones, ones_like,
                     stop_gradient, zeros, zeros_like)
 from .tree import (register_dataclass, register_pytree_node, static_field, tree_flatten,
                    tree_flatten_with_path, tree_leaves, tree_map, tree_structure, tree_unflatten)
+from .control import cond
+from .jit import jit, make_program
 from .vjp import checkpoint as remat, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 
 __version__ = "0.1.0"
@@ -23,11 +26,12 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "Device", "config", "check_grads",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32",
-    "DeviceMismatchError", "NonFiniteError", "ShapeError", "TracerLeakError",
+    "ConcretizationError", "DeviceMismatchError", "NonFiniteError", "ShapeError", "TracerLeakError",
     "arange", "array", "asarray", "eye", "full", "full_like", "linspace", "ones", "ones_like",
     "stop_gradient", "zeros", "zeros_like",
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
     "remat", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
+    "jit", "make_program", "cond",
     "checkpoint", "data", "nn", "numpy", "optim", "random", "device_put", "devices",
 ]

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 
 class Config:
-    """`fg.config.debug_nans = True` raises at the first primitive that produces a NaN."""
+    """debug_nans: raise at the first primitive that produces a NaN (eager execution).
+    log_compiles: log every jit trace and why it happened (a new shape, dtype or static value)."""
 
     def __init__(self) -> None:
         self.debug_nans = False
+        self.log_compiles = False
 
     def update(self, name: str, value) -> None:
         if not hasattr(self, name):

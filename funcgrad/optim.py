@@ -18,6 +18,7 @@ import numpy as np
 
 from . import numpy as fnp
 from .array import Array
+from .control import concrete_int, cond
 from .tree import tree_leaves, tree_map
 
 Schedule = Callable[[int], float]
@@ -37,12 +38,12 @@ def _tree_zeros_like(tree):
     return tree_map(lambda p: fnp.zeros_like(p), tree)
 
 
-def _value(lr: ScalarOrSchedule, count) -> float:
-    return float(lr(int(count))) if callable(lr) else float(lr)
-
-
-def _tree_where(cond, a, b):
-    return tree_map(lambda x, y: fnp.where(cond, x, y), a, b)
+def _value(lr: ScalarOrSchedule, count):
+    """The learning rate at step count: a float eagerly, a traced scalar inside jit."""
+    if not callable(lr):
+        return float(lr)
+    count = concrete_int(count)
+    return float(lr(count)) if isinstance(count, int) else lr(count)
 
 
 def _need_params(params, name: str):
@@ -104,8 +105,8 @@ def trace(momentum: float, dampening: float = 0.0, nesterov: bool = False) -> Gr
         raise ValueError("nesterov momentum needs momentum > 0 and dampening = 0")
 
     def update(updates, state, params=None):
-        first = int(state.count) == 0
-        buf = updates if first else tree_map(lambda b, g: momentum * b + (1 - dampening) * g, state.momentum, updates)
+        buf = cond(state.count == 0, lambda: updates,
+                   lambda: tree_map(lambda b, g: momentum * b + (1 - dampening) * g, state.momentum, updates))
         out = tree_map(lambda g, b: g + momentum * b, updates, buf) if nesterov else buf
         return out, TraceState(state.count + 1, buf)
     return GradientTransformation(lambda params: TraceState(_count(), _tree_zeros_like(params)), update)
@@ -124,12 +125,12 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad
         return AdamState(_count(), zeros, (zeros, zeros) if amsgrad else zeros)
 
     def update(updates, state, params=None):
-        t = int(state.count) + 1
+        t = concrete_int(state.count) + 1  # exact Python arithmetic eagerly, as PyTorch
         mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
         nu_raw = state.nu[0] if amsgrad else state.nu
         nu = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), nu_raw, updates)
         nu_max = tree_map(fnp.maximum, state.nu[1], nu) if amsgrad else nu
-        c1, c2 = 1 - b1 ** t, math.sqrt(1 - b2 ** t)
+        c1, c2 = 1 - b1 ** t, (1 - b2 ** t) ** 0.5
         out = tree_map(lambda m, v: (m * (1 / c1)) / (fnp.sqrt(v) * (1 / c2) + eps), mu, nu_max)
         return out, AdamState(state.count + 1, mu, (nu, nu_max) if amsgrad else nu)
     return GradientTransformation(init, update)
@@ -174,7 +175,7 @@ def scale_by_adagrad(lr_decay: float = 0.0, eps: float = 1e-10,
         return AdagradState(_count(), tree_map(lambda p: fnp.full_like(p, initial_accumulator_value), params))
 
     def update(updates, state, params=None):
-        decay = 1.0 / (1.0 + int(state.count) * lr_decay)
+        decay = 1.0 / (1.0 + concrete_int(state.count) * lr_decay)
         acc = tree_map(lambda s, g: s + g * g, state.sum_of_squares, updates)
         out = tree_map(lambda g, s: g / (fnp.sqrt(s) + eps) * decay, updates, acc)
         return out, AdagradState(state.count + 1, acc)
@@ -268,12 +269,17 @@ def multi_steps(inner: GradientTransformation, every_k: int) -> GradientTransfor
         return MultiStepsState(_count(), _tree_zeros_like(params), inner.init(params))
 
     def update(updates, state, params=None):
-        k = int(state.mini_step) + 1
+        k = concrete_int(state.mini_step) + 1
         acc = tree_map(lambda a, g: a + (g - a) * (1.0 / k), state.accumulated, updates)
-        if k < every_k:
+
+        def accumulate():
             return _tree_zeros_like(updates), MultiStepsState(state.mini_step + 1, acc, state.inner)
-        out, inner_state = inner.update(acc, state.inner, params)
-        return out, MultiStepsState(_count(), _tree_zeros_like(acc), inner_state)
+
+        def step():
+            out, inner_state = inner.update(acc, state.inner, params)
+            return out, MultiStepsState(state.mini_step * 0, _tree_zeros_like(acc), inner_state)
+
+        return cond(k < every_k, accumulate, step)
 
     return GradientTransformation(init, update)
 
@@ -290,17 +296,35 @@ def apply_if_finite(inner: GradientTransformation) -> GradientTransformation:
         return FiniteState(inner.init(params), _count(), _count())
 
     def update(updates, state, params=None):
-        finite = all(bool(fnp.all(fnp.isfinite(g))) for g in tree_leaves(updates))
-        if not finite:
+        finite = fnp.all(fnp.stack([fnp.all(fnp.isfinite(g)) for g in tree_leaves(updates)]))
+
+        def skip():
             return _tree_zeros_like(updates), FiniteState(state.inner, state.notfinite_count + 1,
                                                            state.total_notfinite + 1)
-        out, inner_state = inner.update(updates, state.inner, params)
-        return out, FiniteState(inner_state, _count(), state.total_notfinite)
+
+        def step():
+            out, inner_state = inner.update(updates, state.inner, params)
+            return out, FiniteState(inner_state, state.notfinite_count * 0, state.total_notfinite)
+
+        return cond(finite, step, skip)
 
     return GradientTransformation(init, update)
 
 
 # ---- schedules: count (0 for the first step) -> learning rate ---------------------------------------
+# Each works on a Python int (exact float arithmetic, as PyTorch's schedulers) and on a traced count.
+def _is_int(count) -> bool:
+    return isinstance(count, (int, np.integer))
+
+
+def _min(count, limit):
+    return min(count, limit) if _is_int(count) else fnp.minimum(count, limit)
+
+
+def _cos(x):
+    return math.cos(x) if isinstance(x, float) else fnp.cos(x)
+
+
 def constant_schedule(value: float) -> Schedule:
     return lambda count: value
 
@@ -321,11 +345,11 @@ def cosine_schedule(init_value: float, decay_steps: int, alpha: float = 0.0) -> 
     if decay_steps <= 0:
         raise ValueError(f"decay_steps must be positive, got {decay_steps}")
     eta_min = alpha * init_value
-    return lambda count: eta_min + (init_value - eta_min) * (1 + math.cos(math.pi * min(count, decay_steps) / decay_steps)) / 2
+    return lambda count: eta_min + (init_value - eta_min) * (1 + _cos(math.pi * _min(count, decay_steps) / decay_steps)) / 2
 
 
 def linear_schedule(init_value: float, end_value: float, transition_steps: int) -> Schedule:
-    return lambda count: init_value + (end_value - init_value) * min(count, transition_steps) / max(transition_steps, 1)
+    return lambda count: init_value + (end_value - init_value) * _min(count, transition_steps) / max(transition_steps, 1)
 
 
 def warmup_cosine_schedule(peak_value: float, warmup_steps: int, decay_steps: int, init_value: float = 0.0,
@@ -336,4 +360,6 @@ def warmup_cosine_schedule(peak_value: float, warmup_steps: int, decay_steps: in
         raise ValueError(f"decay_steps ({decay_steps}) must exceed warmup_steps ({warmup_steps})")
     warmup = linear_schedule(init_value, peak_value, warmup_steps)
     cosine = cosine_schedule(peak_value, decay_steps - warmup_steps, alpha=end_value / peak_value if peak_value else 0)
-    return lambda count: warmup(count) if count < warmup_steps else cosine(count - warmup_steps)
+    return lambda count: cond(count < warmup_steps, lambda: warmup(count),
+                              lambda: cosine(fnp.maximum(count - warmup_steps, 0) if not _is_int(count)
+                                             else count - warmup_steps))

@@ -119,6 +119,14 @@ def _describe_args(args) -> str:
     return ", ".join(parts)
 
 
+def impl_error(prim, args, e: Exception) -> Exception:
+    """A backend's complaint, restated with the primitive and its operands' shapes."""
+    message = f"{prim.name}({_describe_args(args)}): {e}"
+    if isinstance(e, ValueError) and not isinstance(e, IndexError):  # NumPy's shape complaints
+        return ShapeError(message)
+    return type(e)(message) if type(e) in (IndexError, TypeError, ValueError) else e
+
+
 def _check_nans(prim, out):
     out = np.asarray(out)
     if dtypes.is_float(out.dtype) and np.isnan(out.astype(np.float32, copy=False)).any():
@@ -146,10 +154,8 @@ def bind(prim, *args, **params):
         vals = [a._value if type(a) is Array else a for a in args]
     try:
         out = prim.impl(*vals, **params)
-    except ValueError as e:  # NumPy's shape complaints, with both operands named
-        raise ShapeError(f"{prim.name}({_describe_args(args)}): {e}") from None
-    except (IndexError, TypeError) as e:
-        raise type(e)(f"{prim.name}({_describe_args(args)}): {e}") from None
+    except (ValueError, IndexError, TypeError) as e:
+        raise impl_error(prim, args, e) from None
     if config.debug_nans:
         _check_nans(prim, out)
     return Array(out)

@@ -51,7 +51,10 @@ def _pow_dx(g, out, x, y):
     if not hasattr(y, "shape"):  # a constant Python exponent
         if y == 0:
             return mul_p(g, zero(g.dtype))
-        return mul_p(g, mul_p(const(y, g.dtype), pow_p(x, y - 1)))
+        if y == 1:
+            return g
+        power = x if y == 2 else pow_p(x, y - 1)
+        return mul_p(g, mul_p(const(y, g.dtype), power))
     # 0 ** 0 has gradient 0 (PyTorch, JAX). Only that point is masked, and its exponent replaced
     # by 1 first, so neither the value nor any higher derivative meets 0 * inf elsewhere.
     origin = and_p(eq_p(y, 0), eq_p(x, 0))

@@ -1,0 +1,140 @@
+"""Fused elementwise kernels: a chain of elementwise equations becomes one numba loop.
+
+Each primitive that can fuse has a scalar expression template here. A kernel reads each input
+once per element, computes every step with the result rounded to that step's dtype (so it agrees
+with the unfused NumPy program), and writes the values the rest of the program needs. Kernel
+source goes to a file in the cache directory, so numba's on-disk cache (cache=True) serves
+later processes too.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from .. import dtypes
+
+PARALLEL_MIN_SIZE = 1 << 20  # below this a thread pool (competing with BLAS threads) costs more than it saves
+FUSABLE_DTYPES = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32,
+                            dtypes.uint64, dtypes.uint8, dtypes.bool_})
+
+
+def _call(fn):
+    return lambda a, p, c: f"{fn}({', '.join(a)})"
+
+
+def _op(symbol):
+    return lambda a, p, c: f"({a[0]} {symbol} {a[1]})"
+
+
+def _clip(a, p, c):
+    x, lo, hi = a
+    out = x if c[1] else f"np.maximum({x}, {lo})"
+    return out if c[2] else f"np.minimum({out}, {hi})"
+
+
+def _gelu(a, p, c):
+    x = a[0]
+    if p["approximate"]:
+        return f"(0.5 * {x} * (1.0 + np.tanh({math.sqrt(2 / math.pi)!r} * ({x} + 0.044715 * {x} * {x} * {x}))))"
+    return f"(0.5 * {x} * (1.0 + math.erf({x} * {1 / math.sqrt(2)!r})))"
+
+
+# primitive name -> expression(args: list[str], params, is_none_const: list[bool]) -> str
+TEMPLATES = {
+    "add": _op("+"), "sub": _op("-"), "mul": _op("*"), "div": _op("/"), "pow": _op("**"),
+    "remainder": _op("%"), "floor_divide": _op("//"),
+    "maximum": _call("np.maximum"), "minimum": _call("np.minimum"), "arctan2": _call("np.arctan2"),
+    "eq": _op("=="), "ne": _op("!="), "lt": _op("<"), "le": _op("<="), "gt": _op(">"), "ge": _op(">="),
+    "and": lambda a, p, c: f"(({a[0]} != 0) & ({a[1]} != 0))",
+    "or": lambda a, p, c: f"(({a[0]} != 0) | ({a[1]} != 0))",
+    "xor": lambda a, p, c: f"(({a[0]} != 0) ^ ({a[1]} != 0))",
+    "bitwise_and": _op("&"), "bitwise_or": _op("|"), "bitwise_xor": _op("^"),
+    "left_shift": _op("<<"), "right_shift": _op(">>"),
+    "not": lambda a, p, c: f"({a[0]} == 0)", "neg": lambda a, p, c: f"(-{a[0]})",
+    "abs": _call("np.abs"), "sign": _call("np.sign"), "floor": _call("np.floor"), "ceil": _call("np.ceil"),
+    "trunc": _call("np.trunc"), "exp": _call("np.exp"), "expm1": _call("np.expm1"), "log": _call("np.log"),
+    "log1p": _call("np.log1p"), "log2": _call("np.log2"), "log10": _call("np.log10"), "sqrt": _call("np.sqrt"),
+    "square": lambda a, p, c: f"({a[0]} * {a[0]})", "reciprocal": lambda a, p, c: f"(1.0 / {a[0]})",
+    "sin": _call("np.sin"), "cos": _call("np.cos"), "tan": _call("np.tan"), "tanh": _call("np.tanh"),
+    "sinh": _call("np.sinh"), "cosh": _call("np.cosh"), "arctan": _call("np.arctan"),
+    "arcsin": _call("np.arcsin"), "arccos": _call("np.arccos"), "arcsinh": _call("np.arcsinh"),
+    "arccosh": _call("np.arccosh"), "arctanh": _call("np.arctanh"), "erf": _call("math.erf"),
+    "isnan": _call("np.isnan"), "isinf": _call("np.isinf"), "isfinite": _call("np.isfinite"),
+    "relu": lambda a, p, c: f"np.maximum({a[0]}, 0)",
+    "sigmoid": lambda a, p, c: f"(1.0 / (1.0 + np.exp(-{a[0]})) if {a[0]} >= 0 else "
+                               f"np.exp({a[0]}) / (1.0 + np.exp({a[0]})))",
+    "softplus": lambda a, p, c: f"(np.maximum({a[0]}, 0) + np.log1p(np.exp(-np.abs({a[0]}))))",
+    "gelu": _gelu, "clip": _clip,
+    "select": lambda a, p, c: f"({a[1]} if {a[0]} else {a[2]})",
+    "convert": lambda a, p, c: f"({a[0]} != 0)" if p["dtype"] == dtypes.bool_ else a[0],
+    "stop_gradient": lambda a, p, c: a[0],
+}
+
+
+def _cast(dtype: np.dtype) -> str:
+    return "bool" if dtype == dtypes.bool_ else f"np.{dtype.name}"
+
+
+def literal(value, dtype: np.dtype) -> str:
+    """A scalar constant as typed source text, so the kernel computes in the program's dtype."""
+    v = np.asarray(value).astype(dtype).item()
+    return f"{_cast(dtype)}({v!r})"
+
+
+def kernel_source(scalar_inputs: list[bool], steps: list[tuple[str, np.dtype]], outputs: list[int],
+                  parallel: bool) -> str:
+    """One loop over flat, contiguous arrays; a one-element input is a runtime scalar.
+    steps: (expression over x0.. and t0.., dtype); outputs: the step indices to store."""
+    args = [f"in{i}" for i in range(len(scalar_inputs))] + [f"out{k}" for k in range(len(outputs))]
+    lines = ["import math", "import numpy as np", "from numba import njit, prange", "",
+             f"@njit(cache=True, nogil=True, parallel={parallel})",
+             f"def kernel({', '.join(args)}):",
+             f"    for i in {'prange' if parallel else 'range'}(out0.size):"]
+    for i, scalar in enumerate(scalar_inputs):
+        lines.append(f"        x{i} = in{i}[0]" if scalar else f"        x{i} = in{i}[i]")
+    for j, (expr, dtype) in enumerate(steps):
+        lines.append(f"        t{j} = {_cast(dtype)}({expr})")
+    for k, j in enumerate(outputs):
+        lines.append(f"        out{k}[i] = t{j}")
+    return "\n".join(lines) + "\n"
+
+
+def cache_dir() -> Path:
+    """$FUNCGRAD_CACHE_DIR, else ~/.cache/funcgrad, else a temporary directory."""
+    for candidate in (os.environ.get("FUNCGRAD_CACHE_DIR"), Path.home() / ".cache" / "funcgrad",
+                      Path(tempfile.gettempdir()) / "funcgrad-cache"):
+        if candidate is None:
+            continue
+        folder = Path(candidate) / "kernels"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if os.access(folder, os.W_OK):
+                return folder
+        except OSError:
+            continue
+    raise RuntimeError("no writable directory for compiled kernels; set FUNCGRAD_CACHE_DIR")
+
+
+@cache
+def compile_kernel(source: str):
+    """The numba kernel for this source, from a file named by its hash (written once)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    path = cache_dir() / f"fused_{digest}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    name = f"funcgrad_fused_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's on-disk cache finds the kernel's module by name
+    spec.loader.exec_module(module)
+    return module.kernel
