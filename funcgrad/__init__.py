@@ -19,6 +19,7 @@ from .tree import (register_dataclass, register_pytree_node, static_field, tree_
                    tree_flatten_with_path, tree_leaves, tree_map, tree_structure, tree_unflatten)
 from .control import cond
 from .jit import jit, make_program
+from .vmap import vmap
 from .vjp import checkpoint as remat, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 
 __version__ = "0.1.0"
@@ -32,6 +33,6 @@ __all__ = [
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
     "remat", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
-    "jit", "make_program", "cond",
+    "jit", "make_program", "cond", "vmap",
     "checkpoint", "data", "nn", "numpy", "optim", "random", "device_put", "devices",
 ]

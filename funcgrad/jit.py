@@ -295,7 +295,8 @@ class _Codegen:
                         inputs.append(x)
                     refs.append(f"x{index[key]}")
             local[eqn.out.id] = f"t{len(steps)}"
-            steps.append((fusion.TEMPLATES[eqn.prim.name](refs, eqn.params, none_consts), eqn.out.aval.dtype))
+            dtype = eqn.out.aval.dtype
+            steps.append((fusion.TEMPLATES[eqn.prim.name](refs, eqn.params, none_consts, dtype), dtype))
         outputs = [i for i, e in enumerate(group) if self.last.get(e.out.id, -1) > end]
         shape = group[0].out.aval.shape
         scalar = [isinstance(x, Var) and x.aval.shape == () for x in inputs]
@@ -441,17 +442,22 @@ class Jitted:
         return statics, dyn_args, dyn_kwargs, static_nums
 
     def _prepare(self, args, kwargs):
+        if not kwargs and not self.static_argnums and all(type(a) is Array for a in args):
+            values = [a._value for a in args]  # the common case, keyed without flattening
+            key = (len(args), tuple((v.shape, v.dtype) for v in values), ())
+            return key, list(args), values, None, (), (), list(args), {}
         statics, dyn_args, dyn_kwargs, static_nums = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         if any(isinstance(leaf, Tracer) for leaf in leaves):
             return None
         values = [leaf._value if type(leaf) is Array else to_numpy(leaf) for leaf in leaves]
-        avals = tuple(ShapedArray(np.shape(v), np.asarray(v).dtype) for v in values)
-        key = (in_tree, avals, statics)
+        key = (in_tree, tuple((np.shape(v), np.asarray(v).dtype) for v in values), statics)
         return key, leaves, values, in_tree, statics, static_nums, dyn_args, dyn_kwargs
 
     def _compile(self, key, args, kwargs, in_tree, static_nums, dyn_args, dyn_kwargs) -> _Compiled:
-        _, avals, statics = key
+        avals = tuple(ShapedArray(shape, dtype) for shape, dtype in key[1])
+        if in_tree is None:
+            in_tree = tree_flatten((dyn_args, dyn_kwargs))[1]
         if config.log_compiles:
             log.warning("jit: compiling %s for %s%s", getattr(self.fun, "__name__", "function"),
                         ", ".join(map(repr, avals)), self._retrace_reason(key))
@@ -485,7 +491,7 @@ class Jitted:
         old = same_tree[-1]
         for i, (a, b) in enumerate(zip(old[1], key[1])):
             if a != b:
-                return f" (retrace: leaf {i} changed from {a!r} to {b!r})"
+                return (f" (retrace: leaf {i} changed from {ShapedArray(*a)!r} to {ShapedArray(*b)!r})")
         return f" (retrace: static arguments changed from {old[2]!r} to {key[2]!r})"
 
     def __call__(self, *args, **kwargs):
@@ -500,12 +506,17 @@ class Jitted:
             except _ClosedOverTracer:
                 return self.fun(*args, **kwargs)
             self.cache[key] = compiled
+        donated = self._donated_leaves(args, static_nums) if self.donate_argnums else ()
+        if donated:  # a buffer passed twice (mu and nu both zeros_like(p), say) must not be written
+            counts: dict[int, int] = {}
+            for v in values:
+                counts[id(v)] = counts.get(id(v), 0) + 1
+            values = [v.copy() if i in donated and counts[id(v)] > 1 else v for i, v in enumerate(values)]
         outs = compiled.run(*values)
-        if self.donate_argnums:
-            for i in self._donated_leaves(args, static_nums):
-                if type(leaves[i]) is Array:
-                    leaves[i]._value = _Donated()
-        return compiled.out_tree.unflatten(Array(o) if isinstance(o, (np.ndarray, np.generic)) else o for o in outs)
+        for i in donated:
+            if type(leaves[i]) is Array:
+                leaves[i]._value = _Donated()
+        return compiled.out_tree.unflatten([Array(o) if isinstance(o, (np.ndarray, np.generic)) else o for o in outs])
 
     def lower(self, *args, **kwargs) -> Program:
         """The optimised Program jit runs for these arguments."""
@@ -541,6 +552,8 @@ def make_program(fun: Callable, static_argnums: int | Sequence[int] = (), optimi
         if prepared is None:
             raise TypeError("make_program needs concrete arguments, not tracers")
         key, _, _, in_tree, _, static_nums, dyn_args, dyn_kwargs = prepared
+        in_tree = in_tree or tree_flatten((dyn_args, dyn_kwargs))[1]
         rebuild = _rebuilder(fun, args, kwargs, in_tree, static_nums)
-        return trace_program(fun, key[1], rebuild, _leaf_origins(fun, dyn_args, dyn_kwargs))[0]
+        avals = [ShapedArray(shape, dtype) for shape, dtype in key[1]]
+        return trace_program(fun, avals, rebuild, _leaf_origins(fun, dyn_args, dyn_kwargs))[0]
     return program_of

@@ -88,7 +88,7 @@ def _node_type(x) -> _NodeType | None:
 
 class PyTreeDef:
     """The structure of a pytree: hashable, comparable, and able to rebuild a tree from leaves."""
-    __slots__ = ("node_type", "aux", "children", "num_leaves", "_key")
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_key", "_hash")
 
     def __init__(self, node_type, aux, children):
         self.node_type = node_type  # None for a leaf
@@ -96,12 +96,15 @@ class PyTreeDef:
         self.children = children
         self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
         self._key = (node_type, aux, children)
+        self._hash = None
 
     def __eq__(self, other):
-        return isinstance(other, PyTreeDef) and self._key == other._key
+        return self is other or (isinstance(other, PyTreeDef) and self._key == other._key)
 
     def __hash__(self):
-        return hash(self._key)
+        if self._hash is None:  # jit hashes structures on every call: compute it once
+            self._hash = hash(self._key)
+        return self._hash
 
     def __repr__(self):
         return f"PyTreeDef({self._describe()})"

@@ -27,56 +27,75 @@ FUSABLE_DTYPES = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes
 
 
 def _call(fn):
-    return lambda a, p, c: f"{fn}({', '.join(a)})"
+    return lambda a, p, c, d: f"{fn}({', '.join(a)})"
 
 
 def _op(symbol):
-    return lambda a, p, c: f"({a[0]} {symbol} {a[1]})"
+    return lambda a, p, c, d: f"({a[0]} {symbol} {a[1]})"
 
 
-def _clip(a, p, c):
+def _clip(a, p, c, d):
     x, lo, hi = a
     out = x if c[1] else f"np.maximum({x}, {lo})"
     return out if c[2] else f"np.minimum({out}, {hi})"
 
 
-def _gelu(a, p, c):
+def _gelu(a, p, c, d):
     x = a[0]
     if p["approximate"]:
         return f"(0.5 * {x} * (1.0 + np.tanh({math.sqrt(2 / math.pi)!r} * ({x} + 0.044715 * {x} * {x} * {x}))))"
     return f"(0.5 * {x} * (1.0 + math.erf({x} * {1 / math.sqrt(2)!r})))"
 
 
-# primitive name -> expression(args: list[str], params, is_none_const: list[bool]) -> str
+# primitive name -> expression(args: list[str], params, is_none_const: list[bool], out dtype) -> str
 TEMPLATES = {
     "add": _op("+"), "sub": _op("-"), "mul": _op("*"), "div": _op("/"), "pow": _op("**"),
     "remainder": _op("%"), "floor_divide": _op("//"),
     "maximum": _call("np.maximum"), "minimum": _call("np.minimum"), "arctan2": _call("np.arctan2"),
     "eq": _op("=="), "ne": _op("!="), "lt": _op("<"), "le": _op("<="), "gt": _op(">"), "ge": _op(">="),
-    "and": lambda a, p, c: f"(({a[0]} != 0) & ({a[1]} != 0))",
-    "or": lambda a, p, c: f"(({a[0]} != 0) | ({a[1]} != 0))",
-    "xor": lambda a, p, c: f"(({a[0]} != 0) ^ ({a[1]} != 0))",
+    "and": lambda a, p, c, d: f"(({a[0]} != 0) & ({a[1]} != 0))",
+    "or": lambda a, p, c, d: f"(({a[0]} != 0) | ({a[1]} != 0))",
+    "xor": lambda a, p, c, d: f"(({a[0]} != 0) ^ ({a[1]} != 0))",
     "bitwise_and": _op("&"), "bitwise_or": _op("|"), "bitwise_xor": _op("^"),
     "left_shift": _op("<<"), "right_shift": _op(">>"),
-    "not": lambda a, p, c: f"({a[0]} == 0)", "neg": lambda a, p, c: f"(-{a[0]})",
+    "not": lambda a, p, c, d: f"({a[0]} == 0)", "neg": lambda a, p, c, d: f"(-{a[0]})",
     "abs": _call("np.abs"), "sign": _call("np.sign"), "floor": _call("np.floor"), "ceil": _call("np.ceil"),
     "trunc": _call("np.trunc"), "exp": _call("np.exp"), "expm1": _call("np.expm1"), "log": _call("np.log"),
     "log1p": _call("np.log1p"), "log2": _call("np.log2"), "log10": _call("np.log10"), "sqrt": _call("np.sqrt"),
-    "square": lambda a, p, c: f"({a[0]} * {a[0]})", "reciprocal": lambda a, p, c: f"(1.0 / {a[0]})",
-    "sin": _call("np.sin"), "cos": _call("np.cos"), "tan": _call("np.tan"), "tanh": _call("np.tanh"),
+    "square": lambda a, p, c, d: f"({a[0]} * {a[0]})", "reciprocal": lambda a, p, c, d: f"(1.0 / {a[0]})",
+    "sin": _call("np.sin"), "cos": _call("np.cos"), "tan": _call("np.tan"), "tanh": lambda a, p, c, d: f"_tanh32({a[0]})" if d == dtypes.float32 else f"np.tanh({a[0]})",
     "sinh": _call("np.sinh"), "cosh": _call("np.cosh"), "arctan": _call("np.arctan"),
     "arcsin": _call("np.arcsin"), "arccos": _call("np.arccos"), "arcsinh": _call("np.arcsinh"),
     "arccosh": _call("np.arccosh"), "arctanh": _call("np.arctanh"), "erf": _call("math.erf"),
     "isnan": _call("np.isnan"), "isinf": _call("np.isinf"), "isfinite": _call("np.isfinite"),
-    "relu": lambda a, p, c: f"np.maximum({a[0]}, 0)",
-    "sigmoid": lambda a, p, c: f"(1.0 / (1.0 + np.exp(-{a[0]})) if {a[0]} >= 0 else "
+    "relu": lambda a, p, c, d: f"np.maximum({a[0]}, 0)",
+    "sigmoid": lambda a, p, c, d: f"(1.0 / (1.0 + np.exp(-{a[0]})) if {a[0]} >= 0 else "
                                f"np.exp({a[0]}) / (1.0 + np.exp({a[0]})))",
-    "softplus": lambda a, p, c: f"(np.maximum({a[0]}, 0) + np.log1p(np.exp(-np.abs({a[0]}))))",
+    "softplus": lambda a, p, c, d: f"(np.maximum({a[0]}, 0) + np.log1p(np.exp(-np.abs({a[0]}))))",
     "gelu": _gelu, "clip": _clip,
-    "select": lambda a, p, c: f"({a[1]} if {a[0]} else {a[2]})",
-    "convert": lambda a, p, c: f"({a[0]} != 0)" if p["dtype"] == dtypes.bool_ else a[0],
-    "stop_gradient": lambda a, p, c: a[0],
+    "select": lambda a, p, c, d: f"({a[1]} if {a[0]} else {a[2]})",
+    "convert": lambda a, p, c, d: f"({a[0]} != 0)" if p["dtype"] == dtypes.bool_ else a[0],
+    "stop_gradient": lambda a, p, c, d: a[0],
 }
+
+
+# float32 tanh as a rational function (Eigen's and XLA's): no libm call, so loops vectorise.
+# Accurate to a few ulp; inputs beyond +-7.905 saturate to +-1.
+TANH32 = """@njit(inline="always", fastmath=False)
+def _tanh32(x):
+    small = abs(x) < np.float32(0.0004)
+    x = np.float32(min(max(x, np.float32(-7.90531110763549805)), np.float32(7.90531110763549805)))
+    x2 = x * x
+    p = x2 * np.float32(-2.76076847742355e-16) + np.float32(2.00018790482477e-13)
+    p = x2 * p + np.float32(-8.60467152213735e-11)
+    p = x2 * p + np.float32(5.12229709037114e-08)
+    p = x2 * p + np.float32(1.48572235717979e-05)
+    p = x2 * p + np.float32(6.37261928875436e-04)
+    p = x2 * p + np.float32(4.89352455891786e-03)
+    q = x2 * np.float32(1.19825839466702e-06) + np.float32(1.18534705686654e-04)
+    q = x2 * q + np.float32(2.26843463243900e-03)
+    q = x2 * q + np.float32(4.89352518554385e-03)
+    return x if small else np.float32(x * p / q)"""
 
 
 def _cast(dtype: np.dtype) -> str:
@@ -95,6 +114,7 @@ def kernel_source(scalar_inputs: list[bool], steps: list[tuple[str, np.dtype]], 
     steps: (expression over x0.. and t0.., dtype); outputs: the step indices to store."""
     args = [f"in{i}" for i in range(len(scalar_inputs))] + [f"out{k}" for k in range(len(outputs))]
     lines = ["import math", "import numpy as np", "from numba import njit, prange", "",
+             TANH32, "",
              f"@njit(cache=True, nogil=True, parallel={parallel})",
              f"def kernel({', '.join(args)}):",
              f"    for i in {'prange' if parallel else 'range'}(out0.size):"]

@@ -17,7 +17,7 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
 
 def threefry2x32(key: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Encrypt counter pairs (x0[i], x1[i]) under the 2-word key; returns two uint32 arrays."""
-    k0, k1 = np.uint32(key[0]), np.uint32(key[1])
+    k0, k1 = np.asarray(key[..., 0], np.uint32), np.asarray(key[..., 1], np.uint32)
     ks = (k0, k1, k0 ^ k1 ^ _PARITY)
     x0 = np.asarray(x0, np.uint32) + ks[0]
     x1 = np.asarray(x1, np.uint32) + ks[1]

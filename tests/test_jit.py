@@ -1,0 +1,248 @@
+"""jit: same numbers as eager, caching and retracing, fusion, donation, and errors a user can act on."""
+import logging
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import data, nn, optim
+from funcgrad.models import GPT, RECIPES, sequence_loss
+from funcgrad.train import classification_loss
+
+from .helpers import assert_close
+from .test_elementwise import BINARY, UNARY
+from .test_shapes import CASES
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_jit_matches_eager_unary(name):
+    f, _, (lo, hi), _ = UNARY[name]
+    x = np.linspace(lo, hi, 7).astype(np.float32)
+    assert_close(fg.jit(f)(x), f(x), rtol=1e-6, atol=1e-6)
+    g = fg.grad(lambda v: fnp.sum(f(v) * 1.5))
+    assert_close(fg.jit(g)(x), g(x), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_jit_matches_eager_binary(name):
+    f, _, (xlo, xhi), (ylo, yhi) = BINARY[name]
+    x = np.linspace(xlo, xhi, 6).reshape(3, 2)
+    y = np.linspace(ylo, yhi, 2) + 0.01
+    assert_close(fg.jit(f)(x, y), f(x, y), rtol=1e-12)
+    g = fg.grad(lambda a, b: fnp.sum(f(a, b) ** 2), argnums=(0, 1))
+    for got, want in zip(fg.jit(g)(x, y), g(x, y)):
+        assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_jit_matches_eager_structural(name):
+    f, _, shapes = CASES[name]
+    args = [RNG.standard_normal(s) for s in shapes]
+    assert_close(fg.jit(f)(*args), f(*args), rtol=1e-12, atol=1e-12)
+    g = fg.grad(lambda *a: fnp.sum(fnp.sin(fg.asarray(f(*a)))), argnums=tuple(range(len(args))))
+    for got, want in zip(fg.jit(g)(*args), g(*args)):
+        assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def _step_fn(loss_fn, opt):
+    def step(model, state, batch, key):
+        (loss, _), grads = fg.value_and_grad(loss_fn, has_aux=True)(model, batch, key)
+        updates, state = opt.update(grads, state, model)
+        return optim.apply_updates(model, updates), state, loss
+    return step
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt"])
+def test_jitted_training_step_matches_eager(name):
+    if name == "gpt":
+        x, y = data.load("sort", n=16, length=3)
+        model = GPT(data.SEQUENCE_VOCAB, x.shape[1], dim=16, depth=1, heads=2, dropout=0.1, key=fg.random.key(0))
+        loss_fn = sequence_loss
+    else:
+        x, y = data.load("digits")
+        x, y = x[:32], y[:32]
+        model = RECIPES[name].build(x, y, fg.random.key(0))
+        loss_fn = classification_loss
+    opt = optim.sgd(optim.cosine_schedule(0.1, 10), momentum=0.9)  # (Adam would amplify rounding noise)
+    step = _step_fn(loss_fn, opt)
+    jstep = fg.jit(step)
+    m1 = m2 = model
+    s1 = s2 = opt.init(model)
+    key = fg.random.key(1)
+    for i in range(3):
+        k = fg.random.fold_in(key, i)
+        m1, s1, l1 = step(m1, s1, (x, y), k)
+        m2, s2, l2 = jstep(m2, s2, (x, y), k)
+        assert_close(l2, l1, rtol=1e-5, atol=1e-6)
+    for a, b in zip(fg.tree_leaves(m1), fg.tree_leaves(m2)):
+        assert_close(b, a, rtol=1e-4, atol=1e-6)
+    assert len(jstep.cache) == 1
+
+
+def test_jitted_adamw_step_trains():
+    x, y = data.load("digits")
+    model = RECIPES["mlp"].build(x, y, fg.random.key(0))
+    opt = optim.adamw(3e-3)
+    jstep = fg.jit(_step_fn(classification_loss, opt), donate_argnums=(0, 1))
+    state = opt.init(model)
+    losses = []
+    for i in range(30):
+        model, state, loss = jstep(model, state, (x[:256], y[:256]), fg.random.key(i))
+        losses.append(float(loss))
+    assert losses[-1] < 0.3 * losses[0]
+
+
+def test_cache_hits_and_retraces():
+    traces = []
+
+    def f(x, scale):
+        traces.append(1)
+        return x * scale
+
+    jf = fg.jit(f, static_argnums=1)
+    jf(fg.ones(3), 2.0)
+    jf(fg.ones(3) * 5, 2.0)  # same shape: hit
+    assert len(traces) == 1
+    jf(fg.ones(4), 2.0)  # new shape: retrace
+    jf(fg.ones(4), 3.0)  # new static value: retrace
+    jf(fg.ones(4, dtype=fg.float64), 3.0)  # new dtype: retrace
+    assert len(traces) == 4
+    assert_close(jf(fg.ones(4), 3.0), np.full(4, 3.0))
+    assert len(traces) == 4
+
+
+def test_static_argnames_kwargs_and_pytrees():
+    @fg.jit
+    def f(params, x, *, flip=False):
+        out = {"y": params["w"] * x + params["b"], "n": x.shape[0]}
+        return out
+    out = f({"w": fg.ones(2), "b": fg.zeros(2)}, fg.array([1.0, 2.0]))
+    assert_close(out["y"], [1, 2])
+    assert out["n"] == 2
+    g = fg.jit(lambda x, n: x * n if n > 1 else x, static_argnames="n")
+    assert_close(g(fg.ones(2), n=3), [3, 3])
+    assert_close(g(fg.ones(2), n=1), [1, 1])
+
+
+def test_jit_composes_with_grad_both_ways_and_nests():
+    f = lambda x: fnp.sum(fnp.sin(x) * x)  # noqa: E731
+    x = np.linspace(0, 1, 5)
+    want = np.cos(x) * x + np.sin(x)
+    assert_close(fg.jit(fg.grad(f))(x), want)
+    assert_close(fg.grad(fg.jit(f))(x), want)
+    inner = fg.jit(lambda v: v * 2.0)
+    assert_close(fg.jit(lambda v: inner(v) + 1.0)(x), 2 * x + 1)
+    assert_close(fg.jit(fg.hessian(lambda v: fnp.sum(v ** 3)))(x), np.diag(6 * x))
+    closure = lambda y: fg.grad(lambda v: fg.jit(lambda u: u * y)(v))(2.0)  # noqa: E731  (closes over a tracer)
+    assert float(fg.grad(closure)(3.0)) == 1.0
+
+
+@settings(deadline=None, max_examples=8)
+@given(data=st.data())
+def test_fused_chains_match_unfused(data):
+    ops = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b * 0.5, lambda a, b: fnp.maximum(a, b),
+           lambda a, b: fnp.tanh(a) + b, lambda a, b: fnp.where(a > b, a, b), lambda a, b: fnp.exp(-a * a) * b,
+           lambda a, b: nn.sigmoid(a) * b, lambda a, b: fnp.sqrt(fnp.abs(a) + 1.0) - b]
+    chain = data.draw(st.lists(st.integers(0, len(ops) - 1), min_size=2, max_size=6))
+    shape = data.draw(st.sampled_from([(5,), (3, 4), (2, 1, 3)]))
+    other = data.draw(st.sampled_from([shape, shape[-1:], ()]))
+    x = RNG.standard_normal(shape).astype(np.float32)
+    y = RNG.standard_normal(other).astype(np.float32)
+
+    def f(a, b):
+        for i in chain:
+            a = ops[i](a, b)
+        return a
+    assert_close(fg.jit(f)(x, y), f(x, y), rtol=2e-5, atol=2e-6)
+
+
+def test_program_is_optimised_and_printable():
+    def f(x):
+        unused = fnp.exp(x)  # noqa: F841  (dead code)
+        a = fnp.sin(x) * 2.0
+        b = fnp.sin(x) * 2.0  # common subexpression
+        c = fnp.ones(3) * 4.0 + 1.0  # constant folded
+        return a + b + c
+    x = fg.ones(3)
+    raw = fg.make_program(f)(x)
+    text = repr(raw)
+    assert text.startswith("{ lambda a:f32[3] .") and "exp" in text and "sin a" in text
+    optimized = fg.make_program(f, optimized=True)(x)
+    names = [e.prim.name for e in optimized.eqns]
+    assert "exp" not in names and names.count("sin") == 1
+    assert_close(fg.jit(f)(x), np.full(3, 4 * np.sin(1.0) + 5.0))
+
+
+def test_intermediates_are_updated_in_place():
+    def f(x, y):
+        h = x @ y
+        return fnp.tanh(h + 1.0) * 2.0
+    jf = fg.jit(f)
+    x, y = RNG.standard_normal((4, 3)), RNG.standard_normal((3, 5))
+    assert_close(jf(x, y), np.tanh(x @ y + 1) * 2)
+    source = next(iter(jf.cache.values())).run.source
+    assert "_is_array(" in source  # the fused epilogue writes into the matmul's buffer
+
+
+def test_donated_arguments_are_reused_and_invalidated():
+    step = fg.jit(lambda p, g: p - 0.1 * g * g, donate_argnums=0)
+    p = fg.asarray(np.arange(4.0))
+    out = step(p, fg.ones(4))
+    assert_close(out, np.arange(4.0) - 0.1)
+    with pytest.raises(RuntimeError, match="donated"):
+        np.asarray(p)
+
+
+def test_concretization_error_names_argument_and_line():
+    def f(x, n):
+        if x.sum() > 0:  # a Python branch on a traced value
+            return x
+        return -x
+    with pytest.raises(fg.ConcretizationError, match=r"bool\(\) of a traced array \(derived from argument 'x'\)"
+                                                     r".*test_jit.py:\d+.*static_argnums"):
+        fg.jit(f)(fg.ones(2), 3)
+    with pytest.raises(fg.ConcretizationError, match=r"float\(\).*argument 'n'"):
+        fg.jit(lambda x, n: x * float(n))(fg.ones(2), fg.array(3.0))
+    with pytest.raises(fg.ConcretizationError, match=r"\.item\(\)"):
+        fg.jit(lambda x: x.sum().item())(fg.ones(2))
+    assert_close(fg.jit(lambda x: fnp.where(x.sum() > 0, x, -x))(fg.ones(2)), [1, 1])
+    assert_close(fg.jit(lambda x: fg.cond(x.sum() > 0, lambda: x, lambda: -x))(-fg.ones(2)), [1, 1])
+
+
+def test_tracer_leak_error():
+    leaked = []
+
+    @fg.jit
+    def f(x):
+        leaked.append(x)
+        return x * 2.0
+    f(fg.ones(2))
+    with pytest.raises(fg.TracerLeakError, match="jit"):
+        leaked[0] + 1.0
+
+
+def test_log_compiles_says_why(caplog):
+    fg.config.log_compiles = True
+    try:
+        f = fg.jit(lambda x: x + 1.0)
+        with caplog.at_level(logging.WARNING, logger="funcgrad.jit"):
+            f(fg.ones(2))
+            f(fg.ones(3))
+    finally:
+        fg.config.log_compiles = False
+    messages = [r.getMessage() for r in caplog.records]
+    assert "first call" in messages[0]
+    assert "leaf 0 changed from f32[2] to f32[3]" in messages[1]
+
+
+def test_random_sampling_traces():
+    f = fg.jit(lambda key: fg.random.normal(key, (1000,)))
+    k = fg.random.key(3)
+    assert_close(f(k), fg.random.normal(k, (1000,)), rtol=1e-6, atol=1e-6)
+    g = fg.jit(lambda key, step: fg.random.uniform(fg.random.fold_in(key, step), (4,)))
+    assert_close(g(k, fg.array(5)), fg.random.uniform(fg.random.fold_in(k, 5), (4,)))
