@@ -180,14 +180,62 @@ def _batched_index(size, vals, dims):
     return [batch] + fixed
 
 
+def _advanced_layout(spec, x_ndim: int):
+    """How NumPy places the advanced-index dimensions of x[spec]: (adjacent, position of the first
+    advanced entry, result dims before it). Integers count as advanced once an array is present."""
+    advanced = [i for i, item in enumerate(spec) if item[0] == "a" or (item[0] == "i" and
+                                                                      any(it[0] == "a" for it in spec))]
+    if not advanced:
+        return True, 0, 0
+    consumed = sum(1 for item in spec if item[0] in "sia")
+    before = 0
+    for item in spec[:advanced[0]]:
+        before += x_ndim - consumed if item[0] == "e" else 1
+    return advanced == list(range(advanced[0], advanced[-1] + 1)), advanced[0], before
+
+
 def _gather_rule(size, prim, vals, dims, spec):
     x = _front(vals[0], dims[0], size)
-    return prim(x, *_batched_index(size, vals, dims), spec=(("a",),) + tuple(spec)), 0
+    arrays = vals[1:]
+    if all(d is None for d in dims[1:]):  # only the operand is batched: a leading full slice
+        adjacent, _, _ = _advanced_layout(spec, x.ndim - 1)
+        out = prim(x, *arrays, spec=(("s", None, None, None),) + tuple(spec))
+        adv_rank = max((_ndim(a) for a in arrays), default=0)
+        return out, 0 if adjacent else adv_rank
+    out = prim(x, *_batched_index(size, vals, dims), spec=(("a",),) + tuple(spec))
+    adjacent, first, before = _advanced_layout(spec, x.ndim - 1)
+    if adjacent and first > 0 and before:  # NumPy moved the advanced block in front of `before` dims
+        k = max(_ndim(a) - (d is not None) for a, d in zip(arrays, dims[1:]))
+        perm = (0,) + tuple(range(k + 1, k + 1 + before)) + tuple(range(1, k + 1)) + \
+            tuple(range(k + 1 + before, _ndim(out)))
+        out = S.transpose_p(out, perm=perm)
+    return out, 0
 
 
 def _scatter_add_rule(size, prim, vals, dims, spec, shape):
-    g = _front(vals[0], dims[0], size)
+    """The transpose of _gather_rule: the cotangent is laid out as that rule's output was."""
+    g, arrays = vals[0], vals[1:]
+    adjacent, first, before = _advanced_layout(spec, len(shape))
+    if all(d is None for d in dims[1:]):
+        adv_rank = max((_ndim(a) for a in arrays), default=0)
+        g = _to_axis(g, dims[0], 0 if adjacent else adv_rank, size)
+        return prim(g, *arrays, spec=(("s", None, None, None),) + tuple(spec), shape=(size,) + tuple(shape)), 0
+    g = _front(g, dims[0], size)
+    if adjacent and first > 0 and before:
+        k = max(_ndim(a) - (d is not None) for a, d in zip(arrays, dims[1:]))
+        perm = (0,) + tuple(range(before + 1, before + 1 + k)) + tuple(range(1, before + 1)) + \
+            tuple(range(before + 1 + k, _ndim(g)))
+        g = S.transpose_p(g, perm=perm)
     return prim(g, *_batched_index(size, vals, dims), spec=(("a",),) + tuple(spec), shape=(size,) + tuple(shape)), 0
+
+
+def _to_axis(x, d, axis: int, size: int):
+    """x with its batch axis at position `axis`."""
+    x = _front(x, d, size)
+    if axis == 0:
+        return x
+    perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, _ndim(x)))
+    return S.transpose_p(x, perm=perm)
 
 
 def _matmul_rule(size, prim, vals, dims):
@@ -322,9 +370,4 @@ def _place(val, d, axis, size: int):
         if d is not None:
             raise ValueError("vmap: an output with out_axes=None depends on the batch")
         return val
-    x = _front(val, d, size)
-    axis %= _ndim(x)
-    if axis == 0:
-        return x
-    perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, _ndim(x)))
-    return S.transpose_p(x, perm=perm)
+    return _to_axis(val, d, axis % (_ndim(val) + (d is None)), size)
