@@ -57,8 +57,9 @@ def _progress(quiet: bool):
 @click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), help="Learning rate.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam", "adamw"]), help="Optimizer.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for initialisation and shuffling.")
+@click.option("--no-jit", is_flag=True, help="Run the training step eagerly instead of compiling it with fg.jit.")
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
-def train(model: str, epochs, batch_size, lr, optimizer, seed: int, quiet: bool) -> None:
+def train(model: str, epochs, batch_size, lr, optimizer, seed: int, no_jit: bool, quiet: bool) -> None:
     """Train a demo MODEL (linear, mlp, cnn, gpt) on its default dataset, with a cosine
     learning-rate schedule.
 
@@ -87,7 +88,7 @@ def train(model: str, epochs, batch_size, lr, optimizer, seed: int, quiet: bool)
     on_step, on_epoch = _progress(quiet)
     start = time.perf_counter()
     result = fit(net, opt, train_loader, recipe.loss, epochs=epochs, eval_loader=test_loader, key=k_train,
-                 on_step=on_step, on_epoch=on_epoch)
+                 jit=not no_jit, on_step=on_step, on_epoch=on_epoch)
     last = result.history[-1]
     summary = f"{model}: {result.step} steps in {time.perf_counter() - start:.1f}s, test loss {last['test_loss']:.4f}"
     if "test_accuracy" in last:

@@ -17,6 +17,7 @@ from typing import Any, Callable, NamedTuple
 from . import checkpoint as ckpt
 from . import nn, random
 from . import numpy as fnp
+from .jit import jit as compile_jit
 from .optim import GradientTransformation, apply_updates
 from .vjp import value_and_grad
 
@@ -52,12 +53,26 @@ class FitResult(NamedTuple):
     checkpoint: Path | None
 
 
-def evaluate(model, loader, loss_fn: LossFn) -> dict[str, float]:
+def make_train_step(loss_fn: LossFn, optimizer: GradientTransformation, jit: bool = True) -> Callable:
+    """(model, opt_state, batch, key) -> (model, opt_state, loss, metrics): one optimiser step,
+    compiled with fg.jit unless jit=False."""
+    grad_fn = value_and_grad(loss_fn, has_aux=True)
+
+    def train_step(model, opt_state, batch, key):
+        (loss, metrics), grads = grad_fn(model, batch, key)
+        updates, opt_state = optimizer.update(grads, opt_state, model)
+        return apply_updates(model, updates), opt_state, loss, metrics
+
+    return compile_jit(train_step) if jit else train_step
+
+
+def evaluate(model, loader, loss_fn: LossFn, jit: bool = False) -> dict[str, float]:
     """Mean loss and metrics over a loader (weighted by batch size), with no randomness."""
     totals: dict[str, float] = {}
     count = 0
+    eval_fn = compile_jit(loss_fn) if jit else loss_fn
     for batch in loader:
-        loss, metrics = loss_fn(model, batch)
+        loss, metrics = eval_fn(model, batch)
         n = len(batch[0])
         for name, value in {"loss": loss, **metrics}.items():
             totals[name] = totals.get(name, 0.0) + float(value) * n
@@ -77,10 +92,11 @@ def save_training_state(path: Path, model, opt_state, step: int, epoch: int, key
 
 def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn, *, epochs: int = 1,
         eval_loader=None, key=None, checkpoint_dir: "str | os.PathLike | None" = None, resume: bool = False,
-        max_steps: int | None = None, opt_state=None,
+        max_steps: int | None = None, opt_state=None, jit: bool = True,
         on_step: Callable[[StepInfo], None] | None = None,
         on_epoch: Callable[[dict], None] | None = None) -> FitResult:
-    """Train for `epochs` (or until `max_steps` steps in all); see the module docstring."""
+    """Train for `epochs` (or until `max_steps` steps in all); see the module docstring.
+    jit=True compiles the training step (and evaluation) with fg.jit."""
     key = random.key(0) if key is None else key
     opt_state = optimizer.init(model) if opt_state is None else opt_state
     step, history = 0, []
@@ -90,15 +106,13 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
         model, opt_state = tree["model"], tree["opt_state"]
         step, key, history = int(meta["step"]), meta["key"], list(meta.get("history", []))
         train_loader.load_state_dict(meta["loader"])
-    step_fn = value_and_grad(loss_fn, has_aux=True)
+    step_fn = make_train_step(loss_fn, optimizer, jit)
     batches = len(train_loader)
     while train_loader.epoch < epochs and (max_steps is None or step < max_steps):
         epoch, started = train_loader.epoch, time.perf_counter()
         sums, seen = {}, 0
         for batch in train_loader:
-            (loss, metrics), grads = step_fn(model, batch, random.fold_in(key, step))
-            updates, opt_state = optimizer.update(grads, opt_state, model)
-            model = apply_updates(model, updates)
+            model, opt_state, loss, metrics = step_fn(model, opt_state, batch, random.fold_in(key, step))
             step += 1
             n = len(batch[0])
             seen += n
@@ -117,7 +131,7 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
         record = {"epoch": epoch + 1, "step": step, "seconds": time.perf_counter() - started,
                   **{f"train_{k}": v / seen for k, v in sums.items()}}
         if eval_loader is not None:
-            record.update({f"test_{k}": v for k, v in evaluate(model, eval_loader, loss_fn).items()})
+            record.update({f"test_{k}": v for k, v in evaluate(model, eval_loader, loss_fn, jit).items()})
         history.append(record)
         if on_epoch is not None:
             on_epoch(record)

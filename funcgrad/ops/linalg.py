@@ -1,6 +1,8 @@
 """Contractions: batched matmul and einsum (which also carries dot, tensordot, outer)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .. import dtypes
@@ -33,9 +35,17 @@ defjvp(matmul_p, lambda t, out, a, b: matmul_p(t, b), lambda t, out, a, b: matmu
 
 
 # ---- einsum: spec is explicit, like "ij,jk->ik", with no ellipsis (funcgrad.numpy expands it) --
+@lru_cache(maxsize=1024)
+def _contraction_path(spec: str, shapes: tuple) -> list | bool:
+    """NumPy's optimised contraction order for these shapes, searched once (the search costs
+    more than a small contraction)."""
+    if sum(int(np.prod(s, dtype=np.int64)) for s in shapes) <= 4096:
+        return False
+    return np.einsum_path(spec, *(np.empty(s, np.float32) for s in shapes), optimize="greedy")[0]
+
+
 def _einsum_impl(*operands, spec):
-    big = sum(o.size for o in operands) > 4096
-    return np.einsum(spec, *operands, optimize=big)
+    return np.einsum(spec, *operands, optimize=_contraction_path(spec, tuple(o.shape for o in operands)))
 
 
 def _einsum_transpose(i, g, out, *operands, spec):

@@ -1,0 +1,301 @@
+"""Training-step speed: funcgrad eager and jit beside PyTorch (eager, torch.compile), JAX (jax.jit)
+and HIPS autograd, whichever are installed, on the same data in one run.
+
+(a) 784-256-10 MLP step, batch 128, AdamW      (b) grad of the 200-op tanh(z) * 1.01 chain, 16-vector
+(c) small CNN step on 8x8 digits, batch 64      (d) tiny transformer step (the sort task)
+(e) per-example gradients of the MLP for 128 examples
+
+    python benchmarks/step.py [--repeats N] [--no-compile]
+Medians; the last column is time / funcgrad jit (above 1: slower than funcgrad jit).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.common import have, median_seconds  # noqa: E402
+
+LR, BATCH = 1e-3, 128
+CASES = ["a: MLP step (AdamW)", "b: grad of 200-op chain", "c: CNN step", "d: transformer step",
+         "e: per-example grads (128)"]
+
+
+def data():
+    rng = np.random.default_rng(0)
+    return {
+        "x": rng.standard_normal((BATCH, 784)).astype(np.float32), "y": rng.integers(0, 10, BATCH),
+        "z": np.linspace(-1, 1, 16, dtype=np.float32),
+        "img": rng.standard_normal((64, 1, 8, 8)).astype(np.float32), "img_y": rng.integers(0, 10, 64),
+        "tok": rng.integers(0, 11, (64, 12)), "tok_y": rng.integers(0, 11, (64, 12)),
+    }
+
+
+# ---- funcgrad -------------------------------------------------------------------------------------
+def funcgrad_cases(d, use_jit: bool):
+    import funcgrad as fg
+    import funcgrad.numpy as fnp
+    from funcgrad import nn, optim
+    from funcgrad.models import CNN, GPT
+    wrap = fg.jit if use_jit else (lambda f, **kw: f)
+    keys = fg.random.split(fg.random.key(0), 4)
+
+    def trainer(model, loss):
+        opt = optim.adamw(LR)
+        state = [model, opt.init(model)]
+
+        def step(m, s, *batch):
+            value, grads = fg.value_and_grad(loss)(m, *batch)
+            updates, s = opt.update(grads, s, m)
+            return optim.apply_updates(m, updates), s, value
+        compiled = wrap(step)
+
+        def run(*batch):
+            state[0], state[1], _ = compiled(state[0], state[1], *batch)
+        return run
+
+    mlp = nn.Sequential([nn.Linear(784, 256, key=keys[0]), nn.relu, nn.Linear(256, 10, key=keys[1])])
+    x, y = fg.asarray(d["x"]), fg.asarray(d["y"])
+    mlp_step = trainer(mlp, lambda m, x, y: nn.cross_entropy(m(x), y))
+
+    def chain(z):
+        for _ in range(200):
+            z = fnp.tanh(z) * 1.01
+        return fnp.sum(z)
+    chain_grad, z = wrap(fg.grad(chain)), fg.asarray(d["z"])
+
+    cnn_step = trainer(CNN(8, 1, 10, dropout=0.0, key=keys[2]), lambda m, x, y: nn.cross_entropy(m(x), y))
+    img, img_y = fg.asarray(d["img"]), fg.asarray(d["img_y"])
+
+    gpt = GPT(11, 12, dim=64, depth=2, heads=4, key=keys[3])
+
+    def gpt_loss(m, t, target):
+        logits = m(t)
+        return nn.cross_entropy(fnp.reshape(logits, (-1, 11)), fnp.reshape(target, (-1,)))
+    gpt_step = trainer(gpt, gpt_loss)
+    tok, tok_y = fg.asarray(d["tok"]), fg.asarray(d["tok_y"])
+
+    def single_loss(m, xi, yi):
+        return nn.cross_entropy(m(xi[None]), yi[None])
+    per_example = wrap(fg.vmap(fg.grad(single_loss), in_axes=(None, 0, 0)))
+    return [lambda: mlp_step(x, y), lambda: chain_grad(z), lambda: cnn_step(img, img_y),
+            lambda: gpt_step(tok, tok_y), lambda: per_example(mlp, x, y)]
+
+
+# ---- PyTorch --------------------------------------------------------------------------------------
+def torch_cases(d, compile_: bool):
+    import torch
+    import torch.nn as tnn
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    wrap = torch.compile if compile_ else (lambda f: f)
+
+    def trainer(model, loss):
+        opt = torch.optim.AdamW(model.parameters(), lr=LR)
+
+        def step(*batch):
+            opt.zero_grad(set_to_none=True)
+            loss(model, *batch).backward()
+            opt.step()
+        return wrap(step)
+
+    mlp = tnn.Sequential(tnn.Linear(784, 256), tnn.ReLU(), tnn.Linear(256, 10))
+    x, y = torch.tensor(d["x"]), torch.tensor(d["y"])
+    mlp_step = trainer(mlp, lambda m, x, y: F.cross_entropy(m(x), y))
+
+    z0 = torch.tensor(d["z"])
+
+    def chain_grad():
+        z = z0.clone().requires_grad_(True)
+        out = z
+        for _ in range(200):
+            out = torch.tanh(out) * 1.01
+        return torch.autograd.grad(out.sum(), z)[0]
+    chain = wrap(chain_grad)
+
+    cnn = tnn.Sequential(tnn.Conv2d(1, 32, 3, padding=1), tnn.ReLU(), tnn.Conv2d(32, 64, 3, padding=1), tnn.ReLU(),
+                         tnn.MaxPool2d(2), tnn.Flatten(), tnn.Linear(64 * 16, 128), tnn.ReLU(), tnn.Linear(128, 10))
+    img, img_y = torch.tensor(d["img"]), torch.tensor(d["img_y"])
+    cnn_step = trainer(cnn, lambda m, x, y: F.cross_entropy(m(x), y))
+
+    class GPT(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = tnn.Embedding(11, 64), tnn.Parameter(torch.randn(12, 64) * 0.02)
+            layer = tnn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, activation="gelu", batch_first=True,
+                                                norm_first=True)
+            self.blocks = tnn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.ln, self.head = tnn.LayerNorm(64), tnn.Linear(64, 11)
+
+        def forward(self, t):
+            mask = tnn.Transformer.generate_square_subsequent_mask(t.shape[1])
+            return self.head(self.ln(self.blocks(self.tok(t) + self.pos[:t.shape[1]], mask=mask, is_causal=True)))
+    tok, tok_y = torch.tensor(d["tok"]), torch.tensor(d["tok_y"])
+    gpt_step = trainer(GPT(), lambda m, t, target: F.cross_entropy(m(t).reshape(-1, 11), target.reshape(-1)))
+
+    from torch.func import functional_call, grad, vmap
+    params = {k: v.detach() for k, v in mlp.named_parameters()}
+
+    def single_loss(p, xi, yi):
+        return F.cross_entropy(functional_call(mlp, p, (xi[None],)), yi[None])
+    per_example = wrap(vmap(grad(single_loss), in_dims=(None, 0, 0)))
+    return [lambda: mlp_step(x, y), chain, lambda: cnn_step(img, img_y), lambda: gpt_step(tok, tok_y),
+            lambda: per_example(params, x, y)]
+
+
+# ---- JAX --------------------------------------------------------------------------------------------
+def jax_cases(d):
+    import jax
+    import jax.numpy as jnp
+    key = jax.random.PRNGKey(0)
+    k = jax.random.split(key, 8)
+
+    def dense(kk, n_in, n_out):
+        bound = 1 / np.sqrt(n_in)
+        return {"w": jax.random.uniform(kk, (n_in, n_out), minval=-bound, maxval=bound), "b": jnp.zeros(n_out)}
+
+    def xent(logits, y):
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+
+    def adamw_step(loss):
+        @jax.jit
+        def step(p, m, v, t, *batch):
+            value, g = jax.value_and_grad(loss)(p, *batch)
+            t = t + 1
+            m = jax.tree_util.tree_map(lambda a, b: 0.9 * a + 0.1 * b, m, g)
+            v = jax.tree_util.tree_map(lambda a, b: 0.999 * a + 0.001 * b * b, v, g)
+            p = jax.tree_util.tree_map(lambda pp, mm, vv: pp * (1 - LR * 0.01) - LR * (mm / (1 - 0.9 ** t)) /
+                                       (jnp.sqrt(vv / (1 - 0.999 ** t)) + 1e-8), p, m, v)
+            return p, m, v, t, value
+        return step
+
+    def runner(params, loss, *batch):
+        step = adamw_step(loss)
+        zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+        state = [params, zeros, zeros, jnp.asarray(0.0)]
+
+        def run():
+            *new, value = step(*state, *batch)
+            state[:] = new
+            value.block_until_ready()
+        return run
+
+    mlp = [dense(k[0], 784, 256), dense(k[1], 256, 10)]
+
+    def mlp_fwd(p, x):
+        return jax.nn.relu(x @ p[0]["w"] + p[0]["b"]) @ p[1]["w"] + p[1]["b"]
+    x, y = jnp.asarray(d["x"]), jnp.asarray(d["y"])
+    mlp_run = runner(mlp, lambda p, x, y: xent(mlp_fwd(p, x), y), x, y)
+
+    def chain(z):
+        for _ in range(200):
+            z = jnp.tanh(z) * 1.01
+        return jnp.sum(z)
+    chain_grad, z = jax.jit(jax.grad(chain)), jnp.asarray(d["z"])
+
+    conv_p = {"c1": jax.random.normal(k[2], (32, 1, 3, 3)) * 0.3, "c2": jax.random.normal(k[3], (64, 32, 3, 3)) * 0.05,
+              "f1": dense(k[4], 1024, 128), "f2": dense(k[5], 128, 10)}
+
+    def cnn_fwd(p, x):
+        dn = ("NCHW", "OIHW", "NCHW")
+        h = jax.nn.relu(jax.lax.conv_general_dilated(x, p["c1"], (1, 1), "SAME", dimension_numbers=dn))
+        h = jax.nn.relu(jax.lax.conv_general_dilated(h, p["c2"], (1, 1), "SAME", dimension_numbers=dn))
+        h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID").reshape(x.shape[0], -1)
+        h = jax.nn.relu(h @ p["f1"]["w"] + p["f1"]["b"])
+        return h @ p["f2"]["w"] + p["f2"]["b"]
+    cnn_run = runner(conv_p, lambda p, x, y: xent(cnn_fwd(p, x), y), jnp.asarray(d["img"]), jnp.asarray(d["img_y"]))
+
+    def block_params(kk):
+        a, b, c, dd, e, f = jax.random.split(kk, 6)
+        return {"q": dense(a, 64, 64), "k": dense(b, 64, 64), "v": dense(c, 64, 64), "o": dense(dd, 64, 64),
+                "m1": dense(e, 64, 256), "m2": dense(f, 256, 64)}
+    gpt_p = {"tok": jax.random.normal(k[6], (11, 64)), "pos": jax.random.normal(k[7], (12, 64)) * 0.02,
+             "blocks": [block_params(kk) for kk in jax.random.split(k[6], 2)], "head": dense(k[7], 64, 11)}
+
+    def ln(h):
+        mu = h.mean(-1, keepdims=True)
+        return (h - mu) / jnp.sqrt(((h - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+    def lin(p, h):
+        return h @ p["w"] + p["b"]
+
+    def gpt_fwd(p, t):
+        h = p["tok"][t] + p["pos"][:t.shape[1]]
+        mask = jnp.tril(jnp.ones((t.shape[1], t.shape[1]), bool))
+        for bp in p["blocks"]:
+            a = ln(h)
+            heads = [lin(bp[n], a).reshape(a.shape[0], a.shape[1], 4, 16).transpose(0, 2, 1, 3) for n in "qkv"]
+            s = jnp.where(mask, heads[0] @ heads[1].transpose(0, 1, 3, 2) / 4.0, -jnp.inf)
+            o = (jax.nn.softmax(s, -1) @ heads[2]).transpose(0, 2, 1, 3).reshape(a.shape)
+            h = h + lin(bp["o"], o)
+            h = h + lin(bp["m2"], jax.nn.gelu(lin(bp["m1"], ln(h)), approximate=False))
+        return lin(p["head"], ln(h))
+    gpt_run = runner(gpt_p, lambda p, t, y: xent(gpt_fwd(p, t).reshape(-1, 11), y.reshape(-1)),
+                     jnp.asarray(d["tok"]), jnp.asarray(d["tok_y"]))
+
+    def single(p, xi, yi):
+        return xent(mlp_fwd(p, xi[None]), yi[None])
+    per_example = jax.jit(jax.vmap(jax.grad(single), in_axes=(None, 0, 0)))
+    return [mlp_run, lambda: chain_grad(z).block_until_ready(), cnn_run, gpt_run,
+            lambda: jax.block_until_ready(per_example(mlp, x, y))]
+
+
+# ---- HIPS autograd -----------------------------------------------------------------------------------
+def autograd_cases(d):
+    import autograd
+    import autograd.numpy as anp
+
+    def chain(z):
+        for _ in range(200):
+            z = anp.tanh(z) * 1.01
+        return anp.sum(z)
+    g = autograd.grad(chain)
+    return [None, lambda: g(d["z"]), None, None, None]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
+    args = parser.parse_args(argv)
+    d = data()
+    impls = [("funcgrad jit", lambda: funcgrad_cases(d, True)), ("funcgrad eager", lambda: funcgrad_cases(d, False))]
+    if have("torch"):
+        impls.append(("PyTorch eager", lambda: torch_cases(d, False)))
+        if not args.no_compile:
+            impls.append(("torch.compile", lambda: torch_cases(d, True)))
+    if have("jax"):
+        impls.append(("jax.jit", lambda: jax_cases(d)))
+    if have("autograd"):
+        impls.append(("HIPS autograd", lambda: autograd_cases(d)))
+    results: dict[str, list] = {}
+    for name, make in impls:
+        try:
+            fns = make()
+        except Exception as e:  # noqa: BLE001  (a peer that cannot build a case is reported, not fatal)
+            print(f"{name}: unavailable ({type(e).__name__}: {e})")
+            continue
+        times = []
+        for fn in fns:
+            try:
+                times.append(None if fn is None else median_seconds(fn, args.repeats, warmup=3))
+            except Exception as e:  # noqa: BLE001
+                print(f"{name}: a case failed ({type(e).__name__}: {str(e)[:120]})")
+                times.append(None)
+        results[name] = times
+    print(f"\nTraining-step medians over {args.repeats} runs, {os.cpu_count()} CPU cores")
+    print(f"{'case':<30}" + "".join(f"{n:>16}" for n in results))
+    base = results["funcgrad jit"]
+    for i, case in enumerate(CASES):
+        cells = []
+        for name in results:
+            t = results[name][i]
+            cells.append(f"{'n/a':>16}" if t is None else f"{t * 1e3:>9.3f}ms{t / base[i]:>5.1f}x")
+        print(f"{case:<30}" + "".join(cells))
+
+
+if __name__ == "__main__":
+    main()
