@@ -21,6 +21,9 @@ import numpy as np
 
 from .. import dtypes
 
+# LLVM may contract a * b + c into one fused multiply-add (as XLA does); nothing else is relaxed,
+# so NaN and inf propagate as they do in NumPy.
+FASTMATH = {"contract"}
 PARALLEL_MIN_SIZE = 1 << 20  # below this a thread pool (competing with BLAS threads) costs more than it saves
 FUSABLE_DTYPES = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32,
                             dtypes.uint64, dtypes.uint8, dtypes.bool_})
@@ -81,9 +84,10 @@ TEMPLATES = {
 
 # float32 tanh as a rational function (Eigen's and XLA's): no libm call, so loops vectorise.
 # Accurate to a few ulp; inputs beyond +-7.905 saturate to +-1.
-TANH32 = """@njit(inline="always", fastmath=False)
+TANH32 = """@njit(inline="always")
 def _tanh32(x):
     small = abs(x) < np.float32(0.0004)
+    big = abs(x) >= np.float32(7.90531110763549805)
     x = np.float32(min(max(x, np.float32(-7.90531110763549805)), np.float32(7.90531110763549805)))
     x2 = x * x
     p = x2 * np.float32(-2.76076847742355e-16) + np.float32(2.00018790482477e-13)
@@ -95,7 +99,8 @@ def _tanh32(x):
     q = x2 * np.float32(1.19825839466702e-06) + np.float32(1.18534705686654e-04)
     q = x2 * q + np.float32(2.26843463243900e-03)
     q = x2 * q + np.float32(4.89352518554385e-03)
-    return x if small else np.float32(x * p / q)"""
+    r = np.float32(1.0) if x > 0 else np.float32(-1.0)
+    return x if small else (r if big else np.float32(x * p / q))"""
 
 
 def _cast(dtype: np.dtype) -> str:
@@ -114,8 +119,8 @@ def kernel_source(scalar_inputs: list[bool], steps: list[tuple[str, np.dtype]], 
     steps: (expression over x0.. and t0.., dtype); outputs: the step indices to store."""
     args = [f"in{i}" for i in range(len(scalar_inputs))] + [f"out{k}" for k in range(len(outputs))]
     lines = ["import math", "import numpy as np", "from numba import njit, prange", "",
-             TANH32, "",
-             f"@njit(cache=True, nogil=True, parallel={parallel})",
+             f"FASTMATH = set({sorted(FASTMATH)!r})", "", TANH32, "",
+             f"@njit(cache=True, nogil=True, parallel={parallel}, fastmath=FASTMATH)",
              f"def kernel({', '.join(args)}):",
              f"    for i in {'prange' if parallel else 'range'}(out0.size):"]
     for i, scalar in enumerate(scalar_inputs):
