@@ -5,7 +5,9 @@
     grads = fg.grad(loss_fn)(params, x, y)
 """
 from . import numpy  # noqa: F401  (attaches Array's operators)
-from . import checkpoint, data, nn, optim, random  # noqa: F401
+from . import memory  # noqa: F401  (counts the buffers Arrays hold)
+from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
+from . import checkpoint, data, nn, optim, profiler, random  # noqa: F401
 from .array import Array, Device
 from .check_grads import check_grads
 from .config import config
@@ -33,6 +35,6 @@ __all__ = [
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
     "remat", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
-    "jit", "make_program", "cond", "vmap",
-    "checkpoint", "data", "nn", "numpy", "optim", "random", "device_put", "devices",
+    "jit", "make_program", "cond", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
+    "checkpoint", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",
 ]

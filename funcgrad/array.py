@@ -74,6 +74,8 @@ class Array(ArrayBase):
 
     def __init__(self, value: Any):
         self._value = value
+        if type(value) is np.ndarray and value.nbytes >= 1024:  # memory statistics (funcgrad.memory)
+            _track(value)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -133,6 +135,10 @@ class Array(ArrayBase):
 
     def __reduce__(self):
         return (Array, (np.asarray(self._value),))
+
+
+def _track(value) -> None:
+    """Replaced by funcgrad.memory.track when that module loads (it sits above this one)."""
 
 
 def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.ndarray:

@@ -27,7 +27,7 @@ from .ops import linalg as L
 from .ops import shape as S
 from .program import (Const, Eqn, Program, ShapedArray, Var, fresh_var, last_uses, optimize, schedule,
                       transpose_matmul_outputs)
-from .trace import Trace, Tracer, impl_error, user_frame
+from .trace import Trace, Tracer, annotate, impl_error, user_frame
 from .tree import keystr, tree_flatten, tree_flatten_with_path
 
 log = logging.getLogger("funcgrad.jit")
@@ -512,7 +512,8 @@ class Jitted:
             for v in values:
                 counts[id(v)] = counts.get(id(v), 0) + 1
             values = [v.copy() if i in donated and counts[id(v)] > 1 else v for i, v in enumerate(values)]
-        outs = compiled.run(*values)
+        with annotate(f"jit:{getattr(self.fun, '__name__', 'function')}"):
+            outs = compiled.run(*values)
         for i in donated:
             if type(leaves[i]) is Array:
                 leaves[i]._value = _Donated()

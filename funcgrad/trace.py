@@ -7,9 +7,11 @@ path), otherwise that trace unboxes its own tracers, binds one level down and bo
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
+from time import perf_counter_ns
 
 import numpy as np
 
@@ -134,6 +136,23 @@ def _check_nans(prim, out):
                              f"called from {user_frame()}")
 
 
+class Hooks:
+    """Observers of bind, installed by higher layers: the profiler (funcgrad.profiler)."""
+    __slots__ = ("profiler",)
+
+    def __init__(self):
+        self.profiler = None
+
+
+hooks = Hooks()
+
+
+def annotate(name: str):
+    """A profiler range named `name` while a profiler records, else nothing."""
+    prof = hooks.profiler
+    return prof.range(name) if prof is not None else contextlib.nullcontext()
+
+
 def bind(prim, *args, **params):
     """Run prim on args under the active transforms. The hot path: keep it lean."""
     top = None
@@ -152,12 +171,17 @@ def bind(prim, *args, **params):
         vals = (a._value if type(a) is Array else a,)
     else:
         vals = [a._value if type(a) is Array else a for a in args]
+    prof = hooks.profiler
+    if prof is not None:
+        start = perf_counter_ns()
     try:
         out = prim.impl(*vals, **params)
     except (ValueError, IndexError, TypeError) as e:
         raise impl_error(prim, args, e) from None
     if config.debug_nans:
         _check_nans(prim, out)
+    if prof is not None:
+        prof.record_op(prim.name, start, perf_counter_ns(), vals, out)
     return Array(out)
 
 

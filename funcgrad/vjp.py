@@ -15,7 +15,7 @@ from .errors import ShapeError
 from .ops import elementwise as E
 from .ops import reductions as R
 from .ops import shape as S
-from .trace import Trace, Tracer, bind, find_top_trace, is_differentiable_output
+from .trace import Trace, Tracer, annotate, bind, find_top_trace, is_differentiable_output
 from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_structure
 
 __all__ = ["vjp", "grad", "value_and_grad", "jvp", "jacrev", "jacfwd", "hessian",
@@ -392,8 +392,10 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                                 f"(reduce it with .sum() or use jacrev / vjp)")
             return out
 
-        value, vjp_flat = _vjp(scalar_fun, leaves, "grad")
-        grads = _args_result(in_tree, vjp_flat(Array(np.ones((), value.dtype))), argnums)
+        with annotate("forward"):
+            value, vjp_flat = _vjp(scalar_fun, leaves, "grad")
+        with annotate("backward"):
+            grads = _args_result(in_tree, vjp_flat(Array(np.ones((), value.dtype))), argnums)
         if has_aux:
             return (value, _unbox_aux(aux_box[0])), grads
         return value, grads

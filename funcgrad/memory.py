@@ -1,0 +1,73 @@
+"""Memory statistics per device: the bytes held by the buffers funcgrad hands out.
+
+On the CPU every NumPy buffer of 1 KiB or more that an Array owns is counted from the moment it
+is wrapped until it is freed (a weakref finaliser), so `max_memory_allocated` measures what a
+training step really keeps alive: activations on the tape, gradients, optimiser state.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import array
+from .array import Device, parse_device
+
+TRACK_MIN_BYTES = 1024  # smaller buffers are too cheap to count and too many to follow
+
+
+class _Stats:
+    __slots__ = ("allocated", "peak", "live")
+
+    def __init__(self):
+        self.allocated = 0
+        self.peak = 0
+        self.live: set[int] = set()
+
+
+_cpu = _Stats()
+
+
+def _release(key: int, nbytes: int) -> None:
+    _cpu.live.discard(key)
+    _cpu.allocated -= nbytes
+
+
+def track(value) -> None:
+    """Count value's buffer (called when an Array wraps it)."""
+    if type(value) is not np.ndarray or value.base is not None:
+        return
+    nbytes = value.nbytes
+    key = id(value)
+    if nbytes < TRACK_MIN_BYTES or key in _cpu.live:
+        return
+    _cpu.live.add(key)
+    _cpu.allocated += nbytes
+    if _cpu.allocated > _cpu.peak:
+        _cpu.peak = _cpu.allocated
+    weakref.finalize(value, _release, key, nbytes)
+
+
+def _stats(device) -> _Stats:
+    dev = parse_device(device) if device is not None else Device("cpu")
+    if dev.platform != "cpu":
+        raise RuntimeError(f"no memory statistics for {dev}: funcgrad runs on the CPU in this process")
+    return _cpu
+
+
+def memory_allocated(device="cpu") -> int:
+    """Bytes currently held by arrays on device."""
+    return _stats(device).allocated
+
+
+def max_memory_allocated(device="cpu") -> int:
+    """The most bytes held at once since the start or the last reset_peak_memory_stats."""
+    return _stats(device).peak
+
+
+def reset_peak_memory_stats(device="cpu") -> None:
+    stats = _stats(device)
+    stats.peak = stats.allocated
+
+
+array._track = track
