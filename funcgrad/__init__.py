@@ -7,7 +7,7 @@
 from . import numpy  # noqa: F401  (attaches Array's operators)
 from . import memory  # noqa: F401  (counts the buffers Arrays hold)
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
-from . import checkpoint, data, nn, optim, profiler, random  # noqa: F401
+from . import amp, checkpoint, data, nn, optim, profiler, random  # noqa: F401
 from .array import Array, Device
 from .check_grads import check_grads
 from .config import config
@@ -36,5 +36,5 @@ __all__ = [
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
     "remat", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
     "jit", "make_program", "cond", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
-    "checkpoint", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",
+    "amp", "checkpoint", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",
 ]

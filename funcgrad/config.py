@@ -17,3 +17,15 @@ class Config:
 
 
 config = Config()
+
+
+class Autocast:
+    """The active mixed-precision policy (funcgrad.amp.autocast sets it): the low dtype that
+    matmuls, convolutions and attention compute in, or None."""
+    __slots__ = ("dtype",)
+
+    def __init__(self) -> None:
+        self.dtype = None
+
+
+autocast_state = Autocast()

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .array import Array, ArrayBase, to_numpy
+from .config import autocast_state
 from .dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32,  # noqa: F401
                      int64, uint8, uint32, uint64)
 from .errors import ConcretizationError, ShapeError
@@ -100,6 +101,22 @@ def _float_arg(x):
 
 def _shape(x):
     return x.shape if hasattr(x, "shape") else ()
+
+
+def _precision(*operands) -> dict:
+    """Under autocast, contractions of float32 (or already low) operands compute in the low dtype:
+    {"precision": dtype}; the operands are then rounded inside the kernel, not copied first."""
+    low = autocast_state.dtype
+    if low is None or not builtins.all(asarray(x).dtype in (dtypes.float32, low) for x in operands):
+        return {}
+    return {"precision": low}
+
+
+def autocast_to_float32(x):
+    """Under autocast, low-precision inputs of reductions, norms and losses widen to float32."""
+    if autocast_state.dtype is not None and isinstance(x, ArrayBase) and x.dtype in dtypes.low_precision:
+        return E.convert_p(x, dtype=dtypes.float32)
+    return x
 
 
 def _normalize_axis(axis: int, ndim: int) -> int:
@@ -269,7 +286,7 @@ def stop_gradient(x):
 
 # ==== reductions ======================================================================================
 def _reduce(prim, x, axis, keepdims):
-    x = asarray(x)
+    x = autocast_to_float32(asarray(x))
     return bind(prim, x, axes=_axes(axis, x.ndim), keepdims=bool(keepdims))
 
 
@@ -313,7 +330,7 @@ def _count(x, axes) -> int:
 
 
 def mean(x, axis=None, keepdims: bool = False, dtype=None):
-    x = _float_arg(x) if dtype is None else astype(x, dtype)
+    x = autocast_to_float32(_float_arg(x)) if dtype is None else astype(x, dtype)
     axes = _axes(axis, x.ndim)
     total = bind(R.sum_p, x, axes=axes, keepdims=bool(keepdims))
     n = _count(x, axes)
@@ -605,7 +622,8 @@ def triu(x, k: int = 0):
 # ==== contractions =======================================================================================
 def matmul(a, b):
     """NumPy's matmul: 1-D operands are promoted to matrices, batch dimensions broadcast."""
-    a, b = _common((a, b))
+    precision = _precision(a, b)
+    a, b = (asarray(a), asarray(b)) if precision else _common((a, b))
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul needs operands of rank >= 1, got shapes {a.shape} and {b.shape}")
     if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
@@ -617,7 +635,7 @@ def matmul(a, b):
         np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     except ValueError:
         raise ShapeError(f"matmul: batch dimensions of {a.shape} and {b.shape} do not broadcast") from None
-    out = bind(L.matmul_p, a2, b2)
+    out = bind(L.matmul_p, a2, b2, **precision)
     if a.ndim == 1:
         out = squeeze(out, -2)
     if b.ndim == 1:
@@ -627,9 +645,10 @@ def matmul(a, b):
 
 def einsum(subscripts: str, *operands):
     """Einstein summation (NumPy's notation, including '...' and implicit output)."""
-    xs = _common(operands)
+    precision = _precision(*operands)
+    xs = [asarray(x) for x in operands] if precision else _common(operands)
     spec = _explicit_einsum(subscripts, [x.shape for x in xs])
-    return bind(L.einsum_p, *xs, spec=spec)
+    return bind(L.einsum_p, *xs, spec=spec, **precision)
 
 
 def _explicit_einsum(subscripts: str, shapes) -> str:

@@ -42,6 +42,10 @@ class Node:
         g, prim, out, args, params = cts[0], self.prim, self.out, self.args, self.params
         return [(node, idx, prim.vjp(i, g, out, args, params)) for i, node, idx in self.parents]
 
+    def release(self):
+        """Drop the residuals once this node's cotangents are out (a tape replayed only once)."""
+        self.args = self.out = None
+
 
 def _input_node() -> Node:
     return Node(None, (), None, None, ())
@@ -129,6 +133,9 @@ class _MultiOutputNode(Node):
         self.out_tree = out_tree
         self.out_avals = [(np.shape(o), getattr(o, "dtype", None)) for o in out_leaves]
 
+    def release(self):
+        """Multi-output nodes keep what they need until the pass ends (it is small)."""
+
     def full_cotangent(self, cts):
         return self.out_tree.unflatten(
             ct if ct is not None else _zeros(shape, dtype) for ct, (shape, dtype) in zip(cts, self.out_avals))
@@ -208,8 +215,9 @@ def _accumulate(acc, node, idx, ct):
     slots[idx] = ct if prev is None else E.add_p(prev, ct)
 
 
-def backward_pass(outputs, cts):
-    """outputs: (node, index) pairs; returns {input node: [cotangent]}."""
+def backward_pass(outputs, cts, release: bool = False):
+    """outputs: (node, index) pairs; returns {input node: [cotangent]}. With release, each node's
+    residuals are dropped as soon as it is done, so activation memory falls during the pass."""
     acc: dict[Node, list] = {}
     for (node, idx), ct in zip(outputs, cts):
         _accumulate(acc, node, idx, ct)
@@ -222,6 +230,8 @@ def backward_pass(outputs, cts):
         for parent, idx, ct in node.backward(node_cts):
             if ct is not None:
                 _accumulate(acc, parent, idx, ct)
+        if release:
+            node.release()
     return acc
 
 
@@ -267,7 +277,7 @@ def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
                 out_vals.append(o if isinstance(o, (Array, Tracer)) else Array(to_numpy(o)))
                 outputs.append(None)
 
-    def vjp_fn(ct):
+    def vjp_fn(ct, release: bool = False):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
             raise ValueError(f"the cotangent has structure {ct_tree}, but the output has {out_tree}")
@@ -279,7 +289,7 @@ def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
             if out_node is not None:
                 seeds.append(out_node)
                 cts.append(c)
-        acc = backward_pass(seeds, cts) if seeds else {}
+        acc = backward_pass(seeds, cts, release) if seeds else {}
         grads = []
         for x, node in zip(primals, in_nodes):
             slots = acc.get(node)
@@ -395,7 +405,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         with annotate("forward"):
             value, vjp_flat = _vjp(scalar_fun, leaves, "grad")
         with annotate("backward"):
-            grads = _args_result(in_tree, vjp_flat(Array(np.ones((), value.dtype))), argnums)
+            grads = _args_result(in_tree, vjp_flat(Array(np.ones((), value.dtype)), release=True), argnums)
         if has_aux:
             return (value, _unbox_aux(aux_box[0])), grads
         return value, grads

@@ -238,13 +238,13 @@ def _to_axis(x, d, axis: int, size: int):
     return S.transpose_p(x, perm=perm)
 
 
-def _matmul_rule(size, prim, vals, dims):
+def _matmul_rule(size, prim, vals, dims, **params):
     rank = _logical_rank(vals, dims)
     moved = [v if d is None else _align(v, d, rank) for v, d in zip(vals, dims)]
-    return prim(*moved), 0
+    return prim(*moved, **params), 0
 
 
-def _einsum_rule(size, prim, vals, dims, spec):
+def _einsum_rule(size, prim, vals, dims, spec, **params):
     inputs, output = spec.split("->")
     letter = next(c for c in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in spec)
     subs = inputs.split(",")
@@ -255,7 +255,7 @@ def _einsum_rule(size, prim, vals, dims, spec):
         else:
             moved.append(_front(v, d, size))
             subs[i] = letter + subs[i]
-    return prim(*moved, spec=",".join(subs) + "->" + letter + output), 0
+    return prim(*moved, spec=",".join(subs) + "->" + letter + output, **params), 0
 
 
 def _merge_batch(x):

@@ -43,12 +43,12 @@ def silu(x):
 
 
 def softmax(x, axis=-1):
-    x = fnp._float_arg(x)
+    x = fnp.autocast_to_float32(fnp._float_arg(x))
     return bind(R.softmax_p, x, axes=fnp._axes(axis, x.ndim))
 
 
 def log_softmax(x, axis=-1):
-    x = fnp._float_arg(x)
+    x = fnp.autocast_to_float32(fnp._float_arg(x))
     return bind(R.log_softmax_p, x, axes=fnp._axes(axis, x.ndim))
 
 
@@ -114,7 +114,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
         w = fnp.reshape(weight, (groups, out_ch // groups, in_per_group, kh, kw))
         out = fnp.reshape(fnp.einsum("ngchwij,gocij->ngohw", cols, w), (n, out_ch, ho, wo))
     if bias is not None:
-        out = out + fnp.reshape(bias, (1, -1, 1, 1))
+        out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
     return out[0] if unbatched else out
 
 
@@ -147,15 +147,21 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0):
     return out[0] if unbatched else out
 
 
+def _bias_like(bias, out):
+    """Under autocast the bias joins the product's low dtype, so activations stay small."""
+    bias = fnp.asarray(bias)
+    return fnp.astype(bias, out.dtype) if out.dtype in fg_dtypes.low_precision else bias
+
+
 def linear(x, weight, bias=None):
     """x @ weight.T + bias, with PyTorch's (out_features, in_features) weight layout."""
     out = fnp.matmul(x, fnp.swapaxes(weight, -1, -2))
-    return out if bias is None else out + bias
+    return out if bias is None else out + _bias_like(bias, out)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """Normalise over the trailing `normalized_shape` axes (biased variance, as PyTorch)."""
-    x = fnp._float_arg(x)
+    x = fnp.autocast_to_float32(fnp._float_arg(x))
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"layer_norm over {shape} needs input ending in those axes, got {x.shape}")

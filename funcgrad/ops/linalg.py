@@ -12,13 +12,21 @@ from .core import Primitive, defjvp, defvjp
 
 
 def _low_precision_matmul(fn):
-    """bf16/fp16 inputs multiply in float32 and round the result once, as PyTorch on the CPU."""
-    def impl(*operands, **params):
-        dtype = operands[0].dtype
+    """bf16/fp16 operands multiply in float32 and round the result once, as PyTorch on the CPU.
+    precision (autocast): round the operands to that dtype first; the result has out_dtype
+    (default: precision). A gradient for a float32 parameter asks for float32 directly."""
+    def impl(*operands, precision=None, out_dtype=None, **params):
+        dtype = precision or operands[0].dtype
         if dtype in dtypes.low_precision:
-            return fn(*(o.astype(np.float32) for o in operands), **params).astype(dtype)
+            rounded = (np.asarray(o).astype(dtype).astype(np.float32) for o in operands)
+            return fn(*rounded, **params).astype(out_dtype or dtype)
         return fn(*operands, **params)
     return impl
+
+
+def _cotangent_params(params: dict, operand) -> dict:
+    """Under autocast, a cotangent is computed at the same precision in its operand's dtype."""
+    return {**params, "out_dtype": operand.dtype} if params.get("precision") is not None else params
 
 
 def _swap_last(x):
@@ -27,11 +35,12 @@ def _swap_last(x):
 
 
 # matmul_p takes operands of rank >= 2 with broadcastable batch dimensions.
+# precision=None, or the autocast dtype the product is computed in.
 matmul_p = Primitive("matmul", _low_precision_matmul(np.matmul))
 defvjp(matmul_p,
-       lambda g, out, a, b: R.unbroadcast(matmul_p(g, _swap_last(b)), a.shape),
-       lambda g, out, a, b: R.unbroadcast(matmul_p(_swap_last(a), g), b.shape))
-defjvp(matmul_p, lambda t, out, a, b: matmul_p(t, b), lambda t, out, a, b: matmul_p(a, t))
+       lambda g, out, a, b, **p: R.unbroadcast(matmul_p(g, _swap_last(b), **_cotangent_params(p, a)), a.shape),
+       lambda g, out, a, b, **p: R.unbroadcast(matmul_p(_swap_last(a), g, **_cotangent_params(p, b)), b.shape))
+defjvp(matmul_p, lambda t, out, a, b, **p: matmul_p(t, b, **p), lambda t, out, a, b, **p: matmul_p(a, t, **p))
 
 
 # ---- einsum: spec is explicit, like "ij,jk->ik", with no ellipsis (funcgrad.numpy expands it) --
@@ -48,7 +57,7 @@ def _einsum_impl(*operands, spec):
     return np.einsum(spec, *operands, optimize=_contraction_path(spec, tuple(o.shape for o in operands)))
 
 
-def _einsum_transpose(i, g, out, *operands, spec):
+def _einsum_transpose(i, g, out, *operands, spec, **params):
     """Cotangent of operand i: contract g with the other operands onto operand i's indices.
 
     An index repeated within operand i (a diagonal) is tied back with an identity matrix, and
@@ -78,13 +87,13 @@ def _einsum_transpose(i, g, out, *operands, spec):
                 seen.add(c)
     new_spec = ",".join([output] + others + extra_subs) + "->" + "".join(out_letters)
     rest = [o for j, o in enumerate(operands) if j != i]
-    return einsum_p(g, *rest, *extra_ops, spec=new_spec)
+    return einsum_p(g, *rest, *extra_ops, spec=new_spec, **_cotangent_params(params, operands[i]))
 
 
-def _einsum_tangent(i, t, out, *operands, spec):
+def _einsum_tangent(i, t, out, *operands, spec, **params):
     replaced = list(operands)
     replaced[i] = t
-    return einsum_p(*replaced, spec=spec)
+    return einsum_p(*replaced, spec=spec, **params)
 
 
 einsum_p = Primitive("einsum", _low_precision_matmul(_einsum_impl))
