@@ -255,8 +255,9 @@ def transpose_matmul_outputs(program: Program, matmul, transpose) -> Program:
         for x in (b, a):
             t = fresh_var(ShapedArray(x.aval.shape[:-2] + x.aval.shape[-2:][::-1], x.aval.dtype))
             swapped.append((Eqn(transpose, [x], {"perm": perm}, t), t))
+        params = eqns[src].params
         eqns[src] = None
-        eqns[i] = [swapped[0][0], swapped[1][0], Eqn(matmul, [swapped[0][1], swapped[1][1]], {}, e.out)]
+        eqns[i] = [swapped[0][0], swapped[1][0], Eqn(matmul, [swapped[0][1], swapped[1][1]], params, e.out)]
     flat = []
     for e in eqns:
         if isinstance(e, list):

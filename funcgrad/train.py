@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from . import amp, dtypes, nn, random
 from . import checkpoint as ckpt
-from . import nn, random
 from . import numpy as fnp
+from .control import cond
 from .jit import jit as compile_jit
 from .optim import GradientTransformation, apply_updates
 from .vjp import value_and_grad
@@ -53,24 +54,55 @@ class FitResult(NamedTuple):
     checkpoint: Path | None
 
 
-def make_train_step(loss_fn: LossFn, optimizer: GradientTransformation, jit: bool = True) -> Callable:
-    """(model, opt_state, batch, key) -> (model, opt_state, loss, metrics): one optimiser step,
-    compiled with fg.jit unless jit=False."""
-    grad_fn = value_and_grad(loss_fn, has_aux=True)
+PRECISIONS = {"fp32": None, "bf16": dtypes.bfloat16, "fp16": dtypes.float16}
 
-    def train_step(model, opt_state, batch, key):
-        (loss, metrics), grads = grad_fn(model, batch, key)
-        updates, opt_state = optimizer.update(grads, opt_state, model)
-        return apply_updates(model, updates), opt_state, loss, metrics
+
+def _autocast(loss_fn: LossFn, precision: str) -> LossFn:
+    low = PRECISIONS[precision]
+    if low is None:
+        return loss_fn
+
+    def mixed(model, batch, key=None):
+        with amp.autocast(low):
+            return loss_fn(model, batch, key)
+    return mixed
+
+
+def make_train_step(loss_fn: LossFn, optimizer: GradientTransformation, jit: bool = True,
+                    precision: str = "fp32") -> Callable:
+    """(model, opt_state, scaler, batch, key) -> (model, opt_state, scaler, loss, metrics): one
+    optimiser step, compiled with fg.jit unless jit=False. precision "bf16" or "fp16" runs the loss
+    under autocast; fp16 also scales the loss (scaler is a DynamicLossScale) and skips steps whose
+    gradients overflow. With fp32 or bf16 the scaler passes through unused."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    mixed = _autocast(loss_fn, precision)
+
+    def train_step(model, opt_state, scaler, batch, key):
+        if precision != "fp16":
+            (loss, metrics), grads = value_and_grad(mixed, has_aux=True)(model, batch, key)
+            updates, opt_state = optimizer.update(grads, opt_state, model)
+            return apply_updates(model, updates), opt_state, scaler, loss, metrics
+
+        def scaled(m):
+            loss, metrics = mixed(m, batch, key)
+            return scaler.scale_loss(fnp.astype(loss, dtypes.float32)), (loss, metrics)
+        (_, (loss, metrics)), grads = value_and_grad(scaled, has_aux=True)(model)
+        grads, finite = scaler.unscale(grads)
+        updates, new_state = optimizer.update(grads, opt_state, model)
+        model, opt_state = cond(finite, lambda: (apply_updates(model, updates), new_state),
+                                lambda: (model, opt_state))
+        return model, opt_state, scaler.update(finite), loss, metrics
 
     return compile_jit(train_step) if jit else train_step
 
 
-def evaluate(model, loader, loss_fn: LossFn, jit: bool = False) -> dict[str, float]:
+def evaluate(model, loader, loss_fn: LossFn, jit: bool = False, precision: str = "fp32") -> dict[str, float]:
     """Mean loss and metrics over a loader (weighted by batch size), with no randomness."""
     totals: dict[str, float] = {}
     count = 0
-    eval_fn = compile_jit(loss_fn) if jit else loss_fn
+    eval_fn = _autocast(loss_fn, precision)
+    eval_fn = compile_jit(eval_fn) if jit else eval_fn
     for batch in loader:
         loss, metrics = eval_fn(model, batch)
         n = len(batch[0])
@@ -84,35 +116,40 @@ def _checkpoint_path(checkpoint_dir) -> Path | None:
     return None if checkpoint_dir is None else Path(checkpoint_dir) / "last.safetensors"
 
 
-def save_training_state(path: Path, model, opt_state, step: int, epoch: int, key, loader, history) -> None:
-    ckpt.save(path, {"model": model, "opt_state": opt_state},
-              metadata={"step": step, "epoch": epoch, "key": key, "loader": loader.state_dict(),
+def save_training_state(path: Path, model, opt_state, scaler, step: int, key, loader, history,
+                        extra: dict) -> None:
+    ckpt.save(path, {"model": model, "opt_state": opt_state, "scaler": scaler},
+              metadata={**extra, "step": step, "epoch": loader.epoch, "key": key, "loader": loader.state_dict(),
                         "history": history})
 
 
 def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn, *, epochs: int = 1,
         eval_loader=None, key=None, checkpoint_dir: "str | os.PathLike | None" = None, resume: bool = False,
-        max_steps: int | None = None, opt_state=None, jit: bool = True,
+        max_steps: int | None = None, opt_state=None, jit: bool = True, precision: str = "fp32",
+        metadata: dict | None = None,
         on_step: Callable[[StepInfo], None] | None = None,
         on_epoch: Callable[[dict], None] | None = None) -> FitResult:
     """Train for `epochs` (or until `max_steps` steps in all); see the module docstring.
-    jit=True compiles the training step (and evaluation) with fg.jit."""
+    jit=True compiles the training step (and evaluation) with fg.jit; precision is "fp32", "bf16"
+    or "fp16" (see make_train_step); metadata is stored in every checkpoint."""
     key = random.key(0) if key is None else key
     opt_state = optimizer.init(model) if opt_state is None else opt_state
-    step, history = 0, []
+    scaler = amp.DynamicLossScale.create()
+    step, history, extra = 0, [], dict(metadata or {})
     path = _checkpoint_path(checkpoint_dir)
     if resume and path is not None and path.exists():
-        tree, meta = ckpt.load(path, like={"model": model, "opt_state": opt_state})
-        model, opt_state = tree["model"], tree["opt_state"]
+        tree, meta = ckpt.load(path, like={"model": model, "opt_state": opt_state, "scaler": scaler})
+        model, opt_state, scaler = tree["model"], tree["opt_state"], tree["scaler"]
         step, key, history = int(meta["step"]), meta["key"], list(meta.get("history", []))
         train_loader.load_state_dict(meta["loader"])
-    step_fn = make_train_step(loss_fn, optimizer, jit)
+    step_fn = make_train_step(loss_fn, optimizer, jit, precision)
     batches = len(train_loader)
     while train_loader.epoch < epochs and (max_steps is None or step < max_steps):
         epoch, started = train_loader.epoch, time.perf_counter()
         sums, seen = {}, 0
         for batch in train_loader:
-            model, opt_state, loss, metrics = step_fn(model, opt_state, batch, random.fold_in(key, step))
+            model, opt_state, scaler, loss, metrics = step_fn(model, opt_state, scaler, batch,
+                                                              random.fold_in(key, step))
             step += 1
             n = len(batch[0])
             seen += n
@@ -126,15 +163,16 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
         finished_epoch = train_loader.state_dict()["batches_consumed"] == 0
         if not finished_epoch:  # stopped by max_steps mid-epoch: save the position and stop
             if path is not None:
-                save_training_state(path, model, opt_state, step, train_loader.epoch, key, train_loader, history)
+                save_training_state(path, model, opt_state, scaler, step, key, train_loader, history, extra)
             break
         record = {"epoch": epoch + 1, "step": step, "seconds": time.perf_counter() - started,
                   **{f"train_{k}": v / seen for k, v in sums.items()}}
         if eval_loader is not None:
-            record.update({f"test_{k}": v for k, v in evaluate(model, eval_loader, loss_fn, jit).items()})
+            record.update({f"test_{k}": v for k, v in
+                           evaluate(model, eval_loader, loss_fn, jit, precision).items()})
         history.append(record)
         if on_epoch is not None:
             on_epoch(record)
         if path is not None:
-            save_training_state(path, model, opt_state, step, train_loader.epoch, key, train_loader, history)
+            save_training_state(path, model, opt_state, scaler, step, key, train_loader, history, extra)
     return FitResult(model, opt_state, history, step, path)

@@ -1,4 +1,5 @@
 """The command line, driven in-process through click and as a real subprocess."""
+import json
 import os
 import re
 import subprocess
@@ -47,3 +48,60 @@ def test_cli_shim_runs_as_a_subprocess():
     assert proc.returncode == 0, proc.stderr
     w, b = _learned(proc.stdout)
     assert abs(w - 2) < 0.02 and abs(b - 1) < 0.02
+
+
+def test_train_checkpoint_eval_and_resume(tmp_path):
+    runner = CliRunner()
+    ckpt_dir = tmp_path / "run"
+    metrics = tmp_path / "m.jsonl"
+    result = runner.invoke(main, ["train", "mlp", "--epochs", "2", "--checkpoint-dir", str(ckpt_dir), "--quiet",
+                                  "--metrics", str(metrics), "--optimizer", "adam", "--schedule", "warmup_cosine"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [r["epoch"] for r in records] == [1, 2] and "test_accuracy" in records[-1]
+    evaluated = runner.invoke(main, ["eval", str(ckpt_dir / "last.safetensors")])
+    assert evaluated.exit_code == 0, evaluated.output
+    trained_acc = re.search(r"test accuracy ([\d.]+)%", result.output).group(1)
+    assert f"test accuracy {trained_acc}%" in evaluated.output
+    resumed = runner.invoke(main, ["train", "mlp", "--epochs", "3", "--checkpoint-dir", str(ckpt_dir), "--resume",
+                                   "--quiet", "--optimizer", "adam", "--schedule", "warmup_cosine"])
+    assert resumed.exit_code == 0, resumed.output
+    steps = int(re.search(r"(\d+) steps", resumed.output).group(1))
+    assert steps == 3 * 23  # continued from step 46, not from scratch
+
+
+def test_profile_writes_a_valid_chrome_trace(tmp_path):
+    out = tmp_path / "trace.json"
+    result = CliRunner().invoke(main, ["profile", "mlp", "--steps", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Self CPU" in result.output and "matmul" in result.output
+    events = json.loads(out.read_text())["traceEvents"]
+    names = {e["name"] for e in events}
+    assert {"matmul", "step 0", "step 1", "forward", "backward"} <= names
+
+
+def test_info_and_one_line_errors(tmp_path):
+    runner = CliRunner()
+    info = runner.invoke(main, ["info"])
+    assert info.exit_code == 0 and "numba" in info.output and "CUDA sim" in info.output
+    for args, needle in [(["eval", str(tmp_path / "missing.safetensors")], "no checkpoint at"),
+                         (["train", "mlp", "--device", "cuda"], "cuda:0 is not available"),
+                         (["train", "mlp", "--resume"], "--resume needs --checkpoint-dir"),
+                         (["train", "mlp", "--dataset", "cifar"], "unknown dataset 'cifar'")]:
+        result = runner.invoke(main, args)
+        assert result.exit_code != 0 and needle in result.output, (args, result.output)
+        assert "Traceback" not in result.output
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x05\x00")
+    result = runner.invoke(main, ["eval", str(bad)])
+    assert result.exit_code != 0 and "truncated" in result.output
+
+
+def test_default_train_is_the_mlp_on_digits():
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "cli.py"), "train", "--epochs", "2", "--quiet"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("mlp on digits")
+    bad = subprocess.run([sys.executable, os.path.join(REPO, "cli.py"), "train", "--epochs", "-1"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--epochs" in bad.stderr
