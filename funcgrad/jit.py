@@ -49,38 +49,14 @@ class JitTracer(Tracer):
     dtype = property(lambda self: self.aval.dtype)
     device = property(lambda self: CPU)
 
-    def _concretize(self, what: str):
+    def concrete(self, what: str = "the value"):
         raise ConcretizationError(
             f"jit: {what} of a traced array (derived from {self.origin}) at {user_frame()}. Inside jit only "
             f"shapes and dtypes are known, not values: mark the argument static (static_argnums / "
             f"static_argnames), or replace the Python branch with fnp.where or fg.cond")
 
     def primal(self):
-        self._concretize("the value")
-
-    def __bool__(self):
-        self._concretize("bool()")
-
-    def __float__(self):
-        self._concretize("float()")
-
-    def __int__(self):
-        self._concretize("int()")
-
-    def __index__(self):
-        self._concretize("using as an index")
-
-    def item(self):
-        self._concretize(".item()")
-
-    def tolist(self):
-        self._concretize(".tolist()")
-
-    def numpy(self):
-        self._concretize(".numpy()")
-
-    def __array__(self, dtype=None, copy=None):
-        self._concretize("converting to a NumPy array")
+        return self.concrete()
 
     def __repr__(self):
         return f"JitTracer({self.aval!r}, from {self.origin})"

@@ -53,9 +53,11 @@ class Tracer(ArrayBase):
     def primal(self):
         raise TypeError(f"{type(self).__name__} must define primal()")
 
-    def concrete(self) -> Array:
+    def concrete(self, what: str = "the value") -> Array:
+        """The concrete value under this tracer; `what` names the request for transforms (jit,
+        vmap) that have no single concrete value and raise instead."""
         v = self.primal()
-        return v.concrete() if isinstance(v, Tracer) else v
+        return v.concrete(what) if isinstance(v, Tracer) else v
 
     @property
     def shape(self):
@@ -70,28 +72,28 @@ class Tracer(ArrayBase):
         return self.primal().device
 
     def numpy(self):
-        return self.concrete().numpy()
+        return self.concrete(".numpy()").numpy()
 
     def __array__(self, dtype=None, copy=None):
-        return self.concrete().__array__(dtype, copy)
+        return self.concrete("converting to a NumPy array").__array__(dtype, copy)
 
     def item(self):
-        return self.concrete().item()
+        return self.concrete(".item()").item()
 
     def tolist(self):
-        return self.concrete().tolist()
+        return self.concrete(".tolist()").tolist()
 
     def __bool__(self):
-        return bool(self.concrete())
+        return bool(self.concrete("bool()"))
 
     def __float__(self):
-        return float(self.concrete())
+        return float(self.concrete("float()"))
 
     def __int__(self):
-        return int(self.concrete())
+        return int(self.concrete("int()"))
 
     def __index__(self):
-        return self.concrete().__index__()
+        return self.concrete("using as an index").__index__()
 
     def __repr__(self):
         return f"{type(self).__name__}({self.concrete()!r})"

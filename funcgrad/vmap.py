@@ -44,30 +44,9 @@ class BatchTracer(Tracer):
 
     dtype = property(lambda self: self.val.dtype)
 
-    def concrete(self):
-        raise ConcretizationError("vmap: a batched value has no single concrete value; use fnp.where or "
-                                  "fg.cond instead of Python control flow on it")
-
-    def __bool__(self):
-        self.concrete()
-
-    def __float__(self):
-        self.concrete()
-
-    def __int__(self):
-        self.concrete()
-
-    def __index__(self):
-        self.concrete()
-
-    def item(self):
-        self.concrete()
-
-    def numpy(self):
-        self.concrete()
-
-    def __array__(self, dtype=None, copy=None):
-        self.concrete()
+    def concrete(self, what: str = "the value"):
+        raise ConcretizationError(f"vmap: {what} of a batched value, which has no single concrete value; use "
+                                  f"fnp.where or fg.cond instead of Python control flow on it")
 
 
 class BatchTrace(Trace):
