@@ -334,3 +334,18 @@ def info() -> None:
     click.echo(f"numba.cuda  {detail}")
     from funcgrad.cpu import fusion
     click.echo(f"kernels     {fusion.cache_dir()} (jit's compiled fused kernels)")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def launch(args) -> None:
+    """Start a data-parallel job: [--nproc-per-node N] [--nnodes M --node-rank K --master-addr A
+    --master-port P] [--max-restarts R] SCRIPT [ARGS...]
+
+    \b
+    Examples:
+      funcgrad launch --nproc-per-node 2 train.py
+      funcgrad launch --nproc-per-node 4 --max-restarts 2 train.py --resume
+    """
+    from funcgrad.dist import launch as launcher
+    sys.exit(launcher.main(list(args)))
