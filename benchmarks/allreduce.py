@@ -1,0 +1,101 @@
+"""all_reduce latency and bus bandwidth for the shm, tcp and (when installed) mpi backends.
+
+Bus bandwidth = algorithm bandwidth x 2 (N - 1) / N, the standard figure that is comparable
+across rank counts. Medians of repeated float32 all-reduces, 2 and 4 ranks on this host.
+
+    python benchmarks/allreduce.py [--max-mib 256] [--ranks 2 4]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 100 << 20, 256 << 20]
+
+
+def worker(backend: str, max_bytes: int) -> None:
+    import numpy as np
+
+    import funcgrad.dist as dist
+    dist.init_process_group(backend, timeout=120)
+    results = []
+    for size in [s for s in SIZES if s <= max_bytes]:
+        x = np.ones(size // 4, np.float32)
+        repeats = 200 if size <= 64 << 10 else 20 if size <= 16 << 20 else 5
+        group = dist._default()
+        for _ in range(3):
+            group.all_reduce(x)
+        times = []
+        for _ in range(repeats):
+            group.barrier()
+            start = time.perf_counter()
+            group.all_reduce(x)
+            times.append(time.perf_counter() - start)
+        results.append((size, statistics.median(times)))
+    if dist.get_rank() == 0:
+        print("RESULTS " + json.dumps(results), flush=True)
+    dist.destroy_process_group()
+
+
+def run(backend: str, nproc: int, max_bytes: int):
+    env = {**os.environ, "PYTHONPATH": REPO}
+    script = [os.path.abspath(__file__), "--worker", backend, "--max-bytes", str(max_bytes)]
+    if backend == "mpi":
+        mpiexec = shutil.which("mpiexec") or os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        cmd = [mpiexec, "-n", str(nproc), sys.executable, *script]
+    else:
+        cmd = [sys.executable, "-m", "funcgrad.dist.launch", "--nproc-per-node", str(nproc), *script]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    for line in proc.stdout.splitlines():
+        if "RESULTS " in line:
+            return json.loads(line.split("RESULTS ", 1)[1])
+    raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--max-bytes", type=int, default=256 << 20, help=argparse.SUPPRESS)
+    parser.add_argument("--max-mib", type=int, default=256)
+    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker, args.max_bytes)
+    backends = ["shm", "tcp"]
+    try:
+        import mpi4py  # noqa: F401
+        backends.append("mpi")
+    except ImportError:
+        print("mpi: mpi4py not installed (pip install 'funcgrad[mpi]'), skipped")
+    table = {}
+    for nproc in args.ranks:
+        for backend in backends:
+            try:
+                table[(backend, nproc)] = dict(run(backend, nproc, args.max_mib << 20))
+            except Exception as e:  # noqa: BLE001  (one backend failing still prints the others)
+                print(f"{backend} x{nproc}: failed ({e})")
+    print(f"\nall_reduce, float32, median time and bus bandwidth, {os.cpu_count()} CPU cores")
+    header = f"{'size':>9}  " + "  ".join(f"{f'{b} x{n}':>20}" for (b, n) in table)
+    print(header)
+    for size in [s for s in SIZES if s <= args.max_mib << 20]:
+        cells = []
+        for (backend, nproc), rows in table.items():
+            t = rows.get(size)
+            if t is None:
+                cells.append(f"{'':>20}")
+                continue
+            bus = size / t * 2 * (nproc - 1) / nproc / 1e9
+            cells.append(f"{t * 1e6:>9.1f}us {bus:>6.2f}GB/s")
+        label = f"{size >> 20}MiB" if size >= 1 << 20 else f"{size >> 10}KiB"
+        print(f"{label:>9}  " + "  ".join(cells))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Worker scenarios for tests/test_dist.py, run under the launcher: python dist_worker.py SCENARIO BACKEND."""
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import funcgrad as fg
+import funcgrad.dist as dist
+
+scenario, backend = sys.argv[1], sys.argv[2]
+dist.init_process_group(backend, timeout=float(os.environ.get("DIST_TIMEOUT", "5")))
+rank, world = dist.get_rank(), dist.get_world_size()
+
+
+def report(message):
+    print(f"RESULT {message}", flush=True)
+
+
+try:
+    if scenario == "collectives":
+        x = np.arange(6, dtype=np.float32).reshape(2, 3) + rank
+        total = np.asarray(dist.all_reduce(x, "sum"))
+        expected = sum(np.arange(6, dtype=np.float32).reshape(2, 3) + r for r in range(world))
+        assert np.array_equal(total, expected)
+        assert np.array_equal(np.asarray(dist.all_reduce(x, "max")), x - rank + world - 1)
+        assert np.array_equal(np.asarray(dist.all_reduce(x, "min")), x - rank)
+        assert np.allclose(np.asarray(dist.all_reduce(x, "mean")), expected / world)
+        assert np.array_equal(np.asarray(dist.broadcast(x, world - 1)), x - rank + world - 1)
+        gathered = np.asarray(dist.all_gather(np.array([rank, rank * 10], np.int64)))
+        assert gathered.tolist() == [[r, r * 10] for r in range(world)]
+        part = np.asarray(dist.reduce_scatter(np.ones((world * 2, 3), np.int32)))
+        assert part.shape == (2, 3) and (part == world).all()
+        half = np.asarray(dist.all_reduce(fg.ones(5, dtype=fg.bfloat16) * (rank + 1)))
+        assert half.dtype == fg.bfloat16 and float(half[0]) == world * (world + 1) / 2
+        tree = {"w": fg.ones((3, 2)) * rank, "b": [fg.arange(4) * rank, fg.zeros(())]}
+        avg = dist.all_reduce_tree(tree, op="sum", bucket_bytes=16)
+        assert np.array_equal(np.asarray(avg["b"][0]), np.arange(4) * sum(range(world)))
+        same = dist.broadcast_tree({"w": fg.ones(3) * rank}, src=0)
+        assert np.array_equal(np.asarray(same["w"]), np.zeros(3))
+        dist.barrier()
+        report("ok")
+    elif scenario == "stress":  # 1000 back-to-back all-reduces of varied sizes, bit-identical everywhere
+        rng = np.random.default_rng(rank)
+        digest = 0.0
+        for i in range(1000):
+            n = int(rng.integers(1, 3000)) if i % 97 else 200_000
+            n = int(np.asarray(dist.broadcast(np.array([n]), 0))[0])
+            out = np.asarray(dist.all_reduce(np.full(n, (i % 7) + rank * 0.5, np.float32)))
+            assert (out == out[0]).all() and out[0] == world * (i % 7) + 0.5 * sum(range(world)), (i, out[0])
+            digest += float(out.sum())
+        gathered = np.asarray(dist.all_gather(np.array([digest])))
+        assert (gathered == gathered[0]).all()
+        report("ok")
+    elif scenario == "mismatch_shape":
+        dist.all_reduce(np.zeros(3 + rank, np.float32))
+    elif scenario == "mismatch_dtype":
+        dist.all_reduce(np.zeros(3, np.float32 if rank == 0 else np.float64))
+    elif scenario == "mismatch_op":
+        dist.all_reduce(np.zeros(3), "sum" if rank == 0 else "max")
+    elif scenario == "skip":
+        if rank != 1:
+            dist.all_reduce(np.zeros(3))
+        else:
+            time.sleep(30)
+    elif scenario == "raise_before":
+        if rank == 1:
+            raise RuntimeError("rank 1 failed before the collective")
+        dist.all_reduce(np.zeros(3))
+    elif scenario == "sigkill":
+        dist.all_reduce(np.zeros(3))
+        if rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        dist.all_reduce(np.zeros(1000))
+    elif scenario == "unusable_after_error":
+        try:
+            dist.all_reduce(np.zeros(2 + rank))
+        except dist.DistError:
+            pass
+        dist.all_reduce(np.zeros(2))
+except dist.DistError as e:
+    report(f"{type(e).__name__}: {e}")
+    sys.exit(17)
+finally:
+    if scenario not in ("sigkill",):
+        dist.destroy_process_group()
