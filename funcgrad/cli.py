@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import click
+import numpy as np
 
 MODELS = ("linear", "mlp", "cnn", "gpt")
 DEFAULTS = {  # epochs, batch size, peak learning rate, optimizer
@@ -146,10 +147,14 @@ def _plot(history: list[dict], path: str) -> None:
 @click.option("--metrics", "metrics_path", type=click.Path(dir_okay=False), help="Write epoch metrics (JSON lines).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Save loss/accuracy curves (PNG).")
 @click.option("--no-jit", is_flag=True, help="Run the training step eagerly instead of compiling it with fg.jit.")
+@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Train data-parallel on this many processes (through funcgrad launch).")
+@click.option("--dist-backend", type=click.Choice(["shm", "tcp", "mpi"]), default="shm", show_default=True)
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
 @_friendly
 def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_decay, device, precision, seed,
-          checkpoint_dir, resume, grad_accum, max_steps, metrics_path, plot_path, no_jit, quiet) -> None:
+          checkpoint_dir, resume, grad_accum, max_steps, metrics_path, plot_path, no_jit, nproc, dist_backend,
+          quiet) -> None:
     """Train a demo MODEL (linear, mlp, cnn, gpt) and report test metrics.
 
     \b
@@ -161,11 +166,18 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     """
     import funcgrad as fg
     from funcgrad import data, optim
+    from funcgrad import dist
     from funcgrad.models import RECIPES
     from funcgrad.train import fit
 
     if resume and not checkpoint_dir:
         raise click.UsageError("--resume needs --checkpoint-dir")
+    if nproc > 1 and "WORLD_SIZE" not in os.environ:  # start the workers, each runs this same command
+        from funcgrad.dist import launch as launcher
+        sys.exit(launcher.main(["--nproc-per-node", str(nproc), "-m", "funcgrad.cli", *sys.argv[1:]]))
+    group = dist.init_process_group(dist_backend) if "WORLD_SIZE" in os.environ else None
+    if group is not None and group.rank != 0:
+        quiet, metrics_path, plot_path = True, None, None  # rank 0 logs for the job
     fg.device_put(fg.zeros(()), device)  # a clear error now if the device is missing
     recipe = RECIPES[model]
     d_epochs, d_batch, d_lr, d_opt = DEFAULTS[model]
@@ -175,8 +187,12 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     x_test, y_test = data.load(dataset, "test")
     k_init, k_train = fg.random.split(fg.random.key(seed))
     net = recipe.build(x_train, y_train, k_init)
-    train_loader = data.DataLoader(data.ArrayDataset(x_train, y_train), batch_size, shuffle=True, seed=seed,
-                                   device=device)
+    train_set = data.ArrayDataset(x_train, y_train)
+    if group is not None and group.world_size > 1:
+        sampler = data.DistributedSampler(train_set, group.world_size, group.rank, shuffle=True, seed=seed)
+        train_loader = data.DataLoader(train_set, batch_size, sampler=sampler, device=device)
+    else:
+        train_loader = data.DataLoader(train_set, batch_size, shuffle=True, seed=seed, device=device)
     test_loader = data.DataLoader(data.ArrayDataset(x_test, y_test), 512, device=device)
     total_steps = epochs * len(train_loader) // grad_accum
     opt = _optimizer(optimizer, _schedule(schedule, lr, total_steps), weight_decay)
@@ -188,12 +204,22 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     try:
         result = fit(net, opt, train_loader, recipe.loss, epochs=epochs, eval_loader=test_loader, key=k_train,
                      checkpoint_dir=checkpoint_dir, resume=resume, max_steps=max_steps, jit=not no_jit,
-                     precision=precision, on_step=on_step, on_epoch=on_epoch,
+                     precision=precision, on_step=on_step, on_epoch=on_epoch, group=group,
                      metadata={"model": model, "dataset": dataset, "seed": seed, "precision": precision})
     finally:
         if metrics_file is not None:
             metrics_file.close()
+    if group is not None:
+        digest = float(sum(float(fg.numpy.sum(p)) for p in fg.tree_leaves(result.model)))
+        same = np.asarray(group.all_gather(np.array([digest])))
+        dist.destroy_process_group()
+        if group.rank != 0:
+            return
+        if not (same == same[0]).all():
+            raise RuntimeError(f"parameters differ across ranks after training: {same.ravel().tolist()}")
     summary = f"{model} on {dataset}: {result.step} steps in {time.perf_counter() - start:.1f}s"
+    if group is not None and group.world_size > 1:
+        summary += f" on {group.world_size} processes ({dist_backend}; parameters identical on every rank)"
     if result.history:
         last = result.history[-1]
         summary += f", test loss {last['test_loss']:.4f}"
@@ -349,3 +375,7 @@ def launch(args) -> None:
     """
     from funcgrad.dist import launch as launcher
     sys.exit(launcher.main(list(args)))
+
+
+if __name__ == "__main__":
+    main()

@@ -69,14 +69,18 @@ def _autocast(loss_fn: LossFn, precision: str) -> LossFn:
 
 
 def make_train_step(loss_fn: LossFn, optimizer: GradientTransformation, jit: bool = True,
-                    precision: str = "fp32") -> Callable:
+                    precision: str = "fp32", group=None) -> Callable:
     """(model, opt_state, scaler, batch, key) -> (model, opt_state, scaler, loss, metrics): one
     optimiser step, compiled with fg.jit unless jit=False. precision "bf16" or "fp16" runs the loss
     under autocast; fp16 also scales the loss (scaler is a DynamicLossScale) and skips steps whose
-    gradients overflow. With fp32 or bf16 the scaler passes through unused."""
+    gradients overflow. With fp32 or bf16 the scaler passes through unused.
+    With a process group of several ranks, gradients (and the reported loss and metrics) are
+    averaged over the ranks between the jitted gradient and update computations."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
     mixed = _autocast(loss_fn, precision)
+    if group is not None and group.world_size > 1:
+        return _data_parallel_step(mixed, optimizer, jit, precision, group)
 
     def train_step(model, opt_state, scaler, batch, key):
         if precision != "fp16":
@@ -95,6 +99,26 @@ def make_train_step(loss_fn: LossFn, optimizer: GradientTransformation, jit: boo
         return model, opt_state, scaler.update(finite), loss, metrics
 
     return compile_jit(train_step) if jit else train_step
+
+
+def _data_parallel_step(loss_fn, optimizer, jit: bool, precision: str, group) -> Callable:
+    if precision == "fp16":
+        raise ValueError("fp16 loss scaling is not combined with data parallelism yet; use bf16 or fp32")
+    grad_fn = value_and_grad(loss_fn, has_aux=True)
+
+    def update(model, opt_state, grads):
+        updates, opt_state = optimizer.update(grads, opt_state, model)
+        return apply_updates(model, updates), opt_state
+
+    grad_fn, update = (compile_jit(grad_fn), compile_jit(update)) if jit else (grad_fn, update)
+
+    def train_step(model, opt_state, scaler, batch, key):
+        (loss, metrics), grads = grad_fn(model, batch, key)
+        synced = group.all_reduce_tree({"grads": grads, "loss": loss, "metrics": metrics}, op="mean")
+        model, opt_state = update(model, opt_state, synced["grads"])
+        return model, opt_state, scaler, synced["loss"], synced["metrics"]
+
+    return train_step
 
 
 def evaluate(model, loader, loss_fn: LossFn, jit: bool = False, precision: str = "fp32") -> dict[str, float]:
@@ -126,12 +150,15 @@ def save_training_state(path: Path, model, opt_state, scaler, step: int, key, lo
 def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn, *, epochs: int = 1,
         eval_loader=None, key=None, checkpoint_dir: "str | os.PathLike | None" = None, resume: bool = False,
         max_steps: int | None = None, opt_state=None, jit: bool = True, precision: str = "fp32",
-        metadata: dict | None = None,
+        metadata: dict | None = None, group=None,
         on_step: Callable[[StepInfo], None] | None = None,
         on_epoch: Callable[[dict], None] | None = None) -> FitResult:
     """Train for `epochs` (or until `max_steps` steps in all); see the module docstring.
     jit=True compiles the training step (and evaluation) with fg.jit; precision is "fp32", "bf16"
-    or "fp16" (see make_train_step); metadata is stored in every checkpoint."""
+    or "fp16" (see make_train_step); metadata is stored in every checkpoint. group (a
+    funcgrad.dist process group) trains data-parallel: rank 0's parameters are broadcast first,
+    gradients are averaged every step, and only rank 0 writes checkpoints. Give each rank its
+    shard of the data (a DataLoader with a DistributedSampler)."""
     key = random.key(0) if key is None else key
     opt_state = optimizer.init(model) if opt_state is None else opt_state
     scaler = amp.DynamicLossScale.create()
@@ -142,7 +169,13 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
         model, opt_state, scaler = tree["model"], tree["opt_state"], tree["scaler"]
         step, key, history = int(meta["step"]), meta["key"], list(meta.get("history", []))
         train_loader.load_state_dict(meta["loader"])
-    step_fn = make_train_step(loss_fn, optimizer, jit, precision)
+    distributed = group is not None and group.world_size > 1
+    if distributed:
+        model = group.broadcast_tree(model, src=0)
+        opt_state = group.broadcast_tree(opt_state, src=0)
+    if distributed and group.rank != 0:
+        path = None  # rank 0 writes the checkpoints
+    step_fn = make_train_step(loss_fn, optimizer, jit, precision, group)
     batches = len(train_loader)
     while train_loader.epoch < epochs and (max_steps is None or step < max_steps):
         epoch, started = train_loader.epoch, time.perf_counter()

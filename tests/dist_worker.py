@@ -53,6 +53,26 @@ try:
         gathered = np.asarray(dist.all_gather(np.array([digest])))
         assert (gathered == gathered[0]).all()
         report("ok")
+    elif scenario == "train_identical":  # data-parallel steps keep parameters bit-identical on every rank
+        import hashlib
+
+        from funcgrad import data, nn, optim
+        from funcgrad.train import classification_loss, make_train_step
+        x, y = data.load("digits")
+        sampler = data.DistributedSampler(len(x), world, rank, seed=0)
+        loader = data.DataLoader(data.ArrayDataset(x, y), 32, sampler=sampler)
+        model = nn.MLP(64, [32], 10, dropout=0.1, key=fg.random.key(rank))  # different on purpose
+        opt = optim.adamw(1e-2)
+        group = dist._default()
+        model = group.broadcast_tree(model)
+        state, scaler = opt.init(model), fg.amp.DynamicLossScale.create()
+        step = make_train_step(classification_loss, opt, jit=True, group=group)
+        for i, batch in zip(range(8), loader):
+            model, state, scaler, loss, _ = step(model, state, scaler, batch, fg.random.fold_in(fg.random.key(0), i))
+            digest = hashlib.sha256(b"".join(np.asarray(p).tobytes() for p in fg.tree_leaves(model))).digest()
+            everyone = np.asarray(dist.all_gather(np.frombuffer(digest, np.uint8)))
+            assert (everyone == everyone[0]).all(), f"parameters differ after step {i}"
+        report("ok")
     elif scenario == "mismatch_shape":
         dist.all_reduce(np.zeros(3 + rank, np.float32))
     elif scenario == "mismatch_dtype":

@@ -42,6 +42,23 @@ def test_collectives_are_correct(backend, nproc):
 
 
 @pytest.mark.parametrize("backend", ["tcp", "shm"])
+def test_data_parallel_steps_keep_parameters_bit_identical(backend):
+    proc, results = launch("train_identical", backend, 2, extra_env={"DIST_TIMEOUT": "30"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert results == {0: "ok", 1: "ok"}
+
+
+def test_cli_trains_data_parallel(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, str(REPO / "cli.py"), "train", "mlp", "--epochs", "2", "--nproc", "2",
+                           "--quiet", "--checkpoint-dir", str(tmp_path)], capture_output=True, text=True,
+                          timeout=LIMIT * 3, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "on 2 processes (shm; parameters identical on every rank)" in proc.stdout
+    assert (tmp_path / "last.safetensors").exists()
+
+
+@pytest.mark.parametrize("backend", ["tcp", "shm"])
 def test_thousand_back_to_back_all_reduces(backend):
     proc, results = launch("stress", backend, 2)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -194,3 +211,16 @@ def test_world_size_one_works_without_a_network():
         dist.destroy_process_group()
     with pytest.raises(dist.DistError, match="no process group"):
         dist.get_rank()
+
+
+@pytest.mark.parametrize("scenario", ["collectives", "train_identical"])
+def test_mpi_backend_under_mpiexec(scenario):
+    pytest.importorskip("mpi4py")
+    mpiexec = Path(sys.executable).with_name("mpiexec")
+    if not mpiexec.exists():
+        pytest.skip("no mpiexec beside this Python (pip install 'funcgrad[mpi]')")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DIST_TIMEOUT": "30"}
+    proc = subprocess.run([str(mpiexec), "-n", "2", sys.executable, WORKER, scenario, "mpi"], capture_output=True,
+                          text=True, timeout=LIMIT * 2, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("RESULT ok") == 2
