@@ -322,7 +322,8 @@ def bench(quick: bool) -> None:
     runs = [["overhead.py", "--repeats", "5" if quick else "20"],
             ["train_digits.py", "--epochs-mlp", "5" if quick else "30", "--epochs-cnn", "3" if quick else "20"],
             ["step.py", "--repeats", "5" if quick else "20", "--no-compile"],
-            ["amp_memory.py"]]
+            ["amp_memory.py"],
+            ["allreduce.py", "--max-mib", "16" if quick else "256", "--ranks", "2", "4"]]
     for script, *args in runs:
         click.echo(f"\n=== benchmarks/{script} ===")
         proc = subprocess.run([sys.executable, str(folder / script), *args], capture_output=True, text=True)
