@@ -1,0 +1,192 @@
+"""What every backend shares: checked collectives, the pytree collectives, and the default group.
+
+Before moving data, every collective exchanges a small header (operation, sequence number,
+shape, dtype, root) with all ranks and compares them, so a mismatch is an exception on every
+rank that names both sides, never a hang or a silently wrong sum. After any error the group is
+marked broken: later calls raise until it is created again.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..array import Array
+from ..tree import tree_flatten
+from .errors import DistError
+
+REDUCE_OPS = {"sum": np.add, "mean": np.add, "max": np.maximum, "min": np.minimum}
+
+
+class ProcessGroup:
+    """A backend implements _all_gather_bytes, _all_reduce_into, _broadcast_into and close."""
+
+    backend = "none"
+
+    def __init__(self, rank: int, world_size: int, local_rank: int, timeout: float):
+        self.rank, self.world_size, self.local_rank, self.timeout = rank, world_size, local_rank, timeout
+        self.seq = 0
+        self.broken: str | None = None
+
+    # ---- backend interface ------------------------------------------------------------------------
+    def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
+        raise DistError(f"{type(self).__name__} cannot gather")
+
+    def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
+        raise DistError(f"{type(self).__name__} cannot reduce")
+
+    def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
+        raise DistError(f"{type(self).__name__} cannot broadcast")
+
+    def close(self) -> None:
+        self.broken = self.broken or "the process group was destroyed"
+
+    # ---- checking ---------------------------------------------------------------------------------
+    def _begin(self, op: str, array: np.ndarray | None, **extra) -> str:
+        if self.broken:
+            raise DistError(f"rank {self.rank}: the process group is unusable ({self.broken}); "
+                            f"call init_process_group again")
+        self.seq += 1
+        what = f"{op} #{self.seq}"
+        if self.world_size == 1:
+            return what
+        header = {"op": op, "seq": self.seq, **extra}
+        if array is not None:
+            header.update(shape=list(array.shape), dtype=str(array.dtype))
+        try:
+            headers = [json.loads(h) for h in self._all_gather_bytes(json.dumps(header).encode(), what)]
+        except DistError as e:
+            self.broken = str(e)
+            raise
+        for peer, theirs in enumerate(headers):
+            if theirs != header:
+                self.broken = f"mismatched collectives at {what}"
+                raise DistError(f"rank {self.rank}: collective mismatch: this rank called {_describe(header)} but "
+                                f"rank {peer} called {_describe(theirs)}")
+        return what
+
+    def _run(self, fn, *args):
+        try:
+            return fn(*args)
+        except DistError as e:
+            self.broken = str(e)
+            raise
+
+    # ---- collectives on arrays ------------------------------------------------------------------------
+    def all_reduce(self, x, op: str = "sum") -> Array:
+        """The elementwise reduction (sum, mean, max, min) of x over all ranks, on every rank."""
+        if op not in REDUCE_OPS:
+            raise ValueError(f"all_reduce op must be one of {sorted(REDUCE_OPS)}, got {op!r}")
+        arr = _host(x)
+        if op == "mean" and not dtypes.is_float(arr.dtype):
+            raise TypeError(f"all_reduce op='mean' needs a floating-point array, got {arr.dtype}")
+        what = self._begin("all_reduce", arr, reduce=op)
+        flat = np.array(arr, order="C").reshape(-1)
+        if self.world_size > 1 and flat.size:
+            self._run(self._all_reduce_into, flat, op, what)
+        if op == "mean":
+            flat /= self.world_size
+        return Array(flat.reshape(arr.shape))
+
+    def broadcast(self, x, src: int = 0) -> Array:
+        """x from rank src, on every rank."""
+        if not 0 <= src < self.world_size:
+            raise ValueError(f"broadcast src {src} is not a rank of a group of {self.world_size}")
+        arr = _host(x)
+        what = self._begin("broadcast", arr, src=src)
+        flat = np.array(arr, order="C").reshape(-1)
+        if self.world_size > 1 and flat.size:
+            self._run(self._broadcast_into, flat, src, what)
+        return Array(flat.reshape(arr.shape))
+
+    def all_gather(self, x) -> Array:
+        """Every rank's x, stacked along a new leading axis (rank order)."""
+        arr = _host(x)
+        what = self._begin("all_gather", arr)
+        if self.world_size == 1:
+            return Array(arr[None].copy())
+        blocks = self._run(self._all_gather_bytes, np.ascontiguousarray(arr).tobytes(), what)
+        return Array(np.stack([np.frombuffer(b, arr.dtype).reshape(arr.shape) for b in blocks]))
+
+    def reduce_scatter(self, x, op: str = "sum") -> Array:
+        """Reduce x over ranks and give rank r the r-th of world_size equal slices of axis 0."""
+        arr = _host(x)
+        if arr.ndim == 0 or arr.shape[0] % self.world_size:
+            raise ValueError(f"reduce_scatter needs a leading axis divisible by the world size "
+                             f"{self.world_size}, got shape {arr.shape}")
+        reduced = np.asarray(self.all_reduce(arr, op))
+        part = arr.shape[0] // self.world_size
+        return Array(reduced[self.rank * part:(self.rank + 1) * part].copy())
+
+    def barrier(self) -> None:
+        self._begin("barrier", None)
+
+    # ---- pytrees ------------------------------------------------------------------------------------
+    def all_reduce_tree(self, tree, op: str = "mean", bucket_bytes: int = 25 * 2 ** 20):
+        """all_reduce every leaf, packing leaves of one dtype into flat buckets of about
+        bucket_bytes so many small gradients travel as few messages (Horovod's tensor fusion)."""
+        leaves, treedef = tree_flatten(tree)
+        arrays = [_host(leaf) for leaf in leaves]
+        out: list[Any] = [None] * len(arrays)
+        for bucket in _buckets(arrays, bucket_bytes):
+            flat = np.concatenate([arrays[i].reshape(-1) for i in bucket])
+            reduced = np.asarray(self.all_reduce(flat, op))
+            offset = 0
+            for i in bucket:
+                n = arrays[i].size
+                out[i] = Array(reduced[offset:offset + n].reshape(arrays[i].shape))
+                offset += n
+        return treedef.unflatten(out)
+
+    def broadcast_tree(self, tree, src: int = 0, bucket_bytes: int = 25 * 2 ** 20):
+        """Every leaf of src's tree, on every rank (parameters identical before training)."""
+        leaves, treedef = tree_flatten(tree)
+        arrays = [_host(leaf) for leaf in leaves]
+        out: list[Any] = [None] * len(arrays)
+        for bucket in _buckets(arrays, bucket_bytes):
+            flat = np.concatenate([arrays[i].reshape(-1) for i in bucket])
+            sent = np.asarray(self.broadcast(flat, src))
+            offset = 0
+            for i in bucket:
+                n = arrays[i].size
+                out[i] = Array(sent[offset:offset + n].reshape(arrays[i].shape))
+                offset += n
+        return treedef.unflatten(out)
+
+
+def _buckets(arrays: list[np.ndarray], bucket_bytes: int) -> list[list[int]]:
+    """Indices grouped by dtype, each group split where it passes bucket_bytes (order kept)."""
+    by_dtype: dict[np.dtype, list[int]] = {}
+    for i, a in enumerate(arrays):
+        by_dtype.setdefault(a.dtype, []).append(i)
+    buckets = []
+    for indices in by_dtype.values():
+        current, size = [], 0
+        for i in indices:
+            if current and size + arrays[i].nbytes > bucket_bytes:
+                buckets.append(current)
+                current, size = [], 0
+            current.append(i)
+            size += arrays[i].nbytes
+        if current:
+            buckets.append(current)
+    return buckets
+
+
+def _host(x) -> np.ndarray:
+    return np.asarray(x)
+
+
+def _describe(header: dict) -> str:
+    parts = [f"{header['op']} #{header['seq']}"]
+    for key in ("reduce", "src", "dtype", "shape"):
+        if key in header:
+            parts.append(f"{key}={header[key]}")
+    return "(" + ", ".join(parts) + ")"
+
+
+class SingleProcessGroup(ProcessGroup):
+    """world_size 1: every collective is local."""
+    backend = "single"

@@ -1,0 +1,46 @@
+"""The mpi backend: collectives through mpi4py, for clusters (`mpiexec -n 4 python train.py`).
+
+Ranks and the world size come from MPI itself. Headers are checked as in every backend (with
+an MPI allgather); waits are MPI's own, so a dead rank is handled by mpiexec, which ends the job.
+bfloat16 travels as float32, since MPI has no bfloat16 type.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .group import ProcessGroup
+
+try:
+    from mpi4py import MPI
+except ImportError as e:  # reported by init_process_group("mpi")
+    MPI = None
+    IMPORT_ERROR = e
+
+
+class MPIGroup(ProcessGroup):
+    backend = "mpi"
+
+    def __init__(self, timeout: float):
+        if MPI is None:
+            raise ImportError(f"the mpi backend needs mpi4py and an MPI library: pip install 'funcgrad[mpi]' "
+                              f"({IMPORT_ERROR})")
+        self.comm = MPI.COMM_WORLD
+        local = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        super().__init__(self.comm.Get_rank(), self.comm.Get_size(), local.Get_rank(), timeout)
+        local.Free()
+
+    def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
+        return self.comm.allgather(data)
+
+    def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
+        mpi_op = {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
+        if flat.dtype in dtypes.low_precision or flat.dtype == np.bool_:
+            wide = flat.astype(np.float32 if flat.dtype != np.bool_ else np.int32)
+            self.comm.Allreduce(MPI.IN_PLACE, wide, op=mpi_op)
+            flat[:] = wide.astype(flat.dtype)
+        else:
+            self.comm.Allreduce(MPI.IN_PLACE, flat, op=mpi_op)
+
+    def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
+        self.comm.Bcast(flat.view(np.uint8), root=src)

@@ -1,0 +1,228 @@
+"""The shm backend: the ranks of one host exchange data through shared memory (/dev/shm).
+
+Each rank owns a data segment and a slot of a shared control block. all_reduce is a
+reduce-scatter plus an all-gather over the segments: every rank copies its data in, reduces its
+1/N slice across all segments, and copies the reduced slices out, with a barrier between the
+phases. Barriers spin briefly, then sleep, on per-rank sequence counters, watch the other ranks'
+pids so a dead peer is reported within a fraction of a second, and time out naming the rank
+that did not arrive. Segments are named by job and rank, unlinked on close, at exit and when a
+peer dies; stale ones of killed runs are removed at the next start.
+"""
+from __future__ import annotations
+
+import atexit
+import mmap
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import DistError, DistTimeoutError
+from .group import REDUCE_OPS, ProcessGroup
+from .store import StoreClient, StoreServer
+
+SHM_DIR = Path("/dev/shm")
+CAPACITY = 64 * 2 ** 20  # bytes per rank per round; larger messages go in rounds
+HEADER = 4096  # bytes per rank for the header exchange
+_SLOT = 64  # control bytes per rank: sequence counter, pid
+
+
+def _segment(name: str, size: int, create: bool) -> tuple[mmap.mmap, Path]:
+    path = SHM_DIR / name
+    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        if create:
+            os.ftruncate(fd, size)
+        return mmap.mmap(fd, size), path
+    finally:
+        os.close(fd)
+
+
+def remove_stale_segments() -> list[str]:
+    """Unlink funcgrad segments whose creating process is gone (a run that was killed)."""
+    removed = []
+    for path in SHM_DIR.glob("funcgrad_*"):
+        m = re.match(r"funcgrad_[0-9a-f]+_p(\d+)_", path.name)
+        if m and not _alive(int(m.group(1))):
+            try:
+                path.unlink()
+                removed.append(path.name)
+            except OSError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class SHMGroup(ProcessGroup):
+    backend = "shm"
+
+    def __init__(self, rank: int, world_size: int, local_rank: int, timeout: float, master_addr: str,
+                 master_port: int, secret: bytes):
+        super().__init__(rank, world_size, local_rank, timeout)
+        self.server = self.store = None
+        self.paths: list[Path] = []
+        self.maps: list[mmap.mmap] = []
+        self.counter = 0
+        if world_size == 1:
+            return
+        if not SHM_DIR.is_dir():
+            raise DistError("the shm backend needs /dev/shm (Linux); use backend='tcp'")
+        remove_stale_segments()
+        if rank == 0:
+            self.server = StoreServer(master_addr if master_addr != "localhost" else "127.0.0.1", master_port, secret)
+        try:
+            self._rendezvous(master_addr, master_port, secret)
+        except BaseException:
+            self.close()
+            raise
+        atexit.register(self.close)
+
+    def _rendezvous(self, master_addr, master_port, secret):
+        n, r, t = self.world_size, self.rank, self.timeout
+        self.store = store = StoreClient(master_addr, master_port, secret, t)
+        if store.add(f"rank/{r}", 1) != 1:
+            raise DistError(f"RANK {r} was claimed by two processes: duplicate ranks in one job")
+        if r == 0:
+            store.set("job", os.urandom(8).hex().encode())
+        store.set(f"world/{r}", str(n).encode())
+        if int(store.wait_get("world/0", t)) != n:
+            raise DistError(f"rank {r} has WORLD_SIZE {n} but rank 0 has {int(store.wait_get('world/0', t))}")
+        job = store.wait_get("job", t).decode()
+        mine = f"funcgrad_{job}_p{os.getpid()}_r{r}"
+        self.data_map, path = _segment(mine, CAPACITY + HEADER + _SLOT, create=True)
+        self.paths.append(path)
+        store.set(f"shm/{r}", f"{mine} {os.getpid()}".encode())
+        self.segments, self.pids = [], []
+        for peer in range(n):
+            try:
+                name, pid = store.wait_get(f"shm/{peer}", t).decode().split()
+            except DistTimeoutError:
+                raise DistTimeoutError(f"rank {peer} did not join within {t:g}s: WORLD_SIZE is {n}; were fewer "
+                                       f"processes started?") from None
+            segment = self.data_map if peer == r else _segment(name, CAPACITY + HEADER + _SLOT, create=False)[0]
+            self.maps.append(segment)
+            self.segments.append(segment)
+            self.pids.append(int(pid))
+            self.paths.append(SHM_DIR / name)
+        self.data = [np.frombuffer(m, np.uint8, CAPACITY) for m in self.segments]
+        self.headers = [np.frombuffer(m, np.uint8, HEADER, CAPACITY) for m in self.segments]
+        self.slots = [np.frombuffer(m, np.int64, 1, CAPACITY + HEADER) for m in self.segments]
+        self._barrier("rendezvous")
+
+    # ---- synchronisation ------------------------------------------------------------------------------
+    def _barrier(self, what: str) -> None:
+        self.counter += 1
+        self.slots[self.rank][0] = self.counter
+        deadline = time.monotonic() + self.timeout
+        spins = 0
+        while True:
+            behind = [p for p in range(self.world_size) if self.slots[p][0] < self.counter]
+            if not behind:
+                return
+            spins += 1
+            if spins < 64:
+                continue  # spin: the others are usually a few microseconds away
+            if spins % 256 == 0:
+                for p in behind:
+                    if not _alive(self.pids[p]):
+                        self._unlink_peer(p)
+                        raise DistError(f"rank {self.rank}: rank {p} (pid {self.pids[p]}) died during {what}")
+                if time.monotonic() > deadline:
+                    raise DistTimeoutError(f"rank {self.rank}: timed out after {self.timeout:g}s in {what} waiting "
+                                           f"for rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))} "
+                                           f"(did {'they' if len(behind) > 1 else 'it'} skip the collective?)")
+            if spins < 4096:
+                os.sched_yield()  # give the core to a rank that still has work (more ranks than cores)
+            else:
+                time.sleep(0.0005)
+
+    def _unlink_peer(self, peer: int) -> None:
+        path = self.paths[1 + peer]
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+    # ---- collectives ----------------------------------------------------------------------------------
+    def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
+        if len(data) > HEADER - 8:
+            return self._all_gather_large(data, what)
+        self.headers[self.rank][:8] = np.frombuffer(np.int64(len(data)).tobytes(), np.uint8)
+        self.headers[self.rank][8:8 + len(data)] = np.frombuffer(data, np.uint8)
+        self._barrier(what)
+        out = []
+        for h in self.headers:
+            n = int(np.frombuffer(h[:8].tobytes(), np.int64)[0])
+            out.append(h[8:8 + n].tobytes())
+        self._barrier(what)
+        return out
+
+    def _all_gather_large(self, data: bytes, what: str) -> list[bytes]:
+        sizes = [int(s) for s in self._all_gather_bytes(str(len(data)).encode(), what)]
+        out = [bytearray(s) for s in sizes]
+        for start in range(0, max(sizes), CAPACITY):
+            piece = data[start:start + CAPACITY]
+            self.data[self.rank][:len(piece)] = np.frombuffer(piece, np.uint8)
+            self._barrier(what)
+            for p, size in enumerate(sizes):
+                k = min(CAPACITY, max(size - start, 0))
+                out[p][start:start + k] = self.data[p][:k].tobytes()
+            self._barrier(what)
+        return [bytes(b) for b in out]
+
+    def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
+        n, r = self.world_size, self.rank
+        reduce = REDUCE_OPS[op]
+        per_round = CAPACITY // flat.itemsize
+        for start in range(0, flat.size, per_round):
+            block = flat[start:start + per_round]
+            views = [np.frombuffer(d, flat.dtype, block.size) for d in self.data]
+            views[r][:] = block
+            self._barrier(what)
+            bounds = np.linspace(0, block.size, n + 1).astype(np.int64)
+            lo, hi = bounds[r], bounds[r + 1]
+            acc = views[r][lo:hi]
+            for p in range(n):
+                if p != r:
+                    reduce(acc, views[p][lo:hi], out=acc)
+            self._barrier(what)
+            for p in range(n):
+                block[bounds[p]:bounds[p + 1]] = views[p][bounds[p]:bounds[p + 1]]
+            self._barrier(what)
+
+    def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
+        raw = flat.view(np.uint8)
+        for start in range(0, raw.size, CAPACITY):
+            piece = raw[start:start + CAPACITY]
+            if self.rank == src:
+                self.data[src][:piece.size] = piece
+            self._barrier(what)
+            if self.rank != src:
+                piece[:] = self.data[src][:piece.size]
+            self._barrier(what)
+
+    def close(self) -> None:
+        super().close()
+        for path in self.paths[:1]:  # our own segment
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        if self.server is not None:
+            self.server.close()
+            self.server = None

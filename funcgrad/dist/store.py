@@ -1,0 +1,171 @@
+"""A small key-value store for rendezvous (the idea of torch's TCPStore), with authentication.
+
+Rank 0 serves it on MASTER_ADDR:MASTER_PORT. Every connection must answer an HMAC-SHA256
+challenge keyed by the job secret before it may read or write, so a stray connection can neither
+join a job nor inject data. Values are bytes; `wait_get` blocks until a key appears.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import socket
+import struct
+import threading
+import time
+
+from .errors import DistError, DistTimeoutError
+
+_CHALLENGE = b"funcgrad-store-v1"
+
+
+def prove(secret: bytes, nonce: bytes, purpose: bytes = _CHALLENGE) -> bytes:
+    return hmac.new(secret, purpose + nonce, hashlib.sha256).digest()
+
+
+def send_frame(sock: socket.socket, *parts: bytes) -> None:
+    payload = b"".join(struct.pack("!I", len(p)) + p for p in parts)
+    sock.sendall(struct.pack("!I", len(payload)) + payload)
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise ConnectionError("connection closed")
+        got += k
+    return bytes(buf)
+
+
+def recv_frame(sock: socket.socket) -> list[bytes]:
+    (length,) = struct.unpack("!I", recv_exact(sock, 4))
+    payload = recv_exact(sock, length)
+    parts, offset = [], 0
+    while offset < length:
+        (n,) = struct.unpack("!I", payload[offset:offset + 4])
+        parts.append(payload[offset + 4:offset + 4 + n])
+        offset += 4 + n
+    return parts
+
+
+class StoreServer:
+    """Serves the store from a background thread; one thread per client connection."""
+
+    def __init__(self, host: str, port: int, secret: bytes):
+        self.secret = secret
+        self.data: dict[bytes, bytes] = {}
+        self.cond = threading.Condition()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind((host, port))
+        except OSError as e:
+            self.sock.close()
+            raise DistError(f"cannot serve the rendezvous store on {host}:{port} ({e.strerror}): is MASTER_PORT "
+                            f"busy, or MASTER_ADDR not an address of this host?") from None
+        self.sock.listen(128)
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True, name="funcgrad-store").start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket):
+        try:
+            conn.settimeout(10)
+            nonce = os.urandom(32)
+            send_frame(conn, nonce)
+            (answer,) = recv_frame(conn)
+            if not hmac.compare_digest(answer, prove(self.secret, nonce)):
+                send_frame(conn, b"denied")
+                return
+            send_frame(conn, b"ok")
+            conn.settimeout(None)
+            while True:
+                op, *args = recv_frame(conn)
+                send_frame(conn, *self._handle(op, args))
+        except (ConnectionError, OSError, struct.error, ValueError):
+            pass
+        finally:
+            conn.close()
+
+    def _handle(self, op: bytes, args: list[bytes]) -> list[bytes]:
+        with self.cond:
+            if op == b"set":
+                self.data[args[0]] = args[1]
+                self.cond.notify_all()
+                return [b"ok"]
+            if op == b"add":
+                value = int(self.data.get(args[0], b"0")) + int(args[1])
+                self.data[args[0]] = str(value).encode()
+                self.cond.notify_all()
+                return [str(value).encode()]
+            if op == b"get":
+                deadline = time.monotonic() + float(args[1])
+                while args[0] not in self.data:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return [b"timeout"]
+                    self.cond.wait(left)
+                return [b"ok", self.data[args[0]]]
+        return [b"bad request"]
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+
+
+class StoreClient:
+    def __init__(self, host: str, port: int, secret: bytes, timeout: float):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.create_connection((host, port), timeout=min(timeout, 5))
+                break
+            except OSError as e:
+                if time.monotonic() > deadline:
+                    raise DistTimeoutError(f"cannot reach the rendezvous store at {host}:{port} within {timeout:g}s "
+                                           f"({e.strerror}): is rank 0 running, MASTER_ADDR/MASTER_PORT right?") from None
+                time.sleep(0.05)
+        try:
+            (nonce,) = recv_frame(self.sock)
+            send_frame(self.sock, prove(secret, nonce))
+            (status,) = recv_frame(self.sock)
+        except (ConnectionError, OSError) as e:
+            raise DistError(f"rendezvous store at {host}:{port} closed the connection: {e}") from None
+        if status != b"ok":
+            raise DistError(f"the rendezvous store at {host}:{port} rejected this process: FUNCGRAD_DIST_SECRET "
+                            f"differs from the job's")
+        self.sock.settimeout(None)
+        self.lock = threading.Lock()
+
+    def _call(self, *parts: bytes) -> list[bytes]:
+        with self.lock:
+            try:
+                send_frame(self.sock, *parts)
+                return recv_frame(self.sock)
+            except (ConnectionError, OSError) as e:
+                raise DistError(f"lost the rendezvous store (rank 0 gone?): {e}") from None
+
+    def set(self, key: str, value: bytes) -> None:
+        self._call(b"set", key.encode(), value)
+
+    def add(self, key: str, amount: int) -> int:
+        return int(self._call(b"add", key.encode(), str(amount).encode())[0])
+
+    def wait_get(self, key: str, timeout: float) -> bytes:
+        reply = self._call(b"get", key.encode(), str(timeout).encode())
+        if reply[0] != b"ok":
+            raise DistTimeoutError(f"waited {timeout:g}s for '{key}' in the rendezvous store")
+        return reply[1]
+
+    def close(self):
+        self.sock.close()

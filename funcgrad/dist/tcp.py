@@ -1,0 +1,239 @@
+"""The tcp backend: rendezvous through the store, then a ring over persistent sockets.
+
+Each rank sends to rank + 1 and receives from rank - 1. all_reduce is the bandwidth-optimal
+ring (a reduce-scatter, then an all-gather, 2 (N - 1) / N of the data over each link), with a
+sender thread so sending and receiving overlap, and the receiver reducing segment by segment
+while later segments are still in flight. Peers prove they belong to the job (HMAC over a
+nonce, the job id and their rank) before the ring forms.
+"""
+from __future__ import annotations
+
+import hmac
+import os
+import queue
+import socket
+import struct
+import threading
+
+import numpy as np
+
+from .errors import DistError, DistTimeoutError
+from .group import REDUCE_OPS, ProcessGroup
+from .store import StoreClient, StoreServer, prove, recv_exact
+
+SEGMENT = 1 << 20  # bytes reduced per receive while the next segment is on the wire
+
+
+def _bytes(a: np.ndarray) -> memoryview:
+    """The raw bytes of a contiguous array, whatever its dtype (bfloat16 included)."""
+    return memoryview(a.view(np.uint8))
+
+
+class TCPGroup(ProcessGroup):
+    backend = "tcp"
+
+    def __init__(self, rank: int, world_size: int, local_rank: int, timeout: float, master_addr: str,
+                 master_port: int, secret: bytes):
+        super().__init__(rank, world_size, local_rank, timeout)
+        self.server = None
+        self.store = None
+        self.next_sock = self.prev_sock = None
+        self._sends: queue.Queue = queue.Queue()
+        self._send_error: BaseException | None = None
+        if world_size == 1:
+            return
+        bind_host = master_addr if master_addr not in ("localhost",) else "127.0.0.1"
+        if rank == 0:
+            self.server = StoreServer(bind_host, master_port, secret)
+        try:
+            self._rendezvous(master_addr, master_port, secret)
+        except BaseException:
+            self.close()
+            raise
+        threading.Thread(target=self._sender, daemon=True, name=f"funcgrad-tcp-send-{rank}").start()
+
+    # ---- rendezvous ---------------------------------------------------------------------------------
+    def _rendezvous(self, master_addr, master_port, secret):
+        n, r, t = self.world_size, self.rank, self.timeout
+        self.store = store = StoreClient(master_addr, master_port, secret, t)
+        if store.add(f"rank/{r}", 1) != 1:
+            raise DistError(f"RANK {r} was claimed by two processes: duplicate ranks in one job")
+        if r == 0:
+            store.set("job", os.urandom(16).hex().encode())
+        store.set(f"world/{r}", str(n).encode())
+        theirs = int(store.wait_get("world/0", t))
+        if theirs != n:
+            raise DistError(f"rank {r} has WORLD_SIZE {n} but rank 0 has {theirs}")
+        job = store.wait_get("job", t)
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind((store.sock.getsockname()[0], 0))  # the address rank 0 sees us at
+        listener.listen(8)
+        host, port = listener.getsockname()
+        store.set(f"addr/{r}", f"{host}:{port}".encode())
+        nxt, prev = (r + 1) % n, (r - 1) % n
+        try:
+            peer = store.wait_get(f"addr/{nxt}", t).decode()
+        except DistTimeoutError:
+            raise DistTimeoutError(f"rank {nxt} did not join within {t:g}s: WORLD_SIZE is {n}; were fewer "
+                                   f"processes started?") from None
+        peer_host, peer_port = peer.rsplit(":", 1)
+        accepted: list = []  # accept from the previous rank while we introduce ourselves to the next
+        acceptor = threading.Thread(target=lambda: accepted.append(self._try_accept(listener, prev, secret, job)),
+                                    daemon=True)
+        acceptor.start()
+        self.next_sock = socket.create_connection((peer_host, int(peer_port)), timeout=t)
+        try:
+            nonce = recv_exact(self.next_sock, 32)
+            self.next_sock.sendall(struct.pack("!I", r) + prove(secret, nonce + job, b"funcgrad-peer"))
+        except (OSError, ConnectionError) as e:
+            raise DistError(f"rank {r}: the handshake with rank {nxt} failed: {e}") from None
+        acceptor.join()
+        listener.close()
+        if isinstance(accepted[0], BaseException):
+            raise accepted[0]
+        self.prev_sock = accepted[0]
+        for s in (self.next_sock, self.prev_sock):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.settimeout(t)
+
+    def _try_accept(self, listener, expected: int, secret: bytes, job: bytes):
+        try:
+            return self._accept_peer(listener, expected, secret, job)
+        except BaseException as e:  # noqa: BLE001  (re-raised by the rendezvous)
+            return e
+
+    def _accept_peer(self, listener, expected: int, secret: bytes, job: bytes) -> socket.socket:
+        listener.settimeout(self.timeout)
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                raise DistTimeoutError(f"rank {expected} did not connect to rank {self.rank} within "
+                                       f"{self.timeout:g}s") from None
+            try:
+                conn.settimeout(5)
+                nonce = os.urandom(32)
+                conn.sendall(nonce)
+                claimed = struct.unpack("!I", recv_exact(conn, 4))[0]
+                proof = recv_exact(conn, 32)
+            except (OSError, ConnectionError, struct.error):
+                conn.close()
+                continue
+            if claimed == expected and hmac.compare_digest(proof, prove(secret, nonce + job, b"funcgrad-peer")):
+                return conn
+            conn.close()  # a stray or unauthenticated connection: ignore it and keep waiting
+
+    # ---- transport ----------------------------------------------------------------------------------
+    def _sender(self):
+        while True:
+            item = self._sends.get()
+            if item is None:
+                return
+            data, done = item
+            try:
+                self.next_sock.sendall(data)
+            except BaseException as e:  # noqa: BLE001  (handed to the receiving thread)
+                self._send_error = e
+            done.set()
+
+    def _send(self, data) -> threading.Event:
+        done = threading.Event()
+        self._sends.put((data, done))
+        return done
+
+    def _wait_sent(self, done: threading.Event, what: str):
+        if not done.wait(self.timeout):
+            raise DistTimeoutError(f"rank {self.rank}: timed out after {self.timeout:g}s in {what} sending to rank "
+                                   f"{(self.rank + 1) % self.world_size}")
+        if self._send_error is not None:
+            error, self._send_error = self._send_error, None
+            raise DistError(f"rank {self.rank}: rank {(self.rank + 1) % self.world_size} is gone ({error}) "
+                            f"during {what}")
+
+    def _recv_into(self, view: memoryview, what: str):
+        got, n = 0, len(view)
+        prev = (self.rank - 1) % self.world_size
+        while got < n:
+            try:
+                k = self.prev_sock.recv_into(view[got:], n - got)
+            except socket.timeout:
+                raise DistTimeoutError(f"rank {self.rank}: timed out after {self.timeout:g}s in {what} waiting for "
+                                       f"rank {prev} (did it skip the collective?)") from None
+            except OSError as e:
+                raise DistError(f"rank {self.rank}: connection to rank {prev} failed during {what}: {e}") from None
+            if k == 0:
+                raise DistError(f"rank {self.rank}: rank {prev} closed its connection during {what} "
+                                f"(it exited or was killed)")
+            got += k
+
+    def _exchange(self, send_view, recv_view, what: str):
+        done = self._send(send_view)
+        self._recv_into(recv_view, what)
+        self._wait_sent(done, what)
+
+    # ---- collectives ----------------------------------------------------------------------------------
+    def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
+        n, r = self.world_size, self.rank
+        blocks: list[bytes | None] = [None] * n
+        blocks[r] = data
+        for step in range(n - 1):
+            out = blocks[(r - step) % n]
+            done = self._send(struct.pack("!Q", len(out)) + out)
+            length = bytearray(8)
+            self._recv_into(memoryview(length), what)
+            body = bytearray(struct.unpack("!Q", length)[0])
+            self._recv_into(memoryview(body), what)
+            self._wait_sent(done, what)
+            blocks[(r - step - 1) % n] = bytes(body)
+        return blocks
+
+    def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
+        n, r = self.world_size, self.rank
+        bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
+        chunk = lambda i: flat[bounds[i]:bounds[i + 1]]  # noqa: E731
+        reduce = REDUCE_OPS[op]
+        scratch = np.empty(int(np.max(np.diff(bounds))), flat.dtype)
+        seg = max(SEGMENT // flat.itemsize, 1)
+        for step in range(n - 1):  # reduce-scatter: after it, rank r owns the sum of chunk r + 1
+            send = chunk((r - step) % n)
+            target = chunk((r - step - 1) % n)
+            done = self._send(_bytes(send))
+            for start in range(0, target.size, seg):
+                part = scratch[:min(seg, target.size - start)]
+                self._recv_into(_bytes(part), what)
+                reduce(target[start:start + part.size], part, out=target[start:start + part.size])
+            self._wait_sent(done, what)
+        for step in range(n - 1):  # all-gather of the reduced chunks
+            send = chunk((r + 1 - step) % n)
+            target = chunk((r - step) % n)
+            self._exchange(_bytes(send), _bytes(target), what)
+
+    def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
+        """Along the ring from src: each rank receives, then forwards (pipelined in segments)."""
+        n, r = self.world_size, self.rank
+        last = (src - 1) % n
+        view = _bytes(flat)
+        seg = SEGMENT
+        pending = []
+        for start in range(0, len(view), seg):
+            part = view[start:start + seg]
+            if r != src:
+                self._recv_into(part, what)
+            if r != last:
+                pending.append(self._send(part))
+        for done in pending:
+            self._wait_sent(done, what)
+
+    def close(self) -> None:
+        super().close()
+        self._sends.put(None)
+        for s in (self.next_sock, self.prev_sock):
+            if s is not None:
+                try:
+                    s.close()
+                except OSError:
+                    pass
+        if self.store is not None:
+            self.store.close()
+        if self.server is not None:
+            self.server.close()
