@@ -11,6 +11,7 @@ given `like`, every name, shape and dtype.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -139,12 +140,9 @@ def _fsync_dir(folder: Path) -> None:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
         return
-    try:
+    with contextlib.suppress(OSError):  # some filesystems cannot sync a directory; the rename is still atomic
         os.fsync(fd)
-    except OSError:
-        pass  # some filesystems cannot sync a directory; the rename is still atomic
-    finally:
-        os.close(fd)
+    os.close(fd)
 
 
 # ---- reading ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ peer dies; stale ones of killed runs are removed at the next start.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import mmap
 import os
 import re
@@ -47,11 +48,9 @@ def remove_stale_segments() -> list[str]:
     for path in SHM_DIR.glob("funcgrad_*"):
         m = re.match(r"funcgrad_[0-9a-f]+_p(\d+)_", path.name)
         if m and not _alive(int(m.group(1))):
-            try:
+            with contextlib.suppress(OSError):  # another process may remove it first
                 path.unlink()
                 removed.append(path.name)
-            except OSError:
-                pass
     return removed
 
 
@@ -149,11 +148,8 @@ class SHMGroup(ProcessGroup):
                 time.sleep(0.0005)
 
     def _unlink_peer(self, peer: int) -> None:
-        path = self.paths[1 + peer]
-        try:
-            path.unlink()
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):  # the dead peer's segment may already be gone
+            self.paths[1 + peer].unlink()
 
     # ---- collectives ----------------------------------------------------------------------------------
     def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
@@ -216,10 +212,8 @@ class SHMGroup(ProcessGroup):
     def close(self) -> None:
         super().close()
         for path in self.paths[:1]:  # our own segment
-            try:
+            with contextlib.suppress(OSError):  # a survivor may have removed it after our peer died
                 path.unlink()
-            except OSError:
-                pass
         if self.store is not None:
             self.store.close()
             self.store = None

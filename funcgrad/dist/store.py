@@ -6,6 +6,7 @@ join a job nor inject data. Values are bytes; `wait_get` blocks until a key appe
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -79,23 +80,24 @@ class StoreServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket):
-        try:
-            conn.settimeout(10)
-            nonce = os.urandom(32)
-            send_frame(conn, nonce)
-            (answer,) = recv_frame(conn)
-            if not hmac.compare_digest(answer, prove(self.secret, nonce)):
-                send_frame(conn, b"denied")
-                return
-            send_frame(conn, b"ok")
-            conn.settimeout(None)
-            while True:
-                op, *args = recv_frame(conn)
-                send_frame(conn, *self._handle(op, args))
-        except (ConnectionError, OSError, struct.error, ValueError):
-            pass
-        finally:
-            conn.close()
+        with contextlib.suppress(ConnectionError, OSError, struct.error, ValueError):  # a client went away
+            self._converse(conn)
+        conn.close()
+
+    def _converse(self, conn: socket.socket):
+        """Challenge the client, then answer its requests until it hangs up."""
+        conn.settimeout(10)
+        nonce = os.urandom(32)
+        send_frame(conn, nonce)
+        (answer,) = recv_frame(conn)
+        if not hmac.compare_digest(answer, prove(self.secret, nonce)):
+            send_frame(conn, b"denied")
+            return
+        send_frame(conn, b"ok")
+        conn.settimeout(None)
+        while True:
+            op, *args = recv_frame(conn)
+            send_frame(conn, *self._handle(op, args))
 
     def _handle(self, op: bytes, args: list[bytes]) -> list[bytes]:
         with self.cond:

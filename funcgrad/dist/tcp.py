@@ -8,6 +8,7 @@ nonce, the job id and their rank) before the ring forms.
 """
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 import queue
@@ -229,10 +230,8 @@ class TCPGroup(ProcessGroup):
         self._sends.put(None)
         for s in (self.next_sock, self.prev_sock):
             if s is not None:
-                try:
+                with contextlib.suppress(OSError):  # closing a broken socket may fail; it is closed anyway
                     s.close()
-                except OSError:
-                    pass
         if self.store is not None:
             self.store.close()
         if self.server is not None:
