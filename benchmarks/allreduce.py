@@ -1,4 +1,5 @@
-"""all_reduce latency and bus bandwidth for the shm, tcp and (when installed) mpi backends.
+"""all_reduce latency and bus bandwidth for the shm, tcp and (when installed) mpi backends, and
+PyTorch's gloo as a peer.
 
 Bus bandwidth = algorithm bandwidth x 2 (N - 1) / N, the standard figure that is comparable
 across rank counts. Medians of repeated float32 all-reduces, 2 and 4 ranks on this host.
@@ -20,7 +21,32 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 100 << 20, 256 << 20]
 
 
+def gloo_worker(max_bytes: int) -> None:
+    """PyTorch's gloo all_reduce, the peer for tcp (run under the same launcher)."""
+    import torch
+    import torch.distributed as tdist
+    tdist.init_process_group("gloo")
+    results = []
+    for size in [s for s in SIZES if s <= max_bytes]:
+        x = torch.ones(size // 4)
+        repeats = 200 if size <= 64 << 10 else 20 if size <= 16 << 20 else 5
+        for _ in range(3):
+            tdist.all_reduce(x)
+        times = []
+        for _ in range(repeats):
+            tdist.barrier()
+            start = time.perf_counter()
+            tdist.all_reduce(x)
+            times.append(time.perf_counter() - start)
+        results.append((size, statistics.median(times)))
+    if tdist.get_rank() == 0:
+        print("RESULTS " + json.dumps(results), flush=True)
+    tdist.destroy_process_group()
+
+
 def worker(backend: str, max_bytes: int) -> None:
+    if backend == "gloo":
+        return gloo_worker(max_bytes)
     import numpy as np
 
     import funcgrad.dist as dist
@@ -69,11 +95,12 @@ def main(argv=None):
     if args.worker:
         return worker(args.worker, args.max_bytes)
     backends = ["shm", "tcp"]
-    try:
-        import mpi4py  # noqa: F401
-        backends.append("mpi")
-    except ImportError:
-        print("mpi: mpi4py not installed (pip install 'funcgrad[mpi]'), skipped")
+    for module, name, hint in (("mpi4py", "mpi", "pip install 'funcgrad[mpi]'"), ("torch", "gloo", "PyTorch")):
+        try:
+            __import__(module)
+            backends.append(name)
+        except ImportError:
+            print(f"{name}: {module} not installed ({hint}), skipped")
     table = {}
     for nproc in args.ranks:
         for backend in backends:
