@@ -22,7 +22,8 @@ from .errors import DistError, DistTimeoutError
 from .group import REDUCE_OPS, ProcessGroup
 from .store import StoreClient, StoreServer, prove, recv_exact
 
-SEGMENT = 1 << 20  # bytes reduced per receive while the next segment is on the wire
+SEGMENT = 1 << 18  # bytes reduced per receive while the next segment is on the wire
+SOCKET_BUFFER = 4 << 20  # kernel buffers deep enough to keep a segment in flight both ways
 
 
 def _bytes(a: np.ndarray) -> memoryview:
@@ -95,6 +96,8 @@ class TCPGroup(ProcessGroup):
         self.prev_sock = accepted[0]
         for s in (self.next_sock, self.prev_sock):
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
             s.settimeout(t)
 
     def _try_accept(self, listener, expected: int, secret: bytes, job: bytes):
