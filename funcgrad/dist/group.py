@@ -52,19 +52,17 @@ class ProcessGroup:
         what = f"{op} #{self.seq}"
         if self.world_size == 1:
             return what
-        header = {"op": op, "seq": self.seq, **extra}
-        if array is not None:
-            header.update(shape=list(array.shape), dtype=str(array.dtype))
+        mine = _header(op, self.seq, array, extra)
         try:
-            headers = [json.loads(h) for h in self._all_gather_bytes(json.dumps(header).encode(), what)]
+            headers = self._all_gather_bytes(mine, what)
         except DistError as e:
             self.broken = str(e)
             raise
         for peer, theirs in enumerate(headers):
-            if theirs != header:
+            if theirs != mine:  # compared as bytes; decoded only to explain a mismatch
                 self.broken = f"mismatched collectives at {what}"
-                raise DistError(f"rank {self.rank}: collective mismatch: this rank called {_describe(header)} but "
-                                f"rank {peer} called {_describe(theirs)}")
+                raise DistError(f"rank {self.rank}: collective mismatch: this rank called "
+                                f"{_describe(json.loads(mine))} but rank {peer} called {_describe(json.loads(theirs))}")
         return what
 
     def _run(self, fn, *args):
@@ -179,11 +177,21 @@ def _host(x) -> np.ndarray:
     return np.asarray(x)
 
 
+def _header(op: str, seq: int, array: np.ndarray | None, extra: dict) -> bytes:
+    """The collective's signature as JSON text, written out by hand: this runs on every call."""
+    fields = [f'"op":"{op}"', f'"seq":{seq}']
+    fields += [f'"{k}":{v}' if isinstance(v, int) else f'"{k}":"{v}"' for k, v in extra.items()]
+    if array is not None:
+        fields += [f'"shape":{list(array.shape)}', f'"dtype":"{array.dtype.str}"']
+    return ("{" + ",".join(fields) + "}").encode()
+
+
 def _describe(header: dict) -> str:
     parts = [f"{header['op']} #{header['seq']}"]
     for key in ("reduce", "src", "dtype", "shape"):
         if key in header:
-            parts.append(f"{key}={header[key]}")
+            value = np.dtype(header[key]).name if key == "dtype" else header[key]
+            parts.append(f"{key}={value}")
     return "(" + ", ".join(parts) + ")"
 
 

@@ -15,6 +15,7 @@ import contextlib
 import mmap
 import os
 import re
+import struct
 import time
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from .store import StoreClient, StoreServer
 
 SHM_DIR = Path("/dev/shm")
 CAPACITY = 64 * 2 ** 20  # bytes per rank per round; larger messages go in rounds
-HEADER = 4096  # bytes per rank for the header exchange
+HEADER = 4096  # bytes per rank for the header exchange (two of them, used alternately)
+SMALL = 64 * 2 ** 10  # all-reduces up to this size take the one-barrier path (two buffers, alternately)
 _SLOT = 64  # control bytes per rank: sequence counter, pid
 
 
@@ -100,7 +102,8 @@ class SHMGroup(ProcessGroup):
             raise DistError(f"rank {r} has WORLD_SIZE {n} but rank 0 has {int(store.wait_get('world/0', t))}")
         job = store.wait_get("job", t).decode()
         mine = f"funcgrad_{job}_p{os.getpid()}_r{r}"
-        self.data_map, path = _segment(mine, CAPACITY + HEADER + _SLOT, create=True)
+        size = CAPACITY + 2 * HEADER + _SLOT
+        self.data_map, path = _segment(mine, size, create=True)
         self.paths.append(path)
         store.set(f"shm/{r}", f"{mine} {os.getpid()}".encode())
         self.segments, self.pids = [], []
@@ -110,14 +113,15 @@ class SHMGroup(ProcessGroup):
             except DistTimeoutError:
                 raise DistTimeoutError(f"rank {peer} did not join within {t:g}s: WORLD_SIZE is {n}; were fewer "
                                        f"processes started?") from None
-            segment = self.data_map if peer == r else _segment(name, CAPACITY + HEADER + _SLOT, create=False)[0]
+            segment = self.data_map if peer == r else _segment(name, size, create=False)[0]
             self.maps.append(segment)
             self.segments.append(segment)
             self.pids.append(int(pid))
             self.paths.append(SHM_DIR / name)
         self.data = [np.frombuffer(m, np.uint8, CAPACITY) for m in self.segments]
-        self.headers = [np.frombuffer(m, np.uint8, HEADER, CAPACITY) for m in self.segments]
-        self.slots = [np.frombuffer(m, np.int64, 1, CAPACITY + HEADER) for m in self.segments]
+        self.headers = [np.frombuffer(m, np.uint8, 2 * HEADER, CAPACITY) for m in self.segments]
+        self.slots = [np.frombuffer(m, np.int64, 1, CAPACITY + 2 * HEADER) for m in self.segments]
+        self.small_ops = 0
         self._barrier("rendezvous")
 
     # ---- synchronisation ------------------------------------------------------------------------------
@@ -153,16 +157,18 @@ class SHMGroup(ProcessGroup):
 
     # ---- collectives ----------------------------------------------------------------------------------
     def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
+        """One barrier: the header buffers alternate, and any rank can write this one again only
+        after a later barrier that every rank reaches once it has finished reading."""
         if len(data) > HEADER - 8:
             return self._all_gather_large(data, what)
-        self.headers[self.rank][:8] = np.frombuffer(np.int64(len(data)).tobytes(), np.uint8)
-        self.headers[self.rank][8:8 + len(data)] = np.frombuffer(data, np.uint8)
+        self.small_ops += 1
+        start = CAPACITY + (self.small_ops % 2) * HEADER
+        self.segments[self.rank][start:start + 8 + len(data)] = struct.pack("<q", len(data)) + data
         self._barrier(what)
         out = []
-        for h in self.headers:
-            n = int(np.frombuffer(h[:8].tobytes(), np.int64)[0])
-            out.append(h[8:8 + n].tobytes())
-        self._barrier(what)
+        for segment in self.segments:
+            (n,) = struct.unpack("<q", segment[start:start + 8])
+            out.append(segment[start + 8:start + 8 + n])
         return out
 
     def _all_gather_large(self, data: bytes, what: str) -> list[bytes]:
@@ -181,6 +187,16 @@ class SHMGroup(ProcessGroup):
     def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
         n, r = self.world_size, self.rank
         reduce = REDUCE_OPS[op]
+        if flat.nbytes <= SMALL:  # one barrier: every rank reduces the whole (small) array, in rank order
+            self.small_ops += 1
+            offset = (self.small_ops % 2) * SMALL
+            views = [np.frombuffer(d, flat.dtype, flat.size, offset) for d in self.data]
+            views[r][:] = flat
+            self._barrier(what)
+            flat[:] = views[0]
+            for p in range(1, n):
+                reduce(flat, views[p], out=flat)
+            return
         per_round = CAPACITY // flat.itemsize
         for start in range(0, flat.size, per_round):
             block = flat[start:start + per_round]
