@@ -224,3 +224,28 @@ def test_mpi_backend_under_mpiexec(scenario):
                           text=True, timeout=LIMIT * 2, env=env, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("RESULT ok") == 2
+
+
+@pytest.mark.parametrize("backend", ["tcp", "shm"])
+def test_two_jobs_on_one_host_never_cross_talk(backend):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    jobs = [subprocess.Popen([sys.executable, "-m", "funcgrad.dist.launch", "--nproc-per-node", str(n), WORKER,
+                              "collectives", backend], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env, cwd=REPO) for n in (2, 3)]
+    for n, job in zip((2, 3), jobs):
+        out, err = job.communicate(timeout=LIMIT)
+        assert job.returncode == 0, out + err
+        assert out.count("RESULT ok") == n  # each job's sums are over its own ranks only
+
+
+def test_world_size_disagreement_is_named():
+    port = str(_free_port())
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+           "FUNCGRAD_DIST_SECRET": "s"}
+    code = "import funcgrad.dist as d; d.init_process_group('tcp', timeout=5)"
+    first = subprocess.Popen([sys.executable, "-c", code], env={**env, "RANK": "0", "WORLD_SIZE": "2"},
+                             stderr=subprocess.PIPE, text=True)
+    other = subprocess.run([sys.executable, "-c", code], env={**env, "RANK": "1", "WORLD_SIZE": "3"},
+                           capture_output=True, text=True, timeout=LIMIT)
+    first.wait(timeout=LIMIT)
+    assert "rank 1 has WORLD_SIZE 3 but rank 0 has 2" in other.stderr
