@@ -9,10 +9,6 @@ class ShapeError(FuncgradError, ValueError):
     """Operand shapes that do not fit together (broadcasting, matmul, reshape...)."""
 
 
-class DeviceMismatchError(FuncgradError, ValueError):
-    """A primitive was given arrays that live on different devices."""
-
-
 class TracerLeakError(FuncgradError, RuntimeError):
     """A traced value escaped the transform that created it and was used afterwards."""
 

@@ -300,11 +300,6 @@ def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
     return out_tree.unflatten(out_vals), vjp_fn
 
 
-def _strip(tree, trace):
-    """Values of `trace`'s tracers in an auxiliary output, which is not differentiated."""
-    return _map_leaves(lambda x: x._value if type(x) is VJPTracer and x._trace is trace else x, tree)
-
-
 def _map_leaves(f, tree):
     leaves, treedef = tree_flatten(tree)
     return treedef.unflatten(f(x) for x in leaves)
