@@ -212,13 +212,17 @@ def schedule(program: Program, group_key) -> Program:
         for d in deps:
             users[d].append(i)
     keys = [group_key(e) for e in eqns]
+    scalar = [e.out.aval.shape == () and keys[i] is None for i, e in enumerate(eqns)]
     ready = sorted(i for i in range(len(eqns)) if pending[i] == 0)
     order, current = [], None
     while ready:
-        pick = next((i for i in ready if current is not None and keys[i] == current), ready[0])
+        # scalar bookkeeping (a step count, a bias correction) first, so that it never splits a group
+        pick = next((i for i in ready if scalar[i]), None)
+        if pick is None:
+            pick = next((i for i in ready if current is not None and keys[i] == current), ready[0])
         ready.remove(pick)
         order.append(eqns[pick])
-        current = keys[pick]
+        current = keys[pick] if not scalar[pick] else current
         for u in users[pick]:
             pending[u] -= 1
             if pending[u] == 0:

@@ -22,7 +22,8 @@ import numpy as np
 from .. import dtypes
 
 # LLVM may contract a * b + c into one fused multiply-add (as XLA does); nothing else is relaxed,
-# so NaN and inf propagate as they do in NumPy.
+# so NaN and inf propagate as they do in NumPy. Kernels use numba's NumPy error model: x / 0 is
+# inf or nan as in NumPy, and without Python's zero-division check the loops vectorise.
 FASTMATH = {"contract"}
 PARALLEL_MIN_SIZE = 1 << 20  # below this a thread pool (competing with BLAS threads) costs more than it saves
 FUSABLE_DTYPES = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32,
@@ -84,7 +85,7 @@ TEMPLATES = {
 
 # float32 tanh as a rational function (Eigen's and XLA's): no libm call, so loops vectorise.
 # Accurate to a few ulp; inputs beyond +-7.905 saturate to +-1.
-TANH32 = """@njit(inline="always")
+TANH32 = """@njit(inline="always", error_model="numpy")
 def _tanh32(x):
     small = abs(x) < np.float32(0.0004)
     big = abs(x) >= np.float32(7.90531110763549805)
@@ -120,11 +121,13 @@ def kernel_source(scalar_inputs: list[bool], steps: list[tuple[str, np.dtype]], 
     args = [f"in{i}" for i in range(len(scalar_inputs))] + [f"out{k}" for k in range(len(outputs))]
     lines = ["import math", "import numpy as np", "from numba import njit, prange", "",
              f"FASTMATH = set({sorted(FASTMATH)!r})", "", TANH32, "",
-             f"@njit(cache=True, nogil=True, parallel={parallel}, fastmath=FASTMATH)",
-             f"def kernel({', '.join(args)}):",
-             f"    for i in {'prange' if parallel else 'range'}(out0.size):"]
-    for i, scalar in enumerate(scalar_inputs):
-        lines.append(f"        x{i} = in{i}[0]" if scalar else f"        x{i} = in{i}[i]")
+             f"@njit(cache=True, nogil=True, parallel={parallel}, fastmath=FASTMATH, error_model=\"numpy\")",
+             f"def kernel({', '.join(args)}):"]
+    # Runtime scalars are read once, before the loop: read inside it, LLVM must assume a store to an
+    # output could change them, and then it will not vectorise the loop.
+    lines += [f"    x{i} = in{i}[0]" for i, scalar in enumerate(scalar_inputs) if scalar]
+    lines.append(f"    for i in {'prange' if parallel else 'range'}(out0.size):")
+    lines += [f"        x{i} = in{i}[i]" for i, scalar in enumerate(scalar_inputs) if not scalar]
     for j, (expr, dtype) in enumerate(steps):
         lines.append(f"        t{j} = {_cast(dtype)}({expr})")
     for k, j in enumerate(outputs):
