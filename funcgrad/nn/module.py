@@ -123,14 +123,22 @@ def _named(value, name: str):
             yield from _named(value[k], f"{name}.{k}")
 
 
+_ARRAY = "array"  # layout marker: the attribute is one array leaf
+_SCALARS = (bool, int, float, str)
+
+
 def _flatten_module(module: Module):
     """Children: the array leaves of every attribute; aux: attribute names, their structures and
     the non-array leaves (which stay in the structure)."""
     children, layout = [], []
     statics = type(module).static_fields
     for name, value in vars(module).items():
-        if name in statics:
+        if name in statics or isinstance(value, _SCALARS) or value is None:
             layout.append((name, None, _Static(value)))
+            continue
+        if _is_array(value):  # the common case, without building a tree structure
+            children.append(value)
+            layout.append((name, _ARRAY, None))
             continue
         leaves, treedef = tree_flatten(value)
         kept = tuple(None if _is_array(leaf) else _Static(leaf) for leaf in leaves)
@@ -143,7 +151,9 @@ def _unflatten_module(cls, layout, children):
     obj = object.__new__(cls)
     it = iter(children)
     for name, treedef, kept in layout:
-        if treedef is None:
+        if treedef is _ARRAY:
+            value = next(it)
+        elif treedef is None:
             value = kept.value
         else:
             value = treedef.unflatten(next(it) if k is None else k.value for k in kept)
