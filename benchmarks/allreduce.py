@@ -21,24 +21,30 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 100 << 20, 256 << 20]
 
 
+def timings(all_reduce, barrier, make, max_bytes: int) -> list:
+    """(size, median seconds) of all_reduce on make(n) float32 elements, for each size."""
+    results = []
+    for size in [s for s in SIZES if s <= max_bytes]:
+        x = make(size // 4)
+        repeats = 200 if size <= 64 << 10 else 20 if size <= 16 << 20 else 5
+        for _ in range(3):
+            all_reduce(x)
+        times = []
+        for _ in range(repeats):
+            barrier()
+            start = time.perf_counter()
+            all_reduce(x)
+            times.append(time.perf_counter() - start)
+        results.append((size, statistics.median(times)))
+    return results
+
+
 def gloo_worker(max_bytes: int) -> None:
     """PyTorch's gloo all_reduce, the peer for tcp (run under the same launcher)."""
     import torch
     import torch.distributed as tdist
     tdist.init_process_group("gloo")
-    results = []
-    for size in [s for s in SIZES if s <= max_bytes]:
-        x = torch.ones(size // 4)
-        repeats = 200 if size <= 64 << 10 else 20 if size <= 16 << 20 else 5
-        for _ in range(3):
-            tdist.all_reduce(x)
-        times = []
-        for _ in range(repeats):
-            tdist.barrier()
-            start = time.perf_counter()
-            tdist.all_reduce(x)
-            times.append(time.perf_counter() - start)
-        results.append((size, statistics.median(times)))
+    results = timings(tdist.all_reduce, tdist.barrier, torch.ones, max_bytes)
     if tdist.get_rank() == 0:
         print("RESULTS " + json.dumps(results), flush=True)
     tdist.destroy_process_group()
@@ -51,20 +57,8 @@ def worker(backend: str, max_bytes: int) -> None:
 
     import funcgrad.dist as dist
     dist.init_process_group(backend, timeout=120)
-    results = []
-    for size in [s for s in SIZES if s <= max_bytes]:
-        x = np.ones(size // 4, np.float32)
-        repeats = 200 if size <= 64 << 10 else 20 if size <= 16 << 20 else 5
-        group = dist._default()
-        for _ in range(3):
-            group.all_reduce(x)
-        times = []
-        for _ in range(repeats):
-            group.barrier()
-            start = time.perf_counter()
-            group.all_reduce(x)
-            times.append(time.perf_counter() - start)
-        results.append((size, statistics.median(times)))
+    group = dist._default()
+    results = timings(group.all_reduce, group.barrier, lambda n: np.ones(n, np.float32), max_bytes)
     if dist.get_rank() == 0:
         print("RESULTS " + json.dumps(results), flush=True)
     dist.destroy_process_group()

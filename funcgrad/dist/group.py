@@ -125,33 +125,26 @@ class ProcessGroup:
     def all_reduce_tree(self, tree, op: str = "mean", bucket_bytes: int = 25 * 2 ** 20):
         """all_reduce every leaf, packing leaves of one dtype into flat buckets of about
         bucket_bytes so many small gradients travel as few messages (Horovod's tensor fusion)."""
-        leaves, treedef = tree_flatten(tree)
-        arrays = [_host(leaf) for leaf in leaves]
-        out: list[Any] = [None] * len(arrays)
-        for bucket in _buckets(arrays, bucket_bytes):
-            flat = np.concatenate([arrays[i].reshape(-1) for i in bucket])
-            reduced = np.asarray(self.all_reduce(flat, op))
-            offset = 0
-            for i in bucket:
-                n = arrays[i].size
-                out[i] = Array(reduced[offset:offset + n].reshape(arrays[i].shape))
-                offset += n
-        return treedef.unflatten(out)
+        return _bucketed(tree, lambda flat: self.all_reduce(flat, op), bucket_bytes)
 
     def broadcast_tree(self, tree, src: int = 0, bucket_bytes: int = 25 * 2 ** 20):
         """Every leaf of src's tree, on every rank (parameters identical before training)."""
-        leaves, treedef = tree_flatten(tree)
-        arrays = [_host(leaf) for leaf in leaves]
-        out: list[Any] = [None] * len(arrays)
-        for bucket in _buckets(arrays, bucket_bytes):
-            flat = np.concatenate([arrays[i].reshape(-1) for i in bucket])
-            sent = np.asarray(self.broadcast(flat, src))
-            offset = 0
-            for i in bucket:
-                n = arrays[i].size
-                out[i] = Array(sent[offset:offset + n].reshape(arrays[i].shape))
-                offset += n
-        return treedef.unflatten(out)
+        return _bucketed(tree, lambda flat: self.broadcast(flat, src), bucket_bytes)
+
+
+def _bucketed(tree, collective, bucket_bytes: int):
+    """Apply a flat-array collective to the leaves of tree, bucket by bucket, and unpack."""
+    leaves, treedef = tree_flatten(tree)
+    arrays = [_host(leaf) for leaf in leaves]
+    out: list[Any] = [None] * len(arrays)
+    for bucket in _buckets(arrays, bucket_bytes):
+        result = np.asarray(collective(np.concatenate([arrays[i].reshape(-1) for i in bucket])))
+        offset = 0
+        for i in bucket:
+            n = arrays[i].size
+            out[i] = Array(result[offset:offset + n].reshape(arrays[i].shape))
+            offset += n
+    return treedef.unflatten(out)
 
 
 def _buckets(arrays: list[np.ndarray], bucket_bytes: int) -> list[list[int]]:

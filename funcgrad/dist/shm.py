@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import DistError, DistTimeoutError
 from .group import REDUCE_OPS, ProcessGroup
-from .store import StoreClient, StoreServer
+from .store import StoreClient, StoreServer, join_job
 
 SHM_DIR = Path("/dev/shm")
 CAPACITY = 64 * 2 ** 20  # bytes per rank per round; larger messages go in rounds
@@ -93,14 +93,7 @@ class SHMGroup(ProcessGroup):
     def _rendezvous(self, master_addr, master_port, secret):
         n, r, t = self.world_size, self.rank, self.timeout
         self.store = store = StoreClient(master_addr, master_port, secret, t)
-        if store.add(f"rank/{r}", 1) != 1:
-            raise DistError(f"RANK {r} was claimed by two processes: duplicate ranks in one job")
-        if r == 0:
-            store.set("job", os.urandom(8).hex().encode())
-        store.set(f"world/{r}", str(n).encode())
-        if int(store.wait_get("world/0", t)) != n:
-            raise DistError(f"rank {r} has WORLD_SIZE {n} but rank 0 has {int(store.wait_get('world/0', t))}")
-        job = store.wait_get("job", t).decode()
+        job = join_job(store, r, n, t).decode()[:16]
         mine = f"funcgrad_{job}_p{os.getpid()}_r{r}"
         size = CAPACITY + 2 * HEADER + _SLOT
         self.data_map, path = _segment(mine, size, create=True)

@@ -52,6 +52,19 @@ def recv_frame(sock: socket.socket) -> list[bytes]:
     return parts
 
 
+def join_job(store: "StoreClient", rank: int, world_size: int, timeout: float) -> bytes:
+    """Claim this rank, check WORLD_SIZE against rank 0's, and return the job's random id."""
+    if store.add(f"rank/{rank}", 1) != 1:
+        raise DistError(f"RANK {rank} was claimed by two processes: duplicate ranks in one job")
+    if rank == 0:
+        store.set("job", os.urandom(16).hex().encode())
+    store.set(f"world/{rank}", str(world_size).encode())
+    theirs = int(store.wait_get("world/0", timeout))
+    if theirs != world_size:
+        raise DistError(f"rank {rank} has WORLD_SIZE {world_size} but rank 0 has {theirs}")
+    return store.wait_get("job", timeout)
+
+
 class StoreServer:
     """Serves the store from a background thread; one thread per client connection."""
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import DistError, DistTimeoutError
 from .group import REDUCE_OPS, ProcessGroup
-from .store import StoreClient, StoreServer, prove, recv_exact
+from .store import StoreClient, StoreServer, join_job, prove, recv_exact
 
 SEGMENT = 1 << 18  # bytes reduced per receive while the next segment is on the wire
 SOCKET_BUFFER = 4 << 20  # kernel buffers deep enough to keep a segment in flight both ways
@@ -58,15 +58,7 @@ class TCPGroup(ProcessGroup):
     def _rendezvous(self, master_addr, master_port, secret):
         n, r, t = self.world_size, self.rank, self.timeout
         self.store = store = StoreClient(master_addr, master_port, secret, t)
-        if store.add(f"rank/{r}", 1) != 1:
-            raise DistError(f"RANK {r} was claimed by two processes: duplicate ranks in one job")
-        if r == 0:
-            store.set("job", os.urandom(16).hex().encode())
-        store.set(f"world/{r}", str(n).encode())
-        theirs = int(store.wait_get("world/0", t))
-        if theirs != n:
-            raise DistError(f"rank {r} has WORLD_SIZE {n} but rank 0 has {theirs}")
-        job = store.wait_get("job", t)
+        job = join_job(store, r, n, t)
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind((store.sock.getsockname()[0], 0))  # the address rank 0 sees us at
         listener.listen(8)
