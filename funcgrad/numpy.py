@@ -783,5 +783,4 @@ def allclose(a, b, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
     return bool(np.allclose(np.asarray(asarray(a)), np.asarray(asarray(b)), rtol=rtol, atol=atol))
 
 
-from ._indexing import getitem  # noqa: E402  (indexing builds on the functions above)
 from . import _methods  # noqa: E402,F401  (attaches operators and methods to Array and tracers)

@@ -13,7 +13,6 @@ from . import dtypes
 from .array import Array, to_numpy
 from .errors import ShapeError
 from .ops import elementwise as E
-from .ops import reductions as R
 from .ops import shape as S
 from .trace import Trace, Tracer, annotate, bind, find_top_trace, is_differentiable_output
 from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_structure

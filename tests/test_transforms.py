@@ -264,8 +264,6 @@ def test_checkpoint_recomputes_and_matches():
 
 
 def test_checkpoint_stores_fewer_nodes():
-    from funcgrad.vjp import VJPTracer
-
     def block(x):
         for _ in range(10):
             x = fnp.sin(x)
@@ -286,8 +284,6 @@ def test_checkpoint_stores_fewer_nodes():
         fg.grad(probe)(np.ones(3))
         return len(seen)
 
-    assert isinstance(fg.vjp(block, np.ones(2))[0], fg.Array)
-    assert VJPTracer is not None
     assert nodes_kept(fg.checkpoint(block)) < nodes_kept(block) - 5
 
 
