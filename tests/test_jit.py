@@ -178,7 +178,7 @@ def test_program_is_optimised_and_printable():
     assert_close(fg.jit(f)(x), np.full(3, 4 * np.sin(1.0) + 5.0))
 
 
-def test_intermediates_are_updated_in_place():
+def test_generated_code_writes_the_epilogue_into_the_matmul_buffer():
     def f(x, y):
         h = x @ y
         return fnp.tanh(h + 1.0) * 2.0
