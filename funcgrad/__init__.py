@@ -7,14 +7,14 @@
 from . import numpy  # noqa: F401  (attaches Array's operators)
 from . import memory  # noqa: F401  (counts the buffers Arrays hold)
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
-from . import amp, checkpoint, data, nn, optim, profiler, random  # noqa: F401
+from . import amp, checkpoint, cuda, data, nn, optim, profiler, random  # noqa: F401
 from .array import Array, Device
 from .check_grads import check_grads
 from .config import config
 from .devices import device_put, devices
 from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint32
 from . import errors  # noqa: F401
-from .errors import ConcretizationError, NonFiniteError, ShapeError, TracerLeakError
+from .errors import ConcretizationError, DeviceMismatchError, NonFiniteError, ShapeError, TracerLeakError
 from .numpy import (arange, array, asarray, eye, full, full_like, linspace, ones, ones_like,
                     stop_gradient, zeros, zeros_like)
 from .tree import (register_dataclass, register_pytree_node, static_field, tree_flatten,
@@ -29,12 +29,12 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "Device", "config", "check_grads",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32",
-    "ConcretizationError", "NonFiniteError", "ShapeError", "TracerLeakError",
+    "ConcretizationError", "DeviceMismatchError", "NonFiniteError", "ShapeError", "TracerLeakError",
     "arange", "array", "asarray", "eye", "full", "full_like", "linspace", "ones", "ones_like",
     "stop_gradient", "zeros", "zeros_like",
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
     "remat", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
     "jit", "make_program", "cond", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
-    "amp", "checkpoint", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",
+    "amp", "checkpoint", "cuda", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",
 ]

@@ -5,6 +5,7 @@ import operator
 
 import numpy as np
 
+from . import devices
 from .array import ArrayBase
 from .ops import shape as S
 from .trace import bind
@@ -84,7 +85,8 @@ class _IndexUpdate:
         spec, arrays = _spec(self.index, x.ndim)
         selected_shape = getitem(x, self.index).shape
         values = fnp.broadcast_to(fnp.astype(values, x.dtype), selected_shape)
-        hit = bind(S.scatter_add_p, np.ones(selected_shape, np.float32), *arrays, spec=spec, shape=x.shape)
+        hit = bind(S.scatter_add_p, devices.full(selected_shape, 1, np.float32, x.device), *arrays, spec=spec,
+                   shape=x.shape)
         placed = bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape)
         return fnp.where(hit > 0, placed, x)
 

@@ -42,6 +42,29 @@ def parse_device(spec: "str | Device") -> Device:
     return Device(name, int(index or 0))
 
 
+class ExternalValue:
+    """Base of array data that lives off the host (funcgrad.cuda's device buffers). Such a value
+    has shape, dtype and device, and becomes NumPy only through to_host(), an explicit copy:
+    np.asarray on it raises, so no code path copies data back behind the user's back."""
+    __slots__ = ()
+    device: Device
+
+    def to_host(self) -> np.ndarray:
+        raise TypeError(f"{type(self).__name__} must define to_host()")
+
+    def synchronize(self) -> None:
+        """Wait until the work producing this value has finished (for timing)."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(f"array data on {self.device} must be copied to the host explicitly "
+                        f"(x.numpy(), fg.device_put(x, 'cpu') or x.to('cpu'))")
+
+
+def host(value):
+    """The value as host data: a copy back for device data (an Array's explicit conversions)."""
+    return value.to_host() if isinstance(value, ExternalValue) else value
+
+
 class ArrayBase:
     """What Array and the tracers share: shape queries here, operators from funcgrad.numpy."""
     __slots__ = ()
@@ -87,11 +110,12 @@ class Array(ArrayBase):
 
     @property
     def device(self) -> Device:
-        return CPU
+        value = self._value
+        return value.device if isinstance(value, ExternalValue) else CPU
 
     def numpy(self) -> np.ndarray:
         """A read-only NumPy view of the data (copy it to modify)."""
-        out = np.asarray(self._value).view()
+        out = np.asarray(host(self._value)).view()
         out.flags.writeable = False
         return out
 
@@ -102,39 +126,40 @@ class Array(ArrayBase):
         return out.copy() if copy else out
 
     def item(self):
-        return np.asarray(self._value).item()
+        return np.asarray(host(self._value)).item()
 
     def tolist(self):
-        return np.asarray(self._value).tolist()
+        return np.asarray(host(self._value)).tolist()
 
     def __bool__(self) -> bool:
-        return bool(self._value)
+        return bool(host(self._value))
 
     def __float__(self) -> float:
-        return float(self._value)
+        return float(host(self._value))
 
     def __int__(self) -> int:
-        return int(self._value)
+        return int(host(self._value))
 
     def __index__(self) -> int:
         if self.dtype.kind not in "iub":
             raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
-        return int(self._value)
+        return int(host(self._value))
 
     def __repr__(self) -> str:
-        body = np.array2string(np.asarray(self._value), separator=", ", prefix="Array(")
-        return f"Array({body}, dtype={self.dtype})"
+        body = np.array2string(np.asarray(host(self._value)), separator=", ", prefix="Array(")
+        where = "" if self.device == CPU else f", device={self.device}"
+        return f"Array({body}, dtype={self.dtype}{where})"
 
     def __str__(self) -> str:
-        return str(np.asarray(self._value))
+        return str(np.asarray(host(self._value)))
 
     def __format__(self, spec: str) -> str:
         if self.shape == ():
             return format(self.item(), spec)
         return format(str(self), spec)
 
-    def __reduce__(self):
-        return (Array, (np.asarray(self._value),))
+    def __reduce__(self):  # pickles (checkpoints, other processes) carry host data
+        return (Array, (np.asarray(host(self._value)),))
 
 
 def _track(value) -> None:
@@ -148,7 +173,7 @@ def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.nd
     their dtype unless one is asked for.
     """
     if isinstance(x, Array):
-        value = np.asarray(x._value)
+        value = np.asarray(host(x._value))
     elif isinstance(x, (np.ndarray, np.generic)):
         value = np.asarray(x)
     else:

@@ -1,24 +1,98 @@
-"""Explicit placement of arrays on devices. Nothing moves between devices behind your back."""
+"""Explicit placement of arrays on devices. Nothing moves between devices behind your back:
+a primitive given arrays on two devices raises an error naming both."""
 from __future__ import annotations
 
 from typing import Any
 
-from .array import Array, ArrayBase, Device, parse_device, to_numpy
+import numpy as np
+
+from .array import CPU, Array, Device, ExternalValue, host, parse_device, to_numpy
+from .errors import DeviceMismatchError
+from .trace import Tracer, hooks
 from .tree import tree_map
 
 
+def _cuda_backend():
+    """The CUDA backend, loaded on first use: kernels registered, per-call placement switched on."""
+    from .cuda import buffer, impls, runtime
+    if hooks.placement is None:
+        impls.register()
+        hooks.placement = _placement
+    return runtime, buffer
+
+
 def devices() -> list[Device]:
-    """The devices arrays can live on in this process."""
-    return [Device("cpu")]
+    """The devices arrays can live on in this process ('cpu', then any CUDA devices)."""
+    from . import cuda
+    return [CPU] + [Device("cuda", i) for i in range(cuda.device_count())]
+
+
+def full(shape: tuple, value, dtype, device: Device = CPU) -> Array:
+    """A constant array made where it is needed: on a GPU by a fill kernel, with no host copy."""
+    if device.platform == "cpu":
+        return Array(np.full(shape, value, dtype))
+    _cuda_backend()
+    from .cuda.kernels.copy import fill
+    return Array(fill(tuple(shape), np.dtype(dtype), value))
+
+
+def arange(n: int, dtype, device: Device = CPU) -> Array:
+    """0, 1, ..., n-1 made on device (index arrays for gathers stay off the host-device link)."""
+    if device.platform == "cpu":
+        return Array(np.arange(n, dtype=dtype))
+    _cuda_backend()
+    from .cuda.kernels.copy import arange as device_arange
+    return Array(device_arange(n, np.dtype(dtype)))
+
+
+def device_of(x) -> Device:
+    value = x._value if type(x) is Array else None
+    return value.device if isinstance(value, ExternalValue) else CPU
+
+
+def _placement(prim, args):
+    """The implementation of prim for the device its array arguments are on. As in PyTorch, a 0-d
+    array on the CPU combines with arrays on any device (it is passed to the kernel as a scalar)."""
+    device, first = None, None
+    for i, a in enumerate(args):
+        if type(a) is Array:
+            value = a._value
+            if isinstance(value, ExternalValue):
+                here = value.device
+            elif value.ndim == 0:
+                continue
+            else:
+                here = CPU
+            if device is None:
+                device, first = here, i
+            elif here != device:
+                raise DeviceMismatchError(
+                    f"{prim.name}: argument {first} is on {device} but argument {i} is on {here}; "
+                    f"move one explicitly with fg.device_put(x, device) or x.to(device)")
+    if device is None or device.platform == "cpu":
+        return prim.impl
+    return prim.impls["cuda"]
 
 
 def device_put(tree: Any, device: "str | Device" = "cpu") -> Any:
-    """Every array leaf of tree, on `device` ('cpu', 'cuda' or 'cuda:N')."""
+    """Every array leaf of tree, on `device` ('cpu', 'cuda' or 'cuda:N'): a copy when it is
+    elsewhere, the same array when it is already there."""
     target = parse_device(device)
-    if target not in devices():
-        raise RuntimeError(f"device {target} is not available: this process has {devices()} "
-                           f"(funcgrad runs on the CPU here; GPU arrays need an NVIDIA GPU and CUDA backend)")
+    if target.platform == "cuda":
+        runtime, buffer = _cuda_backend()
+        runtime.require(target.index)
+        if target.index != 0:
+            raise RuntimeError(f"{target}: funcgrad's CUDA backend drives one GPU per process (cuda:0); "
+                               f"choose the GPU with CUDA_VISIBLE_DEVICES and run a process per GPU")
 
     def put(x):
-        return x if isinstance(x, ArrayBase) else Array(to_numpy(x))
+        if isinstance(x, Tracer):
+            if x.device == target:
+                return x
+            raise TypeError(f"device_put of a value being transformed ({type(x).__name__}) to {target}: "
+                            f"move arrays to the device before calling grad/jit/vmap on them")
+        if type(x) is Array and device_of(x) == target:
+            return x
+        data = host(x._value) if type(x) is Array else to_numpy(x)  # device data copies back here
+        return Array(data) if target.platform == "cpu" else Array(buffer.from_host(data))
     return tree_map(put, tree)

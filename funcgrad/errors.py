@@ -19,3 +19,7 @@ class NonFiniteError(FuncgradError, FloatingPointError):
 
 class ConcretizationError(FuncgradError, TypeError):
     """A Python value (bool, int, float) was asked of an array traced abstractly by jit."""
+
+
+class DeviceMismatchError(FuncgradError, RuntimeError):
+    """A primitive was given arrays on different devices (funcgrad never moves them implicitly)."""

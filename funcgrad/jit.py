@@ -19,10 +19,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes
-from .array import Array, CPU, to_numpy
+from .array import CPU, Array, Device, ExternalValue, to_numpy
 from .config import config
 from .cpu import fusion
-from .errors import ConcretizationError
+from .errors import ConcretizationError, DeviceMismatchError
 from .ops import linalg as L
 from .ops import shape as S
 from .program import (Const, Eqn, Program, ShapedArray, Var, fresh_var, last_uses, optimize, schedule,
@@ -47,7 +47,7 @@ class JitTracer(Tracer):
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
-    device = property(lambda self: CPU)
+    device = property(lambda self: self._trace.device)
 
     def concrete(self, what: str = "the value"):
         raise ConcretizationError(
@@ -73,7 +73,9 @@ def _dummy(aval: ShapedArray) -> np.ndarray:
 
 def abstract_eval(prim, inputs: list, params: dict) -> ShapedArray:
     """The output shape and dtype of prim, by running its implementation on stand-in values."""
-    values = [_dummy(x.aval) if isinstance(x, Var) else x.value for x in inputs]
+    values = [_dummy(x.aval) if isinstance(x, Var) else
+              _dummy(ShapedArray(x.value.shape, x.value.dtype)) if isinstance(x.value, ExternalValue) else x.value
+              for x in inputs]
     try:
         with np.errstate(all="ignore"):
             out = prim.impl(*values, **params)
@@ -84,11 +86,12 @@ def abstract_eval(prim, inputs: list, params: dict) -> ShapedArray:
 
 
 class JitTrace(Trace):
-    __slots__ = ("eqns",)
+    __slots__ = ("eqns", "device")
 
-    def __init__(self):
+    def __init__(self, device: Device = CPU):
         super().__init__("jit")
         self.eqns: list[Eqn] = []
+        self.device = device  # where the traced arrays live: constants made while tracing go there too
 
     def process(self, prim, args, params):
         self.check_alive()
@@ -135,9 +138,10 @@ def _leaf_origins(fun, dyn_args, dyn_kwargs) -> list[str]:
     return origins
 
 
-def trace_program(fun: Callable, avals: Sequence[ShapedArray], rebuild: Callable, origins: Sequence[str]):
+def trace_program(fun: Callable, avals: Sequence[ShapedArray], rebuild: Callable, origins: Sequence[str],
+                  device: Device = CPU):
     """Run fun on abstract tracers: (Program, output treedef)."""
-    with JitTrace() as trace:
+    with JitTrace(device) as trace:
         in_vars = [fresh_var(a) for a in avals]
         tracers = [JitTracer(trace, a, v, o) for a, v, o in zip(avals, in_vars, origins)]
         out = rebuild(tracers)
@@ -169,7 +173,7 @@ def _fusable(eqn: Eqn) -> bool:
             if x.aval.shape not in (shape, ()) or x.aval.dtype not in fusion.FUSABLE_DTYPES:
                 return False
         elif x.value is not None:
-            v = np.asarray(x.value)
+            v = x.value if hasattr(x.value, "dtype") else np.asarray(x.value)
             if v.shape not in (shape, ()) or (v.dtype not in fusion.FUSABLE_DTYPES and v.dtype.kind != "f"):
                 return False
     return shape != ()
@@ -328,6 +332,26 @@ class _Codegen:
         return run
 
 
+def _device_interpreter(program: Program, platform: str) -> Callable:
+    """Run a program on a GPU: each equation calls its primitive's kernels for that device (the
+    arrays stay there). Host constants the trace captured are copied to the device once, here."""
+    from .devices import device_put
+    consts = {}
+    for eqn in program.eqns:
+        for x in eqn.inputs:
+            if isinstance(x, Const) and isinstance(x.value, np.ndarray) and x.value.ndim:
+                consts[id(x)] = device_put(Array(x.value), platform)._value
+    steps = [(eqn.prim.impls[platform], [x if isinstance(x, Var) else consts.get(id(x), x.value) for x in eqn.inputs],
+              eqn.params, eqn.out) for eqn in program.eqns]
+
+    def run(*values):
+        env = dict(zip(program.in_vars, values))
+        for impl, inputs, params, out in steps:
+            env[out] = impl(*[env[x] if isinstance(x, Var) else x for x in inputs], **params)
+        return [env[o] if isinstance(o, Var) else o.value for o in program.outs]
+    return run
+
+
 class _LazyKernel:
     """Compiles its numba kernel on first call (so tracing and printing stay cheap)."""
     __slots__ = ("source", "kernel")
@@ -357,6 +381,20 @@ def _writable(x) -> bool:
 
 
 # ==== the public transform ============================================================================
+def _platform(values) -> str:
+    """Where a call's arrays live: 'cpu', or the GPU platform when any does (then all must, but
+    0-d host scalars, which combine with any device as in PyTorch)."""
+    device = next((v.device for v in values if isinstance(v, ExternalValue)), None)
+    if device is None:
+        return "cpu"
+    for i, v in enumerate(values):
+        if not isinstance(v, ExternalValue) and np.ndim(v):
+            raise DeviceMismatchError(f"jit: argument leaf {i} is on cpu but others are on {device}; "
+                                      f"move it with fg.device_put(x, '{device}')")
+    return device.platform
+
+
+
 class _Donated:
     """What a donated Array holds once its buffer belongs to the jitted function."""
 
@@ -420,14 +458,14 @@ class Jitted:
     def _prepare(self, args, kwargs):
         if not kwargs and not self.static_argnums and all(type(a) is Array for a in args):
             values = [a._value for a in args]  # the common case, keyed without flattening
-            key = (len(args), tuple((v.shape, v.dtype) for v in values), ())
+            key = (len(args), tuple((v.shape, v.dtype) for v in values), (), _platform(values))
             return key, list(args), values, None, (), (), list(args), {}
         statics, dyn_args, dyn_kwargs, static_nums = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         if any(isinstance(leaf, Tracer) for leaf in leaves):
             return None
         values = [leaf._value if type(leaf) is Array else to_numpy(leaf) for leaf in leaves]
-        key = (in_tree, tuple((np.shape(v), np.asarray(v).dtype) for v in values), statics)
+        key = (in_tree, tuple((v.shape, v.dtype) for v in values), statics, _platform(values))
         return key, leaves, values, in_tree, statics, static_nums, dyn_args, dyn_kwargs
 
     def _compile(self, key, args, kwargs, in_tree, static_nums, dyn_args, dyn_kwargs) -> _Compiled:
@@ -439,8 +477,12 @@ class Jitted:
                         ", ".join(map(repr, avals)), self._retrace_reason(key))
 
         rebuild = _rebuilder(self.fun, args, kwargs, in_tree, static_nums)
-        program, out_tree = trace_program(self.fun, avals, rebuild, _leaf_origins(self.fun, dyn_args, dyn_kwargs))
+        platform = key[3]
+        program, out_tree = trace_program(self.fun, avals, rebuild, _leaf_origins(self.fun, dyn_args, dyn_kwargs),
+                                          Device(platform))
         program = _lower(program)
+        if platform != "cpu":
+            return _Compiled(program, _device_interpreter(program, platform), out_tree)
         donated = self._donated_leaves(args, static_nums)
         return _Compiled(program, _Codegen(program, donated).build(), out_tree)
 
@@ -468,6 +510,8 @@ class Jitted:
         for i, (a, b) in enumerate(zip(old[1], key[1])):
             if a != b:
                 return (f" (retrace: leaf {i} changed from {ShapedArray(*a)!r} to {ShapedArray(*b)!r})")
+        if old[3] != key[3]:
+            return f" (retrace: the arrays are now on {key[3]}, not {old[3]})"
         return f" (retrace: static arguments changed from {old[2]!r} to {key[2]!r})"
 
     def __call__(self, *args, **kwargs):
@@ -482,7 +526,7 @@ class Jitted:
             except _ClosedOverTracer:
                 return self.fun(*args, **kwargs)
             self.cache[key] = compiled
-        donated = self._donated_leaves(args, static_nums) if self.donate_argnums else ()
+        donated = self._donated_leaves(args, static_nums) if self.donate_argnums and key[3] == "cpu" else ()
         if donated:  # a buffer passed twice (mu and nu both zeros_like(p), say) must not be written
             counts: dict[int, int] = {}
             for v in values:
@@ -493,7 +537,8 @@ class Jitted:
         for i in donated:
             if type(leaves[i]) is Array:
                 leaves[i]._value = _Donated()
-        return compiled.out_tree.unflatten([Array(o) if isinstance(o, (np.ndarray, np.generic)) else o for o in outs])
+        return compiled.out_tree.unflatten([Array(o) if isinstance(o, (np.ndarray, np.generic, ExternalValue)) else o
+                                            for o in outs])
 
     def lower(self, *args, **kwargs) -> Program:
         """The optimised Program jit runs for these arguments."""
@@ -532,5 +577,5 @@ def make_program(fun: Callable, static_argnums: int | Sequence[int] = (), optimi
         in_tree = in_tree or tree_flatten((dyn_args, dyn_kwargs))[1]
         rebuild = _rebuilder(fun, args, kwargs, in_tree, static_nums)
         avals = [ShapedArray(shape, dtype) for shape, dtype in key[1]]
-        return trace_program(fun, avals, rebuild, _leaf_origins(fun, dyn_args, dyn_kwargs))[0]
+        return trace_program(fun, avals, rebuild, _leaf_origins(fun, dyn_args, dyn_kwargs), Device(key[3]))[0]
     return program_of

@@ -14,7 +14,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import dtypes
-from .array import Array, ArrayBase, to_numpy
+from . import devices
+from .array import Array, ArrayBase, parse_device, to_numpy
+from .devices import device_put
 from .config import autocast_state
 from .dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32,  # noqa: F401
                      int64, uint8, uint32, uint64)
@@ -576,7 +578,7 @@ def take_along_axis(a, indices, axis: int):
         else:
             shape = [1] * a.ndim
             shape[d] = a.shape[d]
-            arrays.append(np.arange(a.shape[d]).reshape(shape))
+            arrays.append(reshape(devices.arange(a.shape[d], dtypes.int64, a.device), shape))
     return bind(S.gather_p, a, *arrays, spec=(("a",),) * a.ndim)
 
 
@@ -589,7 +591,10 @@ def _index_array(indices):
 
 
 def concrete_or_none(x):
-    """x's NumPy value, or None when it is only known abstractly (inside jit)."""
+    """x's NumPy value, or None when it is only known abstractly (inside jit) or lives on a GPU
+    (reading it back would stall the device: checks of values there are skipped)."""
+    if isinstance(x, ArrayBase) and x.device.platform != "cpu":
+        return None
     try:
         return np.asarray(x)
     except ConcretizationError:
@@ -607,15 +612,25 @@ def sort(x, axis: int = -1):
     return take_along_axis(x, argsort(x, axis), axis)
 
 
+def tri(n: int, m: int | None = None, k: int = 0, dtype=bool_, device=None) -> Array:
+    """Ones at and below diagonal k (jnp.tri), built where it is used: on a GPU, from two
+    index vectors made there."""
+    m = n if m is None else m
+    place = parse_device(device or "cpu")
+    rows = reshape(devices.arange(n, dtypes.int64, place), (n, 1))
+    cols = reshape(devices.arange(m, dtypes.int64, place), (1, m))
+    return astype(rows + k >= cols, dtype)
+
+
 def tril(x, k: int = 0):
     x = asarray(x)
-    mask = np.tri(x.shape[-2], x.shape[-1], k, dtype=bool)
+    mask = tri(x.shape[-2], x.shape[-1], k, device=x.device)
     return where(mask, x, np.zeros((), x.dtype))
 
 
 def triu(x, k: int = 0):
     x = asarray(x)
-    mask = ~np.tri(x.shape[-2], x.shape[-1], k - 1, dtype=bool)
+    mask = ~tri(x.shape[-2], x.shape[-1], k - 1, device=x.device)
     return where(mask, x, np.zeros((), x.dtype))
 
 
@@ -725,46 +740,56 @@ def _shape_arg(shape) -> tuple[int, ...]:
     return (operator.index(shape),) if np.ndim(shape) == 0 else tuple(operator.index(d) for d in shape)
 
 
-def zeros(shape, dtype=float32) -> Array:
-    return Array(np.zeros(_shape_arg(shape), dtypes.canonicalize(dtype)))
+def _placed(x: Array, device) -> Array:
+    return x if device is None else device_put(x, device)
 
 
-def ones(shape, dtype=float32) -> Array:
-    return Array(np.ones(_shape_arg(shape), dtypes.canonicalize(dtype)))
+def zeros(shape, dtype=float32, device=None) -> Array:
+    """device: 'cpu' (default) or 'cuda'; on a GPU the fill runs there, with no host copy."""
+    return full(shape, 0, dtype, device)
 
 
-def full(shape, fill_value, dtype=None) -> Array:
+def ones(shape, dtype=float32, device=None) -> Array:
+    return full(shape, 1, dtype, device)
+
+
+def full(shape, fill_value, dtype=None, device=None) -> Array:
     value = to_numpy(fill_value, dtype=dtype)
-    return Array(np.full(_shape_arg(shape), value, value.dtype))
+    return devices.full(_shape_arg(shape), value, value.dtype, parse_device(device or "cpu"))
 
 
-def zeros_like(x, dtype=None) -> Array:
-    return zeros(_shape(x), dtype or asarray(x).dtype)
+def _device_like(x, device):
+    return device if device is not None else (x.device if isinstance(x, ArrayBase) else None)
 
 
-def ones_like(x, dtype=None) -> Array:
-    return ones(_shape(x), dtype or asarray(x).dtype)
+def zeros_like(x, dtype=None, device=None) -> Array:
+    """On x's device unless told otherwise (as torch.zeros_like)."""
+    return zeros(_shape(x), dtype or asarray(x).dtype, _device_like(x, device))
 
 
-def full_like(x, fill_value, dtype=None) -> Array:
-    return full(_shape(x), fill_value, dtype or asarray(x).dtype)
+def ones_like(x, dtype=None, device=None) -> Array:
+    return ones(_shape(x), dtype or asarray(x).dtype, _device_like(x, device))
 
 
-def arange(start, stop=None, step=1, dtype=None) -> Array:
+def full_like(x, fill_value, dtype=None, device=None) -> Array:
+    return full(_shape(x), fill_value, dtype or asarray(x).dtype, _device_like(x, device))
+
+
+def arange(start, stop=None, step=1, dtype=None, device=None) -> Array:
     if stop is None:
         start, stop = 0, start
     if dtype is None:
         is_int = builtins.all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
         dtype = dtypes.default_int if is_int else dtypes.default_float
-    return Array(np.arange(start, stop, step, dtype=dtypes.canonicalize(dtype)))
+    return _placed(Array(np.arange(start, stop, step, dtype=dtypes.canonicalize(dtype))), device)
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=float32) -> Array:
-    return Array(np.linspace(start, stop, num, endpoint=endpoint).astype(dtypes.canonicalize(dtype)))
+def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=float32, device=None) -> Array:
+    return _placed(Array(np.linspace(start, stop, num, endpoint=endpoint).astype(dtypes.canonicalize(dtype))), device)
 
 
-def eye(n: int, m: int | None = None, k: int = 0, dtype=float32) -> Array:
-    return Array(np.eye(n, m, k, dtype=dtypes.canonicalize(dtype)))
+def eye(n: int, m: int | None = None, k: int = 0, dtype=float32, device=None) -> Array:
+    return _placed(Array(np.eye(n, m, k, dtype=dtypes.canonicalize(dtype))), device)
 
 
 def shape(x) -> tuple[int, ...]:

@@ -24,17 +24,19 @@ from typing import Callable
 
 import numpy as np
 
+from .array import ExternalValue
 from .trace import hooks
 
 __all__ = ["profile", "record_function", "schedule", "ProfilerAction"]
 
 
 class _Event:
-    __slots__ = ("name", "kind", "start", "end", "tid", "shapes", "bytes", "child_ns", "parent", "step")
+    __slots__ = ("name", "kind", "start", "end", "tid", "shapes", "bytes", "child_ns", "parent", "step", "device_ns")
 
     def __init__(self, name, kind, start, tid, parent, step):
         self.name, self.kind, self.start, self.end, self.tid = name, kind, start, start, tid
         self.shapes, self.bytes, self.child_ns, self.parent, self.step = (), 0, 0, parent, step
+        self.device_ns = 0  # for an op on a GPU: launch to completion (the device synchronised)
 
     @property
     def duration(self) -> int:
@@ -126,7 +128,10 @@ class profile:
         event.end = end
         if self.record_shapes:
             event.shapes = tuple(tuple(np.shape(x)) for x in inputs if x is not None)
-        if self.profile_memory and type(out) is np.ndarray and out.base is None:
+        if isinstance(out, ExternalValue):  # kernels run asynchronously: wait for this one to finish
+            out.synchronize()
+            event.device_ns = perf_counter_ns() - start
+        if self.profile_memory and (type(out) is np.ndarray and out.base is None or isinstance(out, ExternalValue)):
             event.bytes = out.nbytes
         if event.parent is not None:
             event.parent.child_ns += end - start
@@ -159,6 +164,7 @@ class profile:
             row["cpu_time_total"] += e.duration
             row["self_cpu_time_total"] += e.self_ns
             row["self_cpu_memory_usage"] += e.bytes
+            row["cuda_time_total"] += e.device_ns
         return EventTable(list(groups.values()), group_by_input_shape)
 
     def export_chrome_trace(self, path: "str | os.PathLike") -> None:
@@ -171,6 +177,8 @@ class profile:
                 args["input shapes"] = [list(s) for s in e.shapes]
             if e.bytes:
                 args["bytes"] = e.bytes
+            if e.device_ns:
+                args["device time (us)"] = e.device_ns / 1000.0
             trace.append({"name": e.name, "cat": "cpu_op" if e.kind == "op" else "user_annotation", "ph": "X",
                           "ts": (e.start - self._origin) / 1000.0, "dur": e.duration / 1000.0,
                           "pid": pid, "tid": e.tid, "args": args})

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .array import ExternalValue
 from .ops.core import Primitive
 
 
@@ -126,8 +127,11 @@ def fold_constants(program: Program) -> Program:
     for eqn in program.eqns:
         inputs = [known.get(x.id, x) if isinstance(x, Var) else x for x in eqn.inputs]
         if all(isinstance(x, Const) for x in inputs):
+            values = [x.value for x in inputs]
+            device = next((v.device for v in values if isinstance(v, ExternalValue)), None)
+            impl = eqn.prim.impl if device is None else eqn.prim.impls[device.platform]
             with np.errstate(all="ignore"):
-                known[eqn.out.id] = Const(eqn.prim.impl(*[x.value for x in inputs], **eqn.params))
+                known[eqn.out.id] = Const(impl(*values, **eqn.params))
             continue
         eqns.append(Eqn(eqn.prim, inputs, eqn.params, eqn.out))
     outs = [known.get(o.id, o) if isinstance(o, Var) else o for o in program.outs]

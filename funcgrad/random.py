@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import dtypes
+from . import devices, dtypes
 from . import numpy as fnp
 from .array import Array, ArrayBase
 from .ops import elementwise as E
@@ -30,9 +30,13 @@ def _key(key):
 
 
 def _blocks(key, domain: int, counters) -> Array:
-    """Encrypt the counter pairs (domain, c) for c in counters: shape (len(counters), 2)."""
+    """Encrypt the counter pairs (domain, c) for c in counters: shape (len(counters), 2).
+    counters: an Array, or a count n for 0..n-1 (made on the key's device, like the domain)."""
+    key = _key(key)
+    if isinstance(counters, int):
+        counters = devices.arange(counters, dtypes.uint32, key.device)
     counters = fnp.asarray(counters, dtype=dtypes.uint32)
-    return bind(prng.threefry2x32_p, _key(key), np.full(counters.shape, domain, np.uint32), counters)
+    return bind(prng.threefry2x32_p, key, devices.full(counters.shape, domain, dtypes.uint32, key.device), counters)
 
 
 def key(seed: int) -> Array:
@@ -49,7 +53,7 @@ PRNGKey = key
 
 def split(key, num: int = 2) -> Array:
     """num new independent keys, shape (num, 2)."""
-    return _blocks(key, _SPLIT, np.arange(num, dtype=np.uint32))
+    return _blocks(key, _SPLIT, int(num))
 
 
 def fold_in(key, data) -> Array:
@@ -57,7 +61,7 @@ def fold_in(key, data) -> Array:
     if isinstance(data, ArrayBase):
         counter = fnp.reshape(fnp.astype(data, dtypes.uint32), (1,))  # wraps modulo 2**32
     else:
-        counter = np.array([int(data) & 0xFFFFFFFF], np.uint32)
+        counter = devices.full((1,), int(data) & 0xFFFFFFFF, dtypes.uint32, fnp.asarray(key).device)
     return fnp.reshape(_blocks(key, _FOLD_IN, counter), (2,))
 
 
@@ -69,7 +73,7 @@ def random_bits(key, shape) -> Array:
     """uint32 words: both words of counters 0..ceil(n/2)-1 of the sampling domain."""
     shape = _shape(shape)
     n = math.prod(shape)
-    blocks = _blocks(key, _SAMPLE, np.arange((n + 1) // 2, dtype=np.uint32))
+    blocks = _blocks(key, _SAMPLE, (n + 1) // 2)
     return fnp.reshape(fnp.reshape(fnp.transpose(blocks), (-1,))[:n], shape)
 
 

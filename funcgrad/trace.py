@@ -16,7 +16,7 @@ from time import perf_counter_ns
 import numpy as np
 
 from . import dtypes
-from .array import Array, ArrayBase
+from .array import Array, ArrayBase, host
 from .config import config
 from .errors import NonFiniteError, ShapeError, TracerLeakError
 from .ops import core
@@ -132,18 +132,20 @@ def impl_error(prim, args, e: Exception) -> Exception:
 
 
 def _check_nans(prim, out):
-    out = np.asarray(out)
+    out = np.asarray(host(out))  # debug_nans reads device results back: a debugging mode, not a fast path
     if dtypes.is_float(out.dtype) and np.isnan(out.astype(np.float32, copy=False)).any():
         raise NonFiniteError(f"primitive '{prim.name}' produced NaN (debug_nans is on), "
                              f"called from {user_frame()}")
 
 
 class Hooks:
-    """Observers of bind, installed by higher layers: the profiler (funcgrad.profiler)."""
-    __slots__ = ("profiler",)
+    """Installed by higher layers: the profiler (funcgrad.profiler) observes bind; placement
+    (funcgrad.devices, once an array lives on a GPU) picks each call's backend implementation."""
+    __slots__ = ("profiler", "placement")
 
     def __init__(self):
         self.profiler = None
+        self.placement = None
 
 
 hooks = Hooks()
@@ -173,11 +175,12 @@ def bind(prim, *args, **params):
         vals = (a._value if type(a) is Array else a,)
     else:
         vals = [a._value if type(a) is Array else a for a in args]
+    impl = prim.impl if hooks.placement is None else hooks.placement(prim, args)
     prof = hooks.profiler
     if prof is not None:
         start = perf_counter_ns()
     try:
-        out = prim.impl(*vals, **params)
+        out = impl(*vals, **params)
     except (ValueError, IndexError, TypeError) as e:
         raise impl_error(prim, args, e) from None
     if config.debug_nans:

@@ -10,7 +10,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes
-from .array import Array, to_numpy
+from .array import CPU, Array, to_numpy
+from .devices import device_put, full
 from .errors import ShapeError
 from .ops import elementwise as E
 from .ops import shape as S
@@ -130,14 +131,14 @@ class _MultiOutputNode(Node):
         super().__init__(None, (), None, None, parents)
         self.n_out = len(out_leaves)
         self.out_tree = out_tree
-        self.out_avals = [(np.shape(o), getattr(o, "dtype", None)) for o in out_leaves]
+        self.out_avals = [(np.shape(o), getattr(o, "dtype", None), getattr(o, "device", CPU)) for o in out_leaves]
 
     def release(self):
         """Multi-output nodes keep what they need until the pass ends (it is small)."""
 
     def full_cotangent(self, cts):
         return self.out_tree.unflatten(
-            ct if ct is not None else _zeros(shape, dtype) for ct, (shape, dtype) in zip(cts, self.out_avals))
+            ct if ct is not None else _zeros(*aval) for ct, aval in zip(cts, self.out_avals))
 
 
 class CustomVJPNode(_MultiOutputNode):
@@ -235,8 +236,8 @@ def backward_pass(outputs, cts, release: bool = False):
 
 
 # ==== reverse mode =================================================================================
-def _zeros(shape, dtype):
-    return Array(np.zeros(shape, dtype))
+def _zeros(shape, dtype, device=CPU):
+    return full(shape, 0, dtype, device)
 
 
 def _as_input(x, fname: str, where: str, require_float: bool = True):
@@ -292,7 +293,7 @@ def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
         grads = []
         for x, node in zip(primals, in_nodes):
             slots = acc.get(node)
-            g = _zeros(x.shape, x.dtype) if slots is None else slots[0]
+            g = _zeros(x.shape, x.dtype, x.device) if slots is None else slots[0]
             grads.append(g if g.dtype == x.dtype else E.convert_p(g, dtype=x.dtype))
         return grads
 
@@ -399,7 +400,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         with annotate("forward"):
             value, vjp_flat = _vjp(scalar_fun, leaves, "grad")
         with annotate("backward"):
-            grads = _args_result(in_tree, vjp_flat(Array(np.ones((), value.dtype)), release=True), argnums)
+            grads = _args_result(in_tree, vjp_flat(full((), 1, value.dtype, value.device), release=True), argnums)
         if has_aux:
             return (value, _unbox_aux(aux_box[0])), grads
         return value, grads
@@ -419,10 +420,10 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     return grad_f
 
 
-def _one_hot(shape, dtype, k):
+def _one_hot(shape, dtype, k, device=CPU):
     basis = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype)
     basis[k] = 1
-    return Array(basis.reshape(shape))
+    return device_put(Array(basis.reshape(shape)), device)
 
 
 def _stack_jacobian(rows, lead_shape, trail_shape, dtype, axis):
@@ -458,8 +459,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         for j, o in enumerate(out_leaves):
             rows = []
             for k in range(o.size):
-                ct = [_zeros(p.shape, p.dtype) for p in out_leaves]
-                ct[j] = _one_hot(o.shape, o.dtype, k)
+                ct = [_zeros(p.shape, p.dtype, p.device) for p in out_leaves]
+                ct[j] = _one_hot(o.shape, o.dtype, k, o.device)
                 rows.append(vjp_flat(out_tree.unflatten(ct)))
             blocks = [_stack_jacobian([r[i] for r in rows], o.shape, x.shape, x.dtype, 0)
                       for i, x in enumerate(leaves)]
@@ -538,7 +539,7 @@ def _jvp(fun_flat: Callable, primals: list, tangents: list):
             else:
                 o = o if isinstance(o, (Array, Tracer)) else Array(to_numpy(o))
                 outs.append(o)
-                tans.append(_zeros(o.shape, o.dtype))
+                tans.append(_zeros(o.shape, o.dtype, o.device))
     return out_tree, outs, tans
 
 
@@ -579,13 +580,13 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         for i, x in enumerate(leaves):
             cols = []
             for k in range(x.size):
-                tangents = [_zeros(p.shape, p.dtype) for p in leaves]
-                tangents[i] = _one_hot(x.shape, x.dtype, k)
+                tangents = [_zeros(p.shape, p.dtype, p.device) for p in leaves]
+                tangents[i] = _one_hot(x.shape, x.dtype, k, x.device)
                 out_tree, outs, tans = _jvp(fun_flat, leaves, tangents)
                 cols.append(tans)
             columns.append(cols)
         if out_tree is None:  # no input elements at all: evaluate once for the output's shape
-            out_tree, outs, _ = _jvp(fun_flat, leaves, [_zeros(p.shape, p.dtype) for p in leaves])
+            out_tree, outs, _ = _jvp(fun_flat, leaves, [_zeros(p.shape, p.dtype, p.device) for p in leaves])
         per_out = []
         for j, o in enumerate(outs):
             blocks = [_stack_jacobian([c[j] for c in columns[i]], o.shape, x.shape, o.dtype, -1)

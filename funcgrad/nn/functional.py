@@ -133,7 +133,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
     kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation)
     cols = _windows(x, kernel, stride, padding, dilation, "max_pool2d", pad_value=-np.inf)
     flat = fnp.reshape(cols, cols.shape[:4] + (kernel[0] * kernel[1],))
-    first_max = fnp.expand_dims(fnp.argmax(flat, axis=-1), -1) == np.arange(flat.shape[-1])
+    first_max = fnp.expand_dims(fnp.argmax(flat, axis=-1), -1) == fnp.arange(flat.shape[-1], device=flat.device)
     out = fnp.sum(fnp.where(first_max, flat, 0.0), axis=-1)
     return out[0] if unbatched else out
 
@@ -197,7 +197,7 @@ def embedding(indices, weight):
 
 def one_hot(labels, num_classes: int, dtype=fg_dtypes.float32):
     idx = fnp._index_array(labels)
-    return fnp.astype(fnp.expand_dims(idx, -1) == np.arange(num_classes), dtype)
+    return fnp.astype(fnp.expand_dims(idx, -1) == fnp.arange(num_classes, device=idx.device), dtype)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False):
@@ -206,7 +206,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False):
     q, k, v = fnp._common((q, k, v))
     scores = fnp.einsum("...qd,...kd->...qk", q, k) * (1.0 / np.sqrt(q.shape[-1]))
     if is_causal:
-        causal = np.tril(np.ones((q.shape[-2], k.shape[-2]), bool))
+        causal = fnp.tri(q.shape[-2], k.shape[-2], device=scores.device)
         scores = fnp.where(causal, scores, -np.inf)
     if mask is not None:
         mask = fnp.asarray(mask)

@@ -1,0 +1,105 @@
+"""Device buffers: a strided view (offset, shape, strides) over a block from the allocator.
+
+Like a NumPy array over its memory, so reshape of contiguous data, transpose, broadcasting,
+basic slicing (negative steps included) and sliding windows are views that cost no kernel; the
+kernels read any strides. bfloat16 lives on the device as its 16 bits in a uint16 array (numba has
+no bfloat16 array type); kernels widen it to float32 to compute.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..array import Device, ExternalValue
+from .allocator import Block, allocator
+from .runtime import synchronize, transfers
+
+STORAGE = {np.dtype(dtypes.bfloat16): np.dtype(np.uint16)}
+
+
+def storage_dtype(dtype: np.dtype) -> np.dtype:
+    return STORAGE.get(np.dtype(dtype), np.dtype(dtype))
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+class DeviceValue(ExternalValue):
+    """An array's data on a CUDA device. Strides and offset count elements, not bytes."""
+    __slots__ = ("block", "data", "offset", "shape", "strides", "dtype")
+    device = Device("cuda", 0)
+
+    def __init__(self, block: Block, data, offset: int, shape: tuple, strides: tuple, dtype: np.dtype):
+        self.block = block      # keeps the memory alive while any view of it lives
+        self.data = data        # the block as a flat numba device array of the storage dtype
+        self.offset = offset
+        self.shape = shape
+        self.strides = strides
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def is_contiguous(self) -> bool:
+        return all(s == c for s, c, d in zip(self.strides, contiguous_strides(self.shape), self.shape) if d != 1)
+
+    def view(self, shape: tuple, strides: tuple, offset: int | None = None, dtype: np.dtype | None = None) -> "DeviceValue":
+        data = self.data
+        if dtype is not None and storage_dtype(dtype) != storage_dtype(self.dtype):
+            data = self.block.raw.view(storage_dtype(dtype))
+        return DeviceValue(self.block, data, self.offset if offset is None else offset,
+                           tuple(shape), tuple(strides), np.dtype(dtype or self.dtype))
+
+    def to_host(self) -> np.ndarray:
+        return to_host(self)
+
+    def synchronize(self) -> None:
+        synchronize()
+
+    def __repr__(self) -> str:
+        return f"DeviceValue({self.dtype}{list(self.shape)} on {self.device})"
+
+
+def empty(shape: tuple, dtype) -> DeviceValue:
+    """Uninitialised contiguous device memory for an array of this shape and dtype."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(d) for d in shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    block = allocator.malloc(nbytes)
+    return DeviceValue(block, block.raw.view(storage_dtype(dtype)), 0, shape, contiguous_strides(shape), dtype)
+
+
+def from_host(host: np.ndarray) -> DeviceValue:
+    """Copy a host array to the device (counted in runtime.transfers)."""
+    host = np.ascontiguousarray(host)
+    out = empty(host.shape, host.dtype)
+    if host.size:
+        out.data[:host.size].copy_to_device(host.reshape(-1).view(storage_dtype(host.dtype)))
+    transfers.host_to_device += 1
+    return out
+
+
+def to_host(value: DeviceValue) -> np.ndarray:
+    """Copy device data back to a new host array (counted in runtime.transfers)."""
+    from .kernels.copy import contiguous  # the copy kernel sits above this module
+    value = contiguous(value)
+    n = value.size
+    flat = np.empty(n, storage_dtype(value.dtype))
+    if n:
+        value.data[value.offset:value.offset + n].copy_to_host(flat)
+    transfers.device_to_host += 1
+    return flat.view(value.dtype).reshape(value.shape)

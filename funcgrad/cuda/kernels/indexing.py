@@ -1,0 +1,178 @@
+"""Indexing on the device: NumPy's basic indexing as a view, advanced (integer-array) indexing as
+a gather kernel, and its transpose, a scatter-add with atomics (repeated indices accumulate).
+
+The spec is the one funcgrad.ops.shape uses: ("s", start, stop, step) · ("i", n) · ("n",) · ("e",)
+· ("a",) for an integer array. Out-of-range array indices cannot raise inside a kernel: they are
+clamped, as JAX does on every device.
+"""
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ... import dtypes
+from ..buffer import DeviceValue, empty
+from ..runtime import launch_shape
+from .common import (INDEX, array_type, broadcast_strides, compile_source, scalar_type, tuple_type,
+                     widen)
+
+
+def basic_view(x: DeviceValue, index: tuple) -> DeviceValue:
+    """x[index] for slices, ints, None and Ellipsis: NumPy computes the view's shape, strides and
+    offset on a stand-in array of one-byte elements whose strides are x's (no memory is read)."""
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=x.shape, strides=x.strides)
+    view = probe[index]
+    start = probe.__array_interface__["data"][0]
+    return x.view(view.shape, view.strides, x.offset + view.__array_interface__["data"][0] - start)
+
+
+def _expand(spec: tuple, ndim: int, has_arrays: bool) -> list:
+    """The spec with Ellipsis expanded; ints become array positions when arrays are present."""
+    used = sum(1 for item in spec if item[0] in "sia")
+    out = []
+    for item in spec:
+        if item[0] == "e":
+            out += [("s", None, None, None)] * (ndim - used)
+        else:
+            out.append(item)
+    if not any(item[0] == "e" for item in spec):
+        out += [("s", None, None, None)] * (ndim - used)
+    return out
+
+
+class AdvancedIndex:
+    """The layout of x[index] with integer arrays: which output dimensions walk x, which walk the
+    broadcast index arrays, and x's stride for each array."""
+
+    def __init__(self, x: DeviceValue, spec: tuple, arrays: list):
+        items = _expand(spec, x.ndim, True)
+        basic, positions, adv_dims, arr_iter = [], [], [], iter(arrays)
+        self.arrays, dim = [], 0
+        for pos, item in enumerate(items):
+            kind = item[0]
+            if kind == "s":
+                basic.append(slice(item[1], item[2], item[3]))
+                dim += 1
+            elif kind == "n":
+                basic.append(None)
+            else:  # an array, or an int that joins the broadcast as a 0-d array
+                basic.append(slice(None))
+                self.arrays.append(next(arr_iter) if kind == "a" else int(item[1]))
+                positions.append(pos)
+                adv_dims.append(dim)
+                dim += 1
+        base = basic_view(x, tuple(basic))  # every index entry now owns one dimension of base
+        self.bshape = np.broadcast_shapes(*(np.shape(a) for a in self.arrays))
+        adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+        adv_base = positions
+        self.sizes = [base.shape[d] for d in adv_base]
+        self.adv_strides = [base.strides[d] for d in adv_base]
+        rest = [d for d in range(base.ndim) if d not in adv_base]
+        nb = len(self.bshape)
+        if adjacent:
+            before = [d for d in rest if d < adv_base[0]]
+            after = [d for d in rest if d > adv_base[0]]
+        else:
+            before, after = [], rest
+        self.shape = tuple(base.shape[d] for d in before) + self.bshape + tuple(base.shape[d] for d in after)
+        self.x_strides = tuple(base.strides[d] for d in before) + (0,) * nb + tuple(base.strides[d] for d in after)
+        self.b_at = len(before)  # output dimensions [b_at, b_at + nb) walk the index arrays
+        self.base = base
+        for a, size, d in zip(self.arrays, self.sizes, adv_dims):
+            if isinstance(a, int) and not -size <= a < size:
+                raise IndexError(f"index {a} is out of bounds for axis {d} with size {size}")
+            if size == 0 and int(np.prod(self.shape, dtype=np.int64)):
+                raise IndexError(f"cannot take elements from axis {d} of size 0")
+
+    def index_strides(self, a) -> tuple:
+        """An index array's strides over the output dimensions (0 outside the broadcast part)."""
+        st = broadcast_strides(a, self.bshape) if isinstance(a, DeviceValue) else (0,) * len(self.bshape)
+        return (0,) * self.b_at + st + (0,) * (len(self.shape) - self.b_at - len(self.bshape))
+
+
+@cache
+def _source(mode: str, x_dtype: np.dtype, kinds: tuple) -> str:
+    """mode 'gather': out[i] = x[at(i)]; 'scatter': out[at(i)] += g[i] atomically. kinds: each index
+    operand's dtype, or None for a constant int."""
+    args = ["n", "shape", "x", "x_off", "x_st", "out"]
+    lines = []
+    for k, kind in enumerate(kinds):
+        if kind is None:
+            args += [f"c{k}", f"size{k}", f"stride{k}"]
+        else:
+            args += [f"ix{k}", f"ix{k}_off", f"ix{k}_st", f"size{k}", f"stride{k}"]
+    lines += ["@cuda.jit(cache=True)", f"def kernel({', '.join(args)}):",
+              "    for i in range(cuda.grid(1), n, cuda.gridsize(1)):",
+              "        at = S.element(i, shape, x_st, x_off)"]
+    for k, kind in enumerate(kinds):
+        value = f"np.int64(c{k})" if kind is None else f"np.int64(ix{k}[S.element(i, shape, ix{k}_st, ix{k}_off)])"
+        lines += [f"        j = {value}", "        if j < 0:", f"            j += size{k}",
+                  f"        j = min(max(j, 0), size{k} - 1)", f"        at += j * stride{k}"]
+    if mode == "gather":
+        lines.append("        out[i] = x[at]")
+    else:  # x is the cotangent (read at i), out the accumulator (written at `at`)
+        lines.append(f"        cuda.atomic.add(out, at, {widen('x[i]', x_dtype)})")
+    return "\n".join(lines) + "\n"
+
+
+def _kinds(arrays) -> tuple:
+    return tuple(a.dtype if isinstance(a, DeviceValue) else None for a in arrays)
+
+
+def _index_args(layout: AdvancedIndex) -> list:
+    args = []
+    for a, size, stride in zip(layout.arrays, layout.sizes, layout.adv_strides):
+        if isinstance(a, DeviceValue):
+            args += [a.data, a.offset, layout.index_strides(a)]
+        else:
+            args.append(a)
+        args += [size, stride]
+    return args
+
+
+def gather(x: DeviceValue, spec: tuple, arrays: list) -> DeviceValue:
+    """x[index] with at least one integer array in the index (basic indexing is basic_view)."""
+    layout = AdvancedIndex(x, spec, arrays)
+    out = empty(layout.shape, x.dtype)
+    n = out.size
+    if n:
+        base = layout.base
+        kernel = compile_source(_source("gather", x.dtype, _kinds(layout.arrays)))
+        kernel[launch_shape(n)](n, layout.shape or (1,), base.data, base.offset, layout.x_strides or (0,),
+                                out.data, *_index_args(layout))
+    return out
+
+
+def scatter_add(g: DeviceValue, spec: tuple, arrays: list, shape: tuple) -> DeviceValue:
+    """zeros(shape) with g added at the positions x[index] reads, for an index with arrays."""
+    from .copy import compact, fill
+    acc_dtype = np.dtype(np.float32) if g.dtype in (dtypes.float16, dtypes.bfloat16) else g.dtype
+    acc = fill(shape, acc_dtype, 0)
+    layout = AdvancedIndex(acc, spec, arrays)
+    if layout.shape != g.shape:
+        raise ValueError(f"scatter_add: the update has shape {g.shape}, the index selects {layout.shape}")
+    g = compact(g)
+    n = g.size
+    if n:
+        kernel = compile_source(_source("scatter", g.dtype, _kinds(layout.arrays)))
+        base = layout.base
+        kernel[launch_shape(n)](n, layout.shape or (1,), g.data, base.offset, layout.x_strides or (0,),
+                                base.data, *_index_args(layout))
+    if acc_dtype == g.dtype:
+        return acc
+    from . import elementwise
+    return elementwise.apply("convert", [acc], g.dtype, {"dtype": g.dtype})
+
+
+def ptx_cases():
+    i64 = scalar_type(INDEX)
+    for mode, dts in (("gather", [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int64,
+                                  dtypes.int32, dtypes.bool_, dtypes.uint32]),
+                      ("scatter", [dtypes.float32, dtypes.float64, dtypes.int64, dtypes.int32])):
+        for dt in dts:
+            for ix in (dtypes.int64, dtypes.int32):
+                acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+                sig = (i64, tuple_type(2), array_type(dt), i64, tuple_type(2), array_type(acc if mode == "scatter" else dt),
+                       array_type(ix), i64, tuple_type(2), i64, i64, i64, i64, i64)
+                yield f"{mode}[{dt.name}, index {ix.name}, int]", compile_source(_source(mode, dt, (ix, None))), sig

@@ -1,0 +1,230 @@
+"""Reductions over any set of axes, and the softmax family, as block-per-row kernels.
+
+The input is viewed as rows (the kept axes) by columns (the reduced axes), both through strides,
+so no transpose is ever copied. Each block takes a row (grid-stride over rows); its threads stride
+over the columns accumulating in registers (several elements per thread), then combine in a
+shared-memory tree. On a GPU the last 32 partial results combine with warp shuffles; the
+simulator has no warp operations, so there the tree runs to the end in shared memory.
+"""
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ... import dtypes
+from ..buffer import DeviceValue, contiguous_strides, empty
+from ..runtime import BLOCK, MAX_BLOCKS, SIMULATOR
+from .common import (INDEX, array_type, cast, compile_source, compute_dtype, literal, narrow, scalar_type,
+                     tuple_type, widen)
+
+# op -> (identity, combine(a, b)); values accumulate in `accumulator_dtype`.
+COMBINE = {
+    "sum": ("0", "({a} + {b})"),
+    "prod": ("1", "({a} * {b})"),
+    "max": ("-inf", "({a} if ({a} >= {b} or {a} != {a}) else {b})"),
+    "min": ("inf", "({a} if ({a} <= {b} or {a} != {a}) else {b})"),
+    "all": ("1", "({a} & {b})"),
+    "any": ("0", "({a} | {b})"),
+}
+
+
+def accumulator_dtype(op: str, dtype: np.dtype) -> np.dtype:
+    if op in ("all", "any") or (op in ("max", "min") and dtype == dtypes.bool_):
+        return np.dtype(np.int32)
+    if op in ("sum", "prod") and dtype.kind in "biu":
+        return np.dtype(np.uint64 if dtype.kind == "u" else np.int64)  # NumPy sums small ints as int64
+    return compute_dtype(dtype)
+
+
+def _identity(op: str, acc: np.dtype) -> str:
+    ident = COMBINE[op][0]
+    if ident in ("inf", "-inf"):
+        if acc.kind == "f":
+            return literal(float(ident), acc)
+        info = np.iinfo(acc) if acc.kind in "iu" else None
+        return literal(info.min if ident == "-inf" else info.max, acc) if info else literal(ident == "inf", acc)
+    return literal(int(ident), acc)
+
+
+def _tree(combine: str, acc: str) -> list[str]:
+    """Source combining `v` across the block into sh[0]."""
+    lines = ["    sh[t] = v", "    cuda.syncthreads()"]
+    stop = 1 if SIMULATOR else 32
+    lines += [f"    s = {BLOCK // 2}", f"    while s >= {stop}:", "        if t < s:",
+              f"            sh[t] = {combine.format(a='sh[t]', b='sh[t + s]')}", "        cuda.syncthreads()",
+              "        s //= 2"]
+    if not SIMULATOR:  # the last warp: shuffles, no shared memory, no barriers
+        lines += ["    if t < 32:", "        v = sh[t]", "        w = 16", "        while w >= 1:",
+                  f"            v = {combine.format(a='v', b=f'{acc}(cuda.shfl_down_sync(0xFFFFFFFF, v, w))')}",
+                  "            w //= 2", "        if t == 0:", "            sh[0] = v", "    cuda.syncthreads()"]
+    return lines
+
+
+_ROW_LOOP = ["    t = cuda.threadIdx.x",
+             "    for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):",
+             "        base = S.element(row, kshape, kstrides, x_off)"]
+
+
+def _indent(lines: list[str], by: int = 4) -> list[str]:
+    return [" " * by + line for line in lines]
+
+
+@cache
+def _reduce_source(op: str, dtype: np.dtype, out_dtype: np.dtype) -> str:
+    acc = accumulator_dtype(op, dtype)
+    combine = COMBINE[op][1]
+    value = widen("x[S.element(j, rshape, rstrides, base)]", dtype)
+    if op in ("all", "any"):
+        value = f"np.int32({value} != 0)"
+    body = [f"v = {_identity(op, acc)}",
+            "for j in range(t, ncols, cuda.blockDim.x):",
+            f"    v = {combine.format(a='v', b=f'{cast(acc)}({value})')}"]
+    body += [line[4:] for line in _tree(combine, cast(acc))]
+    body += ["if t == 0:", f"    out[row] = {narrow('sh[0]', out_dtype)}", "cuda.syncthreads()"]
+    lines = ["@cuda.jit(cache=True)",
+             "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out):",
+             f"    sh = cuda.shared.array({BLOCK}, np.{acc.name})", *_ROW_LOOP, *_indent(body, 8)]
+    return "\n".join(lines) + "\n"
+
+
+def rows_and_columns(shape: tuple, strides: tuple, axes: tuple) -> tuple:
+    """(kept shape, kept strides, reduced shape, reduced strides), each at least rank 1."""
+    kept = [d for d in range(len(shape)) if d not in axes]
+    kshape = tuple(shape[d] for d in kept) or (1,)
+    kstrides = tuple(strides[d] for d in kept) or (0,)
+    rshape = tuple(shape[d] for d in axes) or (1,)
+    rstrides = tuple(strides[d] for d in axes) or (0,)
+    return kshape, kstrides, rshape, rstrides
+
+
+def _grid(nrows: int) -> tuple[int, int]:
+    return max(1, min(MAX_BLOCKS, nrows)), BLOCK
+
+
+def reduce(op: str, x: DeviceValue, axes: tuple, out_shape: tuple, out_dtype: np.dtype) -> DeviceValue:
+    out = empty(out_shape, out_dtype)
+    kshape, kstrides, rshape, rstrides = rows_and_columns(x.shape, x.strides, axes)
+    nrows = int(np.prod(kshape, dtype=np.int64))
+    ncols = int(np.prod(rshape, dtype=np.int64))
+    if nrows == 0 or out.size == 0:
+        return out
+    kernel = compile_source(_reduce_source(op, x.dtype, np.dtype(out_dtype)))
+    kernel[_grid(nrows)](x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, out.data)
+    return out
+
+
+# ---- argmax / argmin: (value, index) pairs; the first of equal values wins, NaN beats everything --
+@cache
+def _arg_source(op: str, dtype: np.dtype) -> str:
+    ct = compute_dtype(dtype)
+    wins = ">" if op == "argmax" else "<"
+    better = (f"((av != av and (bv == bv or ai < bi)) or (bv == bv and (av {wins} bv or (av == bv and ai < bi))))"
+              if ct.kind == "f" else f"(av {wins} bv or (av == bv and ai < bi))")
+    lines = ["@cuda.jit(device=True)", "def better(av, ai, bv, bi):", f"    return {better}", "",
+             "@cuda.jit(cache=True)",
+             "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out):",
+             f"    shv = cuda.shared.array({BLOCK}, np.{ct.name})",
+             f"    shi = cuda.shared.array({BLOCK}, np.int64)", *_ROW_LOOP,
+             "        v = " + cast(ct) + "(" + widen("x[S.element(0, rshape, rstrides, base)]", dtype) + ")",
+             "        vi = np.int64(0)",
+             "        for j in range(t, ncols, cuda.blockDim.x):",
+             "            c = " + cast(ct) + "(" + widen("x[S.element(j, rshape, rstrides, base)]", dtype) + ")",
+             "            if better(c, j, v, vi) or j == t:",
+             "                v = c",
+             "                vi = j",
+             "        shv[t] = v",
+             "        shi[t] = vi if t < ncols else ncols",
+             "        cuda.syncthreads()",
+             f"        s = {BLOCK // 2}",
+             "        while s >= 1:",
+             "            if t < s and shi[t + s] < ncols and (shi[t] >= ncols or better(shv[t + s], shi[t + s], shv[t], shi[t])):",
+             "                shv[t] = shv[t + s]",
+             "                shi[t] = shi[t + s]",
+             "            cuda.syncthreads()",
+             "            s //= 2",
+             "        if t == 0:",
+             "            out[row] = shi[0]",
+             "        cuda.syncthreads()"]
+    return "\n".join(lines) + "\n"
+
+
+def arg_reduce(op: str, x: DeviceValue, axis: int, out_shape: tuple) -> DeviceValue:
+    out = empty(out_shape, np.int64)
+    if x.shape[axis] == 0:
+        raise ValueError(f"attempt to get {op} of an empty sequence")
+    kshape, kstrides, rshape, rstrides = rows_and_columns(x.shape, x.strides, (axis,))
+    nrows = int(np.prod(kshape, dtype=np.int64))
+    if out.size == 0:
+        return out
+    kernel = compile_source(_arg_source(op, x.dtype))
+    kernel[_grid(nrows)](x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, x.shape[axis], out.data)
+    return out
+
+
+# ---- the softmax family: max, then sum of exp, then each element, one block per row ------------
+@cache
+def _softmax_source(mode: str, dtype: np.dtype) -> str:
+    """mode: 'softmax', 'log_softmax' (write every element) or 'logsumexp' (one per row)."""
+    ct = compute_dtype(dtype)
+    c = cast(ct)
+    load = f"{c}(" + widen("x[S.element(j, rshape, rstrides, base)]", dtype) + ")"
+    big = COMBINE["max"][1]
+    lines = ["@cuda.jit(cache=True)",
+             "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out, o_kstrides, o_rstrides):",
+             f"    sh = cuda.shared.array({BLOCK}, np.{ct.name})", *_ROW_LOOP]
+    body = [f"v = {literal(-np.inf, ct)}", "for j in range(t, ncols, cuda.blockDim.x):",
+            f"    v = {big.format(a='v', b=load)}"]
+    body += [line[4:] for line in _tree(big, c)]
+    body += ["m = sh[0]", "if not S.isfinite(m):", f"    m = {literal(0, ct)}", "cuda.syncthreads()",
+             f"v = {literal(0, ct)}", "for j in range(t, ncols, cuda.blockDim.x):",
+             f"    v += S.exp({load} - m)"]
+    body += [line[4:] for line in _tree("({a} + {b})", c)]
+    body += ["total = sh[0]", "cuda.syncthreads()"]
+    if mode == "logsumexp":
+        body += ["if t == 0:", "    out[S.element(row, kshape, o_kstrides, 0)] = " + narrow("S.log(total) + m", dtype)]
+    else:
+        expr = "S.exp(xv - m) / total" if mode == "softmax" else "xv - m - S.log(total)"
+        body += ["ob = S.element(row, kshape, o_kstrides, 0)", "for j in range(t, ncols, cuda.blockDim.x):",
+                 f"    xv = {load}", "    out[S.element(j, rshape, o_rstrides, ob)] = " + narrow(expr, dtype)]
+    return "\n".join(lines + _indent(body, 8)) + "\n"
+
+
+def softmax_family(mode: str, x: DeviceValue, axes: tuple, out_shape: tuple) -> DeviceValue:
+    out = empty(out_shape, x.dtype)
+    kshape, kstrides, rshape, rstrides = rows_and_columns(x.shape, x.strides, axes)
+    if mode == "logsumexp":
+        o_kstrides = contiguous_strides(kshape)
+        o_rstrides = (0,) * len(rshape)
+    else:
+        _, o_kstrides, _, o_rstrides = rows_and_columns(x.shape, contiguous_strides(x.shape), axes)
+    nrows = int(np.prod(kshape, dtype=np.int64))
+    ncols = int(np.prod(rshape, dtype=np.int64))
+    if out.size == 0 or nrows == 0:
+        return out
+    kernel = compile_source(_softmax_source(mode, x.dtype))
+    kernel[_grid(nrows)](x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, out.data,
+                         o_kstrides, o_rstrides)
+    return out
+
+
+def ptx_cases():
+    """(name, kernel, argument types) for every reduction kernel and dtype it supports."""
+    from ... import dtypes as D
+    floats = [D.float32, D.float64, D.float16, D.bfloat16]
+    ints = [D.int32, D.int64, D.uint8, D.bool_]
+    t1 = tuple_type(1)
+    head = lambda dt: (array_type(dt), scalar_type(INDEX), t1, t1, tuple_type(2), tuple_type(2),
+                       scalar_type(INDEX), scalar_type(INDEX))
+    for op in COMBINE:
+        for dt in floats + ints:
+            out_dt = np.dtype(np.bool_) if op in ("all", "any") else (
+                accumulator_dtype(op, dt) if dt.kind in "biu" else dt)
+            yield (f"{op}[{dt.name}]", compile_source(_reduce_source(op, dt, out_dt)), head(dt) + (array_type(out_dt),))
+    for op in ("argmax", "argmin"):
+        for dt in floats + ints[:3]:
+            yield f"{op}[{dt.name}]", compile_source(_arg_source(op, dt)), head(dt) + (array_type(INDEX),)
+    for mode in ("softmax", "log_softmax", "logsumexp"):
+        for dt in floats:
+            yield (f"{mode}[{dt.name}]", compile_source(_softmax_source(mode, dt)),
+                   head(dt) + (array_type(dt), t1, tuple_type(2)))

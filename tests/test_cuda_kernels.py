@@ -1,0 +1,289 @@
+"""Every CUDA kernel against the CPU implementation (NumPy), in numba's simulator: odd small
+shapes, broadcasting, size 0 and 1, non-contiguous operands, every supported dtype."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.ops import core
+from funcgrad.ops import elementwise as E
+from funcgrad.ops import reductions as R
+
+pytestmark = pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+BF16 = np.dtype(ml_dtypes.bfloat16)
+TOL = {np.float64: 1e-12, np.float32: 2e-6, np.float16: 2e-3, BF16: 1e-2}
+rng = np.random.default_rng(0)
+
+
+def to_cuda(x):
+    return fg.device_put(fg.asarray(x), "cuda")
+
+
+def same(cpu, gpu, dtype=None, tol=None):
+    """The CUDA result equals the CPU one: same shape, dtype and device placement, close values
+    (tol: for results of many float32 operations, whose rounding depends on the order of sums)."""
+    assert gpu.device == "cuda:0"
+    assert gpu.shape == cpu.shape and gpu.dtype == cpu.dtype, (gpu.shape, gpu.dtype, cpu.shape, cpu.dtype)
+    c = np.asarray(cpu.numpy(), np.float64) if cpu.dtype != np.bool_ else cpu.numpy()
+    g = np.asarray(gpu.numpy(), np.float64) if gpu.dtype != np.bool_ else gpu.numpy()
+    if tol is None:
+        tol = TOL.get(np.dtype(dtype or cpu.dtype).type, 0) if np.dtype(dtype or cpu.dtype) != BF16 else TOL[BF16]
+    np.testing.assert_allclose(g, c, rtol=tol, atol=tol, equal_nan=True)
+
+
+def both(fn, *args, **kw):
+    """fn on the CPU arrays and on copies on the device."""
+    cpu = fn(*[fg.asarray(a) if isinstance(a, np.ndarray) else a for a in args], **kw)
+    gpu = fn(*[to_cuda(a) if isinstance(a, np.ndarray) else a for a in args], **kw)
+    return cpu, gpu
+
+
+# ---- elementwise: every primitive, its domain, broadcasting and a transposed operand ----------------
+POSITIVE = {"log", "log1p", "log2", "log10", "sqrt", "reciprocal", "pow"}
+UNIT = {"arcsin", "arccos", "arctanh"}
+INTEGER = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}
+UNARY = [n for n in ("neg abs sign floor ceil round trunc exp expm1 log log1p log2 log10 sqrt square reciprocal "
+                     "sin cos tan tanh sinh cosh arctan arcsin arccos arcsinh arccosh arctanh erf sigmoid softplus "
+                     "relu isnan isinf isfinite not invert").split()]
+BINARY = ("add sub mul div pow maximum minimum arctan2 remainder floor_divide eq ne lt le gt ge and or xor "
+          "bitwise_and bitwise_or bitwise_xor left_shift right_shift").split()
+
+
+def _values(name, shape, dtype):
+    if name in INTEGER:
+        return rng.integers(0, 7, shape).astype(np.int64)
+    x = rng.uniform(-3, 3, shape)
+    if name in POSITIVE:
+        x = np.abs(x) + 0.2
+    elif name in UNIT:
+        x = x / 3.5
+    elif name == "arccosh":
+        x = np.abs(x) + 1.1
+    elif name in ("remainder", "floor_divide"):
+        x = np.where(np.abs(x) < 0.3, 1.0, x)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16])
+def test_unary(name, dtype):
+    prim = core.registry[name]
+    if name in INTEGER or name == "not":
+        dtype = np.int64
+    x = _values(name, (3, 5), dtype)
+    if np.dtype(dtype).kind == "f":
+        x[0, :2] = [np.nan, np.inf] if name not in INTEGER else x[0, :2]
+    same(*both(prim, x))
+    xt = _values(name, (5, 3), dtype)  # a transposed (non-contiguous) operand
+    same(*both(lambda a: prim(fnp.transpose(a)), xt))
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16, np.int32])
+def test_binary_broadcasting(name, dtype):
+    prim = core.registry[name]
+    if name in INTEGER:
+        dtype = np.int64
+    if np.dtype(dtype).kind == "i" and name in ("pow", "arctan2", "div"):
+        dtype = np.float32
+    a = _values(name, (3, 1, 5), dtype)
+    b = _values(name, (4, 5), dtype)
+    if np.dtype(dtype).kind == "i" and name in ("remainder", "floor_divide"):
+        b = np.where(b == 0, 3, b).astype(dtype)
+    same(*both(prim, a, b))
+    same(*both(prim, a, 2))  # a weak Python scalar
+    same(*both(prim, a[:0], b[:1]))  # size 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+def test_parametrised_elementwise(dtype):
+    x = _values("x", (4, 3), dtype)
+    for approximate in (False, True):
+        same(*both(lambda a: E.gelu_p(a, approximate=approximate), x))
+    same(*both(lambda a: E.clip_p(a, -1.0, 0.5), x))
+    same(*both(lambda a: E.clip_p(a, None, 0.5), x))
+    same(*both(lambda a, lo: E.clip_p(a, lo, 2.0), x, x[:1] - 1))
+    cond = x > 0
+    same(*both(lambda c, a, b: E.select_p(c, a, b), cond, x, -x[:1]))
+    for target in (np.float32, np.float64, np.float16, BF16, np.int32, np.int64, np.bool_, np.uint8):
+        same(*both(lambda a: E.convert_p(a, dtype=np.dtype(target)), x))
+
+
+def test_half_types_round_like_ml_dtypes():
+    x = rng.standard_normal(37).astype(np.float32) * 100
+    x[:3] = [np.nan, np.inf, 3.0e38]
+    for dtype in (BF16, np.float16):
+        same(*both(lambda a: E.convert_p(a, dtype=np.dtype(dtype)), x))
+        same(*both(lambda a: E.convert_p(a, dtype=np.dtype(np.float32)), x.astype(dtype)))
+
+
+# ---- reductions and the softmax family ----------------------------------------------------------------
+AXES = [(0,), (1,), (2,), (0, 2), (0, 1, 2), ()]
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "all", "any"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16, np.int32, np.bool_])
+def test_reductions_over_axis_sets(op, dtype):
+    prim = core.registry[op]
+    x = (rng.standard_normal((3, 19, 5)) * 2).astype(dtype) if dtype != np.bool_ else rng.random((3, 19, 5)) > 0.3
+    if op == "prod" and np.dtype(dtype).kind == "f":
+        x = (rng.uniform(0.8, 1.2, (3, 19, 5))).astype(dtype)
+    for axes in AXES:
+        for keepdims in (False, True):
+            same(*both(lambda a: prim(a, axes=axes, keepdims=keepdims), x))
+    same(*both(lambda a: prim(fnp.transpose(a, (2, 0, 1)), axes=(0, 2), keepdims=False), x))
+    if op in ("sum", "prod", "all", "any"):
+        same(*both(lambda a: prim(a, axes=(1,), keepdims=False), x[:, :0]))  # empty: the identity
+
+
+def test_max_of_empty_raises_like_numpy():
+    with pytest.raises(ValueError, match="zero-size"):
+        R.max_p(to_cuda(np.zeros((2, 0), np.float32)), axes=(1,), keepdims=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16, np.int64])
+def test_argmax_argmin_ties_and_nan(dtype):
+    x = rng.integers(0, 4, (4, 21)).astype(dtype)  # many ties: the first wins
+    if np.dtype(dtype).kind == "f":
+        x[2, 7] = np.nan
+        x[2, 3] = np.nan  # the first NaN wins, as in NumPy
+    for prim in (R.argmax_p, R.argmin_p):
+        for axis in (0, 1, None):
+            same(*both(lambda a: prim(a, axis=axis, keepdims=False), x))
+        same(*both(lambda a: prim(a, axis=1, keepdims=True), x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16])
+def test_softmax_family(dtype):
+    x = (rng.standard_normal((3, 17, 4)) * 3).astype(dtype)
+    x[1, :, 2] = -np.inf  # a row of -inf: logsumexp is -inf, as on the CPU
+    for axes in [(1,), (2,), (0, 2)]:
+        same(*both(lambda a: R.logsumexp_p(a, axes=axes, keepdims=False), x))
+        same(*both(lambda a: R.logsumexp_p(a, axes=axes, keepdims=True), x))
+        finite = np.where(np.isinf(x), 0, x).astype(dtype)
+        same(*both(lambda a: R.softmax_p(a, axes=axes), finite))
+        same(*both(lambda a: R.log_softmax_p(a, axes=axes), finite))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.bool_])
+def test_cumsum(dtype):
+    x = (rng.standard_normal((4, 6)) * 3).astype(dtype) if dtype != np.bool_ else rng.random((4, 6)) > 0.5
+    for axis in (0, 1):
+        for reverse in (False, True):
+            same(*both(lambda a: R.cumsum_p(a, axis=axis, reverse=reverse), x))
+
+
+# ---- matmul and einsum --------------------------------------------------------------------------------
+@pytest.mark.parametrize("shapes", [((1, 1), (1, 1)), ((5, 7), (7, 3)), ((9, 1), (1, 6)), ((2, 3, 5), (5, 4)),
+                                    ((2, 1, 3, 5), (4, 5, 2)), ((3, 0), (0, 2)), ((0, 4), (4, 3)), ((6, 9), (9, 11))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16])
+def test_matmul_every_shape(shapes, dtype):
+    a = rng.standard_normal(shapes[0]).astype(dtype)
+    b = rng.standard_normal(shapes[1]).astype(dtype)
+    same(*both(lambda x, y: fnp.matmul(x, y), a, b))
+
+
+def test_matmul_transposed_operands_and_autocast_precision():
+    a = rng.standard_normal((7, 5)).astype(np.float32)
+    b = rng.standard_normal((6, 7)).astype(np.float32)
+    same(*both(lambda x, y: fnp.matmul(fnp.transpose(x), fnp.transpose(y)), a, b))
+    from funcgrad.ops import linalg as L
+    for precision in (np.dtype(BF16), np.dtype(np.float16)):
+        same(*both(lambda x, y: L.matmul_p(x, y, precision=precision, out_dtype=np.dtype(np.float32)), a.T, b.T),
+             dtype=precision)
+
+
+@pytest.mark.parametrize("spec,shapes", [("ij,jk->ik", [(3, 4), (4, 5)]), ("ij->ji", [(3, 4)]), ("ii->i", [(4, 4)]),
+                                         ("ij->", [(3, 4)]), ("bij,bjk->bki", [(2, 3, 4), (2, 4, 5)]),
+                                         ("i,j->ij", [(3,), (4,)]), ("ij,ij->i", [(3, 4), (3, 4)]),
+                                         ("ijk,ik,kl->jl", [(2, 3, 4), (2, 4), (4, 5)]),
+                                         ("nchwkl,ockl->nohw", [(2, 3, 4, 4, 2, 2), (5, 3, 2, 2)])])
+def test_einsum(spec, shapes):
+    ops = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    same(*both(lambda *xs: fnp.einsum(spec, *xs), *ops))
+
+
+# ---- structure, indexing, scatter ----------------------------------------------------------------------
+def test_views_and_copies():
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    same(*both(lambda a: fnp.reshape(fnp.transpose(a, (2, 0, 1)), (5, -1)), x))
+    same(*both(lambda a: fnp.broadcast_to(a[:, :1], (2, 3, 4, 5)), x))
+    same(*both(lambda a: fnp.pad(a, ((1, 0), (0, 2), (3, 1)), constant_values=2.5), x))
+    same(*both(lambda a, b: fnp.concatenate([a, b, a], axis=1), x, x[:, :2]))
+    same(*both(lambda a: a[::-1, 1:3, ::2], x))
+    same(*both(lambda a: a[..., None, 2], x))
+
+
+@pytest.mark.parametrize("index", [
+    lambda i, j: (i,), lambda i, j: (slice(None), i), lambda i, j: (i, j), lambda i, j: (i, slice(1, 3), j),
+    lambda i, j: (Ellipsis, i), lambda i, j: (0, slice(None), i), lambda i, j: (None, i, None, j),
+    lambda i, j: (slice(None), -1, i)])
+def test_gather_and_scatter_match_numpy(index):
+    x = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    i = np.array([[0, -1], [2, 2]])
+    j = np.array([1, 0])
+    idx_c = index(fg.asarray(i), fg.asarray(j))
+    idx_g = index(to_cuda(i), to_cuda(j))
+    cpu, gpu = fg.asarray(x)[idx_c], to_cuda(x)[idx_g]
+    same(cpu, gpu)
+    g = rng.standard_normal(cpu.shape).astype(np.float32)
+
+    def scatter(arr, idx, g):
+        return fg.vjp(lambda a: a[idx], arr)[1](g)[0]  # the gather's transpose: repeated indices add
+    same(scatter(fg.asarray(x), idx_c, fg.asarray(g)), scatter(to_cuda(x), idx_g, to_cuda(g)))
+
+
+def test_embedding_gradient_accumulates_repeated_rows():
+    table = rng.standard_normal((6, 3)).astype(np.float32)
+    tokens = np.array([[1, 4, 1], [5, 1, 0]])
+    same(*both(lambda t, k: fg.grad(lambda w: fnp.sum(fnp.take(w, k, axis=0) ** 2))(t), table, tokens))
+
+
+def test_out_of_range_constant_index_raises():
+    with pytest.raises(IndexError, match="out of bounds"):
+        to_cuda(np.zeros((3, 4), np.float32))[5, to_cuda(np.array([0]))]
+
+
+def test_prng_matches_cpu_bit_for_bit():
+    key = fg.random.key(7)
+    ck = fg.device_put(key, "cuda")
+    assert (fg.random.random_bits(key, (5, 3)).numpy() == fg.random.random_bits(ck, (5, 3)).numpy()).all()
+    same(fg.random.normal(key, (4, 5)), fg.random.normal(ck, (4, 5)))
+    same(fg.random.uniform(fg.random.split(key)[1], (7,)), fg.random.uniform(fg.random.split(ck)[1], (7,)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, BF16])
+def test_argsort_is_stable_with_nan_last(dtype):
+    x = rng.integers(0, 3, (3, 9)).astype(dtype)
+    if dtype == np.float32:  # (ml_dtypes' bfloat16 sort on the CPU does not order NaN)
+        x[1, 4] = np.nan
+    for axis in (0, 1):
+        same(*both(lambda a: fnp.argsort(a, axis=axis), x))
+
+
+def test_bitcast_views():
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    from funcgrad.ops import prng
+    same(*both(lambda a: prng.bitcast_p(a, dtype=np.dtype(np.uint32)), x))
+    same(*both(lambda a: prng.bitcast_p(a, dtype=np.dtype(np.uint16)), x))
+
+
+def test_conv_pool_windows_and_their_gradients():
+    x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)
+    from funcgrad.nn import functional as F
+
+    def loss(x, w):
+        y = F.conv2d(x, w, stride=(2, 1), padding=1, dilation=(1, 2))
+        return fnp.sum(F.max_pool2d(y, 2) ** 2) + fnp.sum(F.avg_pool2d(y, 2))
+    for c, g in zip(*both(lambda a, b: fg.grad(loss, argnums=(0, 1))(a, b), x, w)):
+        same(c, g, tol=1e-4)
+
+
+def test_every_primitive_has_a_cuda_implementation():
+    from funcgrad.cuda import impls
+    fg.device_put(fg.zeros(1), "cuda")  # loads the backend
+    assert impls.missing() == []
