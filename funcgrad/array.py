@@ -119,6 +119,14 @@ class Array(ArrayBase):
         out.flags.writeable = False
         return out
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Device arrays hand their memory to CuPy / PyTorch / numba without a copy."""
+        value = self._value
+        if not isinstance(value, ExternalValue):
+            raise AttributeError("an array on the cpu has no __cuda_array_interface__")
+        return value.cuda_array_interface()
+
     def __array__(self, dtype=None, copy=None):
         out = self.numpy()
         if dtype is not None and out.dtype != dtype:

@@ -186,7 +186,7 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     x_train, y_train = data.load(dataset, "train")
     x_test, y_test = data.load(dataset, "test")
     k_init, k_train = fg.random.split(fg.random.key(seed))
-    net = recipe.build(x_train, y_train, k_init)
+    net, k_train = fg.device_put((recipe.build(x_train, y_train, k_init), k_train), device)
     train_set = data.ArrayDataset(x_train, y_train)
     if group is not None and group.world_size > 1:
         sampler = data.DistributedSampler(train_set, group.world_size, group.rank, shuffle=True, seed=seed)

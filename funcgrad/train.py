@@ -18,8 +18,10 @@ from . import amp, dtypes, nn, random
 from . import checkpoint as ckpt
 from . import numpy as fnp
 from .control import cond
+from .devices import device_put
 from .jit import jit as compile_jit
 from .optim import GradientTransformation, apply_updates
+from .tree import tree_leaves
 from .vjp import value_and_grad
 
 LossFn = Callable[..., tuple[Any, dict]]  # (model, batch, key) -> (scalar loss, metrics)
@@ -136,6 +138,11 @@ def evaluate(model, loader, loss_fn: LossFn, jit: bool = False, precision: str =
     return {name: total / max(count, 1) for name, total in totals.items()}
 
 
+def _device_of(tree):
+    leaves = [leaf for leaf in tree_leaves(tree) if hasattr(leaf, "device")]
+    return leaves[0].device if leaves else "cpu"
+
+
 def _checkpoint_path(checkpoint_dir) -> Path | None:
     return None if checkpoint_dir is None else Path(checkpoint_dir) / "last.safetensors"
 
@@ -166,8 +173,9 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
     path = _checkpoint_path(checkpoint_dir)
     if resume and path is not None and path.exists():
         tree, meta = ckpt.load(path, like={"model": model, "opt_state": opt_state, "scaler": scaler})
+        tree = device_put(tree, _device_of(model))  # checkpoints load to the host: back where the model lives
         model, opt_state, scaler = tree["model"], tree["opt_state"], tree["scaler"]
-        step, key, history = int(meta["step"]), meta["key"], list(meta.get("history", []))
+        step, key, history = int(meta["step"]), device_put(meta["key"], _device_of(model)), list(meta.get("history", []))
         train_loader.load_state_dict(meta["loader"])
     distributed = group is not None and group.world_size > 1
     if distributed:

@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from click.testing import CliRunner
 
 from funcgrad.cli import main
@@ -85,7 +87,7 @@ def test_info_and_one_line_errors(tmp_path):
     info = runner.invoke(main, ["info"])
     assert info.exit_code == 0 and "numba" in info.output and "CUDA sim" in info.output
     for args, needle in [(["eval", str(tmp_path / "missing.safetensors")], "no checkpoint at"),
-                         (["train", "mlp", "--device", "cuda"], "cuda:0 is not available"),
+                         (["train", "mlp", "--device", "tpu"], "Invalid value for '--device'"),
                          (["train", "mlp", "--resume"], "--resume needs --checkpoint-dir"),
                          (["train", "mlp", "--dataset", "cifar"], "unknown dataset 'cifar'")]:
         result = runner.invoke(main, args)
@@ -105,3 +107,14 @@ def test_default_train_is_the_mlp_on_digits():
     bad = subprocess.run([sys.executable, os.path.join(REPO, "cli.py"), "train", "--epochs", "-1"],
                          capture_output=True, text=True, timeout=120, cwd=REPO)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--epochs" in bad.stderr
+
+
+def test_train_on_the_cuda_device(tmp_path):
+    """--device cuda moves the model, the key and every batch; in the simulator here."""
+    import funcgrad as fg
+    if not fg.cuda.is_available():
+        pytest.skip("no CUDA device or simulator")
+    result = CliRunner().invoke(main, ["train", "linear", "--device", "cuda", "--max-steps", "2", "--quiet",
+                                       "--checkpoint-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "learned w" in result.output and (tmp_path / "last.safetensors").exists()

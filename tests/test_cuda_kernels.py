@@ -215,6 +215,8 @@ def test_views_and_copies():
     same(*both(lambda a, b: fnp.concatenate([a, b, a], axis=1), x, x[:, :2]))
     same(*both(lambda a: a[::-1, 1:3, ::2], x))
     same(*both(lambda a: a[..., None, 2], x))
+    same(*both(lambda a: a[1, 2, 3], x))  # a single element: a 0-d view
+    same(*both(lambda a: a[-1, ..., 0], x))
 
 
 @pytest.mark.parametrize("index", [

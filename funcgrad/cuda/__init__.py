@@ -84,6 +84,15 @@ def reset_transfer_counts() -> None:
     _runtime().transfers.reset()
 
 
-__all__ = ["is_available", "device_count", "synchronize", "simulator", "memory_allocated", "max_memory_allocated",
+def from_cuda_array(obj):
+    """An fg.Array viewing a CuPy array, PyTorch CUDA tensor or any object with
+    ``__cuda_array_interface__`` or a CUDA ``__dlpack__``: no copy, the owner is kept alive."""
+    from ..array import Array
+    from ..devices import _cuda_backend
+    _, buffer = _cuda_backend()
+    return Array(buffer.from_foreign(obj))
+
+
+__all__ = ["from_cuda_array", "is_available", "device_count", "synchronize", "simulator", "memory_allocated", "max_memory_allocated",
            "reset_peak_memory_stats", "memory_reserved", "empty_cache", "memory_summary", "memory_stats",
            "transfer_counts", "reset_transfer_counts"]

@@ -70,6 +70,17 @@ class DeviceValue(ExternalValue):
     def synchronize(self) -> None:
         synchronize()
 
+    def cuda_array_interface(self) -> dict:
+        """The CUDA Array Interface (v3) of this view, for CuPy, PyTorch, numba: no copy."""
+        if self.dtype == dtypes.bfloat16:
+            raise TypeError("the CUDA array interface has no bfloat16 type; convert to float32 first")
+        itemsize = self.dtype.itemsize
+        base = self.block.raw.__cuda_array_interface__["data"][0] if self.size else 0
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "data": (base + self.offset * itemsize if self.size else 0, False),
+                "strides": None if self.is_contiguous() else tuple(s * itemsize for s in self.strides),
+                "stream": 1}  # funcgrad launches on the legacy default stream
+
     def __repr__(self) -> str:
         return f"DeviceValue({self.dtype}{list(self.shape)} on {self.device})"
 
@@ -91,6 +102,46 @@ def from_host(host: np.ndarray) -> DeviceValue:
         out.data[:host.size].copy_to_device(host.reshape(-1).view(storage_dtype(host.dtype)))
     transfers.host_to_device += 1
     return out
+
+
+class ForeignBlock:
+    """Device memory another library owns; holding `owner` keeps it alive, nothing returns to the pool."""
+    __slots__ = ("raw", "owner", "__weakref__")
+
+    def __init__(self, raw, owner):
+        self.raw, self.owner = raw, owner
+
+
+def from_foreign(obj) -> DeviceValue:
+    """A view of a CUDA array owned by another library (``__cuda_array_interface__`` or
+    ``__dlpack__``), without a copy."""
+    from .runtime import cuda
+    if not hasattr(obj, "__cuda_array_interface__") and hasattr(obj, "__dlpack__"):
+        from cuda.core.utils import StridedMemoryView  # numba-cuda's own DLPack importer
+        view = StridedMemoryView.from_dlpack(obj, stream_ptr=-1)
+        if not view.is_device_accessible:
+            raise TypeError("from_cuda_array: this __dlpack__ object lives on the host; use fg.asarray")
+        dtype = np.dtype(view.dtype)
+        strides = None if view.strides is None else tuple(s * dtype.itemsize for s in view.strides)  # elements
+        desc = {"shape": tuple(view.shape), "typestr": dtype.str, "data": (view.ptr, False),
+                "strides": strides, "version": 3}
+        dev = cuda.from_cuda_array_interface(desc, owner=obj, sync=False)
+    elif hasattr(obj, "__cuda_array_interface__"):
+        dev = cuda.as_cuda_array(obj)
+    else:
+        raise TypeError(f"from_cuda_array: {type(obj).__name__} has neither __cuda_array_interface__ nor __dlpack__")
+    dtype = np.dtype(dev.dtype)
+    itemsize = dtype.itemsize
+    if any(s % itemsize for s in dev.strides):
+        raise ValueError(f"from_cuda_array: strides {dev.strides} are not whole elements of {dtype}")
+    strides = tuple(s // itemsize for s in dev.strides)
+    if not all(s >= 0 for s in strides):
+        raise ValueError("from_cuda_array: negative strides are not supported; make the array contiguous first")
+    span = 1 + sum((d - 1) * s for d, s in zip(dev.shape, strides)) if dev.size else 0
+    flat = cuda.from_cuda_array_interface({"shape": (span,), "typestr": dtype.str, "version": 3, "strides": None,
+                                           "data": (dev.__cuda_array_interface__["data"][0], False)},
+                                          owner=obj, sync=False)
+    return DeviceValue(ForeignBlock(flat, obj), flat, 0, tuple(dev.shape), strides, dtype)
 
 
 def to_host(value: DeviceValue) -> np.ndarray:

@@ -79,7 +79,8 @@ def collapse(shape: tuple, *strides_list: tuple) -> tuple[tuple, list[tuple]]:
 # ---- numba argument types, for compiling kernels to PTX ahead of any GPU --------------------------
 def array_type(dtype):
     from numba import types
-    return types.Array(types.from_dtype(storage_dtype(dtype)), 1, "C")
+    from numba.np.numpy_support import from_dtype
+    return types.Array(from_dtype(storage_dtype(dtype)), 1, "C")
 
 
 def tuple_type(n: int):
@@ -88,8 +89,8 @@ def tuple_type(n: int):
 
 
 def scalar_type(dtype):
-    from numba import types
-    return types.from_dtype(np.dtype(dtype))
+    from numba.np.numpy_support import from_dtype
+    return from_dtype(np.dtype(dtype))
 
 
 INDEX = np.dtype(np.int64)

@@ -114,7 +114,7 @@ def _kind(x) -> object:
 def _compute_dtype(name: str, kinds: tuple, out_dtype: np.dtype) -> np.dtype:
     """Operands are cast to the output's dtype (widened), except for tests and comparisons,
     which compare in the operands' common dtype."""
-    if out_dtype != dtypes.bool_ or name in ("select", "clip", "convert", "copy", "add_into"):
+    if out_dtype != dtypes.bool_ or name in ("select", "clip", "convert", "copy", "add_into", "iota"):
         return compute_dtype(out_dtype)
     arrays = [k for k in kinds if isinstance(k, np.dtype)]
     weak = [{bool: False, int: 0, float: 0.0}[k] for k in kinds if isinstance(k, type)]

@@ -22,6 +22,8 @@ def basic_view(x: DeviceValue, index: tuple) -> DeviceValue:
     """x[index] for slices, ints, None and Ellipsis: NumPy computes the view's shape, strides and
     offset on a stand-in array of one-byte elements whose strides are x's (no memory is read)."""
     probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=x.shape, strides=x.strides)
+    if not any(item is Ellipsis for item in index):
+        index = index + (Ellipsis,)  # so integers alone give a 0-d view, not a copied scalar
     view = probe[index]
     start = probe.__array_interface__["data"][0]
     return x.view(view.shape, view.strides, x.offset + view.__array_interface__["data"][0] - start)

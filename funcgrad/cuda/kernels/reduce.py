@@ -30,10 +30,11 @@ COMBINE = {
 
 
 def accumulator_dtype(op: str, dtype: np.dtype) -> np.dtype:
-    if op in ("all", "any") or (op in ("max", "min") and dtype == dtypes.bool_):
+    """A type warp shuffles take (32- and 64-bit signed integers and floats)."""
+    if op in ("all", "any"):
         return np.dtype(np.int32)
-    if op in ("sum", "prod") and dtype.kind in "biu":
-        return np.dtype(np.uint64 if dtype.kind == "u" else np.int64)  # NumPy sums small ints as int64
+    if dtype.kind in "biu":  # NumPy sums small integers as 64-bit; max / min widen losslessly
+        return np.dtype(np.int64 if op in ("sum", "prod") or dtype.itemsize >= 4 else np.int32)
     return compute_dtype(dtype)
 
 

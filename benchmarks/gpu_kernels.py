@@ -1,0 +1,127 @@
+"""CUDA kernels: matmul TFLOP/s against cuBLAS, reduction and elementwise bandwidth against a
+device-to-device copy, and the MLP training step against PyTorch on the GPU.
+
+    python benchmarks/gpu_kernels.py              # on a machine with an NVIDIA GPU
+    python benchmarks/gpu_kernels.py --simulator  # tiny sizes in numba's simulator (checks it runs)
+
+Peers (CuPy or PyTorch with CUDA) are used when installed. Targets on a GPU: float32 matmul at
+4096^3 >= 60% of cuBLAS SGEMM; reductions and elementwise >= 70% of copy bandwidth.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--simulator", action="store_true", help="run every case with tiny sizes in numba's simulator")
+args = parser.parse_args()
+if args.simulator:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import funcgrad as fg  # noqa: E402
+import funcgrad.numpy as fnp  # noqa: E402
+from benchmarks.common import have, median_seconds  # noqa: E402
+from funcgrad import nn, optim  # noqa: E402
+from funcgrad.train import make_train_step  # noqa: E402
+
+SIM = args.simulator
+REPEATS = 1 if SIM else 10
+
+
+def timed(fn) -> float:
+    """Median seconds of fn() with the device synchronised, so kernel time is what is measured."""
+    def run():
+        out = fn()
+        fg.cuda.synchronize()
+        return out
+    return median_seconds(run, repeats=REPEATS, warmup=1)
+
+
+def torch_cuda():
+    if SIM or not have("torch"):
+        return None
+    import torch
+    return torch if torch.cuda.is_available() else None
+
+
+def matmul_rows():
+    torch = torch_cuda()
+    sizes = [24] if SIM else [1024, 2048, 4096, 8192]
+    for dtype in (fg.float32, fg.bfloat16):
+        for n in sizes:
+            a = fg.device_put(fg.asarray(np.random.default_rng(0).standard_normal((n, n)).astype(dtype)), "cuda")
+            t = timed(lambda: a @ a)
+            tflops = 2 * n ** 3 / t / 1e12
+            peer = ""
+            if torch is not None:
+                ta = torch.randn(n, n, device="cuda", dtype=getattr(torch, np.dtype(dtype).name))
+                tt = median_seconds(lambda: (ta @ ta, torch.cuda.synchronize()), repeats=REPEATS, warmup=1)
+                peer = f"  cuBLAS {2 * n ** 3 / tt / 1e12:8.2f} TFLOP/s  ratio {tt / t:5.2f}"
+            print(f"matmul {np.dtype(dtype).name:8s} {n:5d}^3  {t * 1e3:9.3f} ms  {tflops:8.3f} TFLOP/s{peer}")
+
+
+def bandwidth_rows():
+    n = 1 << 10 if SIM else 1 << 26
+    x = fg.device_put(fnp.ones((n,)), "cuda")
+    y = fg.device_put(fnp.ones((n,)), "cuda")
+    from funcgrad.cuda.buffer import empty
+    dest = empty((n,), np.float32)
+    t_copy = timed(lambda: dest.data[:n].copy_to_device(x._value.data[:n]))
+    copy_gbs = 2 * 4 * n / t_copy / 1e9
+    print(f"device-to-device copy {n} floats  {t_copy * 1e3:9.3f} ms  {copy_gbs:8.1f} GB/s")
+    rows = [("elementwise x + y", lambda: x + y, 3 * 4 * n), ("sum(x)", lambda: fnp.sum(x), 4 * n),
+            ("row sums (1024 cols)", lambda: fnp.sum(fnp.reshape(x, (-1, 32 if SIM else 1024)), axis=1), 4 * n),
+            ("softmax rows (1024)", lambda: fg.nn.functional.softmax(fnp.reshape(x, (-1, 32 if SIM else 1024)), -1),
+             8 * n)]
+    for name, fn, nbytes in rows:
+        t = timed(fn)
+        gbs = nbytes / t / 1e9
+        print(f"{name:24s} {t * 1e3:9.3f} ms  {gbs:8.1f} GB/s  {100 * gbs / copy_gbs:5.1f}% of copy")
+
+
+def mlp_step_row():
+    batch, sizes = (8, (16, 32, 4)) if SIM else (128, (784, 256, 10))
+    model = fg.device_put(nn.MLP(sizes[0], [sizes[1]], sizes[2], key=fg.random.key(0)), "cuda")
+    opt = optim.adamw(1e-3)
+    step = make_train_step(lambda m, b, k: (nn.losses.cross_entropy(m(b[0]), b[1]), {}), opt)
+    rng = np.random.default_rng(0)
+    data = fg.device_put((fg.asarray(rng.standard_normal((batch, sizes[0])).astype(np.float32)),
+                          fg.asarray(rng.integers(0, sizes[2], batch))), "cuda")
+    key = fg.device_put(fg.random.key(1), "cuda")
+    state = [model, opt.init(model), fg.amp.DynamicLossScale.create()]
+
+    def one():
+        state[0], state[1], state[2], loss, _ = step(state[0], state[1], state[2], data, key)
+        return loss
+    t = timed(one)
+    line = f"MLP {sizes} batch {batch} AdamW step (jit)  {t * 1e3:9.3f} ms"
+    torch = torch_cuda()
+    if torch is not None:
+        net = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
+                                  torch.nn.Linear(sizes[1], sizes[2])).cuda()
+        topt = torch.optim.AdamW(net.parameters(), 1e-3)
+        tx = torch.randn(batch, sizes[0], device="cuda")
+        ty = torch.randint(0, sizes[2], (batch,), device="cuda")
+
+        def tstep():
+            topt.zero_grad()
+            torch.nn.functional.cross_entropy(net(tx), ty).backward()
+            topt.step()
+            torch.cuda.synchronize()
+        tt = median_seconds(tstep, repeats=REPEATS, warmup=2)
+        line += f"  PyTorch CUDA {tt * 1e3:9.3f} ms  ratio {t / tt:5.2f}x"
+    print(line)
+
+
+if __name__ == "__main__":
+    if not fg.cuda.is_available():
+        sys.exit("no CUDA device: run on a GPU machine, or pass --simulator")
+    print(f"device: {'numba CUDA simulator' if fg.cuda.simulator() else 'NVIDIA GPU'}")
+    matmul_rows()
+    bandwidth_rows()
+    mlp_step_row()
+    print(fg.cuda.memory_summary())

@@ -1,0 +1,149 @@
+"""The CUDA backend end to end, in numba's simulator: gradients of real models equal the CPU's,
+the allocator's statistics, explicit transfers only, device errors, jit on the device."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import nn, optim
+from funcgrad.cuda import runtime
+from funcgrad.train import make_train_step
+
+pytestmark = pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+rng = np.random.default_rng(1)
+
+
+def close_trees(a, b, tol=1e-4):
+    for x, y in zip(fg.tree_leaves(a), fg.tree_leaves(b)):
+        assert y.device == "cuda:0" and x.device == "cpu"
+        np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=tol, atol=tol)
+
+
+def xent(model, batch, key=None):
+    x, y = batch
+    return nn.losses.cross_entropy(model(x), y), {}
+
+
+def test_mlp_gradients_equal_cpu():
+    model = nn.MLP(7, [12, 9], 4, key=fg.random.key(0))
+    batch = (fg.asarray(rng.standard_normal((6, 7)).astype(np.float32)), fg.asarray(np.array([0, 3, 1, 2, 3, 0])))
+    grads = [fg.grad(lambda m, b: xent(m, b)[0])(fg.device_put(model, d), fg.device_put(batch, d))
+             for d in ("cpu", "cuda")]
+    close_trees(*grads)
+
+
+def test_attention_block_gradients_equal_cpu():
+    block = nn.TransformerBlock(8, 2, mlp_ratio=2, key=fg.random.key(1))
+    x = fg.asarray(rng.standard_normal((2, 5, 8)).astype(np.float32))
+
+    def loss(b, x):
+        return fnp.mean(b(x) ** 2)
+    close_trees(fg.grad(loss)(block, x), fg.grad(loss)(fg.device_put(block, "cuda"), fg.device_put(x, "cuda")))
+
+
+def test_allocator_statistics_rise_and_fall():
+    fg.cuda.empty_cache()
+    before = fg.cuda.memory_allocated()
+    fg.cuda.reset_peak_memory_stats()
+    x = fg.device_put(fnp.ones((1000,)), "cuda")  # 4000 bytes: one 4096-byte block
+    assert fg.cuda.memory_allocated() == before + 4096
+    y = x * 2.0
+    assert fg.cuda.memory_allocated() == before + 2 * 4096
+    del x, y
+    assert fg.cuda.memory_allocated() == before
+    assert fg.cuda.max_memory_allocated() == before + 2 * 4096
+    assert fg.cuda.memory_reserved() >= before + 2 * 4096  # freed blocks stay cached...
+    hits = fg.cuda.memory_stats()["cache_hits"]
+    z = fg.device_put(fnp.ones((1000,)), "cuda")  # ...and are reused
+    assert fg.cuda.memory_stats()["cache_hits"] == hits + 1
+    del z
+    fg.cuda.empty_cache()
+    assert fg.cuda.memory_reserved() == fg.cuda.memory_allocated() == before
+    summary = fg.cuda.memory_summary()
+    assert "allocated (peak)" in summary and "served from cache" in summary
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_training_step_stays_on_the_device(jit):
+    model = nn.MLP(6, [10], 3, key=fg.random.key(2))
+    opt = optim.adamw(1e-2, weight_decay=0.1)
+    step = make_train_step(xent, opt, jit=jit)
+    batch = (fg.asarray(rng.standard_normal((8, 6)).astype(np.float32)), fg.asarray(np.arange(8) % 3))
+    key = fg.random.key(3)
+    results = {}
+    for device in ("cpu", "cuda"):
+        m, b, k = fg.device_put((model, batch, key), device)
+        state, scaler = opt.init(m), fg.amp.DynamicLossScale.create()
+        for i in range(3):
+            if i == 2:  # after the first steps (the jit compiles, constants placed)
+                fg.cuda.reset_transfer_counts()
+            m, state, scaler, loss, _ = step(m, state, scaler, b, k)
+        if device == "cuda":
+            assert fg.cuda.transfer_counts() == {"host_to_device": 0, "device_to_host": 0}
+            assert loss.device == "cuda:0"
+        results[device] = m
+    close_trees(results["cpu"], results["cuda"])
+
+
+def test_mixing_devices_names_both():
+    x = fg.device_put(fnp.ones((3,)), "cuda")
+    with pytest.raises(fg.DeviceMismatchError, match=r"argument 0 is on cuda:0 but argument 1 is on cpu"):
+        x + fnp.ones((3,))
+    assert float(fnp.sum(x * fg.asarray(2.0))) == 6.0  # a 0-d host array is a scalar, as in PyTorch
+    with pytest.raises(fg.DeviceMismatchError, match="jit: argument leaf 1 is on cpu"):
+        fg.jit(lambda a, b: a + b)(x, fnp.ones((3,)))
+
+
+def test_no_implicit_copy_back():
+    x = fg.device_put(fnp.arange(4.0), "cuda")
+    with pytest.raises(TypeError, match="copied to the host explicitly"):
+        np.add(x._value, 1)
+    runtime.transfers.reset()
+    assert x.numpy().tolist() == [0, 1, 2, 3] and x.to("cpu").device == "cpu"
+    assert fg.cuda.transfer_counts()["device_to_host"] == 2
+    assert "device=cuda:0" in repr(x)
+
+
+def test_jit_on_the_device_caches_and_retraces_by_device():
+    f = fg.jit(lambda a: fnp.tanh(a) * 2 + fnp.sum(a))
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    cpu = f(fg.asarray(a))
+    gpu = f(fg.device_put(fg.asarray(a), "cuda"))
+    assert gpu.device == "cuda:0" and len(f.cache) == 2
+    np.testing.assert_allclose(gpu.numpy(), cpu.numpy(), rtol=1e-6)
+    f(fg.device_put(fg.asarray(a), "cuda"))
+    assert len(f.cache) == 2
+
+
+def test_creation_on_the_device_makes_no_copy():
+    runtime.transfers.reset()
+    z = fnp.zeros((2, 3), device="cuda")
+    o = fnp.ones_like(z)
+    t = fnp.tri(3, device="cuda")
+    assert (z.device, o.device, t.device) == ("cuda:0",) * 3
+    assert fg.cuda.transfer_counts()["host_to_device"] == 0
+    assert t.numpy().tolist() == np.tri(3, dtype=bool).tolist()
+
+
+def test_profiler_records_device_time():
+    x = fg.device_put(fnp.ones((4, 4)), "cuda")
+    with fg.profiler.profile() as prof:
+        fnp.tanh(x @ x)
+    rows = {r["name"]: r for r in prof.key_averages()}
+    assert rows["matmul"]["cuda_time_total"] > 0 and rows["tanh"]["cuda_time_total"] > 0
+
+
+@pytest.mark.skipif(runtime.SIMULATOR, reason="the simulator has no __cuda_array_interface__")
+def test_cuda_array_interface_round_trip():
+    x = fg.device_put(fnp.arange(6.0), "cuda")
+    iface = x.__cuda_array_interface__
+    assert iface["shape"] == (6,) and iface["typestr"] == "<f4"
+    y = fg.cuda.from_cuda_array(x)
+    assert y.numpy().tolist() == [0, 1, 2, 3, 4, 5]
+
+
+def test_from_cuda_array_rejects_host_objects():
+    with pytest.raises(TypeError, match="neither __cuda_array_interface__ nor __dlpack__"):
+        fg.cuda.from_cuda_array([1.0, 2.0])
