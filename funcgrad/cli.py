@@ -5,6 +5,7 @@ Errors are one line on stderr and a non-zero exit, never a traceback.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import platform
@@ -273,12 +274,15 @@ def evaluate_command(checkpoint: str, batch_size: int) -> None:
 @click.option("--steps", type=click.IntRange(min=1), default=5, show_default=True, help="Training steps to profile.")
 @click.option("--out", type=click.Path(dir_okay=False), default="trace.json", show_default=True,
               help="Chrome trace file (open in chrome://tracing or ui.perfetto.dev).")
-@click.option("--sort-by", type=click.Choice(["cpu_time_total", "self_cpu_time_total", "self_cpu_memory_usage",
-                                              "count"]), default="self_cpu_time_total", show_default=True)
+@click.option("--sort-by", type=click.Choice(["cpu_time_total", "self_cpu_time_total", "cuda_time_total",
+                                              "self_cpu_memory_usage", "count"]),
+              default="self_cpu_time_total", show_default=True)
 @click.option("--row-limit", type=int, default=15, show_default=True)
 @click.option("--jit", "use_jit", is_flag=True, help="Profile the jitted step (one range per step).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="Where the model and batches live (cuda: device time per op is recorded too).")
 @_friendly
-def profile(model: str, steps: int, out: str, sort_by: str, row_limit: int, use_jit: bool) -> None:
+def profile(model: str, steps: int, out: str, sort_by: str, row_limit: int, use_jit: bool, device: str) -> None:
     """Profile a few training steps of MODEL: a table of where the time goes, and a Chrome trace.
 
     \b
@@ -292,18 +296,20 @@ def profile(model: str, steps: int, out: str, sort_by: str, row_limit: int, use_
 
     recipe = RECIPES[model]
     x, y = data.load(recipe.dataset, "train")
-    net = recipe.build(x, y, fg.random.key(0))
+    net, keys = fg.device_put((recipe.build(x, y, fg.random.key(0)), fg.random.split(fg.random.key(1), steps + 1)),
+                              device)
     opt = optim.adamw(1e-3)
     step_fn = make_train_step(recipe.loss, opt, jit=use_jit)
     state, scaler = opt.init(net), fg.amp.DynamicLossScale.create()
-    loader = iter(data.DataLoader(data.ArrayDataset(x, y), DEFAULTS[model][1], shuffle=True, prefetch=0))
-    batches = [next(loader) for _ in range(min(steps + 1, 4))]
-    net, state, scaler, _, _ = step_fn(net, state, scaler, batches[0], fg.random.key(0))  # warm up (jit compiles)
+    loader = data.DataLoader(data.ArrayDataset(x, y), DEFAULTS[model][1], shuffle=True, prefetch=0, device=device)
+    batches = []
+    while len(batches) < min(steps + 1, 4):  # epochs of one batch (linear) come round again
+        batches += list(itertools.islice(iter(loader), min(steps + 1, 4) - len(batches)))
+    net, state, scaler, _, _ = step_fn(net, state, scaler, batches[0], keys[0])  # warm up (jit compiles)
     with profiler.profile(record_shapes=True, profile_memory=True) as prof:
         for i in range(steps):
             with profiler.record_function(f"step {i}"):
-                net, state, scaler, loss, _ = step_fn(net, state, scaler, batches[i % len(batches)],
-                                                      fg.random.key(i + 1))
+                net, state, scaler, loss, _ = step_fn(net, state, scaler, batches[i % len(batches)], keys[i + 1])
     click.echo(prof.key_averages().table(sort_by=sort_by, row_limit=row_limit))
     prof.export_chrome_trace(out)
     click.echo(f"Chrome trace written to {out} ({len(prof.events)} events): open it in chrome://tracing "
@@ -324,6 +330,9 @@ def bench(quick: bool) -> None:
             ["step.py", "--repeats", "5" if quick else "20", "--no-compile"],
             ["amp_memory.py"],
             ["allreduce.py", "--max-mib", "16" if quick else "256", "--ranks", "2", "4"]]
+    import funcgrad as fg
+    if fg.cuda.is_available() and not fg.cuda.simulator():
+        runs.append(["gpu_kernels.py"])
     for script, *args in runs:
         click.echo(f"\n=== benchmarks/{script} ===")
         proc = subprocess.run([sys.executable, str(folder / script), *args], capture_output=True, text=True)
@@ -355,7 +364,15 @@ def info() -> None:
         available = cuda.is_available()
         detail = f"available: {available}"
         if available and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
-            detail += f", {len(cuda.gpus)} GPU(s), driver {cuda.cudadrv.driver.driver.get_version()}"
+            gpu = cuda.get_current_device()
+            detail += (f", {len(cuda.gpus)} GPU(s): {gpu.name.decode() if isinstance(gpu.name, bytes) else gpu.name} "
+                       f"(compute capability {gpu.compute_capability[0]}.{gpu.compute_capability[1]}), "
+                       f"driver {cuda.cudadrv.driver.driver.get_version()}")
+        try:
+            from numba.cuda.cudadrv import nvvm
+            detail += f"; NVVM {'.'.join(map(str, nvvm.NVVM().get_version()))} (compiles kernels to PTX)"
+        except Exception:  # noqa: BLE001  (without the cuda extra there is no NVVM)
+            detail += "; no NVVM (pip install 'funcgrad[cuda]' to compile kernels)"
     except Exception as e:  # noqa: BLE001  (report any numba-cuda problem as text)
         detail = f"unavailable ({type(e).__name__}: {e})"
     click.echo(f"numba.cuda  {detail}")

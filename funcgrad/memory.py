@@ -48,15 +48,34 @@ def track(value) -> None:
     weakref.finalize(value, _release, key, nbytes)
 
 
-def _stats(device) -> _Stats:
+class _DeviceStats:
+    """The CUDA caching allocator's counters, seen through the same three names."""
+
+    @property
+    def allocated(self) -> int:
+        from .cuda.allocator import allocator
+        return allocator.allocated
+
+    @property
+    def peak(self) -> int:
+        from .cuda.allocator import allocator
+        return allocator.peak
+
+    @peak.setter
+    def peak(self, value: int) -> None:
+        from .cuda.allocator import allocator
+        allocator.reset_peak()
+
+
+def _stats(device):
     dev = parse_device(device) if device is not None else Device("cpu")
-    if dev.platform != "cpu":
-        raise RuntimeError(f"no memory statistics for {dev}: funcgrad runs on the CPU in this process")
+    if dev.platform == "cuda":
+        return _DeviceStats()
     return _cpu
 
 
 def memory_allocated(device="cpu") -> int:
-    """Bytes currently held by arrays on device."""
+    """Bytes currently held by arrays on device ('cpu' or 'cuda': the caching allocator's blocks)."""
     return _stats(device).allocated
 
 

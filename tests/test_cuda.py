@@ -147,3 +147,11 @@ def test_cuda_array_interface_round_trip():
 def test_from_cuda_array_rejects_host_objects():
     with pytest.raises(TypeError, match="neither __cuda_array_interface__ nor __dlpack__"):
         fg.cuda.from_cuda_array([1.0, 2.0])
+
+
+def test_device_memory_through_the_generic_statistics():
+    x = fg.device_put(fnp.ones((300,)), "cuda")
+    assert fg.memory_allocated("cuda") == fg.cuda.memory_allocated() >= 1200
+    fg.reset_peak_memory_stats("cuda")
+    assert fg.max_memory_allocated("cuda") == fg.cuda.memory_allocated()
+    del x
