@@ -5,7 +5,8 @@ dtype, and the static arguments. On a miss the function runs once on abstract tr
 and dtypes, no values), which records a Program; constant folding, common-subexpression and
 dead-code elimination simplify it, and chains of elementwise equations fuse into generated
 numba kernels. What runs on a hit is straight-line Python calling the NumPy implementations and
-the fused kernels directly: no tracers, no dispatch. Intermediates are released after their
+the fused kernels directly: no tracers, no dispatch. For arrays on a GPU the same elementwise
+groups become generated CUDA kernels and every other equation calls its CUDA implementation. Intermediates are released after their
 last use, and a fused kernel writes into a dead intermediate's buffer (or a donated argument's)
 when one of the right shape is free, so a jitted optimiser step updates parameters in place.
 """
@@ -332,22 +333,79 @@ class _Codegen:
         return run
 
 
-def _device_interpreter(program: Program, platform: str) -> Callable:
-    """Run a program on a GPU: each equation calls its primitive's kernels for that device (the
-    arrays stay there). Host constants the trace captured are copied to the device once, here."""
-    from .devices import device_put
-    consts = {}
-    for eqn in program.eqns:
+def _device_group(group: list[Eqn], needed: set[int], device_const) -> Callable:
+    """A fused elementwise group as one generated CUDA kernel: its steps read the group's external
+    inputs once per element and store only the values used after the group."""
+    from .cuda.buffer import empty
+    from .cuda.kernels import elementwise
+    produced = {eqn.out.id: j for j, eqn in enumerate(group)}
+    externals, index, steps = [], {}, []
+    for eqn in group:
+        refs = []
         for x in eqn.inputs:
-            if isinstance(x, Const) and isinstance(x.value, np.ndarray) and x.value.ndim:
-                consts[id(x)] = device_put(Array(x.value), platform)._value
-    steps = [(eqn.prim.impls[platform], [x if isinstance(x, Var) else consts.get(id(x), x.value) for x in eqn.inputs],
-              eqn.params, eqn.out) for eqn in program.eqns]
+            if isinstance(x, Var) and x.id in produced:
+                refs.append(("t", produced[x.id]))
+                continue
+            key = ("v", x.id) if isinstance(x, Var) else ("c", id(x))
+            if key not in index:
+                index[key] = len(externals)
+                externals.append(x if isinstance(x, Var) else device_const(x))
+            refs.append(("in", index[key]))
+        steps.append((eqn.prim.name, tuple(sorted(eqn.params.items())), tuple(refs), eqn.out.aval.dtype))
+    outputs = tuple(j for j, eqn in enumerate(group) if eqn.out.id in needed)
+    shape = group[0].out.aval.shape
+
+    def kind(x):
+        if isinstance(x, Var):
+            return x.aval.dtype
+        return x.dtype if isinstance(x, ExternalValue) else (None if x is None else type(x))
+    kinds = tuple(kind(x) for x in externals)
+
+    def run(env):
+        operands = [env[x] if isinstance(x, Var) else x for x in externals]
+        outs = [empty(shape, steps[j][3]) for j in outputs]
+        elementwise.run_chain(kinds, tuple(steps), outputs, operands, shape, outs)
+        for j, out in zip(outputs, outs):
+            env[group[j].out] = out
+    return run
+
+
+def _device_interpreter(program: Program, platform: str) -> Callable:
+    """Run a program on a GPU: runs of elementwise equations fuse into one generated kernel each,
+    every other equation calls its primitive's kernels for that device (the arrays stay there).
+    Host constants the trace captured are copied to the device once, here."""
+    from .devices import device_put
+
+    def device_const(x: Const):
+        value = x.value
+        if isinstance(value, np.ndarray) and value.ndim:
+            return device_put(Array(value), platform)._value
+        return value.item() if isinstance(value, (np.ndarray, np.generic)) else value
+
+    used_later: dict[int, int] = {}
+    for position, eqn in enumerate(program.eqns):
+        for x in eqn.inputs:
+            if isinstance(x, Var):
+                used_later[x.id] = position
+    outs = {o.id for o in program.outs if isinstance(o, Var)}
+    runs, position = [], 0
+    for group in _groups(program.eqns):
+        end = position + len(group)
+        if len(group) >= 2:
+            needed = {e.out.id for e in group if e.out.id in outs or used_later.get(e.out.id, -1) >= end}
+            runs.append(_device_group(group, needed, device_const))
+        else:
+            eqn = group[0]
+            impl = eqn.prim.impls[platform]
+            inputs = [x if isinstance(x, Var) else device_const(x) for x in eqn.inputs]
+            runs.append(lambda env, impl=impl, inputs=inputs, params=eqn.params, out=eqn.out: env.__setitem__(
+                out, impl(*[env[x] if isinstance(x, Var) else x for x in inputs], **params)))
+        position = end
 
     def run(*values):
         env = dict(zip(program.in_vars, values))
-        for impl, inputs, params, out in steps:
-            env[out] = impl(*[env[x] if isinstance(x, Var) else x for x in inputs], **params)
+        for step in runs:
+            step(env)
         return [env[o] if isinstance(o, Var) else o.value for o in program.outs]
     return run
 

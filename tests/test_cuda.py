@@ -155,3 +155,28 @@ def test_device_memory_through_the_generic_statistics():
     fg.reset_peak_memory_stats("cuda")
     assert fg.max_memory_allocated("cuda") == fg.cuda.memory_allocated()
     del x
+
+
+def test_jit_fuses_elementwise_chains_into_one_device_kernel(monkeypatch):
+    from funcgrad.cuda.kernels import elementwise
+    launches = []
+    original = elementwise.run_chain
+
+    def counting(kinds, steps, outputs, *rest):
+        launches.append((len(steps), len(outputs)))
+        return original(kinds, steps, outputs, *rest)
+    monkeypatch.setattr(elementwise, "run_chain", counting)
+    shift = fg.device_put(fg.asarray(rng.standard_normal((4, 5)).astype(np.float32)), "cuda")  # a captured constant
+
+    def f(a, b):
+        h = fnp.tanh(a * 2.0 + b) * fnp.exp(-a) + shift
+        return h, fnp.sum(fnp.where(h > 0, h, 0.1 * h) ** 2), fnp.astype(a > b, fg.int32) * 3
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5)).astype(np.float32)
+    gpu_args = fg.device_put((fg.asarray(a), fg.asarray(b)), "cuda")
+    eager = f(*gpu_args)
+    fused = fg.jit(f)(*gpu_args)
+    assert any(steps >= 5 for steps, _ in launches)  # the chain ran as one kernel
+    for e, j in zip(eager, fused):
+        assert j.device == "cuda:0" and j.dtype == e.dtype
+        np.testing.assert_allclose(j.numpy(), e.numpy(), rtol=1e-6, atol=1e-6)

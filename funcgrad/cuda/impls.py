@@ -152,7 +152,7 @@ def _col2im(cols, image_shape, kernel, stride, dilation):
         for j in range(kw):
             dest = basic_view(out, (slice(None), slice(None), slice(i * dh, i * dh + sh * (ho - 1) + 1, sh),
                                     slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)))
-            elementwise.apply("add_into", [basic_view(cols, (Ellipsis, i, j))], out.dtype, out=dest, shape=dest.shape)
+            elementwise.apply("add", [dest, basic_view(cols, (Ellipsis, i, j))], out.dtype, out=dest, shape=dest.shape)
     return out
 
 

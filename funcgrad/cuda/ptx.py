@@ -20,7 +20,7 @@ from .impls import _dtype_rule
 
 CANDIDATES = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
               dtypes.uint32, dtypes.uint8, dtypes.bool_]
-_ARITY = {"select": 3, "clip": 3, "add_into": 1, "iota": 0}
+_ARITY = {"select": 3, "clip": 3, "iota": 0}
 
 
 def _arity(name: str) -> int:
@@ -49,7 +49,7 @@ def _elementwise_cases():
         n = _arity(name)
         for dt in CANDIDATES:
             dt = np.dtype(dt)
-            if name in ("copy", "add_into", "iota"):
+            if name in ("copy", "iota"):
                 yield name, (dt,) * n, dt, {}
                 continue
             if name == "convert":
@@ -73,12 +73,27 @@ def _elementwise_cases():
                     yield name, (dt, int), out, params
 
 
+def _fused_cases():
+    """Chains like those jit fuses: an AdamW update (two outputs) and a bias + GELU epilogue."""
+    for dt in (np.dtype(np.float32), np.dtype(np.float64)):
+        adam = (("mul", (), (("in", 0), ("in", 1)), dt), ("mul", (), (("in", 2), ("in", 3)), dt),
+                ("add", (), (("t", 0), ("t", 1)), dt), ("sqrt", (), (("t", 2),), dt),
+                ("add", (), (("t", 3), ("in", 4)), dt), ("div", (), (("in", 5), ("t", 4)), dt),
+                ("sub", (), (("in", 6), ("t", 5)), dt))
+        yield f"fused adamw[{dt.name}]", (dt, float, dt, float, float, dt, dt), adam, (2, 6)
+        gelu = (("add", (), (("in", 0), ("in", 1)), dt), ("gelu", (("approximate", True),), (("t", 0),), dt),
+                ("gt", (), (("t", 1), ("in", 2)), np.dtype(np.bool_)))
+        yield f"fused bias+gelu[{dt.name}]", (dt, dt, int), gelu, (1, 2)
+
+
 def cases():
     """(name, numba kernel, argument types) for every kernel and dtype."""
     for name, kinds, out, params in _elementwise_cases():
         label = f"{name}[{', '.join(getattr(k, 'name', getattr(k, '__name__', 'None')) for k in kinds)} -> {out.name}]"
         yield label, elementwise.kernel_for(name, tuple(sorted(params.items())), kinds, out), \
             elementwise.ptx_signature(kinds, out, 2)
+    for name, kinds, steps, outputs in _fused_cases():
+        yield name, elementwise.chain_kernel(kinds, steps, outputs), elementwise.chain_signature(kinds, outputs, steps, 2)
     for module in (reduce, matmul, indexing, scan, sort, random):
         yield from module.ptx_cases()
 

@@ -48,6 +48,15 @@ def narrow(expr: str, dtype: np.dtype) -> str:
     return f"{cast(dtype)}({expr})"
 
 
+def round_to(expr: str, dtype: np.dtype | None) -> str:
+    """expr (float32) rounded to dtype and widened back, as autocast rounds its operands."""
+    if dtype == dtypes.bfloat16:
+        return f"S.bf16_to_f32(S.f32_to_bf16({expr}))"
+    if dtype == dtypes.float16:
+        return f"np.float32(np.float16({expr}))"
+    return expr
+
+
 def literal(value, dtype: np.dtype) -> str:
     v = np.asarray(value).astype(dtype).item()
     text = repr(v) if not isinstance(v, float) or np.isfinite(v) else ("math.nan" if v != v else f"{'-' if v < 0 else ''}math.inf")

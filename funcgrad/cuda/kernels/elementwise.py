@@ -14,8 +14,8 @@ import numpy as np
 from ... import dtypes
 from ..buffer import DeviceValue, empty
 from ..runtime import launch_shape
-from .common import (INDEX, array_type, broadcast_strides, cast, collapse, compile_source, compute_dtype,
-                     literal, narrow, scalar_type, tuple_type, widen)
+from .common import (HALF, INDEX, array_type, broadcast_strides, cast, collapse, compile_source, compute_dtype,
+                     literal, narrow, round_to, scalar_type, tuple_type, widen)
 
 
 def _op(symbol):
@@ -96,7 +96,7 @@ TEMPLATES = {
     "select": lambda a, p, ct: f"({a[1]} if {a[0]} else {a[2]})",
     "convert": lambda a, p, ct: f"({a[0]} != 0)" if p["dtype"] == dtypes.bool_ else a[0],
     "copy": lambda a, p, ct: a[0],
-    "add_into": _op("+"),  # out[...] = out[...] + x: accumulation into a strided view
+    "stop_gradient": lambda a, p, ct: a[0],
     "iota": lambda a, p, ct: "i",  # the element's flat index (arange, into a fresh contiguous output)
 }
 # Operands keep their own dtype here; elsewhere they are cast to one compute dtype first.
@@ -114,44 +114,69 @@ def _kind(x) -> object:
 def _compute_dtype(name: str, kinds: tuple, out_dtype: np.dtype) -> np.dtype:
     """Operands are cast to the output's dtype (widened), except for tests and comparisons,
     which compare in the operands' common dtype."""
-    if out_dtype != dtypes.bool_ or name in ("select", "clip", "convert", "copy", "add_into", "iota"):
+    if out_dtype != dtypes.bool_ or name in ("select", "clip", "convert", "copy", "iota"):
         return compute_dtype(out_dtype)
     arrays = [k for k in kinds if isinstance(k, np.dtype)]
     weak = [{bool: False, int: 0, float: 0.0}[k] for k in kinds if isinstance(k, type)]
     return compute_dtype(np.result_type(*arrays, *weak))
 
 
+def _step_value(expr: str, dtype: np.dtype, consumed: bool) -> str:
+    """A step's result as the kernel keeps it: in its dtype, or for half types in float32 (rounded
+    to the half type first when a later step reads it, as the unfused program would)."""
+    if dtype in HALF:
+        return round_to(f"np.float32({expr})", dtype) if consumed else f"np.float32({expr})"
+    return f"{cast(dtype)}({expr})"
+
+
 @cache
-def _source(name: str, params: tuple, kinds: tuple, out_dtype: np.dtype) -> str:
-    ct = _compute_dtype(name, kinds, out_dtype)
-    own = name in _OWN_DTYPE
-    args, hoisted, loads, names = ["n", "shape", "out", "out_off", "out_st"], [], [], []
+def chain_source(kinds: tuple, steps: tuple, outputs: tuple) -> str:
+    """One kernel for a chain of elementwise steps over a broadcast shape.
+
+    kinds: each external operand's dtype (an array, read through its strides), Python scalar type,
+    or None; steps: (name, params, refs, out dtype) with refs ("in", k) or ("t", j) for an earlier
+    step; outputs: the steps whose values are stored, in the order of the output arguments."""
+    args = ["n", "shape"] + [f"o{k}{suffix}" for k in range(len(outputs)) for suffix in ("", "_off", "_st")]
+    hoisted, loads = [], []
     for k, kind in enumerate(kinds):
-        if kind is None:
-            names.append("None")
-            continue
         if isinstance(kind, np.dtype):
             args += [f"a{k}", f"a{k}_off", f"a{k}_st"]
-            value = widen(f"a{k}[S.element(i, shape, a{k}_st, a{k}_off)]", kind)
-            loads.append(f"        x{k} = {value if own or name == 'select' and k == 0 else f'{cast(ct)}({value})'}")
-        else:
+            loads.append(f"        x{k} = {widen(f'a{k}[S.element(i, shape, a{k}_st, a{k}_off)]', kind)}")
+        elif kind is not None:
             args.append(f"a{k}")
-            target = ct if not own else np.result_type(kind(0))
-            hoisted.append(f"    x{k} = {cast(target)}(a{k})")
-        names.append(f"x{k}")
-    if name == "add_into":
-        loads.insert(0, f"        x_out = {cast(ct)}({widen('out[o]', out_dtype)})")
-        names = ["x_out"] + names
-    expr = TEMPLATES[name](names, dict(params), ct)
+            hoisted.append(f"    x{k} = a{k}")
+    consumed = {r[1] for _, _, refs, _ in steps for r in refs if r[0] == "t"}
+    body = []
+    for j, (name, params, refs, out_dtype) in enumerate(steps):
+        arg_kinds = tuple(kinds[r[1]] if r[0] == "in" else steps[r[1]][3] for r in refs)
+        ct = _compute_dtype(name, arg_kinds, out_dtype)
+        names = []
+        for pos, (ref, kind) in enumerate(zip(refs, arg_kinds)):
+            if kind is None:
+                names.append("None")
+                continue
+            source = f"x{ref[1]}" if ref[0] == "in" else f"t{ref[1]}"
+            own = name in _OWN_DTYPE or (name == "select" and pos == 0)
+            target = (kind if isinstance(kind, np.dtype) else np.result_type(kind(0))) if own else ct
+            names.append(f"{cast(compute_dtype(target))}({source})")
+        body.append(f"        t{j} = {_step_value(TEMPLATES[name](names, dict(params), ct), out_dtype, j in consumed)}")
+    stores = [f"        o{k}[S.element(i, shape, o{k}_st, o{k}_off)] = {narrow(f't{j}', steps[j][3])}"
+              for k, j in enumerate(outputs)]
     lines = ["@cuda.jit(cache=True)", f"def kernel({', '.join(args)}):", *hoisted,
-             "    for i in range(cuda.grid(1), n, cuda.gridsize(1)):",
-             "        o = S.element(i, shape, out_st, out_off)", *loads,
-             f"        out[o] = {narrow(expr, out_dtype)}"]
+             "    for i in range(cuda.grid(1), n, cuda.gridsize(1)):", *loads, *body, *stores]
     return "\n".join(lines) + "\n"
+
+
+def _source(name: str, params: tuple, kinds: tuple, out_dtype: np.dtype) -> str:
+    return chain_source(kinds, ((name, params, tuple(("in", k) for k in range(len(kinds))), out_dtype),), (0,))
 
 
 def kernel_for(name: str, params: tuple, kinds: tuple, out_dtype: np.dtype):
     return compile_source(_source(name, params, kinds, np.dtype(out_dtype)))
+
+
+def chain_kernel(kinds: tuple, steps: tuple, outputs: tuple):
+    return compile_source(chain_source(kinds, steps, outputs))
 
 
 def _scalar_value(x):
@@ -160,37 +185,53 @@ def _scalar_value(x):
     return x
 
 
-def apply(name: str, operands: list, out_dtype: np.dtype, params: dict | None = None,
-          out: DeviceValue | None = None, shape: tuple | None = None) -> DeviceValue:
-    """out = op(*operands), broadcasting; operands are DeviceValues, Python scalars or None."""
-    params = params or {}
-    operands = [_scalar_value(x) for x in operands]
-    arrays = [x for x in operands if isinstance(x, DeviceValue)]
-    if shape is None:
-        shape = np.broadcast_shapes(*(x.shape for x in arrays)) if arrays else ()
-    if out is None:
-        out = empty(shape, out_dtype)
+def run_chain(kinds: tuple, steps: tuple, outputs: tuple, operands: list, shape: tuple,
+              outs: list[DeviceValue]) -> list[DeviceValue]:
+    """Launch chain_source's kernel: operands match kinds, outs (views of `shape`) match outputs."""
     n = int(np.prod(shape, dtype=np.int64))
     if n == 0:
-        return out
-    kinds = tuple(_kind(x) for x in operands)
-    strides = [broadcast_strides(out, shape)] + [broadcast_strides(x, shape) for x in arrays]
+        return outs
+    arrays = [x for x in operands if isinstance(x, DeviceValue)]
+    strides = [broadcast_strides(o, shape) for o in outs] + [broadcast_strides(x, shape) for x in arrays]
     cshape, cstrides = collapse(shape, *strides)
-    args, it = [n, cshape, out.data, out.offset, cstrides[0]], iter(cstrides[1:])
+    args = [n, cshape]
+    for o, st in zip(outs, cstrides):
+        args += [o.data, o.offset, st]
+    it = iter(cstrides[len(outs):])
     for x in operands:
         if isinstance(x, DeviceValue):
             args += [x.data, x.offset, next(it)]
         elif x is not None:
             args.append(x)
-    kernel = kernel_for(name, tuple(sorted(params.items())), kinds, out.dtype)
-    blocks, threads = launch_shape(n)
-    kernel[blocks, threads](*args)
-    return out
+    chain_kernel(kinds, steps, outputs)[launch_shape(n)](*args)
+    return outs
+
+
+def apply(name: str, operands: list, out_dtype: np.dtype, params: dict | None = None,
+          out: DeviceValue | None = None, shape: tuple | None = None) -> DeviceValue:
+    """out = op(*operands), broadcasting; operands are DeviceValues, Python scalars or None.
+    out may be a view that is also an operand (accumulation in place: col2im)."""
+    params = params or {}
+    operands = [_scalar_value(x) for x in operands]
+    if shape is None:
+        shape = np.broadcast_shapes(*(x.shape for x in operands if isinstance(x, DeviceValue)))
+    if out is None:
+        out = empty(shape, out_dtype)
+    kinds = tuple(_kind(x) for x in operands)
+    step = (name, tuple(sorted(params.items())), tuple(("in", k) for k in range(len(kinds))), out.dtype)
+    return run_chain(kinds, (step,), (0,), operands, tuple(shape), [out])[0]
 
 
 def ptx_signature(kinds: tuple, out_dtype, ndim: int) -> tuple:
     """The numba argument types of a kernel_for(..., kinds, out_dtype) launch at rank ndim."""
-    sig = [scalar_type(INDEX), tuple_type(ndim), array_type(out_dtype), scalar_type(INDEX), tuple_type(ndim)]
+    return chain_signature(kinds, (0,), ((None, None, None, np.dtype(out_dtype)),), ndim)
+
+
+def chain_signature(kinds: tuple, outputs: tuple, steps: tuple, ndim: int) -> tuple:
+    """The numba argument types of a run_chain launch at rank ndim."""
+    sig = [scalar_type(INDEX), tuple_type(ndim)]
+    for j in outputs:
+        sig += [array_type(steps[j][3]), scalar_type(INDEX), tuple_type(ndim)]
     for kind in kinds:
         if isinstance(kind, np.dtype):
             sig += [array_type(kind), scalar_type(INDEX), tuple_type(ndim)]

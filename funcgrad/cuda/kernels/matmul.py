@@ -16,20 +16,11 @@ import numpy as np
 from ... import dtypes
 from ..buffer import DeviceValue, empty
 from ..runtime import SIMULATOR
-from .common import (INDEX, array_type, cast, compile_source, compute_dtype, narrow, scalar_type, tuple_type,
-                     widen)
+from .common import (INDEX, array_type, cast, compile_source, compute_dtype, narrow, round_to, scalar_type,
+                     tuple_type, widen)
 
 # Tile shape: (BM, BN, BK, RM, RN). The simulator runs a Python thread per GPU thread: tiny tiles there.
 TILE = (4, 4, 4, 2, 2) if SIMULATOR else (64, 64, 16, 4, 4)
-
-
-def round_to(expr: str, dtype: np.dtype | None) -> str:
-    """expr (float32) rounded to dtype and widened back, as autocast rounds its operands."""
-    if dtype == dtypes.bfloat16:
-        return f"S.bf16_to_f32(S.f32_to_bf16({expr}))"
-    if dtype == dtypes.float16:
-        return f"np.float32(np.float16({expr}))"
-    return expr
 
 
 @cache

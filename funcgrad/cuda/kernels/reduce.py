@@ -12,7 +12,6 @@ from functools import cache
 
 import numpy as np
 
-from ... import dtypes
 from ..buffer import DeviceValue, contiguous_strides, empty
 from ..runtime import BLOCK, MAX_BLOCKS, SIMULATOR
 from .common import (INDEX, array_type, cast, compile_source, compute_dtype, literal, narrow, scalar_type,
