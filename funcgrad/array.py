@@ -42,7 +42,20 @@ def parse_device(spec: "str | Device") -> Device:
     return Device(name, int(index or 0))
 
 
-class ExternalValue:
+class Shaped:
+    """What anything with a shape derives from it."""
+    __slots__ = ()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+class ExternalValue(Shaped):
     """Base of array data that lives off the host (funcgrad.cuda's device buffers). Such a value
     has shape, dtype and device, and becomes NumPy only through to_host(), an explicit copy:
     np.asarray on it raises, so no code path copies data back behind the user's back."""
@@ -65,18 +78,10 @@ def host(value):
     return value.to_host() if isinstance(value, ExternalValue) else value
 
 
-class ArrayBase:
+class ArrayBase(Shaped):
     """What Array and the tracers share: shape queries here, operators from funcgrad.numpy."""
     __slots__ = ()
     __array_priority__ = 100  # NumPy defers to our operators: np_array * fg_array -> fg_array
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
 
     def __len__(self) -> int:
         if not self.shape:

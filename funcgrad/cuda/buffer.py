@@ -43,14 +43,6 @@ class DeviceValue(ExternalValue):
         self.dtype = dtype
 
     @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
 
