@@ -24,6 +24,9 @@ class _Stats:
         self.peak = 0
         self.live: set[int] = set()
 
+    def reset_peak(self) -> None:
+        self.peak = self.allocated
+
 
 _cpu = _Stats()
 
@@ -61,8 +64,7 @@ class _DeviceStats:
         from .cuda.allocator import allocator
         return allocator.peak
 
-    @peak.setter
-    def peak(self, value: int) -> None:
+    def reset_peak(self) -> None:
         from .cuda.allocator import allocator
         allocator.reset_peak()
 
@@ -85,8 +87,7 @@ def max_memory_allocated(device="cpu") -> int:
 
 
 def reset_peak_memory_stats(device="cpu") -> None:
-    stats = _stats(device)
-    stats.peak = stats.allocated
+    _stats(device).reset_peak()
 
 
 array._track = track

@@ -50,10 +50,7 @@ def out_dtype(prim, args, params) -> np.dtype:
     """The dtype prim's CPU implementation gives these operands."""
     signature = tuple((x.ndim, x.dtype) if isinstance(x, DeviceValue) else
                       ((x.ndim, x.dtype) if isinstance(x, np.ndarray) else (0, x)) for x in args)
-    try:
-        return _dtype_rule(prim.name, signature, tuple(sorted(params.items())))
-    except TypeError:  # unhashable parameter values: no cache
-        return _dtype_rule.__wrapped__(prim.name, signature, tuple(sorted(params.items())))
+    return _dtype_rule(prim.name, signature, tuple(sorted(params.items())))  # params are hashable (jit keys on them)
 
 
 # ---- elementwise ------------------------------------------------------------------------------

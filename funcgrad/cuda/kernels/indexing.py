@@ -29,8 +29,8 @@ def basic_view(x: DeviceValue, index: tuple) -> DeviceValue:
     return x.view(view.shape, view.strides, x.offset + view.__array_interface__["data"][0] - start)
 
 
-def _expand(spec: tuple, ndim: int, has_arrays: bool) -> list:
-    """The spec with Ellipsis expanded; ints become array positions when arrays are present."""
+def _expand(spec: tuple, ndim: int) -> list:
+    """The spec with Ellipsis (or the implicit trailing one) expanded into full slices."""
     used = sum(1 for item in spec if item[0] in "sia")
     out = []
     for item in spec:
@@ -48,7 +48,7 @@ class AdvancedIndex:
     broadcast index arrays, and x's stride for each array."""
 
     def __init__(self, x: DeviceValue, spec: tuple, arrays: list):
-        items = _expand(spec, x.ndim, True)
+        items = _expand(spec, x.ndim)
         basic, positions, adv_dims, arr_iter = [], [], [], iter(arrays)
         self.arrays, dim = [], 0
         for pos, item in enumerate(items):
@@ -67,7 +67,7 @@ class AdvancedIndex:
         base = basic_view(x, tuple(basic))  # every index entry now owns one dimension of base
         self.bshape = np.broadcast_shapes(*(np.shape(a) for a in self.arrays))
         adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
-        adv_base = positions
+        adv_base = positions  # the index entries' positions are their dimensions of base
         self.sizes = [base.shape[d] for d in adv_base]
         self.adv_strides = [base.strides[d] for d in adv_base]
         rest = [d for d in range(base.ndim) if d not in adv_base]

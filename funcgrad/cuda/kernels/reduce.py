@@ -12,6 +12,7 @@ from functools import cache
 
 import numpy as np
 
+from ... import dtypes
 from ..buffer import DeviceValue, contiguous_strides, empty
 from ..runtime import BLOCK, MAX_BLOCKS, SIMULATOR
 from .common import (INDEX, array_type, cast, compile_source, compute_dtype, literal, narrow, scalar_type,
@@ -210,12 +211,13 @@ def softmax_family(mode: str, x: DeviceValue, axes: tuple, out_shape: tuple) -> 
 
 def ptx_cases():
     """(name, kernel, argument types) for every reduction kernel and dtype it supports."""
-    from ... import dtypes as D
-    floats = [D.float32, D.float64, D.float16, D.bfloat16]
-    ints = [D.int32, D.int64, D.uint8, D.bool_]
+    floats = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16]
+    ints = [dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.bool_]
     t1 = tuple_type(1)
-    head = lambda dt: (array_type(dt), scalar_type(INDEX), t1, t1, tuple_type(2), tuple_type(2),
-                       scalar_type(INDEX), scalar_type(INDEX))
+
+    def head(dt):  # x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols
+        return (array_type(dt), scalar_type(INDEX), t1, t1, tuple_type(2), tuple_type(2),
+                scalar_type(INDEX), scalar_type(INDEX))
     for op in COMBINE:
         for dt in floats + ints:
             out_dt = np.dtype(np.bool_) if op in ("all", "any") else (
