@@ -281,26 +281,28 @@ class _Codegen:
         outputs = [i for i, e in enumerate(group) if self.last.get(e.out.id, -1) > end]
         shape = group[0].out.aval.shape
         scalar = [isinstance(x, Var) and x.aval.shape == () for x in inputs]
-        parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
-        kernel = self.const(_LazyKernel(fusion.kernel_source(scalar, steps, outputs, parallel)))
         in_refs = [self.const(np.ascontiguousarray(x.value).reshape(-1)) if isinstance(x, Const) else
                    f"_scalar({self.names[x.id]})" if is_scalar else f"_flat({self.names[x.id]})"
                    for x, is_scalar in zip(inputs, scalar)]
         free = [x for x in inputs if isinstance(x, Var) and self._reusable(x, end)]
-        out_names = []
-        for i in outputs:
+        out_names, in_place = [], {}
+        for k, i in enumerate(outputs):
             var = group[i].out
             name = self.name(var)
             buf = next((x for x in free if x.aval == var.aval), None)
-            fresh = f"np.empty({var.aval.shape!r}, {self.const(var.aval.dtype)})"
             if buf is None:
-                self.lines.append(f"{name} = {fresh}")
-            else:
-                free.remove(buf)
-                src = self.names[buf.id]
-                check = "_writable" if buf.id in self.donated else "_is_array"
-                self.lines.append(f"{name} = {src} if {check}({src}) else {fresh}")
-            out_names.append(f"{name}.reshape(-1)")
+                self.lines.append(f"{name} = np.empty({var.aval.shape!r}, {self.const(var.aval.dtype)})")
+                out_names.append(f"{name}.reshape(-1)")
+                continue
+            free.remove(buf)
+            src = self.names[buf.id]
+            check = "_writable" if buf.id in self.donated else "_is_array"
+            # The output overwrites the input it reads; a buffer we may not write is copied first.
+            self.lines.append(f"{name} = {src} if {check}({src}) else np.array({src}, order='C')")
+            in_place[k] = inputs.index(buf)
+            in_refs[in_place[k]] = f"{name}.reshape(-1)"
+        parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
+        kernel = self.const(_LazyKernel(fusion.kernel_source(scalar, steps, outputs, parallel, in_place)))
         self.lines.append(f"{kernel}({', '.join(in_refs + out_names)})")
 
     def _reusable(self, x: Var, end: int) -> bool:
