@@ -77,50 +77,43 @@ def make_train_step(loss_fn: LossFn, optimizer: GradientTransformation, jit: boo
     under autocast; fp16 also scales the loss (scaler is a DynamicLossScale) and skips steps whose
     gradients overflow. With fp32 or bf16 the scaler passes through unused.
     With a process group of several ranks, gradients (and the reported loss and metrics) are
-    averaged over the ranks between the jitted gradient and update computations."""
+    averaged over the ranks between the jitted gradient and update computations; an overflow on any
+    rank makes the averaged gradients non-finite on every rank, so all ranks skip the same steps."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
     mixed = _autocast(loss_fn, precision)
-    if group is not None and group.world_size > 1:
-        return _data_parallel_step(mixed, optimizer, jit, precision, group)
+    scaled = precision == "fp16"
 
-    def train_step(model, opt_state, scaler, batch, key):
-        if precision != "fp16":
-            (loss, metrics), grads = value_and_grad(mixed, has_aux=True)(model, batch, key)
-            updates, opt_state = optimizer.update(grads, opt_state, model)
-            return apply_updates(model, updates), opt_state, scaler, loss, metrics
-
-        def scaled(m):
+    def gradients(model, scaler, batch, key):
+        def objective(m):
             loss, metrics = mixed(m, batch, key)
-            return scaler.scale_loss(fnp.astype(loss, dtypes.float32)), (loss, metrics)
-        (_, (loss, metrics)), grads = value_and_grad(scaled, has_aux=True)(model)
+            return (scaler.scale_loss(fnp.astype(loss, dtypes.float32)) if scaled else loss), (loss, metrics)
+        (_, (loss, metrics)), grads = value_and_grad(objective, has_aux=True)(model)
+        return grads, loss, metrics
+
+    def update(model, opt_state, scaler, grads):
+        if not scaled:
+            updates, opt_state = optimizer.update(grads, opt_state, model)
+            return apply_updates(model, updates), opt_state, scaler
         grads, finite = scaler.unscale(grads)
         updates, new_state = optimizer.update(grads, opt_state, model)
         model, opt_state = cond(finite, lambda: (apply_updates(model, updates), new_state),
                                 lambda: (model, opt_state))
-        return model, opt_state, scaler.update(finite), loss, metrics
+        return model, opt_state, scaler.update(finite)
 
-    return compile_jit(train_step) if jit else train_step
+    if group is None or group.world_size == 1:
+        def train_step(model, opt_state, scaler, batch, key):
+            grads, loss, metrics = gradients(model, scaler, batch, key)
+            return (*update(model, opt_state, scaler, grads), loss, metrics)
+        return compile_jit(train_step) if jit else train_step
 
+    gradients, update = (compile_jit(gradients), compile_jit(update)) if jit else (gradients, update)
 
-def _data_parallel_step(loss_fn, optimizer, jit: bool, precision: str, group) -> Callable:
-    if precision == "fp16":
-        raise ValueError("fp16 loss scaling is not combined with data parallelism yet; use bf16 or fp32")
-    grad_fn = value_and_grad(loss_fn, has_aux=True)
-
-    def update(model, opt_state, grads):
-        updates, opt_state = optimizer.update(grads, opt_state, model)
-        return apply_updates(model, updates), opt_state
-
-    grad_fn, update = (compile_jit(grad_fn), compile_jit(update)) if jit else (grad_fn, update)
-
-    def train_step(model, opt_state, scaler, batch, key):
-        (loss, metrics), grads = grad_fn(model, batch, key)
+    def data_parallel_step(model, opt_state, scaler, batch, key):
+        grads, loss, metrics = gradients(model, scaler, batch, key)
         synced = group.all_reduce_tree({"grads": grads, "loss": loss, "metrics": metrics}, op="mean")
-        model, opt_state = update(model, opt_state, synced["grads"])
-        return model, opt_state, scaler, synced["loss"], synced["metrics"]
-
-    return train_step
+        return (*update(model, opt_state, scaler, synced["grads"]), synced["loss"], synced["metrics"])
+    return data_parallel_step
 
 
 def evaluate(model, loader, loss_fn: LossFn, jit: bool = False, precision: str = "fp32") -> dict[str, float]:

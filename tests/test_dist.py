@@ -41,9 +41,9 @@ def test_collectives_are_correct(backend, nproc):
     assert results == {r: "ok" for r in range(nproc)}
 
 
-@pytest.mark.parametrize("backend", ["tcp", "shm"])
-def test_data_parallel_steps_keep_parameters_bit_identical(backend):
-    proc, results = launch("train_identical", backend, 2, extra_env={"DIST_TIMEOUT": "30"})
+@pytest.mark.parametrize("backend,precision", [("tcp", "fp32"), ("shm", "fp32"), ("shm", "fp16")])
+def test_data_parallel_steps_keep_parameters_bit_identical(backend, precision):
+    proc, results = launch("train_identical", backend, 2, extra_env={"DIST_TIMEOUT": "30", "DIST_PRECISION": precision})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert results == {0: "ok", 1: "ok"}
 
