@@ -39,6 +39,10 @@ try:
         assert np.array_equal(np.asarray(avg["b"][0]), np.arange(4) * sum(range(world)))
         same = dist.broadcast_tree({"w": fg.ones(3) * rank}, src=0)
         assert np.array_equal(np.asarray(same["w"]), np.zeros(3))
+        big = np.full(1 << 19, rank + 1.0, np.float32)  # 2 MiB: outputs come from the group's recycled buffers
+        kept = dist.all_reduce(big, "mean")
+        later = dist.all_reduce(big * 2, "sum")  # must not write into the buffer `kept` still holds
+        assert (np.asarray(kept) == (world + 1) / 2).all() and (np.asarray(later) == world * (world + 1)).all()
         dist.barrier()
         report("ok")
     elif scenario == "stress":  # 1000 back-to-back all-reduces of varied sizes, bit-identical everywhere

@@ -249,3 +249,17 @@ def test_world_size_disagreement_is_named():
                            capture_output=True, text=True, timeout=LIMIT)
     first.wait(timeout=LIMIT)
     assert "rank 1 has WORLD_SIZE 3 but rank 0 has 2" in other.stderr
+
+
+def test_output_buffers_are_recycled_only_when_nothing_refers_to_them():
+    from funcgrad.dist.group import _Recycler
+    recycler, f32 = _Recycler(), np.dtype(np.float32)
+    first = recycler.empty(1 << 20, f32)
+    view = recycler.empty(1 << 20, f32)[:10]  # a view keeps its buffer in use
+    assert recycler.empty(1 << 20, f32) is not first
+    first_id = id(first)
+    del first
+    assert id(recycler.empty(1 << 20, f32)) == first_id
+    assert all(recycler.empty(1 << 20, f32) is not view.base for _ in range(3))
+    assert recycler.empty(100, f32).size == 100 and len(recycler.buffers) == 3  # small ones are not kept
+

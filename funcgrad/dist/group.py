@@ -8,6 +8,7 @@ marked broken: later calls raise until it is created again.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,14 @@ from .errors import DistError
 REDUCE_OPS = {"sum": np.add, "mean": np.add, "max": np.maximum, "min": np.minimum}
 
 
+def finish(reduced: np.ndarray, op: str, world_size: int) -> None:
+    """The last touch of a fully reduced piece: a mean divides it (where it is still in cache)."""
+    if op == "mean":
+        np.divide(reduced, world_size, out=reduced, casting="unsafe")
+
+
 class ProcessGroup:
-    """A backend implements _all_gather_bytes, _all_reduce_into, _broadcast_into and close."""
+    """A backend implements _all_gather_bytes, _all_reduce, _broadcast_into and close."""
 
     backend = "none"
 
@@ -29,12 +36,15 @@ class ProcessGroup:
         self.rank, self.world_size, self.local_rank, self.timeout = rank, world_size, local_rank, timeout
         self.seq = 0
         self.broken: str | None = None
+        self._outputs = _Recycler()
 
     # ---- backend interface ------------------------------------------------------------------------
     def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
         raise DistError(f"{type(self).__name__} cannot gather")
 
-    def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
+    def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
+        """Write the reduction over ranks of the flat array src into out (same shape, another
+        buffer, so no rank copies its input first); op "mean" arrives divided by world_size."""
         raise DistError(f"{type(self).__name__} cannot reduce")
 
     def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
@@ -81,12 +91,12 @@ class ProcessGroup:
         if op == "mean" and not dtypes.is_float(arr.dtype):
             raise TypeError(f"all_reduce op='mean' needs a floating-point array, got {arr.dtype}")
         what = self._begin("all_reduce", arr, reduce=op)
-        flat = np.array(arr, order="C").reshape(-1)
-        if self.world_size > 1 and flat.size:
-            self._run(self._all_reduce_into, flat, op, what)
-        if op == "mean":
-            flat /= self.world_size
-        return Array(flat.reshape(arr.shape))
+        src = np.ascontiguousarray(arr).reshape(-1)
+        if self.world_size == 1 or src.size == 0:
+            return Array(src.copy().reshape(arr.shape))
+        out = self._outputs.empty(src.size, src.dtype)
+        self._run(self._all_reduce, src, out, op, what)
+        return Array(out.reshape(arr.shape))
 
     def broadcast(self, x, src: int = 0) -> Array:
         """x from rank src, on every rank."""
@@ -164,6 +174,31 @@ def _buckets(arrays: list[np.ndarray], bucket_bytes: int) -> list[list[int]]:
         if current:
             buckets.append(current)
     return buckets
+
+
+class _Recycler:
+    """Output buffers of earlier all-reduces, handed out again once nothing refers to them.
+    A fresh 100 MiB array costs ~20 ms of page faults on first touch, a fifth of the whole
+    all-reduce here; gradients are dropped after each step, so their buffers come back."""
+    MIN_BYTES = 1 << 20  # smaller arrays come from malloc's heap without faults
+    MAX_BYTES = 256 << 20  # what the group may hold on to
+
+    def __init__(self):
+        self.buffers: list[np.ndarray] = []
+
+    def empty(self, size: int, dtype: np.dtype) -> np.ndarray:
+        if size * dtype.itemsize < self.MIN_BYTES:
+            return np.empty(size, dtype)
+        for i in range(len(self.buffers)):
+            # referenced only by the list and by getrefcount's argument: no Array or view holds it
+            if sys.getrefcount(self.buffers[i]) == 2 and self.buffers[i].size == size and \
+                    self.buffers[i].dtype == dtype:
+                return self.buffers[i]
+        buf = np.empty(size, dtype)
+        self.buffers.append(buf)
+        while sum(b.nbytes for b in self.buffers) > self.MAX_BYTES:
+            self.buffers.pop(0)
+        return buf
 
 
 def _host(x) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .group import ProcessGroup
+from .group import ProcessGroup, finish
 
 try:
     from mpi4py import MPI
@@ -33,14 +33,15 @@ class MPIGroup(ProcessGroup):
     def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
         return self.comm.allgather(data)
 
-    def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
+    def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
         mpi_op = {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
-        if flat.dtype in dtypes.low_precision or flat.dtype == np.bool_:
-            wide = flat.astype(np.float32 if flat.dtype != np.bool_ else np.int32)
+        if src.dtype in dtypes.low_precision or src.dtype == np.bool_:  # types MPI does not know
+            wide = src.astype(np.float32 if src.dtype != np.bool_ else np.int32)
             self.comm.Allreduce(MPI.IN_PLACE, wide, op=mpi_op)
-            flat[:] = wide.astype(flat.dtype)
+            out[:] = wide.astype(out.dtype)
         else:
-            self.comm.Allreduce(MPI.IN_PLACE, flat, op=mpi_op)
+            self.comm.Allreduce(src, out, op=mpi_op)
+        finish(out, op, self.world_size)
 
     def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
         self.comm.Bcast(flat.view(np.uint8), root=src)

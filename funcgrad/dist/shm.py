@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import DistError, DistTimeoutError
-from .group import REDUCE_OPS, ProcessGroup
+from .group import REDUCE_OPS, ProcessGroup, finish
 from .store import StoreClient, StoreServer, join_job
 
 SHM_DIR = Path("/dev/shm")
@@ -177,23 +177,24 @@ class SHMGroup(ProcessGroup):
             self._barrier(what)
         return [bytes(b) for b in out]
 
-    def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
+    def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
         n, r = self.world_size, self.rank
         reduce = REDUCE_OPS[op]
-        if flat.nbytes <= SMALL:  # one barrier: every rank reduces the whole (small) array, in rank order
+        if src.nbytes <= SMALL:  # one barrier: every rank reduces the whole (small) array, in rank order
             self.small_ops += 1
             offset = (self.small_ops % 2) * SMALL
-            views = [np.frombuffer(d, flat.dtype, flat.size, offset) for d in self.data]
-            views[r][:] = flat
+            views = [np.frombuffer(d, src.dtype, src.size, offset) for d in self.data]
+            views[r][:] = src
             self._barrier(what)
-            flat[:] = views[0]
+            out[:] = views[0]
             for p in range(1, n):
-                reduce(flat, views[p], out=flat)
+                reduce(out, views[p], out=out)
+            finish(out, op, n)
             return
-        per_round = CAPACITY // flat.itemsize
-        for start in range(0, flat.size, per_round):
-            block = flat[start:start + per_round]
-            views = [np.frombuffer(d, flat.dtype, block.size) for d in self.data]
+        per_round = CAPACITY // src.itemsize
+        for start in range(0, src.size, per_round):
+            block = src[start:start + per_round]
+            views = [np.frombuffer(d, src.dtype, block.size) for d in self.data]
             views[r][:] = block
             self._barrier(what)
             bounds = np.linspace(0, block.size, n + 1).astype(np.int64)
@@ -202,9 +203,11 @@ class SHMGroup(ProcessGroup):
             for p in range(n):
                 if p != r:
                     reduce(acc, views[p][lo:hi], out=acc)
+            finish(acc, op, n)
             self._barrier(what)
+            result = out[start:start + block.size]
             for p in range(n):
-                block[bounds[p]:bounds[p + 1]] = views[p][bounds[p]:bounds[p + 1]]
+                result[bounds[p]:bounds[p + 1]] = views[p][bounds[p]:bounds[p + 1]]
             self._barrier(what)
 
     def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:

@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from .errors import DistError, DistTimeoutError
-from .group import REDUCE_OPS, ProcessGroup
+from .group import REDUCE_OPS, ProcessGroup, finish
 from .store import StoreClient, StoreServer, join_job, prove, recv_exact
 
 SEGMENT = 1 << 18  # bytes reduced per receive while the next segment is on the wire
@@ -183,26 +183,29 @@ class TCPGroup(ProcessGroup):
             blocks[(r - step - 1) % n] = bytes(body)
         return blocks
 
-    def _all_reduce_into(self, flat: np.ndarray, op: str, what: str) -> None:
+    def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
         n, r = self.world_size, self.rank
-        bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
-        chunk = lambda i: flat[bounds[i]:bounds[i + 1]]  # noqa: E731
+        bounds = np.linspace(0, src.size, n + 1).astype(np.int64)
+        chunk = lambda a, i: a[bounds[i % n]:bounds[i % n + 1]]  # noqa: E731
         reduce = REDUCE_OPS[op]
-        scratch = np.empty(int(np.max(np.diff(bounds))), flat.dtype)
-        seg = max(SEGMENT // flat.itemsize, 1)
-        for step in range(n - 1):  # reduce-scatter: after it, rank r owns the sum of chunk r + 1
-            send = chunk((r - step) % n)
-            target = chunk((r - step - 1) % n)
-            done = self._send(_bytes(send))
+        seg = max(SEGMENT // src.itemsize, 1)
+        scratch = np.empty(min(seg, int(np.max(np.diff(bounds)))), src.dtype)
+        # reduce-scatter: at step s the partial sum of chunk r - s - 1 arrives from rank r - 1; this
+        # rank adds its own input, so each chunk is written to out once, and rank r ends owning
+        # chunk r + 1, complete.
+        for step in range(n - 1):
+            done = self._send(_bytes(chunk(src if step == 0 else out, r - step)))
+            mine, target = chunk(src, r - step - 1), chunk(out, r - step - 1)
             for start in range(0, target.size, seg):
                 part = scratch[:min(seg, target.size - start)]
                 self._recv_into(_bytes(part), what)
-                reduce(target[start:start + part.size], part, out=target[start:start + part.size])
+                piece = target[start:start + part.size]
+                reduce(mine[start:start + part.size], part, out=piece)
+                if step == n - 2:
+                    finish(piece, op, n)
             self._wait_sent(done, what)
         for step in range(n - 1):  # all-gather of the reduced chunks
-            send = chunk((r + 1 - step) % n)
-            target = chunk((r - step) % n)
-            self._exchange(_bytes(send), _bytes(target), what)
+            self._exchange(_bytes(chunk(out, r + 1 - step)), _bytes(chunk(out, r - step)), what)
 
     def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
         """Along the ring from src: each rank receives, then forwards (pipelined in segments)."""
