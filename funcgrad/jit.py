@@ -262,7 +262,10 @@ class _Codegen:
         local: dict[int, str] = {}
         for eqn in group:
             refs, none_consts = [], []
-            operand_dtype = next((x.aval.dtype for x in eqn.inputs if isinstance(x, Var)), eqn.out.aval.dtype)
+            # a literal takes its operands' dtype; select's branches take the output's (its first
+            # operand is the boolean condition)
+            operand_dtype = eqn.out.aval.dtype if eqn.prim.name == "select" else next(
+                (x.aval.dtype for x in eqn.inputs if isinstance(x, Var)), eqn.out.aval.dtype)
             for x in eqn.inputs:
                 none_consts.append(isinstance(x, Const) and x.value is None)
                 if isinstance(x, Var) and x.id in local:

@@ -199,6 +199,13 @@ def test_donated_arguments_are_reused_and_invalidated():
         np.asarray(p)
 
 
+def test_fused_select_keeps_the_dtype_of_its_constant_branch():
+    # a literal branch of where() once took the condition's bool dtype inside a fused kernel (-7.5 -> 1.0)
+    x = np.float32([1, -1, 2])
+    assert_close(fg.jit(lambda a: fnp.where(a > 0, a * 2.0, -7.5))(x), [2, -7.5, 4])
+    assert fg.jit(lambda a: fnp.where(a > 0, a * 2, -7))(np.array([1, -1, 2])).tolist() == [2, -7, 4]
+
+
 def test_fused_update_writes_donated_buffers_in_place():
     def update(p, m, g):
         m = 0.9 * m + 0.1 * g

@@ -13,20 +13,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import dtypes
-from . import devices
-from .array import Array, ArrayBase, parse_device, to_numpy
-from .devices import device_put
-from .config import autocast_state
-from .dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32,  # noqa: F401
+from .. import dtypes
+from .. import devices
+from ..array import Array, ArrayBase, parse_device, to_numpy
+from ..devices import device_put
+from ..config import autocast_state
+from ..dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32,  # noqa: F401
                      int64, uint8, uint32, uint64)
-from .errors import ConcretizationError, ShapeError
-from .ops import elementwise as E
-from .ops import linalg as L
-from .ops import reductions as R
-from .ops import shape as S
-from .ops import prng, stop_gradient_p
-from .trace import bind
+from ..errors import ConcretizationError, ShapeError
+from ..ops import elementwise as E
+from ..ops import linalg as L
+from ..ops import reductions as R
+from ..ops import shape as S
+from ..ops import prng, stop_gradient_p
+from ..trace import bind
 
 pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
 
@@ -282,7 +282,7 @@ def clip(x, min=None, max=None):  # noqa: A002
 
 def stop_gradient(x):
     """x, with a zero derivative under every transform (jax.lax.stop_gradient, torch .detach())."""
-    from .tree import tree_map
+    from ..tree import tree_map
     return tree_map(lambda leaf: bind(stop_gradient_p, asarray(leaf)), x)
 
 
@@ -808,4 +808,6 @@ def allclose(a, b, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
     return bool(np.allclose(np.asarray(asarray(a)), np.asarray(asarray(b)), rtol=rtol, atol=atol))
 
 
-from . import _methods  # noqa: E402,F401  (attaches operators and methods to Array and tracers)
+from .. import _methods  # noqa: E402,F401  (attaches operators and methods to Array and tracers)
+
+from ._composed import *  # noqa: E402,F401,F403  (the rest of jax.numpy's surface, composed from the above)

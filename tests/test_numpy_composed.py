@@ -1,0 +1,262 @@
+"""funcgrad.numpy's composed functions against NumPy, with gradients, jit and vmap where they apply."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+M = RNG.standard_normal((3, 4)).astype(np.float32)
+V = RNG.standard_normal(5).astype(np.float32)
+C = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+WITH_NAN = np.array([[1.0, np.nan, 3.0, -2.0], [np.nan, np.nan, np.nan, np.nan], [0.5, 4.0, -1.0, 2.0]], np.float32)
+INTS = np.array([3, 1, 4, 1, 5, 9, 2, 6], np.int64)
+
+# (label, funcgrad call, NumPy call): both called with the module as the argument
+CASES = [
+    ("atleast_3d", lambda m: m.atleast_3d(V), None),
+    ("hstack", lambda m: m.hstack([M, M[:, :2]]), None),
+    ("vstack", lambda m: m.vstack([V, V]), None),
+    ("dstack", lambda m: m.dstack([M, M]), None),
+    ("column_stack", lambda m: m.column_stack([V, V * 2]), None),
+    ("append", lambda m: m.append(M, V), None),
+    ("array_split", lambda m: m.array_split(V, 3)[0], None),
+    ("array_split_last", lambda m: m.array_split(V, 3)[2], None),
+    ("hsplit", lambda m: m.hsplit(M, 2)[1], None),
+    ("diagonal", lambda m: m.diagonal(C, 1, 1, 2), None),
+    ("diagonal_neg", lambda m: m.diagonal(M, -1), None),
+    ("diag_vec", lambda m: m.diag(V, -2), None),
+    ("diag_mat", lambda m: m.diag(M, 1), None),
+    ("diagflat", lambda m: m.diagflat(M[:2, :2], 1), None),
+    ("trace", lambda m: m.trace(C, 0, 0, 2), None),
+    ("diff", lambda m: m.diff(M, 2, axis=1), None),
+    ("diff_prepend", lambda m: m.diff(V, prepend=0.0, append=V[:2]), None),
+    ("diff_bool", lambda m: m.diff(V > 0), None),
+    ("ediff1d", lambda m: m.ediff1d(M, to_begin=[9.0]), None),
+    ("cumprod", lambda m: m.cumprod(M, axis=1), None),
+    ("cumprod_flat", lambda m: m.cumprod(INTS), None),
+    ("nancumsum", lambda m: m.nancumsum(WITH_NAN, axis=1), None),
+    ("isclose", lambda m: m.isclose(V, V + 1e-6), None),
+    ("isclose_nan", lambda m: m.isclose(WITH_NAN, WITH_NAN, equal_nan=True), None),
+    ("logaddexp", lambda m: m.logaddexp(V, V[::-1] * 30), None),
+    ("logaddexp_inf", lambda m: m.logaddexp(np.float32([-np.inf, np.inf, 1]), np.float32([-np.inf, np.inf, -np.inf])),
+     None),
+    ("logaddexp2", lambda m: m.logaddexp2(V, V[::-1]), None),
+    ("exp2", lambda m: m.exp2(np.arange(-3.0, 10.0, dtype=np.float32)), None),
+    ("cbrt", lambda m: m.cbrt(np.float32([-27, -1, 0, 8, 2.5])), None),
+    ("copysign", lambda m: m.copysign(V, np.float32([1, -1, -0.0, 0.0, -3])), None),
+    ("signbit", lambda m: m.signbit(np.float32([-1, -0.0, 0.0, 2])), None),
+    ("deg2rad", lambda m: m.deg2rad(V * 90), None),
+    ("rad2deg", lambda m: m.degrees(V), None),
+    ("fmax", lambda m: m.fmax(WITH_NAN, 1.5), None),
+    ("fmin", lambda m: m.fmin(WITH_NAN[0], np.float32([np.nan, 0, np.nan, 5])), None),
+    ("fmod_float", lambda m: m.fmod(np.float32([-7.5, 7.5, -7, 7, 0]), np.float32([2, -2, 3, -3, 1])), None),
+    ("fmod_int", lambda m: m.fmod(np.array([-7, 7, -7, 7, 6]), np.array([3, -3, -3, 3, 3])), None),
+    ("heaviside", lambda m: m.heaviside(np.float32([-1, 0, 2, np.nan]), 0.5), None),
+    ("hypot", lambda m: m.hypot(V, M[0, 0]), None),
+    ("hypot_big", lambda m: m.hypot(np.float32([3e30, 0, np.inf]), np.float32([4e30, 0, np.nan])), None),
+    ("float_power", lambda m: m.float_power(np.arange(1, 5), -1.5), None),
+    ("ldexp", lambda m: m.ldexp(V, np.array([1, 2, -1, 0, 3])), None),
+    ("rint", lambda m: m.rint(np.float32([0.5, 1.5, 2.5, -0.5, 2.6])), None),
+    ("around", lambda m: m.around(V, 2), None),
+    ("fix", lambda m: m.fix(np.float32([-1.7, 1.7, 0.2])), None),
+    ("sinc", lambda m: m.sinc(np.float32([0, 0.5, -1.5, 2])), None),
+    ("nan_to_num", lambda m: m.nan_to_num(np.float32([np.nan, np.inf, -np.inf, 1]), posinf=9.0), None),
+    ("nan_to_num_default", lambda m: m.nan_to_num(np.float32([np.nan, np.inf, -np.inf, 1])), None),
+    ("nansum", lambda m: m.nansum(WITH_NAN, axis=1), None),
+    ("nanprod", lambda m: m.nanprod(WITH_NAN, axis=0), None),
+    ("nanmean", lambda m: m.nanmean(WITH_NAN[[0, 2]], axis=1), None),
+    ("nanvar", lambda m: m.nanvar(WITH_NAN[[0, 2]], axis=1, ddof=1), None),
+    ("nanstd", lambda m: m.nanstd(WITH_NAN[[0, 2]]), None),
+    ("nanmax", lambda m: m.nanmax(WITH_NAN[[0, 2]], axis=1), None),
+    ("nanmin_keep", lambda m: m.nanmin(WITH_NAN[[0, 2]], axis=0, keepdims=True), None),
+    ("nanargmax", lambda m: m.nanargmax(WITH_NAN[[0, 2]], axis=1), None),
+    ("nanargmin", lambda m: m.nanargmin(WITH_NAN[0]), None),
+    ("quantile", lambda m: m.quantile(M, 0.3, axis=1), None),
+    ("quantile_vec", lambda m: m.quantile(C, np.float32([0.1, 0.5, 1.0]), axis=(0, 2), keepdims=True), None),
+    ("quantile_methods", lambda m: m.stack([m.quantile(V, 0.4, method=k) for k in
+                                             ("lower", "higher", "nearest", "midpoint")]), None),
+    ("percentile", lambda m: m.percentile(M, 75), None),
+    ("median", lambda m: m.median(C, axis=1), None),
+    ("median_nan", lambda m: m.median(WITH_NAN, axis=1), None),
+    ("nanmedian", lambda m: m.nanmedian(WITH_NAN[[0, 2]], axis=1), None),
+    ("nanquantile", lambda m: m.nanquantile(WITH_NAN[[0, 2]], 0.25, axis=1), None),
+    ("average", lambda m: m.average(M, axis=1, weights=np.float32([1, 2, 3, 4])), None),
+    ("average_returned", lambda m: m.average(M, axis=0, weights=M * M, returned=True)[1], None),
+    ("ptp", lambda m: m.ptp(M, axis=0), None),
+    ("count_nonzero", lambda m: m.count_nonzero(np.array([[0, 1, 2], [3, 0, 0]]), axis=0), None),
+    ("meshgrid_xy", lambda m: m.meshgrid(V[:3], V[:2])[0], None),
+    ("meshgrid_ij", lambda m: m.meshgrid(V[:3], V[:2], V, indexing="ij")[2], None),
+    ("meshgrid_sparse", lambda m: m.meshgrid(V[:3], V[:2], sparse=True)[1], None),
+    ("repeat", lambda m: m.repeat(M, 2, axis=0), None),
+    ("repeat_counts", lambda m: m.repeat(V, np.array([1, 0, 2, 3, 1])), None),
+    ("tile", lambda m: m.tile(M, (2, 1, 3)), None),
+    ("tile_int", lambda m: m.tile(V, 2), None),
+    ("roll", lambda m: m.roll(M, -1, axis=1), None),
+    ("roll_flat", lambda m: m.roll(M, 5), None),
+    ("roll_multi", lambda m: m.roll(C, (1, -2), axis=(0, 2)), None),
+    ("rot90", lambda m: m.rot90(C, 1, (1, 2)), None),
+    ("rot90_3", lambda m: m.rot90(M, 3), None),
+    ("rot90_2", lambda m: m.rot90(M, 2), None),
+    ("fliplr", lambda m: m.fliplr(M), None),
+    ("flipud", lambda m: m.flipud(M), None),
+    ("searchsorted", lambda m: m.searchsorted(np.sort(V), M), None),
+    ("searchsorted_right", lambda m: m.searchsorted(np.float32([1, 2, 2, 3]), np.float32([2, 0, 5]), side="right"),
+     None),
+    ("digitize", lambda m: m.digitize(V, np.float32([-1, 0, 1])), None),
+    ("digitize_right_dec", lambda m: m.digitize(V, np.float32([1, 0, -1]), right=True), None),
+    ("bincount", lambda m: m.bincount(INTS, minlength=12), None),
+    ("bincount_w", lambda m: m.bincount(INTS, weights=np.arange(8.0, dtype=np.float32)), None),
+    ("histogram", lambda m: m.histogram(M, bins=4)[0], lambda m: np.histogram(M, bins=4)[0].astype(np.float32)),
+    ("histogram_edges", lambda m: m.histogram(M, bins=4, range=(-1, 1))[1], None),
+    ("histogram_w", lambda m: m.histogram(V, bins=np.float32([-2, 0, 0.5, 2]), weights=V, density=True)[0], None),
+    ("cross", lambda m: m.cross(C[:, :, :3], C[:, :, 1:]), None),
+    ("cross_2d", lambda m: m.cross(M[:, :2], M[:, 2:]), None),
+    ("cross_axis", lambda m: m.cross(M[:3, :3], M[:3, 1:], axis=0), None),
+    ("kron", lambda m: m.kron(M[:2, :3], M[:2, :2]), None),
+    ("cov", lambda m: m.cov(M), None),
+    ("cov_y", lambda m: m.cov(M, M * 2 + 1, rowvar=False, ddof=0), None),
+    ("cov_weights", lambda m: m.cov(M, fweights=np.array([1, 2, 1, 3]), aweights=np.float32([0.5, 1, 2, 1])), None),
+    ("corrcoef", lambda m: m.corrcoef(M), None),
+    ("interp", lambda m: m.interp(V, np.float32([-1, 0, 0.5, 2]), np.float32([3, 1, 2, 0])), None),
+    ("interp_lr", lambda m: m.interp(V * 3, np.float32([-1, 0, 2]), np.float32([3, 1, 0]), left=-5, right=5), None),
+    ("interp_period", lambda m: m.interp(V * 200, np.float32([-180, -90, 0, 90]), np.float32([1, 2, 3, 4]), period=360),
+     None),
+    ("trapezoid", lambda m: m.trapezoid(M, dx=0.5), None),
+    ("trapezoid_x", lambda m: m.trapezoid(M, x=np.float32([0, 1, 3, 4])), None),
+    ("polyval", lambda m: m.polyval(np.float32([2, -1, 3]), V), None),
+    ("isin", lambda m: m.isin(INTS, [1, 9, 7]), None),
+    ("isin_invert", lambda m: m.isin(INTS, np.array([1, 9]), invert=True), None),
+    ("nonzero", lambda m: m.nonzero(M > 0)[1], None),
+    ("argwhere", lambda m: m.argwhere(M > 0), None),
+    ("flatnonzero", lambda m: m.flatnonzero(M > 0), None),
+    ("unique", lambda m: m.unique(INTS), None),
+    ("unique_counts", lambda m: m.unique(INTS, return_counts=True)[1], None),
+    ("intersect1d", lambda m: m.intersect1d(INTS, [1, 2, 10]), None),
+    ("union1d", lambda m: m.union1d(INTS, [1, 2, 10]), None),
+    ("setdiff1d", lambda m: m.setdiff1d(INTS, [1, 2, 10]), None),
+    ("identity", lambda m: m.identity(3), None),
+    ("logspace", lambda m: m.logspace(0, 2, 5), None),
+    ("geomspace", lambda m: m.geomspace(1, 1000, 4), None),
+    ("indices", lambda m: m.indices((2, 3)), None),
+    ("tril_indices", lambda m: m.tril_indices(4, -1)[1], None),
+    ("triu_indices_from", lambda m: m.triu_indices_from(M, 1)[0], None),
+    ("unravel_index", lambda m: m.unravel_index(np.array([0, 5, 11, 7]), (3, 4))[0], None),
+    ("ravel_multi_index", lambda m: m.ravel_multi_index((np.array([0, 2]), np.array([3, 1])), (3, 4)), None),
+    ("mgrid", lambda m: m.mgrid[0:3, 0:1:0.25][1], lambda m: np.mgrid[0:3, 0:1:0.25][1].astype(np.float32)),
+    ("ogrid", lambda m: m.ogrid[0:4, 0:3][0], None),
+    ("select", lambda m: m.select([V < -0.5, V > 0.5], [V * 10, V * 100], -1.0), None),
+    ("choose", lambda m: m.choose(np.array([0, 2, 1, 0]), [M[0], M[1], M[2]]), None),
+    ("choose_wrap", lambda m: m.choose(np.array([0, 4, -1, 1]), [M[0], M[1], M[2]], mode="wrap"), None),
+    ("piecewise", lambda m: m.piecewise(V, [V < 0, V >= 0], [lambda x: -x, lambda x: x * 2]), None),
+    ("piecewise_default", lambda m: m.piecewise(V, [V < -0.5], [0.0, lambda x: x + 1]), None),
+    ("compress", lambda m: m.compress([True, False, True], M, axis=0), None),
+    ("extract", lambda m: m.extract(M > 0, M), None),
+    ("delete", lambda m: m.delete(M, [0, 2], axis=1), None),
+    ("delete_flat", lambda m: m.delete(M, 3), None),
+    ("resize", lambda m: m.resize(V, (3, 4)), None),
+    ("block", lambda m: m.block([[M, M[:, :1]], [M[:1], M[:1, :1]]]), None),
+    ("block_1d", lambda m: m.block([V, V[:2]]), None),
+    ("trim_zeros", lambda m: m.trim_zeros(np.array([0, 0, 1, 2, 0, 3, 0])), None),
+    ("trim_zeros_f", lambda m: m.trim_zeros(np.array([0, 0, 1, 2, 0]), "f"), None),
+    ("gcd", lambda m: m.gcd(np.array([12, 18, 7]), 6), None),
+    ("lcm", lambda m: m.lcm(np.array([4, 6, 7]), 6), None),
+    ("frexp", lambda m: m.frexp(V)[0], None),
+    ("lexsort", lambda m: m.lexsort((INTS, INTS % 3)), None),
+    ("vecdot", lambda m: m.vecdot(M, M), lambda m: np.sum(M * M, axis=-1)),
+    ("matrix_transpose", lambda m: m.matrix_transpose(C), lambda m: np.swapaxes(C, -1, -2)),
+    ("cumulative_sum", lambda m: m.cumulative_sum(V, include_initial=True), lambda m: np.concatenate([[0], np.cumsum(V)])),
+    ("fill_diagonal", lambda m: m.fill_diagonal(M, 7.0, inplace=False),
+     lambda m: np.where(np.eye(3, 4, dtype=bool), 7, M)),
+]
+
+
+@pytest.mark.parametrize("label,ours,theirs", CASES, ids=[c[0] for c in CASES])
+def test_matches_numpy(label, ours, theirs):
+    expected = (theirs or ours)(np)
+    got = ours(fnp)
+    got, expected = (np.asarray(got), np.asarray(expected))
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    if expected.dtype.kind in "biu":
+        assert got.dtype.kind == expected.dtype.kind and np.array_equal(got, expected)
+    else:
+        assert_close(got, expected.astype(np.float64), rtol=2e-6, atol=1e-6)
+
+
+def test_dtype_helpers():
+    assert fnp.promote_types(fnp.int32, fnp.float16) == np.float16
+    assert fnp.result_type(fnp.ones(2, fnp.bfloat16), 2.0) == fnp.bfloat16
+    assert fnp.result_type(fnp.ones(2, fnp.int32), 2.5) == np.float32
+    assert fnp.finfo(fnp.bfloat16).eps == 2.0 ** -7 and fnp.iinfo(fnp.int32).max == 2 ** 31 - 1
+    assert fnp.issubdtype(fnp.bfloat16, np.floating) and not fnp.issubdtype(fnp.int32, np.floating)
+    assert fnp.isscalar(3.0) and fnp.isscalar(fnp.asarray(2.0)) and not fnp.isscalar(fnp.ones(2))
+    assert fnp.array_equal(M, M.copy()) and not fnp.array_equal(M, M[:2]) and fnp.array_equiv(M[0], M[[0, 0]])
+    assert fnp.empty((2, 3)).shape == (2, 3) and fnp.empty_like(M, dtype=fnp.int32).dtype == np.int32
+
+
+X64 = RNG.standard_normal(6)
+GRAD_CASES = {
+    "cumprod": lambda x: fnp.sum(fnp.cumprod(x * fnp.asarray([1.0, 0.0, 1.0, 1.0, 1.0, 1.0])) * x),
+    "logaddexp": lambda x: fnp.sum(fnp.logaddexp(x, x[::-1] * 3)),
+    "hypot": lambda x: fnp.sum(fnp.hypot(x, 2.0)),
+    "sinc": lambda x: fnp.sum(fnp.sinc(x)),
+    "median_quantile": lambda x: fnp.median(x) + fnp.quantile(x, 0.3) + fnp.percentile(x, 90),
+    "interp": lambda x: fnp.sum(fnp.interp(x, np.array([-3.0, 0.0, 3.0]), np.array([1.0, 4.0, 2.0]))),
+    "cross": lambda x: fnp.sum(fnp.cross(x[:3], x[3:]) ** 2),
+    "cov_corrcoef": lambda x: fnp.sum(fnp.cov(fnp.reshape(x, (2, 3)))) + fnp.sum(fnp.corrcoef(fnp.reshape(x, (3, 2)))),
+    "kron_trace": lambda x: fnp.trace(fnp.kron(fnp.reshape(x[:4], (2, 2)), fnp.reshape(x[2:], (2, 2)))),
+    "convolve": lambda x: fnp.sum(fnp.convolve(x, np.array([1.0, -2.0, 0.5]), "same") ** 2),
+    "tile_roll": lambda x: fnp.sum(fnp.tile(x, (2, 2)) * fnp.roll(fnp.tile(x, (2, 2)), 1)),
+    "diff_nan": lambda x: fnp.sum(fnp.diff(x, 2) ** 2) + fnp.nanmean(x) + fnp.nanstd(x) + fnp.ptp(x),
+    "diag_block": lambda x: fnp.sum(fnp.diag(x) @ fnp.block([[fnp.diag(x[:3]), fnp.zeros((3, 3))],
+                                                              [fnp.zeros((3, 3)), fnp.diag(x[3:])]])),
+    "average_trapezoid": lambda x: fnp.average(x, weights=fnp.abs(x) + 1) + fnp.trapezoid(x ** 2, x=fnp.cumsum(x * x)),
+}
+
+
+@pytest.mark.parametrize("name", GRAD_CASES)
+def test_gradients_match_finite_differences(name):
+    fg.check_grads(GRAD_CASES[name], (X64,), order=2)
+
+
+def test_traceable_functions_run_under_jit_and_vmap():
+    def f(x):
+        return (fnp.median(x) + fnp.sum(fnp.cumprod(x)) + fnp.sum(fnp.roll(x, 2) * fnp.diff(x, prepend=0.0))
+                + fnp.sum(fnp.searchsorted(fnp.sort(x), x)) + fnp.sum(fnp.nonzero(x > 0, size=3)[0]))
+    batch = RNG.standard_normal((4, 6)).astype(np.float32)
+    expected = np.stack([np.asarray(f(fnp.asarray(row))) for row in batch])
+    assert_close(fg.jit(fg.vmap(f))(batch), expected, rtol=1e-5)
+    assert_close(fg.jit(f)(batch[0]), expected[0], rtol=1e-5)
+
+
+def test_nonzero_with_size_pads_and_truncates():
+    x = np.array([[0, 3], [4, 0], [0, 5]])
+    rows, cols = fg.jit(lambda a: fnp.nonzero(a, size=5, fill_value=-1))(x)
+    assert rows.tolist() == [0, 1, 2, -1, -1] and cols.tolist() == [1, 0, 1, -1, -1]
+    assert fnp.argwhere(x, size=2).tolist() == [[0, 1], [1, 0]]
+
+
+def test_value_dependent_shapes_need_concrete_values():
+    with pytest.raises(fg.ConcretizationError, match="nonzero"):
+        fg.jit(lambda a: fnp.nonzero(a)[0])(np.array([0, 1]))
+    with pytest.raises(fg.ConcretizationError, match="unique"):
+        fg.jit(fnp.unique)(np.array([0, 1]))
+
+
+def test_bad_input_errors_name_the_problem():
+    with pytest.raises(fg.ShapeError, match="rank >= 2"):
+        fnp.diagonal(V)
+    with pytest.raises(ValueError, match="quantiles must be in the range"):
+        fnp.quantile(V, 1.5)
+    with pytest.raises(ValueError, match="quantile method"):
+        fnp.quantile(V, 0.5, method="cubic")
+    with pytest.raises(ValueError, match="inplace=False"):
+        fnp.fill_diagonal(M, 1.0)
+    with pytest.raises(ValueError, match="3 choices"):
+        fnp.choose(np.array([0, 3]), [V, V, V])
+    with pytest.raises(fg.ShapeError, match="length 2 or 3"):
+        fnp.cross(M, M)
+    with pytest.raises(ValueError, match="2 conditions but 1 choices"):
+        fnp.select([V > 0, V < 0], [V])
