@@ -24,6 +24,14 @@ def _immutable(self, index, value):
                     "(or .add(value)) to get an updated copy")
 
 
+def _block_until_ready(self):
+    """JAX's wait for the device; returns the array."""
+    value = getattr(self, "_value", None)
+    if hasattr(value, "synchronize"):
+        value.synchronize()
+    return self
+
+
 _METHODS = {
     "__add__": fnp.add, "__radd__": _swap(fnp.add),
     "__sub__": fnp.subtract, "__rsub__": _swap(fnp.subtract),
@@ -49,6 +57,14 @@ _METHODS = {
     "all": fnp.all, "any": fnp.any, "cumsum": fnp.cumsum, "clip": fnp.clip,
     "squeeze": fnp.squeeze, "ravel": fnp.ravel, "flatten": fnp.ravel, "swapaxes": fnp.swapaxes,
     "dot": fnp.dot, "round": fnp.round, "logsumexp": fnp.logsumexp, "to": device_put,
+    "cumprod": fnp.cumprod, "sort": fnp.sort, "argsort": fnp.argsort, "repeat": fnp.repeat, "take": fnp.take,
+    "diagonal": fnp.diagonal, "trace": fnp.trace, "nonzero": fnp.nonzero, "ptp": fnp.ptp,
+    "searchsorted": fnp.searchsorted, "choose": lambda self, choices, mode="raise": fnp.choose(self, choices, mode),
+    "compress": lambda self, condition, axis=None: fnp.compress(condition, self, axis),
+    "conj": fnp.conj, "conjugate": fnp.conj, "copy": fnp.copy,
+    "__contains__": lambda self, value: bool(fnp.any(fnp.equal(self, value))),
+    "cpu": lambda self: device_put(self, "cpu"),
+    "block_until_ready": _block_until_ready,
 }
 for _name, _fn in _METHODS.items():
     setattr(ArrayBase, _name, _fn)
@@ -56,3 +72,7 @@ for _name, _fn in _METHODS.items():
 ArrayBase.T = property(lambda self: fnp.transpose(self))
 ArrayBase.mT = property(lambda self: fnp.swapaxes(self, -1, -2))
 ArrayBase.at = property(at)
+ArrayBase.real = property(fnp.real)
+ArrayBase.imag = property(fnp.imag)
+ArrayBase.itemsize = property(lambda self: self.dtype.itemsize)
+ArrayBase.nbytes = property(lambda self: self.size * self.dtype.itemsize)

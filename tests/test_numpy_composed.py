@@ -260,3 +260,20 @@ def test_bad_input_errors_name_the_problem():
         fnp.cross(M, M)
     with pytest.raises(ValueError, match="2 conditions but 1 choices"):
         fnp.select([V > 0, V < 0], [V])
+
+
+def test_array_methods_follow_numpy():
+    x = fg.asarray(M)
+    assert_close(x.sort(axis=0), np.sort(M, axis=0))
+    assert x.argsort().tolist() == np.argsort(M, kind="stable").tolist()
+    assert_close(x.cumprod(axis=1), np.cumprod(M, axis=1), rtol=1e-6)
+    assert_close(x.diagonal(1), M.diagonal(1))
+    assert_close(x.trace(), M.trace(), rtol=1e-6)
+    assert_close(x.ptp(axis=1), np.ptp(M, axis=1))
+    assert_close(x.repeat(2, axis=1), M.repeat(2, axis=1))
+    assert_close(x.take([2, 0], axis=1), M.take([2, 0], axis=1))
+    assert [i.tolist() for i in (x > 0).nonzero()] == [i.tolist() for i in (M > 0).nonzero()]
+    assert x.nbytes == M.nbytes and x.itemsize == 4 and float(M[1, 2]) in x and 1e6 not in x
+    assert_close(x.real, M)
+    assert np.array_equal(np.asarray(x.imag), np.zeros_like(M))
+    assert x.block_until_ready() is x and str(x.cpu().device) == "cpu"
