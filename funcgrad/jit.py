@@ -74,6 +74,11 @@ def _dummy(aval: ShapedArray) -> np.ndarray:
 
 def abstract_eval(prim, inputs: list, params: dict) -> ShapedArray:
     """The output shape and dtype of prim, by running its implementation on stand-in values."""
+    if prim.shape_rule is not None:
+        shape, dtype = prim.shape_rule(*[(x.aval.shape, x.aval.dtype) if isinstance(x, Var) else
+                                         (tuple(x.value.shape), x.value.dtype) if hasattr(x.value, "dtype") else
+                                         (np.shape(x.value), np.asarray(x.value).dtype) for x in inputs], **params)
+        return ShapedArray(tuple(shape), np.dtype(dtype))
     values = [_dummy(x.aval) if isinstance(x, Var) else
               _dummy(ShapedArray(x.value.shape, x.value.dtype)) if isinstance(x.value, ExternalValue) else x.value
               for x in inputs]

@@ -126,6 +126,8 @@ def _describe_args(args) -> str:
 def impl_error(prim, args, e: Exception) -> Exception:
     """A backend's complaint, restated with the primitive and its operands' shapes."""
     message = f"{prim.name}({_describe_args(args)}): {e}"
+    if isinstance(e, np.linalg.LinAlgError):  # a singular matrix is not a shape problem
+        return np.linalg.LinAlgError(message)
     if isinstance(e, ValueError) and not isinstance(e, IndexError):  # NumPy's shape complaints
         return ShapeError(message)
     return type(e)(message) if type(e) in (IndexError, TypeError, ValueError) else e

@@ -14,6 +14,7 @@ import numpy as np
 
 from .errors import ConcretizationError
 from .ops import conv as C
+from .ops import decompositions as D
 from .ops import elementwise as E
 from .ops import linalg as L
 from .ops import prng
@@ -259,6 +260,11 @@ def _threefry_rule(size, prim, vals, dims):
     return prim(key, *counters), 0
 
 
+def _leading_batch_rule(size, prim, vals, dims, **params):
+    """Primitives that already map over leading axes (the decompositions): batch axis first."""
+    return prim(_front(vals[0], dims[0], size), **params), 0
+
+
 def _loop_rule(size, prim, vals, dims, **params):
     """The fallback: apply prim to each batch element and stack the results."""
     from . import numpy as fnp
@@ -285,6 +291,8 @@ RULES.update({
     S.gather_p.name: _gather_rule, S.scatter_add_p.name: _scatter_add_rule,
     L.matmul_p.name: _matmul_rule, L.einsum_p.name: _einsum_rule,
     C.im2col_p.name: _im2col_rule, C.col2im_p.name: _col2im_rule, prng.threefry2x32_p.name: _threefry_rule,
+    D.solve_p.name: _matmul_rule, D.slogdet_p.name: _leading_batch_rule, D.cholesky_p.name: _leading_batch_rule,
+    D.eigh_p.name: _leading_batch_rule,
 })
 
 LOOPED = sorted(set(registry) - set(RULES))  # primitives vmap runs one batch element at a time

@@ -16,7 +16,7 @@ from .. import dtypes
 from ..ops import core, shape as S
 from ..ops.conv import output_size
 from .buffer import DeviceValue, contiguous_strides, from_host
-from .kernels import elementwise, indexing, matmul as M, random, reduce as R, scan, sort
+from .kernels import decompositions as D, elementwise, indexing, matmul as M, random, reduce as R, scan, sort
 from .kernels.copy import compact, contiguous, copy_into, fill
 from .kernels.indexing import basic_view
 
@@ -316,6 +316,8 @@ IMPLS = {
     "log_softmax": _softmax("log_softmax"), "matmul": _matmul, "einsum": _einsum,
     "im2col": _im2col, "col2im": _col2im, "threefry2x32": _threefry, "bitcast": _bitcast,
     "argsort": _argsort, "stop_gradient": lambda x: x,
+    "solve": lambda a, b: D.solve(_device(a), _device(b)), "slogdet": lambda a: D.slogdet(_device(a)),
+    "cholesky": lambda a: D.cholesky(_device(a)), "eigh": lambda a: D.eigh(_device(a)),
 }
 
 

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from .. import dtypes
-from .kernels import elementwise, indexing, matmul, random, reduce, scan, sort
+from .kernels import decompositions, elementwise, indexing, matmul, random, reduce, scan, sort
 from .impls import _dtype_rule
 
 CANDIDATES = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
@@ -94,7 +94,7 @@ def cases():
             elementwise.ptx_signature(kinds, out, 2)
     for name, kinds, steps, outputs in _fused_cases():
         yield name, elementwise.chain_kernel(kinds, steps, outputs), elementwise.chain_signature(kinds, outputs, steps, 2)
-    for module in (reduce, matmul, indexing, scan, sort, random):
+    for module in (reduce, matmul, indexing, scan, sort, random, decompositions):
         yield from module.ptx_cases()
 
 

@@ -810,3 +810,4 @@ def allclose(a, b, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
 
 from ._composed import *  # noqa: E402,F401,F403  (the rest of jax.numpy's surface, composed from the above)
 from .. import _methods  # noqa: E402,F401  (attaches operators and methods to Array and tracers)
+from . import linalg  # noqa: E402,F401  (fnp.linalg)

@@ -1,5 +1,5 @@
 """Every primitive, registered on import. Rules live beside their primitive."""
-from . import core, elementwise, reductions, shape, linalg, conv, prng  # noqa: F401  (dependencies first)
+from . import core, elementwise, reductions, shape, linalg, decompositions, conv, prng  # noqa: F401  (dependencies first)
 from .core import Primitive, registry
 
 stop_gradient_p = Primitive("stop_gradient", lambda x: x, differentiable=False)

@@ -26,7 +26,7 @@ def install_bind(bind: Callable) -> None:
 class Primitive:
     """An operation and everything the transforms need to know about it."""
     __slots__ = ("name", "impls", "impl", "differentiable", "vjps", "vjp_argnum",
-                 "jvps", "jvp_argnum", "jvp_joint")
+                 "jvps", "jvp_argnum", "jvp_joint", "shape_rule")
 
     def __init__(self, name: str, impl: Callable, differentiable: bool = True):
         if name in registry:
@@ -42,6 +42,10 @@ class Primitive:
         # jvp_joint(tangents, out, *args, **params): one rule for all tangents at once, for
         # variadic linear primitives (concatenate) where per-argument rules would waste work.
         self.jvp_joint: Callable | None = None
+        # shape_rule(*shapes_and_dtypes, **params) -> (shape, dtype), for primitives whose
+        # implementation cannot run on stand-in values (a matrix of ones is singular); the rest
+        # are evaluated abstractly by running the implementation on stand-ins.
+        self.shape_rule: Callable | None = None
         registry[name] = self
 
     def __call__(self, *args, **params):

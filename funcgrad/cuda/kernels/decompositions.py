@@ -1,0 +1,255 @@
+"""Dense linear algebra on batches of small matrices: a thread per matrix.
+
+solve (Gaussian elimination with partial pivoting), slogdet (the same elimination, keeping the
+pivots), cholesky and eigh (cyclic Jacobi rotations, eigenvalues sorted ascending). Each thread
+works in a private copy of its matrix in global memory, so any n fits; this suits the many small
+matrices of a batch, not one large matrix (which would want a blocked, many-thread algorithm).
+Singular or indefinite inputs give inf/NaN, as a kernel cannot raise.
+"""
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ... import dtypes
+from ..buffer import DeviceValue, empty
+from ..runtime import launch_shape
+from .common import INDEX, array_type, cast, compile_source, scalar_type
+from .copy import compact
+
+SWEEPS = 60  # Jacobi sweeps; convergence is quadratic, so float64 needs well under 20 in practice
+
+
+@cache
+def _solve_source(dtype: np.dtype) -> str:
+    t = cast(dtype)
+    return f"""@cuda.jit(cache=True)
+def kernel(lu, x, batch, n, k):
+    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+        A = m * n * n
+        X = m * n * k
+        for col in range(n):
+            pivot = col
+            best = abs(lu[A + col * n + col])
+            for r in range(col + 1, n):
+                v = abs(lu[A + r * n + col])
+                if v > best:
+                    best = v
+                    pivot = r
+            if pivot != col:
+                for c in range(n):
+                    tmp = lu[A + col * n + c]
+                    lu[A + col * n + c] = lu[A + pivot * n + c]
+                    lu[A + pivot * n + c] = tmp
+                for c in range(k):
+                    tmp = x[X + col * k + c]
+                    x[X + col * k + c] = x[X + pivot * k + c]
+                    x[X + pivot * k + c] = tmp
+            d = lu[A + col * n + col]
+            for r in range(col + 1, n):
+                f = lu[A + r * n + col] / d
+                for c in range(col, n):
+                    lu[A + r * n + c] -= f * lu[A + col * n + c]
+                for c in range(k):
+                    x[X + r * k + c] -= f * x[X + col * k + c]
+        for step in range(n):
+            r = n - 1 - step
+            for c in range(k):
+                total = x[X + r * k + c]
+                for j in range(r + 1, n):
+                    total -= lu[A + r * n + j] * x[X + j * k + c]
+                x[X + r * k + c] = {t}(total / lu[A + r * n + r])
+"""
+
+
+@cache
+def _slogdet_source(dtype: np.dtype) -> str:
+    t = cast(dtype)
+    return f"""@cuda.jit(cache=True)
+def kernel(lu, out, batch, n):
+    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+        A = m * n * n
+        sign = {t}(1)
+        logdet = {t}(0)
+        for col in range(n):
+            pivot = col
+            best = abs(lu[A + col * n + col])
+            for r in range(col + 1, n):
+                v = abs(lu[A + r * n + col])
+                if v > best:
+                    best = v
+                    pivot = r
+            if pivot != col:
+                sign = -sign
+                for c in range(n):
+                    tmp = lu[A + col * n + c]
+                    lu[A + col * n + c] = lu[A + pivot * n + c]
+                    lu[A + pivot * n + c] = tmp
+            d = lu[A + col * n + col]
+            if d == 0:
+                sign = {t}(0)
+                logdet = {t}(-math.inf)
+                break
+            if d < 0:
+                sign = -sign
+            logdet += math.log(abs(d))
+            for r in range(col + 1, n):
+                f = lu[A + r * n + col] / d
+                for c in range(col, n):
+                    lu[A + r * n + c] -= f * lu[A + col * n + c]
+        out[2 * m] = sign
+        out[2 * m + 1] = logdet
+"""
+
+
+@cache
+def _cholesky_source(dtype: np.dtype) -> str:
+    t = cast(dtype)
+    return f"""@cuda.jit(cache=True)
+def kernel(a, out, batch, n):
+    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+        A = m * n * n
+        for i in range(n):
+            for j in range(n):
+                out[A + i * n + j] = {t}(0)
+        for j in range(n):
+            total = a[A + j * n + j]
+            for p in range(j):
+                total -= out[A + j * n + p] * out[A + j * n + p]
+            diag = math.sqrt(total) if total > 0 else {t}(math.nan)
+            out[A + j * n + j] = diag
+            for i in range(j + 1, n):
+                total = a[A + i * n + j]
+                for p in range(j):
+                    total -= out[A + i * n + p] * out[A + j * n + p]
+                out[A + i * n + j] = {t}(total / diag)
+"""
+
+
+@cache
+def _eigh_source(dtype: np.dtype) -> str:
+    t = cast(dtype)
+    eps = float(np.finfo(dtype).eps)
+    return f"""@cuda.jit(cache=True)
+def kernel(work, out, batch, n):
+    # out[m] is (n + 1, n): row 0 the eigenvalues, rows 1.. the eigenvector matrix V (columns)
+    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+        A = m * n * n
+        V = m * (n + 1) * n + n
+        for i in range(n):
+            for j in range(n):
+                out[V + i * n + j] = {t}(1) if i == j else {t}(0)
+        for sweep in range({SWEEPS}):
+            off = {t}(0)
+            scale = {t}(0)
+            for i in range(n):
+                for j in range(n):
+                    v = work[A + i * n + j]
+                    scale += v * v
+                    if i != j:
+                        off += v * v
+            if off <= {t}({eps * eps}) * scale:
+                break
+            for p in range(n - 1):
+                for q in range(p + 1, n):
+                    apq = work[A + p * n + q]
+                    if apq == 0:
+                        continue
+                    theta = (work[A + q * n + q] - work[A + p * n + p]) / (2 * apq)
+                    tan = (1 if theta >= 0 else -1) / (abs(theta) + math.sqrt(theta * theta + 1))
+                    c = 1 / math.sqrt(tan * tan + 1)
+                    s = tan * c
+                    for r in range(n):  # columns p, q of A and V
+                        akp = work[A + r * n + p]
+                        akq = work[A + r * n + q]
+                        work[A + r * n + p] = {t}(c * akp - s * akq)
+                        work[A + r * n + q] = {t}(s * akp + c * akq)
+                        vkp = out[V + r * n + p]
+                        vkq = out[V + r * n + q]
+                        out[V + r * n + p] = {t}(c * vkp - s * vkq)
+                        out[V + r * n + q] = {t}(s * vkp + c * vkq)
+                    for r in range(n):  # rows p, q of A
+                        apk = work[A + p * n + r]
+                        aqk = work[A + q * n + r]
+                        work[A + p * n + r] = {t}(c * apk - s * aqk)
+                        work[A + q * n + r] = {t}(s * apk + c * aqk)
+        W = m * (n + 1) * n
+        for i in range(n):
+            out[W + i] = work[A + i * n + i]
+        for i in range(n):  # selection sort, ascending, moving eigenvector columns along
+            low = i
+            for j in range(i + 1, n):
+                if out[W + j] < out[W + low]:
+                    low = j
+            if low != i:
+                tmp = out[W + i]
+                out[W + i] = out[W + low]
+                out[W + low] = tmp
+                for r in range(n):
+                    tmp = out[V + r * n + i]
+                    out[V + r * n + i] = out[V + r * n + low]
+                    out[V + r * n + low] = tmp
+"""
+
+
+def _batched_copy(x: DeviceValue, shape: tuple) -> DeviceValue:
+    """A fresh contiguous copy of x broadcast to shape (the kernels work in place on it)."""
+    from .elementwise import apply
+    return apply("copy", [x], x.dtype, shape=tuple(shape))
+
+
+def _batch(shape: tuple) -> int:
+    return int(np.prod(shape[:-2], dtype=np.int64))
+
+
+def solve(a: DeviceValue, b: DeviceValue) -> DeviceValue:
+    batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    n, k = a.shape[-1], b.shape[-1]
+    lu = _batched_copy(a, batch_shape + (n, n))
+    x = _batched_copy(b, batch_shape + (n, k))
+    batch = _batch(x.shape)
+    if batch and n and k:
+        compile_source(_solve_source(a.dtype))[launch_shape(batch)](lu.data, x.data, batch, n, k)
+    return x
+
+
+def slogdet(a: DeviceValue) -> DeviceValue:
+    n = a.shape[-1]
+    lu = _batched_copy(a, a.shape)
+    out = empty(a.shape[:-2] + (2,), a.dtype)
+    batch = _batch(a.shape)
+    if batch:
+        compile_source(_slogdet_source(a.dtype))[launch_shape(batch)](lu.data, out.data, batch, n)
+    return out
+
+
+def cholesky(a: DeviceValue) -> DeviceValue:
+    n = a.shape[-1]
+    a = compact(a)
+    out = empty(a.shape, a.dtype)
+    batch = _batch(a.shape)
+    if batch and n:
+        compile_source(_cholesky_source(a.dtype))[launch_shape(batch)](a.data, out.data, batch, n)
+    return out
+
+
+def eigh(a: DeviceValue) -> DeviceValue:
+    n = a.shape[-1]
+    work = _batched_copy(a, a.shape)
+    out = empty(a.shape[:-2] + (n + 1, n), a.dtype)
+    batch = _batch(a.shape)
+    if batch and n:
+        compile_source(_eigh_source(a.dtype))[launch_shape(batch)](work.data, out.data, batch, n)
+    return out
+
+
+def ptx_cases():
+    i64 = scalar_type(INDEX)
+    for dt in (dtypes.float32, dtypes.float64):
+        dt = np.dtype(dt)
+        arr = array_type(dt)
+        yield f"solve[{dt.name}]", compile_source(_solve_source(dt)), (arr, arr, i64, i64, i64)
+        yield f"slogdet[{dt.name}]", compile_source(_slogdet_source(dt)), (arr, arr, i64, i64)
+        yield f"cholesky[{dt.name}]", compile_source(_cholesky_source(dt)), (arr, arr, i64, i64)
+        yield f"eigh[{dt.name}]", compile_source(_eigh_source(dt)), (arr, arr, i64, i64)

@@ -1,0 +1,263 @@
+"""funcgrad.numpy.linalg (fnp.linalg): solve, inv, det, slogdet, cholesky, eigh and norms.
+
+Four primitives carry it (solve, slogdet, cholesky, eigh, in funcgrad.ops.decompositions, each
+with a CUDA kernel); the rest is composed from them, so everything is differentiable, batches
+over leading axes, and runs under jit and vmap. Integer inputs compute in float32 and half
+types in float32 (the result is cast back), as LAPACK has neither. Singular values (ord=2 and
+'nuc' norms, cond) come from the eigenvalues of a^T a; an SVD, QR and lstsq are not provided.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ShapeError
+from ..ops import decompositions as D
+from ..trace import bind
+from .. import numpy as fnp
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "norm", "vector_norm", "matrix_norm",
+           "matrix_power", "multi_dot", "cond", "matmul", "outer", "cross", "tensordot", "trace", "diagonal",
+           "vecdot", "matrix_transpose", "SlogdetResult", "EighResult", "LinAlgError"]
+
+LinAlgError = np.linalg.LinAlgError  # what a singular or indefinite matrix raises on the CPU
+
+
+class SlogdetResult(NamedTuple):
+    sign: object
+    logabsdet: object
+
+
+class EighResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
+
+
+def _square(a, name: str):
+    """a as float32/float64 matrices of shape (..., n, n), and the dtype to give results back in."""
+    a = fnp.asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"{name} needs square matrices of shape (..., n, n), got shape {a.shape}")
+    original = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float
+    return (a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
+
+
+def _back(x, dtype):
+    return x if x.dtype == dtype else fnp.astype(x, dtype)
+
+
+def solve(a, b):
+    """x with a @ x = b. b is a vector (or batch of vectors) when b.ndim == 1 or b.shape == a.shape[:-1]
+    (PyTorch's rule), else a batch of (n, k) matrices."""
+    a, dtype = _square(a, "solve")
+    b = fnp.astype(b, a.dtype)
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+    if b.shape[-1 if vector else -2] != a.shape[-1]:
+        raise ShapeError(f"solve: right-hand side of shape {b.shape} does not match matrices of shape {a.shape}")
+    x = bind(D.solve_p, a, fnp.expand_dims(b, -1) if vector else b)
+    return _back(fnp.squeeze(x, -1) if vector else x, dtype)
+
+
+def inv(a):
+    a, dtype = _square(a, "inv")
+    eye = fnp.broadcast_to(fnp.eye(a.shape[-1], dtype=a.dtype, device=a.device), a.shape)
+    return _back(bind(D.solve_p, a, eye), dtype)
+
+
+def slogdet(a) -> SlogdetResult:
+    a, dtype = _square(a, "slogdet")
+    packed = bind(D.slogdet_p, a)
+    return SlogdetResult(_back(packed[..., 0], dtype), _back(packed[..., 1], dtype))
+
+
+def det(a):
+    sign, logabsdet = slogdet(a)
+    return sign * fnp.exp(logabsdet)
+
+
+def _symmetrize(a):
+    return (a + fnp.swapaxes(a, -1, -2)) * 0.5
+
+
+def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
+    """The lower (or upper) triangular L with a = L @ L.T. The input is symmetrised first (JAX's
+    default), so the gradient is symmetric. Not positive definite: LinAlgError on the CPU, NaN on a GPU."""
+    a, dtype = _square(a, "cholesky")
+    lower = bind(D.cholesky_p, _symmetrize(a) if symmetrize_input else a)
+    return _back(fnp.swapaxes(lower, -1, -2) if upper else lower, dtype)
+
+
+def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:  # noqa: N803  (NumPy's name)
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices."""
+    a, dtype = _square(a, "eigh")
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    if symmetrize_input:
+        a = _symmetrize(a)
+    elif UPLO == "U":
+        a = fnp.triu(a) + fnp.swapaxes(fnp.triu(a, 1), -1, -2)
+    else:
+        a = fnp.tril(a) + fnp.swapaxes(fnp.tril(a, -1), -1, -2)
+    packed = bind(D.eigh_p, a)
+    return EighResult(_back(packed[..., 0, :], dtype), _back(packed[..., 1:, :], dtype))
+
+
+def eigvalsh(a, UPLO: str | None = None):  # noqa: N803
+    return eigh(a, UPLO).eigenvalues
+
+
+def _singular_values(x):
+    """Singular values (descending) of (..., m, n) matrices, from the eigenvalues of the Gram matrix."""
+    x = fnp.asarray(x)
+    gram = fnp.matmul(fnp.swapaxes(x, -1, -2), x) if x.shape[-2] >= x.shape[-1] else \
+        fnp.matmul(x, fnp.swapaxes(x, -1, -2))
+    w = eigvalsh(gram)
+    return fnp.flip(fnp.sqrt(fnp.maximum(w, 0)), -1)
+
+
+def _safe_sqrt(s):
+    """sqrt with a zero (not NaN) derivative at 0, as torch.linalg.norm."""
+    zero = fnp.equal(s, 0)
+    return fnp.where(zero, np.zeros((), s.dtype), fnp.sqrt(fnp.where(zero, np.ones((), s.dtype), s)))
+
+
+def vector_norm(x, ord=2, axis=None, keepdims: bool = False):  # noqa: A002
+    x = fnp._float_arg(x)
+    if axis is None:
+        x, axis, shape = fnp.ravel(x), 0, x.shape
+    else:
+        shape = None
+    mag = fnp.abs(x)
+    if ord == 2:
+        out = _safe_sqrt(fnp.sum(x * x, axis=axis, keepdims=keepdims))
+    elif ord == np.inf:
+        out = fnp.max(mag, axis=axis, keepdims=keepdims)
+    elif ord == -np.inf:
+        out = fnp.min(mag, axis=axis, keepdims=keepdims)
+    elif ord == 0:
+        out = fnp.astype(fnp.sum(fnp.not_equal(x, 0), axis=axis, keepdims=keepdims), x.dtype)
+    elif ord == 1:
+        out = fnp.sum(mag, axis=axis, keepdims=keepdims)
+    elif isinstance(ord, str):
+        raise ValueError(f"invalid norm order {ord!r} for vectors")
+    else:
+        out = fnp.power(fnp.sum(fnp.power(mag, float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
+    if shape is not None and keepdims:
+        out = fnp.reshape(out, (1,) * len(shape))
+    return out
+
+
+def matrix_norm(x, ord="fro", keepdims: bool = False):  # noqa: A002
+    x = fnp._float_arg(x)
+    if x.ndim < 2:
+        raise ShapeError(f"matrix_norm needs an array of rank >= 2, got shape {x.shape}")
+    return _matrix_norm(x, ord, (x.ndim - 2, x.ndim - 1), keepdims)
+
+
+def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
+    row, col = axes
+    if ord == "fro" or ord is None:
+        out = _safe_sqrt(fnp.sum(x * x, axis=axes, keepdims=keepdims))
+    elif ord in (1, -1):
+        sums = fnp.sum(fnp.abs(x), axis=row, keepdims=True)
+        out = (fnp.max if ord == 1 else fnp.min)(sums, axis=col, keepdims=True)
+    elif ord in (np.inf, -np.inf):
+        sums = fnp.sum(fnp.abs(x), axis=col, keepdims=True)
+        out = (fnp.max if ord == np.inf else fnp.min)(sums, axis=row, keepdims=True)
+    elif ord in (2, -2, "nuc"):
+        moved = fnp.moveaxis(x, (row, col), (-2, -1))
+        s = _singular_values(moved)
+        out = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else fnp.sum(s, axis=-1)
+        if keepdims:
+            out = fnp.expand_dims(fnp.expand_dims(out, min(row, col)), max(row, col))
+        return out
+    else:
+        raise ValueError(f"invalid norm order {ord!r} for matrices")
+    if ord not in ("fro", None) and not keepdims:
+        out = fnp.squeeze(out, axis=axes)
+    return out
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002
+    """NumPy's norm: the 2-norm of the flattened array by default; vector norms over one axis,
+    matrix norms over two ('fro', 'nuc', 1, -1, 2, -2, inf, -inf). Its gradient at 0 is 0."""
+    x = fnp._float_arg(x)
+    if axis is None:
+        if ord is None:
+            out = vector_norm(x, 2, None, keepdims)
+            return out
+        if x.ndim == 1:
+            return vector_norm(x, ord, 0, keepdims)
+        if x.ndim == 2:
+            return _matrix_norm(x, ord, (0, 1), keepdims)
+        raise ValueError(f"norm with ord={ord!r} needs a 1-D or 2-D array or an axis, got shape {x.shape}")
+    if isinstance(axis, int) or np.ndim(axis) == 0 or len(axis) == 1:
+        axis = int(axis if np.ndim(axis) == 0 else axis[0])
+        return vector_norm(x, 2 if ord is None else ord, axis, keepdims)
+    if len(axis) == 2:
+        axes = tuple(fnp._normalize_axis(a, x.ndim) for a in axis)
+        if axes[0] == axes[1]:
+            raise ValueError(f"norm: duplicate axes {tuple(axis)}")
+        return _matrix_norm(x, "fro" if ord is None else ord, axes, keepdims)
+    raise ValueError(f"norm takes one or two axes, got {tuple(axis)}")
+
+
+def cond(x, p=None):
+    """Condition number: the ratio of the largest to the smallest singular value (p None or 2)."""
+    if p not in (None, 2, -2):
+        return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    s = _singular_values(x)
+    return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+
+
+def matrix_power(a, n: int):
+    a = fnp.asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"matrix_power needs square matrices, got shape {a.shape}")
+    n = int(n)
+    if n == 0:
+        return fnp.broadcast_to(fnp.eye(a.shape[-1], dtype=a.dtype, device=a.device), a.shape)
+    if n < 0:
+        a, n = inv(a), -n
+    result, base = None, a
+    while n:
+        if n & 1:
+            result = base if result is None else fnp.matmul(result, base)
+        n >>= 1
+        if n:
+            base = fnp.matmul(base, base)
+    return result
+
+
+def multi_dot(arrays: Sequence):
+    if len(arrays) < 2:
+        raise ValueError("multi_dot needs at least two arrays")
+    out = arrays[0]
+    for a in arrays[1:]:
+        out = fnp.matmul(out, a)
+    return out
+
+
+matmul, outer, tensordot = fnp.matmul, fnp.outer, fnp.tensordot
+
+
+def cross(x1, x2, /, *, axis: int = -1):
+    return fnp.cross(x1, x2, axis=axis)
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+    return fnp.trace(x, offset, -2, -1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    return fnp.diagonal(x, offset, -2, -1)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1):
+    return fnp.vecdot(x1, x2, axis=axis)
+
+
+def matrix_transpose(x, /):
+    return fnp.matrix_transpose(x)

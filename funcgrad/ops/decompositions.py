@@ -1,0 +1,216 @@
+"""Dense linear algebra: solve, slogdet, cholesky and eigh on batches of square matrices.
+
+Every primitive takes float32 or float64 operands of shape (..., n, n) (solve's right-hand side
+is (..., n, k)) and batches over the leading axes. Rules are written with primitives, so second
+derivatives work. The CPU implementations are NumPy's LAPACK calls; a singular or non-positive-
+definite matrix raises numpy.linalg.LinAlgError there (as PyTorch raises), while the GPU kernels
+give inf/NaN (a kernel cannot raise without stalling the device).
+
+Primitives return one array, so slogdet packs (sign, log|det|) along a last axis of 2, and eigh
+packs the eigenvalues as row 0 above the eigenvector matrix: (..., n + 1, n).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import elementwise as E
+from . import linalg as L
+from . import reductions as R
+from . import shape as S
+from .core import Primitive, defjvp, defvjp
+
+LINALG_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _check_square(name: str, shape, dtype) -> None:
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"{name} needs square matrices (..., n, n), got shape {tuple(shape)}")
+    if np.dtype(dtype) not in LINALG_DTYPES:
+        raise TypeError(f"{name} works on float32 or float64 matrices, got {np.dtype(dtype)}")
+
+
+def _mT(x):
+    return S.transpose_p(x, perm=tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2))
+
+
+def _eye(n: int, dtype) -> np.ndarray:
+    return np.eye(n, dtype=dtype)
+
+
+def _rows(x, start, stop):
+    """x[..., start:stop, :]."""
+    return S.gather_p(x, spec=(("e",), ("s", start, stop, 1), ("s", None, None, None)))
+
+
+# ---- solve -------------------------------------------------------------------------------------------
+def _solve_shape(a, b):
+    (a_shape, a_dtype), (b_shape, b_dtype) = a, b
+    _check_square("solve", a_shape, a_dtype)
+    if len(b_shape) < 2 or b_shape[-2] != a_shape[-1]:
+        raise ValueError(f"solve: right-hand side of shape {tuple(b_shape)} does not match matrices of shape "
+                         f"{tuple(a_shape)}")
+    if np.dtype(b_dtype) != np.dtype(a_dtype):
+        raise TypeError(f"solve: matrix dtype {a_dtype} and right-hand side dtype {b_dtype} differ")
+    return np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + tuple(b_shape[-2:]), a_dtype
+
+
+def _solve_impl(a, b):
+    _solve_shape((a.shape, a.dtype), (b.shape, b.dtype))
+    return np.linalg.solve(a, b).astype(a.dtype, copy=False)
+
+
+solve_p = Primitive("solve", _solve_impl)
+solve_p.shape_rule = _solve_shape
+
+
+def _solve_vjp_b(g, out, a, b):
+    return R.unbroadcast(solve_p(_mT(a), g), b.shape)
+
+
+def _solve_vjp_a(g, out, a, b):
+    gb = solve_p(_mT(a), g)
+    return R.unbroadcast(E.neg_p(L.matmul_p(gb, _mT(out))), a.shape)
+
+
+defvjp(solve_p, _solve_vjp_a, _solve_vjp_b)
+defjvp(solve_p, lambda t, out, a, b: solve_p(a, E.neg_p(L.matmul_p(t, out))), lambda t, out, a, b: solve_p(a, t))
+
+
+def inverse_transpose(a):
+    """inv(a).T, batched, as a solve against the identity."""
+    n = a.shape[-1]
+    return solve_p(_mT(a), S.broadcast_to_p(_eye(n, a.dtype), shape=tuple(a.shape)))
+
+
+# ---- slogdet -----------------------------------------------------------------------------------------------
+def _slogdet_shape(a):
+    _check_square("slogdet", *a)
+    return tuple(a[0][:-2]) + (2,), a[1]
+
+
+def _slogdet_impl(a):
+    _check_square("slogdet", a.shape, a.dtype)
+    sign, logdet = np.linalg.slogdet(a)
+    return np.stack([sign, logdet], axis=-1).astype(a.dtype, copy=False)
+
+
+slogdet_p = Primitive("slogdet", _slogdet_impl)
+slogdet_p.shape_rule = _slogdet_shape
+
+
+def _slogdet_vjp(g, out, a):
+    g_logdet = S.gather_p(g, spec=(("e",), ("i", 1)))
+    weight = S.reshape_p(g_logdet, shape=tuple(g_logdet.shape) + (1, 1))
+    return E.mul_p(weight, inverse_transpose(a))
+
+
+def _slogdet_jvp(t, out, a):
+    n = a.shape[-1]
+    eye = S.broadcast_to_p(_eye(n, a.dtype), shape=tuple(a.shape))
+    trace = R.sum_p(E.mul_p(solve_p(a, t), eye), axes=(len(a.shape) - 2, len(a.shape) - 1), keepdims=False)
+    trace = S.reshape_p(trace, shape=tuple(trace.shape) + (1,))
+    return S.concatenate_p(E.mul_p(trace, 0.0), trace, axis=len(trace.shape) - 1)
+
+
+defvjp(slogdet_p, _slogdet_vjp)
+defjvp(slogdet_p, _slogdet_jvp)
+
+
+# ---- cholesky --------------------------------------------------------------------------------------------------
+def _cholesky_shape(a):
+    _check_square("cholesky", *a)
+    return a
+
+
+def _cholesky_impl(a):
+    _check_square("cholesky", a.shape, a.dtype)
+    return np.linalg.cholesky(a).astype(a.dtype, copy=False)
+
+
+cholesky_p = Primitive("cholesky", _cholesky_impl)
+cholesky_p.shape_rule = _cholesky_shape
+
+
+def _phi(x):
+    """The lower triangle with its diagonal halved (the Cholesky derivative's projection)."""
+    n = x.shape[-1]
+    mask = np.tril(np.ones((n, n), x.dtype)) - 0.5 * np.eye(n, dtype=x.dtype)
+    return E.mul_p(x, mask)
+
+
+def _cholesky_vjp(g, out, a):
+    # Murray (2016): S = L^-T phi(L^T gL) L^-1, symmetrised
+    lower = out
+    p = _phi(L.matmul_p(_mT(lower), g))
+    y = solve_p(_mT(lower), p)                 # L^-T P
+    s = _mT(solve_p(_mT(lower), _mT(y)))        # (L^-T (L^-T P)^T)^T = L^-T P L^-1
+    return E.mul_p(E.add_p(s, _mT(s)), 0.5)
+
+
+def _cholesky_jvp(t, out, a):
+    lower = out
+    z = solve_p(lower, t)                      # L^-1 dA
+    w = _mT(solve_p(lower, _mT(z)))            # L^-1 dA L^-T
+    return L.matmul_p(lower, _phi(w))
+
+
+defvjp(cholesky_p, _cholesky_vjp)
+defjvp(cholesky_p, _cholesky_jvp)
+
+
+# ---- eigh -----------------------------------------------------------------------------------------------------------
+def _eigh_shape(a):
+    _check_square("eigh", *a)
+    shape = tuple(a[0])
+    return shape[:-2] + (shape[-1] + 1, shape[-1]), a[1]
+
+
+def _eigh_impl(a):
+    _check_square("eigh", a.shape, a.dtype)
+    w, v = np.linalg.eigh(a)
+    return np.concatenate([w[..., None, :], v], axis=-2).astype(a.dtype, copy=False)
+
+
+eigh_p = Primitive("eigh", _eigh_impl)
+eigh_p.shape_rule = _eigh_shape
+
+
+def _eigh_parts(packed):
+    n = packed.shape[-1]
+    w = S.gather_p(packed, spec=(("e",), ("i", 0), ("s", None, None, None)))
+    return w, _rows(packed, 1, n + 1)
+
+
+def _gaps(w):
+    """F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it (inf for repeated eigenvalues, as JAX)."""
+    n = w.shape[-1]
+    diff = E.sub_p(S.reshape_p(w, shape=tuple(w.shape[:-1]) + (1, n)),
+                   S.reshape_p(w, shape=tuple(w.shape[:-1]) + (n, 1)))
+    off = ~np.eye(n, dtype=bool)
+    safe = E.select_p(off, diff, np.ones((), w.dtype))
+    return E.select_p(off, E.reciprocal_p(safe), np.zeros((), w.dtype))
+
+
+def _diag_embed(w):
+    n = w.shape[-1]
+    return E.mul_p(S.reshape_p(w, shape=tuple(w.shape[:-1]) + (1, n)), _eye(n, w.dtype))
+
+
+def _eigh_vjp(g, out, a):
+    w, v = _eigh_parts(out)
+    gw, gv = _eigh_parts(g)
+    inner = E.add_p(_diag_embed(gw), E.mul_p(_gaps(w), L.matmul_p(_mT(v), gv)))
+    return L.matmul_p(L.matmul_p(v, inner), _mT(v))
+
+
+def _eigh_jvp(t, out, a):
+    w, v = _eigh_parts(out)
+    m = L.matmul_p(L.matmul_p(_mT(v), t), v)
+    n = w.shape[-1]
+    dw = R.sum_p(E.mul_p(m, _eye(n, w.dtype)), axes=(len(m.shape) - 2,), keepdims=True)
+    dv = L.matmul_p(v, E.mul_p(_gaps(w), m))
+    return S.concatenate_p(dw, dv, axis=len(m.shape) - 2)
+
+
+defvjp(eigh_p, _eigh_vjp)
+defjvp(eigh_p, _eigh_jvp)

@@ -1,0 +1,136 @@
+"""fnp.linalg against NumPy, its gradients against finite differences, under jit and vmap, on the
+CUDA kernels (in the simulator), and its errors."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((2, 4, 4))
+SPD = A @ np.swapaxes(A, -1, -2) + 4 * np.eye(4)
+B = RNG.standard_normal((2, 4, 3))
+VEC = RNG.standard_normal((2, 4))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_values_match_numpy(dtype):
+    a, spd, b, vec = (x.astype(dtype) for x in (A, SPD, B, VEC))
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    assert_close(fnp.linalg.solve(a, b), np.linalg.solve(a, b), rtol=tol, atol=tol)
+    assert_close(fnp.linalg.solve(a, vec), np.linalg.solve(a, vec[..., None])[..., 0], rtol=tol, atol=tol)
+    assert_close(fnp.linalg.solve(a[0], vec[0]), np.linalg.solve(a[0], vec[0]), rtol=tol, atol=tol)
+    assert_close(fnp.linalg.inv(a), np.linalg.inv(a), rtol=tol, atol=tol)
+    assert_close(fnp.linalg.det(a), np.linalg.det(a), rtol=tol, atol=tol)
+    sign, logdet = fnp.linalg.slogdet(a)
+    assert_close(sign, np.linalg.slogdet(a)[0]) and assert_close(logdet, np.linalg.slogdet(a)[1], rtol=tol, atol=tol)
+    assert_close(fnp.linalg.cholesky(spd), np.linalg.cholesky(spd), rtol=tol, atol=tol)
+    assert_close(fnp.linalg.cholesky(spd, upper=True), np.swapaxes(np.linalg.cholesky(spd), -1, -2), rtol=tol, atol=tol)
+    w, v = fnp.linalg.eigh(spd)
+    assert w.dtype == dtype and v.dtype == dtype
+    assert_close(w, np.linalg.eigvalsh(spd), rtol=tol, atol=tol)
+    assert_close(np.asarray(v) @ (np.asarray(w)[..., None] * np.swapaxes(np.asarray(v), -1, -2)), spd, rtol=tol * 10,
+                 atol=tol * 10)
+    assert_close(fnp.linalg.eigvalsh(spd, UPLO="U"), np.linalg.eigvalsh(spd, UPLO="U"), rtol=tol, atol=tol)
+    assert_close(fnp.linalg.matrix_power(a, 3), np.linalg.matrix_power(a, 3), rtol=tol, atol=tol)
+    assert_close(fnp.linalg.matrix_power(a, -2), np.linalg.matrix_power(a, -2), rtol=tol * 10, atol=tol * 10)
+    assert_close(fnp.linalg.cond(a), np.linalg.cond(a), rtol=tol * 10)
+    assert_close(fnp.linalg.multi_dot([a[0], a[1], b[0]]), np.linalg.multi_dot([a[0], a[1], b[0]]), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("ord_", [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf])
+def test_matrix_norms_match_numpy(ord_):
+    assert_close(fnp.linalg.norm(A[0], ord_), np.linalg.norm(A[0], ord_), rtol=1e-10)
+    assert_close(fnp.linalg.norm(A, ord_ or "fro", axis=(2, 1), keepdims=True),
+                 np.linalg.norm(A, ord_ or "fro", axis=(2, 1), keepdims=True), rtol=1e-10)
+
+
+@pytest.mark.parametrize("ord_", [None, 0, 1, 2, 3, 0.5, np.inf, -np.inf])
+def test_vector_norms_match_numpy(ord_):
+    assert_close(fnp.linalg.norm(VEC[0], ord_), np.linalg.norm(VEC[0], ord_), rtol=1e-12)
+    assert_close(fnp.linalg.norm(VEC, ord_, axis=1, keepdims=True), np.linalg.norm(VEC, ord_, axis=1, keepdims=True),
+                 rtol=1e-12)
+    assert_close(fnp.linalg.norm(A, keepdims=True), np.linalg.norm(A, keepdims=True), rtol=1e-12)
+
+
+def test_norm_gradient_at_zero_is_zero_as_in_pytorch():
+    assert_close(fg.grad(fnp.linalg.norm)(np.zeros(3)), np.zeros(3))
+    assert_close(fg.grad(fnp.linalg.norm)(np.array([3.0, 4.0])), [0.6, 0.8])
+
+
+GRAD_CASES = {
+    "solve": lambda a, b: fnp.sum(fnp.linalg.solve(a, b) ** 2),
+    "inv_det": lambda a, b: fnp.sum(fnp.linalg.inv(a) * b[..., :1]) + fnp.sum(fnp.linalg.det(a)),
+    "slogdet": lambda a, b: fnp.sum(fnp.linalg.slogdet(a)[1]),
+    "cholesky": lambda a, b: fnp.sum(fnp.linalg.cholesky(a @ fnp.swapaxes(a, -1, -2) + 4 * fnp.eye(4)) * b[..., :1]),
+    "eigh_values": lambda a, b: fnp.sum(fnp.linalg.eigvalsh(a) * fnp.arange(4.0)),
+    "eigh_vectors": lambda a, b: fnp.sum(fnp.abs(fnp.linalg.eigh(a)[1][..., 0]) * b[..., 0]),
+    "norms": lambda a, b: fnp.sum(fnp.linalg.norm(a, "nuc", axis=(1, 2)) + fnp.linalg.norm(a, 2, axis=(1, 2))),
+}
+
+
+@pytest.mark.parametrize("name", GRAD_CASES)
+def test_gradients_match_finite_differences(name):
+    fg.check_grads(GRAD_CASES[name], (A, B), order=1 if name in ("eigh_vectors", "norms") else 2)
+
+
+def test_forward_mode_and_transforms():
+    tangent = RNG.standard_normal(A.shape)
+    _, t = fg.jvp(lambda a: fnp.linalg.slogdet(a)[1], (A,), (tangent,))
+    expected = np.trace(np.linalg.solve(A, tangent), axis1=-2, axis2=-1)
+    assert_close(t, expected, rtol=1e-10)
+    batched = fg.jit(fg.vmap(lambda a, b: fnp.linalg.solve(a, b) + fnp.linalg.cholesky(SPD[0])[:, :1]))(A, B)
+    assert_close(batched, np.linalg.solve(A, B) + np.linalg.cholesky(SPD[0])[:, :1], rtol=1e-10)
+    per_matrix = fg.vmap(fg.grad(lambda a: fnp.linalg.det(a)))(A)
+    assert_close(per_matrix, np.linalg.det(A)[:, None, None] * np.swapaxes(np.linalg.inv(A), -1, -2), rtol=1e-9)
+    assert_close(fg.jit(lambda s: fnp.linalg.eigh(s)[0])(SPD), np.linalg.eigvalsh(SPD), rtol=1e-10)
+
+
+def test_integer_and_half_inputs_compute_in_float32():
+    ints = np.array([[2, 1], [1, 3]])
+    assert fnp.linalg.inv(ints).dtype == np.float32
+    assert_close(fnp.linalg.inv(ints), np.linalg.inv(ints), rtol=1e-6)
+    half = fnp.asarray(ints, dtype=fnp.bfloat16)
+    assert fnp.linalg.det(half).dtype == fnp.bfloat16
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(fg.ShapeError, match=r"square matrices of shape \(\.\.\., n, n\), got shape \(2, 3\)"):
+        fnp.linalg.inv(np.ones((2, 3)))
+    with pytest.raises(fg.ShapeError, match="does not match"):
+        fnp.linalg.solve(A, np.ones((2, 5)))
+    with pytest.raises(np.linalg.LinAlgError, match="[Ss]ingular"):
+        fnp.linalg.solve(np.ones((3, 3)), np.ones(3))
+    with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
+        fnp.linalg.cholesky(-np.eye(3))
+    with pytest.raises(ValueError, match="invalid norm order 'nuc' for vectors"):
+        fnp.linalg.norm(VEC[0], "nuc")
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cuda_kernels_match_the_cpu(dtype):
+    """Each decomposition kernel (a thread per matrix) against LAPACK, tiny shapes for the simulator."""
+    a, spd, b = A[:, :3, :3].astype(dtype), SPD[:, :3, :3].astype(dtype), B[:, :3, :2].astype(dtype)
+    tol = 1e-9 if dtype == np.float64 else 2e-4
+    on = lambda x: fg.device_put(fg.asarray(x), "cuda")  # noqa: E731
+    x = fnp.linalg.solve(on(a), on(b))
+    assert x.device == "cuda:0" and x.dtype == dtype
+    assert_close(x.numpy(), np.linalg.solve(a, b), rtol=tol, atol=tol)
+    assert_close(fnp.linalg.solve(on(a[0]), on(b)).numpy(), np.linalg.solve(a[0], b), rtol=tol, atol=tol)
+    sign, logdet = fnp.linalg.slogdet(on(a))
+    assert_close(sign.numpy(), np.linalg.slogdet(a)[0]) and assert_close(logdet.numpy(), np.linalg.slogdet(a)[1], rtol=tol)
+    singular = fnp.linalg.slogdet(on(np.ones((3, 3), dtype)))
+    assert float(singular.sign.numpy()) == 0 and float(singular.logabsdet.numpy()) == -np.inf
+    assert_close(fnp.linalg.cholesky(on(spd)).numpy(), np.linalg.cholesky(spd), rtol=tol, atol=tol)
+    assert np.isnan(fnp.linalg.cholesky(on(-np.eye(2, dtype=dtype))).numpy()).any()  # a kernel cannot raise
+    w, v = fnp.linalg.eigh(on(spd))
+    assert_close(w.numpy(), np.linalg.eigvalsh(spd), rtol=tol, atol=tol)
+    v = v.numpy()
+    assert_close(v @ (w.numpy()[..., None] * np.swapaxes(v, -1, -2)), spd, rtol=tol * 10, atol=tol * 10)
+    assert_close(np.swapaxes(v, -1, -2) @ v, np.broadcast_to(np.eye(3), v.shape), atol=tol * 10)
+    grad = fg.grad(lambda m: fnp.sum(fnp.linalg.inv(m)))(on(a))
+    assert grad.device == "cuda:0"
+    assert_close(grad.numpy(), fg.grad(lambda m: fnp.sum(fnp.linalg.inv(m)))(a), rtol=tol * 10, atol=tol * 10)
