@@ -42,6 +42,83 @@ def silu(x):
     return fnp.multiply(x, sigmoid(x))
 
 
+def leaky_relu(x, negative_slope: float = 0.01):
+    x = fnp._float_arg(x)
+    return fnp.where(x >= 0, x, x * negative_slope)
+
+
+def elu(x, alpha: float = 1.0):
+    """x for x > 0, alpha * (exp(x) - 1) below (expm1 of the negative part only, so no overflow)."""
+    x = fnp._float_arg(x)
+    return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0)))
+
+
+def celu(x, alpha: float = 1.0):
+    x = fnp._float_arg(x)
+    return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0) / alpha))
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(x):
+    return _SELU_SCALE * elu(x, _SELU_ALPHA)
+
+
+def hardtanh(x, min_val: float = -1.0, max_val: float = 1.0):
+    return fnp.clip(fnp._float_arg(x), min_val, max_val)
+
+
+def relu6(x):
+    return hardtanh(x, 0.0, 6.0)
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6, as torch.nn.functional.hardsigmoid."""
+    return relu6(fnp._float_arg(x) + 3.0) * (1.0 / 6.0)
+
+
+def hard_swish(x):
+    x = fnp._float_arg(x)
+    return x * hard_sigmoid(x)
+
+
+hardsigmoid, hardswish = hard_sigmoid, hard_swish
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x), without overflow."""
+    return -softplus(-fnp._float_arg(x))
+
+
+logsigmoid = log_sigmoid
+
+
+def mish(x):
+    x = fnp._float_arg(x)
+    return x * fnp.tanh(softplus(x))
+
+
+def softsign(x):
+    x = fnp._float_arg(x)
+    return x / (1.0 + fnp.abs(x))
+
+
+def normalize(x, p: float = 2.0, axis: int = 1, eps: float = 1e-12):
+    """x / max(||x||_p, eps) along axis (torch.nn.functional.normalize; axis is its dim)."""
+    x = fnp._float_arg(x)
+    from ..numpy import linalg
+    return x / fnp.maximum(linalg.vector_norm(x, p, axis=axis, keepdims=True), eps)
+
+
+def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8):
+    """sum(x1 * x2) / max(||x1|| * ||x2||, eps) along axis (PyTorch's definition)."""
+    x1, x2 = fnp._common((fnp._float_arg(x1), fnp._float_arg(x2)))
+    dot = fnp.sum(x1 * x2, axis=axis)
+    norms = fnp.sqrt(fnp.sum(x1 * x1, axis=axis) * fnp.sum(x2 * x2, axis=axis))
+    return dot / fnp.maximum(norms, eps)
+
+
 def softmax(x, axis=-1):
     x = fnp.autocast_to_float32(fnp._float_arg(x))
     return bind(R.softmax_p, x, axes=fnp._axes(axis, x.ndim))
@@ -172,6 +249,37 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     if weight is not None:
         out = out * weight
     return out if bias is None else out + bias
+
+
+def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
+    """x / sqrt(mean(x^2) + eps) over the trailing axes (torch.nn.functional.rms_norm; eps
+    defaults to the dtype's machine epsilon, as there)."""
+    x = fnp.autocast_to_float32(fnp._float_arg(x))
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise fg_errors.ShapeError(f"rms_norm over {shape} needs input ending in those axes, got {x.shape}")
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    eps = float(np.finfo(x.dtype).eps) if eps is None else eps
+    out = x * (1.0 / fnp.sqrt(fnp.mean(x * x, axis=axes, keepdims=True) + eps))
+    return out if weight is None else out * weight
+
+
+def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    """Normalise (N, C, ...) inputs over groups of C // num_groups channels and the spatial axes;
+    weight and bias are per channel (torch.nn.functional.group_norm)."""
+    x = fnp.autocast_to_float32(fnp._float_arg(x))
+    if x.ndim < 2 or x.shape[1] % num_groups:
+        raise fg_errors.ShapeError(f"group_norm: {num_groups} groups do not divide the channels of an input of "
+                                   f"shape {x.shape} (channels on axis 1)")
+    n, c = x.shape[0], x.shape[1]
+    grouped = fnp.reshape(x, (n, num_groups, -1))
+    centered = grouped - fnp.mean(grouped, axis=2, keepdims=True)
+    var = fnp.mean(centered * centered, axis=2, keepdims=True)
+    out = fnp.reshape(centered * (1.0 / fnp.sqrt(var + eps)), x.shape)
+    channel = (1, c) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        out = out * fnp.reshape(weight, channel)
+    return out if bias is None else out + fnp.reshape(bias, channel)
 
 
 def dropout(x, rate: float, key=None):

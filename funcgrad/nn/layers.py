@@ -51,6 +51,35 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True, *, key=None,
+                 dtype=dtypes.float32):
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.weight = fnp.ones(shape, dtype) if elementwise_affine else None
+
+    def __call__(self, x, *, key=None):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *, key=None,
+                 dtype=dtypes.float32):
+        if num_channels % num_groups:
+            raise ValueError(f"num_channels {num_channels} must be divisible by num_groups {num_groups}")
+        self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+        self.weight = fnp.ones((num_channels,), dtype) if affine else None
+        self.bias = fnp.zeros((num_channels,), dtype) if affine else None
+
+    def __call__(self, x, *, key=None):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class Identity(Module):
+    def __call__(self, x, *, key=None):
+        return x
+
+
 class Dropout(Module):
     def __init__(self, rate: float = 0.5):
         if not 0.0 <= rate < 1.0:
@@ -129,6 +158,26 @@ def Tanh():  # noqa: N802
 
 def Sigmoid():  # noqa: N802
     return Lambda(F.sigmoid)
+
+
+def LeakyReLU(negative_slope: float = 0.01):  # noqa: N802
+    return Lambda(lambda x: F.leaky_relu(x, negative_slope))
+
+
+def ELU(alpha: float = 1.0):  # noqa: N802
+    return Lambda(lambda x: F.elu(x, alpha))
+
+
+def SiLU():  # noqa: N802
+    return Lambda(F.silu)
+
+
+def Softplus():  # noqa: N802
+    return Lambda(F.softplus)
+
+
+def Mish():  # noqa: N802
+    return Lambda(F.mish)
 
 
 def Softmax(axis: int = -1):  # noqa: N802

@@ -1,6 +1,7 @@
 """Losses with PyTorch's definitions and defaults (reduction="mean")."""
 from __future__ import annotations
 
+from .. import dtypes
 from .. import numpy as fnp
 from ..errors import ShapeError
 from .functional import log_softmax, relu, softplus
@@ -34,8 +35,15 @@ def nll_loss(log_probs, labels, reduction: str = "mean", ignore_index: int = -10
 
 def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -100,
                   label_smoothing: float = 0.0):
-    """torch.nn.functional.cross_entropy with integer labels: logits (N, C) or (N, C, d...)."""
+    """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, d...) with integer labels, or
+    with class probabilities of the logits' shape (soft targets)."""
     logits = fnp.asarray(logits)
+    targets = fnp.asarray(labels)
+    if dtypes.is_float(targets.dtype):
+        if targets.shape != logits.shape:
+            raise ShapeError(f"cross_entropy: class-probability targets of shape {targets.shape} must have the "
+                             f"logits' shape {logits.shape} (integer labels drop the class axis)")
+        return _soft_cross_entropy(logits, targets, reduction, label_smoothing)
     idx = _labels(logits, labels, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
@@ -78,3 +86,53 @@ def binary_cross_entropy_with_logits(logits, targets, reduction: str = "mean", p
         log_weight = 1.0 + (fnp.asarray(pos_weight) - 1.0) * targets
         loss = (1.0 - targets) * logits + log_weight * softplus(-logits)
     return _reduce(loss, reduction)
+
+
+def _soft_cross_entropy(logits, probs, reduction, label_smoothing):
+    class_axis = 1 if logits.ndim > 1 else 0
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    if label_smoothing:
+        probs = probs * (1.0 - label_smoothing) + label_smoothing / logits.shape[class_axis]
+    loss = -fnp.sum(probs * log_softmax(logits, axis=class_axis), axis=class_axis)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(pred, target, reduction: str = "mean", delta: float = 1.0):
+    """Quadratic within delta of the target, linear beyond (torch.nn.functional.huber_loss)."""
+    diff = fnp.abs(fnp.subtract(pred, target))
+    return _reduce(fnp.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta)), reduction)
+
+
+def smooth_l1_loss(pred, target, reduction: str = "mean", beta: float = 1.0):
+    """huber_loss / beta (beta = 0 is the L1 loss)."""
+    diff = fnp.abs(fnp.subtract(pred, target))
+    if beta == 0:
+        return _reduce(diff, reduction)
+    return _reduce(fnp.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta), reduction)
+
+
+def kl_div(input, target, reduction: str = "mean", log_target: bool = False):  # noqa: A002  (PyTorch's name)
+    """KL(target || exp(input)) pointwise, input being log-probabilities (torch's kl_div):
+    reduction 'batchmean' divides the sum by the batch size (the mathematically correct mean)."""
+    input = fnp._float_arg(input)  # noqa: A001
+    target = fnp.asarray(target, dtype=input.dtype)
+    if log_target:
+        loss = fnp.exp(target) * (target - input)
+    else:
+        safe = fnp.where(target > 0, target, 1.0)
+        loss = fnp.where(target > 0, target * (fnp.log(safe) - input), 0.0)
+    if reduction == "batchmean":
+        return fnp.sum(loss) / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
+    """-[y log p + (1 - y) log(1 - p)] on probabilities, each log clamped at -100 as PyTorch."""
+    probs = fnp._float_arg(probs)
+    targets = fnp.asarray(targets, dtype=probs.dtype)
+    log_p = fnp.maximum(fnp.log(probs), -100.0)
+    log_q = fnp.maximum(fnp.log1p(-probs), -100.0)
+    loss = -(targets * log_p + (1.0 - targets) * log_q)
+    return _reduce(loss if weight is None else loss * weight, reduction)
+

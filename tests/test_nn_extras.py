@@ -1,0 +1,88 @@
+"""Activations, norms and losses beyond the basics, against NumPy transcriptions of PyTorch's formulas."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+from funcgrad import nn
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((4, 6, 3)) * 3
+P, Q = X.reshape(4, -1)[:, :5], X.reshape(4, -1)[:, 5:10]
+
+
+def _softplus(v):
+    return np.logaddexp(0, v)
+
+
+ACTIVATIONS = {
+    "leaky_relu": (lambda v: nn.leaky_relu(v, 0.2), lambda v: np.where(v >= 0, v, 0.2 * v)),
+    "elu": (lambda v: nn.elu(v, 0.7), lambda v: np.where(v > 0, v, 0.7 * np.expm1(v))),
+    "celu": (lambda v: nn.celu(v, 0.7), lambda v: np.where(v > 0, v, 0.7 * np.expm1(v / 0.7))),
+    "selu": (nn.selu, lambda v: 1.0507009873554805 * np.where(v > 0, v, 1.6732632423543772 * np.expm1(v))),
+    "hardtanh": (lambda v: nn.hardtanh(v, -2, 1.5), lambda v: np.clip(v, -2, 1.5)),
+    "relu6": (nn.relu6, lambda v: np.clip(v, 0, 6)),
+    "hard_sigmoid": (nn.hard_sigmoid, lambda v: np.clip(v + 3, 0, 6) / 6),
+    "hard_swish": (nn.hard_swish, lambda v: v * np.clip(v + 3, 0, 6) / 6),
+    "log_sigmoid": (lambda v: nn.log_sigmoid(v * 10), lambda v: -_softplus(-v * 10)),
+    "mish": (nn.mish, lambda v: v * np.tanh(_softplus(v))),
+    "softsign": (nn.softsign, lambda v: v / (1 + np.abs(v))),
+    "normalize": (lambda v: nn.normalize(v, 1.0, axis=2), lambda v: v / np.maximum(np.abs(v).sum(2, keepdims=True), 1e-12)),
+    "cosine_similarity": (lambda v: nn.cosine_similarity(v, v[::-1]),
+                          lambda v: (v * v[::-1]).sum(1) / np.sqrt((v * v).sum(1) * (v[::-1] ** 2).sum(1))),
+    "rms_norm": (lambda v: nn.rms_norm(v, (6, 3)),
+                 lambda v: v / np.sqrt((v * v).mean(axis=(1, 2), keepdims=True) + np.finfo(np.float64).eps)),
+}
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activation_values_and_gradients(name):
+    ours, reference = ACTIVATIONS[name]
+    assert_close(ours(X), reference(X), rtol=1e-12, atol=1e-12)
+    fg.check_grads(lambda v: ours(v), (X + 0.01,), order=1)  # off the kinks at 0
+
+
+def test_group_norm_matches_the_definition():
+    w, b = RNG.standard_normal(6), RNG.standard_normal(6)
+    grouped = X.reshape(4, 3, -1)
+    expected = ((grouped - grouped.mean(2, keepdims=True)) / np.sqrt(grouped.var(2, keepdims=True) + 1e-5)).reshape(X.shape)
+    assert_close(nn.group_norm(X, 3, w, b), expected * w[:, None] + b[:, None], rtol=1e-10)
+    layer = nn.GroupNorm(3, 6)
+    assert_close(layer(X), expected, rtol=1e-10)
+    fg.check_grads(lambda v: nn.group_norm(v, 2, w, b), (X,), order=1)
+    with pytest.raises(fg.ShapeError, match="4 groups do not divide"):
+        nn.group_norm(X, 4)
+
+
+def test_losses_match_pytorch_definitions():
+    delta = 0.8
+    d = np.abs(P - Q)
+    assert_close(nn.huber_loss(P, Q, delta=delta), np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)).mean())
+    assert_close(nn.smooth_l1_loss(P, Q, beta=0.5, reduction="sum"), np.where(d < 0.5, 0.5 * d * d / 0.5, d - 0.25).sum())
+    log_p = P - np.log(np.exp(P).sum(1, keepdims=True))
+    target = np.exp(Q) / np.exp(Q).sum(1, keepdims=True)
+    target[0, 0] = 0.0
+    pointwise = np.where(target > 0, target * (np.log(np.where(target > 0, target, 1)) - log_p), 0)
+    assert_close(nn.kl_div(log_p, target), pointwise.mean())
+    assert_close(nn.kl_div(log_p, target, reduction="batchmean"), pointwise.sum() / 4)
+    assert_close(nn.kl_div(log_p, np.log(target + 1e-3), log_target=True),
+                 ((target + 1e-3) * (np.log(target + 1e-3) - log_p)).mean())
+    probs = 1 / (1 + np.exp(-P))
+    probs[0, 0] = 0.0
+    y = (Q > 0).astype(np.float64)
+    bce = -(y * np.maximum(np.log(np.where(probs > 0, probs, 1e-300)), -100) + (1 - y) * np.log1p(-probs))
+    with np.errstate(divide="ignore"):
+        assert_close(nn.binary_cross_entropy(probs, y, weight=np.abs(Q)), (bce * np.abs(Q)).mean())
+    smoothed = target * 0.9 + 0.1 / 5
+    assert_close(nn.cross_entropy(P, target, label_smoothing=0.1), -(smoothed * log_p).sum(1).mean())
+    with pytest.raises(fg.ShapeError, match="must have the logits' shape"):
+        nn.cross_entropy(P, target[:, :3])
+
+
+def test_new_layers_compose():
+    key = fg.random.key(0)
+    model = nn.Sequential([nn.Linear(3, 8, key=key), nn.RMSNorm(8), nn.LeakyReLU(0.1), nn.Identity(), nn.ELU(),
+                           nn.SiLU(), nn.Mish(), nn.Softplus(), nn.Linear(8, 2, key=key)])
+    grads = fg.grad(lambda m: fg.numpy.sum(m(X[0]) ** 2))(model)
+    assert len(fg.tree_leaves(grads)) == len(fg.tree_leaves(model)) == 5
