@@ -136,6 +136,84 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad
     return GradientTransformation(init, update)
 
 
+class AdamaxState(NamedTuple):
+    count: Array
+    mu: Any
+    inf_norm: Any
+
+
+def scale_by_adamax(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> GradientTransformation:
+    """torch.optim.Adamax: m / (1 - b1^t) / u, u = max(b2 u, |g| + eps)."""
+    def init(params):
+        return AdamaxState(_count(), _tree_zeros_like(params), _tree_zeros_like(params))
+
+    def update(updates, state, params=None):
+        t = concrete_int(state.count) + 1
+        mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
+        u = tree_map(lambda u, g: fnp.maximum(b2 * u, fnp.abs(g) + eps), state.inf_norm, updates)
+        out = tree_map(lambda m, n: m * (1 / (1 - b1 ** t)) / n, mu, u)
+        return out, AdamaxState(state.count + 1, mu, u)
+    return GradientTransformation(init, update)
+
+
+class NadamState(NamedTuple):
+    count: Array
+    mu_product: Array
+    mu: Any
+    nu: Any
+
+
+def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+                   momentum_decay: float = 4e-3) -> GradientTransformation:
+    """torch.optim.NAdam: Nesterov momentum with the momentum schedule
+    mu_t = b1 (1 - 0.5 * 0.96^(t * momentum_decay))."""
+    def init(params):
+        return NadamState(_count(), fnp.ones((), dtype=np.float64), _tree_zeros_like(params),
+                          _tree_zeros_like(params))
+
+    def update(updates, state, params=None):
+        t = concrete_int(state.count) + 1
+        mu_t = b1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))
+        mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
+        product = state.mu_product * mu_t
+        mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
+        nu = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), state.nu, updates)
+        c2 = (1 - b2 ** t) ** 0.5
+        grad_coef, mom_coef = (1 - mu_t) / (1 - product), mu_next / (1 - product * mu_next)
+
+        def step(g, m, v):
+            denom = fnp.sqrt(v) * (1 / c2) + eps
+            return (fnp.astype(grad_coef, g.dtype) * g + fnp.astype(mom_coef, g.dtype) * m) / denom
+        out = tree_map(step, updates, mu, nu)
+        return out, NadamState(state.count + 1, product, mu, nu)
+    return GradientTransformation(init, update)
+
+
+def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> GradientTransformation:
+    """torch.optim.RAdam: Adam with the variance rectification term, plain momentum while the
+    variance estimate is unreliable (rho_t <= 5)."""
+    rho_inf = 2 / (1 - b2) - 1
+
+    def update(updates, state, params=None):
+        t = concrete_int(state.count) + 1
+        mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
+        nu = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), state.nu, updates)
+        decay = b2 ** t
+        rho_t = rho_inf - 2 * t * decay / (1 - decay)
+        usable = rho_t > 5
+        safe = fnp.where(usable, rho_t, 6.0) if not isinstance(rho_t, float) else (rho_t if usable else 6.0)
+        rect = ((safe - 4) * (safe - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * safe)) ** 0.5
+        c1, c2 = 1 - b1 ** t, (1 - decay) ** 0.5
+
+        def step(m, v):
+            adaptive = m * (1 / c1) * fnp.astype(rect, m.dtype) * (1 / (fnp.sqrt(v) * (1 / c2) + eps))
+            return fnp.where(usable, adaptive, m * (1 / c1))
+        out = tree_map(step, mu, nu)
+        return out, AdamState(state.count + 1, mu, nu)
+    return GradientTransformation(lambda params: AdamState(_count(), _tree_zeros_like(params),
+                                                           _tree_zeros_like(params)), update)
+
+
 class RMSState(NamedTuple):
     square_avg: Any
     grad_avg: Any
@@ -212,6 +290,13 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     return GradientTransformation(lambda params: (), update)
 
 
+def clip(max_delta: float) -> GradientTransformation:
+    """Clamp every gradient element to [-max_delta, max_delta] (torch.nn.utils.clip_grad_value_)."""
+    def update(updates, state, params=None):
+        return tree_map(lambda g: fnp.clip(g, -max_delta, max_delta), updates), state
+    return GradientTransformation(lambda params: (), update)
+
+
 # ---- the optimisers -----------------------------------------------------------------------------
 def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
         weight_decay: float = 0.0) -> GradientTransformation:
@@ -245,6 +330,22 @@ def adagrad(learning_rate: ScalarOrSchedule = 1e-2, lr_decay: float = 0.0, weigh
             initial_accumulator_value: float = 0.0, eps: float = 1e-10) -> GradientTransformation:
     return chain(add_decayed_weights(weight_decay), scale_by_adagrad(lr_decay, eps, initial_accumulator_value),
                  scale_by_learning_rate(learning_rate))
+
+
+def adamax(learning_rate: ScalarOrSchedule = 2e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+           weight_decay: float = 0.0) -> GradientTransformation:
+    return chain(add_decayed_weights(weight_decay), scale_by_adamax(b1, b2, eps), scale_by_learning_rate(learning_rate))
+
+
+def nadam(learning_rate: ScalarOrSchedule = 2e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+          weight_decay: float = 0.0, momentum_decay: float = 4e-3) -> GradientTransformation:
+    return chain(add_decayed_weights(weight_decay), scale_by_nadam(b1, b2, eps, momentum_decay),
+                 scale_by_learning_rate(learning_rate))
+
+
+def radam(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+          weight_decay: float = 0.0) -> GradientTransformation:
+    return chain(add_decayed_weights(weight_decay), scale_by_radam(b1, b2, eps), scale_by_learning_rate(learning_rate))
 
 
 def lion(learning_rate: ScalarOrSchedule = 1e-4, b1: float = 0.9, b2: float = 0.99,
@@ -363,3 +464,48 @@ def warmup_cosine_schedule(peak_value: float, warmup_steps: int, decay_steps: in
     return lambda count: cond(count < warmup_steps, lambda: warmup(count),
                               lambda: cosine(fnp.maximum(count - warmup_steps, 0) if not _is_int(count)
                                              else count - warmup_steps))
+
+
+def polynomial_schedule(init_value: float, end_value: float, power: float, transition_steps: int,
+                        transition_begin: int = 0) -> Schedule:
+    """optax's polynomial decay: from init_value to end_value over transition_steps after
+    transition_begin, as (1 - fraction) ** power."""
+    if transition_steps <= 0:
+        raise ValueError(f"transition_steps must be positive, got {transition_steps}")
+
+    def schedule(count):
+        done = _min(fnp.maximum(count - transition_begin, 0) if not _is_int(count) else max(count - transition_begin, 0),
+                    transition_steps)
+        return (init_value - end_value) * (1 - done / transition_steps) ** power + end_value
+    return schedule
+
+
+def piecewise_constant_schedule(init_value: float, boundaries_and_scales: dict[int, float] | None = None) -> Schedule:
+    """init_value, multiplied by scale once the count reaches each boundary (MultiStepLR)."""
+    steps = sorted((boundaries_and_scales or {}).items())
+
+    def schedule(count):
+        value = init_value
+        for boundary, scale in steps:
+            value = value * (scale if count >= boundary else 1.0) if _is_int(count) else \
+                value * fnp.where(count >= boundary, scale, 1.0)
+        return value
+    return schedule
+
+
+def join_schedules(schedules: list[Schedule], boundaries: list[int]) -> Schedule:
+    """schedules[i] from boundaries[i - 1] on, each restarted at its boundary (optax)."""
+    if len(schedules) != len(boundaries) + 1:
+        raise ValueError(f"join_schedules needs one more schedule than boundaries, got {len(schedules)} and "
+                         f"{len(boundaries)}")
+
+    def schedule(count):
+        if _is_int(count):
+            starts = [0] + list(boundaries)
+            i = sum(count >= b for b in boundaries)
+            return schedules[i](count - starts[i])
+        value = schedules[0](count)
+        for fn, boundary in zip(schedules[1:], boundaries):
+            value = fnp.where(count >= boundary, fn(fnp.maximum(count - boundary, 0)), value)
+        return value
+    return schedule

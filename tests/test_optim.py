@@ -90,6 +90,52 @@ def ref_lion(p, gs, lr, b1=0.9, b2=0.99, weight_decay=0.0):
     return out
 
 
+def ref_adamax(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
+    m = u = np.zeros_like(p)
+    out = []
+    for t, g in enumerate(gs, start=1):
+        g = g + weight_decay * p
+        m = b1 * m + (1 - b1) * g
+        u = np.maximum(b2 * u, np.abs(g) + eps)
+        p = p - lr / (1 - b1 ** t) * m / u
+        out.append(p)
+    return out
+
+
+def ref_nadam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, momentum_decay=4e-3):
+    m = v = np.zeros_like(p)
+    product, out = 1.0, []
+    for t, g in enumerate(gs, start=1):
+        g = g + weight_decay * p
+        mu_t = b1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))
+        mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
+        product *= mu_t
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        denom = np.sqrt(v / (1 - b2 ** t)) + eps
+        p = p - lr * (1 - mu_t) / (1 - product) * g / denom - lr * mu_next / (1 - product * mu_next) * m / denom
+        out.append(p)
+    return out
+
+
+def ref_radam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
+    m = v = np.zeros_like(p)
+    rho_inf, out = 2 / (1 - b2) - 1, []
+    for t, g in enumerate(gs, start=1):
+        g = g + weight_decay * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        m_hat = m / (1 - b1 ** t)
+        rho_t = rho_inf - 2 * t * b2 ** t / (1 - b2 ** t)
+        if rho_t > 5:
+            rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            p = p - lr * m_hat * rect / (np.sqrt(v / (1 - b2 ** t)) + eps)
+        else:
+            p = p - lr * m_hat
+        out.append(p)
+    return out
+
+
 CASES = [
     (optim.sgd, ref_sgd, dict(lr=0.1)),
     (optim.sgd, ref_sgd, dict(lr=0.1, momentum=0.9)),
@@ -103,6 +149,9 @@ CASES = [
     (optim.adagrad, ref_adagrad, dict(lr=0.1)),
     (optim.adagrad, ref_adagrad, dict(lr=0.1, lr_decay=0.1, weight_decay=0.05, initial_accumulator_value=0.1)),
     (optim.lion, ref_lion, dict(lr=0.01, weight_decay=0.1)),
+    (optim.adamax, ref_adamax, dict(lr=0.01, weight_decay=0.1)),
+    (optim.nadam, ref_nadam, dict(lr=0.01, weight_decay=0.1)),
+    (optim.radam, ref_radam, dict(lr=0.01, weight_decay=0.1)),
 ]
 
 
@@ -142,6 +191,27 @@ def test_schedules_match_pytorch_lr_schedulers():
     assert [warm(t) for t in range(5)] == pytest.approx([0, 0.25, 0.5, 0.75, 1.0])
     assert warm(9) == pytest.approx(0.1 + 0.9 * 0.5) and warm(14) == pytest.approx(0.1)
     assert optim.constant_schedule(0.3)(100) == 0.3
+
+
+def test_optax_style_schedules_eagerly_and_under_jit():
+    poly = optim.polynomial_schedule(1.0, 0.1, power=2.0, transition_steps=10, transition_begin=2)
+    expected = [1.0, 1.0, 1.0] + [0.9 * (1 - k / 10) ** 2 + 0.1 for k in range(1, 11)] + [0.1]
+    assert [poly(t) for t in range(14)] == pytest.approx(expected)
+    multi = optim.piecewise_constant_schedule(1.0, {3: 0.5, 6: 0.1})
+    assert [multi(t) for t in range(8)] == pytest.approx([1, 1, 1, 0.5, 0.5, 0.5, 0.05, 0.05])
+    joined = optim.join_schedules([optim.linear_schedule(0.0, 1.0, 4), optim.cosine_schedule(1.0, 4)], [4])
+    assert [joined(t) for t in range(9)] == pytest.approx(
+        [0, 0.25, 0.5, 0.75, 1.0] + [(1 + math.cos(math.pi * k / 4)) / 2 for k in range(1, 5)])
+    for schedule, values in ((poly, expected), (multi, [1, 1, 1, 0.5, 0.5, 0.5, 0.05, 0.05])):
+        traced = fg.jit(schedule)
+        assert [float(traced(fg.asarray(t))) for t in range(len(values))] == pytest.approx(values, rel=1e-6)
+    with pytest.raises(ValueError, match="one more schedule than boundaries"):
+        optim.join_schedules([poly], [3])
+
+
+def test_clip_by_value():
+    updates, _ = optim.clip(0.5).update({"g": fg.asarray(np.array([-2.0, 0.3, 0.9]))}, ())
+    assert_close(updates["g"], [-0.5, 0.3, 0.5])
 
 
 def test_schedule_drives_the_learning_rate():
