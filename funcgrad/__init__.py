@@ -7,7 +7,7 @@
 from . import numpy  # noqa: F401  (attaches Array's operators)
 from . import memory  # noqa: F401  (counts the buffers Arrays hold)
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
-from . import amp, checkpoint, cuda, data, nn, optim, profiler, random  # noqa: F401
+from . import amp, checkpoint, cuda, data, lax, nn, optim, profiler, random, tree  # noqa: F401
 from .array import Array, Device
 from .check_grads import check_grads
 from .config import config
@@ -19,10 +19,19 @@ from .numpy import (arange, array, asarray, eye, full, full_like, linspace, ones
                     stop_gradient, zeros, zeros_like)
 from .tree import (register_dataclass, register_pytree_node, static_field, tree_flatten,
                    tree_flatten_with_path, tree_leaves, tree_map, tree_structure, tree_unflatten)
-from .control import cond
-from .jit import jit, make_program
+from .control import cond, fori_loop, scan, switch, while_loop
+from .jit import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_program
 from .vmap import vmap
-from .vjp import checkpoint as remat, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
+from .vjp import (checkpoint as remat, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, linearize,
+                  value_and_grad, vjp)
+
+tree_util = tree  # jax.tree_util's name for the same functions
+jacobian = jacrev
+
+
+def block_until_ready(tree):
+    """Wait until every array in tree is computed (GPU work is asynchronous); returns tree."""
+    return tree_map(lambda x: x.block_until_ready() if hasattr(x, "block_until_ready") else x, tree)
 
 __version__ = "0.1.0"
 
@@ -34,7 +43,8 @@ __all__ = [
     "stop_gradient", "zeros", "zeros_like",
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
-    "remat", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
-    "jit", "make_program", "cond", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
+    "remat", "custom_vjp", "custom_jvp", "linearize", "jacobian", "eval_shape", "ShapeDtypeStruct", "disable_jit",
+    "block_until_ready", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
+    "jit", "make_program", "cond", "switch", "fori_loop", "while_loop", "scan", "lax", "tree_util", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
     "amp", "checkpoint", "cuda", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",
 ]

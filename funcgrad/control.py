@@ -1,11 +1,14 @@
-"""Control flow that works both eagerly and under jit (jax.lax.cond's idea).
+"""Control flow that works both eagerly and under jit (jax.lax's cond, switch, loops and scan).
 
-Eagerly, or when the predicate is known, `cond` runs one branch, like a Python `if`. Inside jit,
-where the predicate is an abstract value, it runs both branches and selects leaf by leaf.
+Eagerly, or when the predicate is known, `cond` and `switch` run one branch, like a Python `if`.
+Inside jit, where the predicate is an abstract value, they run every branch and select leaf by
+leaf. Loops run in Python: tracing happens on concrete values, so a loop with known bounds is
+unrolled into the traced program (and differentiates like any code); a loop whose trip count
+depends on a value traced by jit cannot be, and says so.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -35,3 +38,93 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands) -> Any:
                             f"{tree_flatten(on_false)[1]}") from None
         return tree_map(lambda a, b: fnp.where(pred, a, b), on_true, on_false)
     return true_fun(*operands) if chosen else false_fun(*operands)
+
+
+def _select(index, branches_out: list):
+    """Leaf-wise choice among branch results by a traced index."""
+    structures = {tree_flatten(out)[1] for out in branches_out}
+    if len(structures) != 1:
+        raise TypeError(f"switch branches return different structures: {sorted(map(str, structures))}")
+    result = branches_out[-1]
+    for i in range(len(branches_out) - 2, -1, -1):
+        result = tree_map(lambda a, b, i=i: fnp.where(fnp.equal(index, i), a, b), branches_out[i], result)
+    return result
+
+
+def switch(index, branches: Sequence[Callable], *operands) -> Any:
+    """branches[index](*operands), the index clamped into range (as jax.lax.switch)."""
+    if not branches:
+        raise ValueError("switch needs at least one branch")
+    n = len(branches)
+    known = concrete_int(index)
+    if isinstance(known, int):
+        return branches[min(max(known, 0), n - 1)](*operands)
+    if np.shape(index) != ():
+        raise TypeError(f"switch needs a scalar index, got shape {tuple(np.shape(index))}")
+    return _select(fnp.clip(index, 0, n - 1), [branch(*operands) for branch in branches])
+
+
+def _static_bound(value, what: str) -> int:
+    bound = concrete_int(value)
+    if not isinstance(bound, int):
+        raise ConcretizationError(f"fori_loop: the {what} bound is traced by jit, so the loop cannot be unrolled; "
+                                  f"pass it as a Python int (or through static_argnums)")
+    return bound
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val) -> Any:
+    """for i in range(lower, upper): val = body_fun(i, val); the bounds must be known."""
+    val = init_val
+    for i in range(_static_bound(lower, "lower"), _static_bound(upper, "upper")):
+        val = body_fun(i, val)
+    return val
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val) -> Any:
+    """while cond_fun(val): val = body_fun(val). The condition must be concrete: eagerly and under
+    grad it is; inside jit it raises, since the trip count would depend on a traced value."""
+    val = init_val
+    while True:
+        try:
+            go = bool(cond_fun(val))
+        except ConcretizationError as e:
+            raise ConcretizationError(f"while_loop: the loop condition depends on a value traced by jit or vmap, "
+                                      f"so its trip count is unknown; use fori_loop with static bounds, or call "
+                                      f"it outside jit ({e})") from None
+        if not go:
+            return val
+        val = body_fun(val)
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False, unroll: int = 1):
+    """(carry, ys): carry, y = f(carry, x) for each x along the leading axis of xs, with the
+    ys stacked (jax.lax.scan). unroll is accepted for compatibility (loops always unroll here)."""
+    leaves, structure = tree_flatten(xs)
+    lengths = {int(np.shape(leaf)[0]) for leaf in leaves if np.ndim(leaf) > 0}
+    if any(np.ndim(leaf) == 0 for leaf in leaves):
+        raise ValueError("scan: every leaf of xs needs a leading axis to scan over")
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) != 1:
+        raise ValueError(f"scan: leading axes of xs have lengths {sorted(lengths)}" if lengths else
+                         "scan: give xs or length")
+    n = lengths.pop()
+    if n == 0:  # no step runs: f is called once on zeros only to learn the shapes of its ys
+        probe = structure.unflatten([fnp.zeros(np.shape(leaf)[1:], fnp.asarray(leaf).dtype) for leaf in leaves])
+        _, y = f(init, probe if leaves else None)
+        return init, tree_map(lambda leaf: fnp.zeros((0,) + tuple(np.shape(leaf)), fnp.asarray(leaf).dtype), y)
+    carry, ys = init, []
+    for i in (range(n - 1, -1, -1) if reverse else range(n)):
+        x = structure.unflatten([leaf[i] for leaf in leaves]) if leaves else None
+        carry, y = f(carry, x)
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    if not tree_flatten(ys[0])[0]:  # f returned None (or an empty structure) as its y
+        return carry, ys[0]
+    return carry, tree_map(lambda *parts: fnp.stack(parts), *ys)
+
+
+def map(f: Callable, xs) -> Any:  # noqa: A001  (jax.lax.map)
+    """f applied to each slice of xs along the leading axis, results stacked."""
+    return scan(lambda carry, x: (carry, f(x)), None, xs)[1]

@@ -12,10 +12,11 @@ when one of the right shape is free, so a jitted optimiser step updates paramete
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .ops import shape as S
 from .program import (Const, Eqn, Program, ShapedArray, Var, fresh_var, last_uses, optimize, schedule,
                       transpose_matmul_outputs)
 from .trace import Trace, Tracer, annotate, impl_error, user_frame
-from .tree import keystr, tree_flatten, tree_flatten_with_path
+from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
 log = logging.getLogger("funcgrad.jit")
 
@@ -583,6 +584,8 @@ class Jitted:
         return f" (retrace: static arguments changed from {old[2]!r} to {key[2]!r})"
 
     def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
         prepared = self._prepare(args, kwargs)
         if prepared is None:  # called under another transform: trace through it
             return self.fun(*args, **kwargs)
@@ -632,18 +635,58 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     return Jitted(fun, static_argnums, static_argnames, donate_argnums)
 
 
+def _trace_abstractly(fun: Callable, static_argnums, args, kwargs):
+    """(Program, output tree) of fun for these arguments' shapes and dtypes."""
+    jitted = Jitted(fun, static_argnums)
+    prepared = jitted._prepare(args, kwargs)
+    if prepared is None:
+        raise TypeError("tracing a program needs concrete arguments, not tracers")
+    key, _, _, in_tree, _, static_nums, dyn_args, dyn_kwargs = prepared
+    in_tree = in_tree or tree_flatten((dyn_args, dyn_kwargs))[1]
+    rebuild = _rebuilder(fun, args, kwargs, in_tree, static_nums)
+    avals = [ShapedArray(shape, dtype) for shape, dtype in key[1]]
+    return trace_program(fun, avals, rebuild, _leaf_origins(fun, dyn_args, dyn_kwargs), Device(key[3]))
+
+
 def make_program(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: bool = False) -> Callable:
     """fun -> a function of fun's arguments returning the Program jit records (like jax.make_jaxpr)."""
     def program_of(*args, **kwargs):
         if optimized:
             return jit(fun, static_argnums=static_argnums).lower(*args, **kwargs)
-        jitted = Jitted(fun, static_argnums)
-        prepared = jitted._prepare(args, kwargs)
-        if prepared is None:
-            raise TypeError("make_program needs concrete arguments, not tracers")
-        key, _, _, in_tree, _, static_nums, dyn_args, dyn_kwargs = prepared
-        in_tree = in_tree or tree_flatten((dyn_args, dyn_kwargs))[1]
-        rebuild = _rebuilder(fun, args, kwargs, in_tree, static_nums)
-        avals = [ShapedArray(shape, dtype) for shape, dtype in key[1]]
-        return trace_program(fun, avals, rebuild, _leaf_origins(fun, dyn_args, dyn_kwargs), Device(key[3]))[0]
+        return _trace_abstractly(fun, static_argnums, args, kwargs)[0]
     return program_of
+
+
+class ShapeDtypeStruct(NamedTuple):
+    """An array's shape and dtype without its values (jax.ShapeDtypeStruct)."""
+    shape: tuple
+    dtype: np.dtype
+
+    @classmethod
+    def of(cls, shape, dtype) -> "ShapeDtypeStruct":
+        return cls(tuple(int(d) for d in shape), dtypes.canonicalize(dtype))
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The shapes and dtypes fun returns for these arguments (arrays or ShapeDtypeStructs), as
+    ShapeDtypeStructs, found by abstract tracing: nothing is computed."""
+    def stand_in(x):  # a zero-strided view: no memory, whatever the shape
+        if isinstance(x, ShapeDtypeStruct):
+            return Array(np.broadcast_to(np.zeros((), dtypes.canonicalize(x.dtype)), tuple(x.shape)))
+        return x
+    is_struct = lambda x: isinstance(x, ShapeDtypeStruct)  # noqa: E731
+    args, kwargs = tree_map(stand_in, (args, kwargs), is_leaf=is_struct)
+    program, out_tree = _trace_abstractly(fun, (), args, kwargs)
+    return out_tree.unflatten([ShapeDtypeStruct.of(o.aval.shape, o.aval.dtype) if isinstance(o, Var) else
+                               ShapeDtypeStruct.of(np.shape(o.value), getattr(o.value, "dtype", None) or
+                                                   np.asarray(o.value).dtype) for o in program.outs])
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """Inside this block jitted functions run eagerly, op by op (for print and pdb debugging)."""
+    previous, config.disable_jit = config.disable_jit, disable
+    try:
+        yield
+    finally:
+        config.disable_jit = previous

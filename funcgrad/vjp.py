@@ -16,7 +16,7 @@ from .errors import ShapeError
 from .ops import elementwise as E
 from .ops import shape as S
 from .trace import Trace, Tracer, annotate, bind, find_top_trace, is_differentiable_output
-from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_structure
+from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_map, tree_structure
 
 __all__ = ["vjp", "grad", "value_and_grad", "jvp", "jacrev", "jacfwd", "hessian",
            "custom_vjp", "checkpoint"]
@@ -238,6 +238,10 @@ def backward_pass(outputs, cts, release: bool = False):
 # ==== reverse mode =================================================================================
 def _zeros(shape, dtype, device=CPU):
     return full(shape, 0, dtype, device)
+
+
+def _zeros_like(x):
+    return _zeros(np.shape(x), getattr(x, "dtype", np.result_type(x)), getattr(x, "device", CPU))
 
 
 def _as_input(x, fname: str, where: str, require_float: bool = True):
@@ -526,6 +530,27 @@ class JVPTrace(Trace):
     def process_checkpoint(self, fun, args):
         return fun(*args)  # forward mode stores nothing, so there is nothing to rematerialise
 
+    def process_custom_jvp(self, fn, args):
+        """Run the user's rule on this level's primals and tangents (zeros for constants)."""
+        self.check_alive()
+        nondiff = [args[i] for i in fn.nondiff_argnums]
+        leaves, in_tree = tree_flatten(fn.diff_args(args))
+        primals, tangents = [], []
+        for a in leaves:
+            if type(a) is JVPTracer and a._trace is self:
+                primals.append(a._primal)
+                tangents.append(a.tangent)
+            else:
+                primals.append(a)
+                tangents.append(_zeros_like(a))
+        out, t_out = fn.jvp_rule(*nondiff, tuple(in_tree.unflatten(primals)), tuple(in_tree.unflatten(tangents)))
+        out_leaves, out_tree = tree_flatten(out)
+        t_leaves, t_tree = tree_flatten(t_out)
+        if t_tree != out_tree:
+            raise TypeError(f"custom_jvp rule of {fn.__name__} returned tangents of structure {t_tree} for outputs "
+                            f"of structure {out_tree}")
+        return out_tree.unflatten([JVPTracer(self, o, t) for o, t in zip(out_leaves, t_leaves)])
+
 
 def _jvp(fun_flat: Callable, primals: list, tangents: list):
     with JVPTrace("jvp") as trace:
@@ -636,6 +661,70 @@ class custom_vjp:
         if top is None:
             return self.fun(*args)
         return top.process_custom_vjp(self, args)
+
+
+class custom_jvp:
+    """A function with a hand-written forward-mode rule (jax.custom_jvp).
+
+        f = custom_jvp(f)
+        @f.defjvp
+        def f_jvp(primals, tangents):  # with nondiff_argnums: f_jvp(*nondiff_args, primals, tangents)
+            return f(*primals), tangent_out
+
+    Reverse mode (grad, vjp) needs no second rule: the tangent output is linear in the tangents, so
+    its transpose is that map's own vjp, which funcgrad computes.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp_rule: Callable | None = None
+        self._reverse: custom_vjp | None = None
+
+    def defjvp(self, rule: Callable) -> Callable:
+        self.jvp_rule = rule
+        self._reverse = None
+        return rule
+
+    diff_args = custom_vjp.diff_args
+
+    def __call__(self, *args):
+        if self.jvp_rule is None:
+            raise TypeError(f"custom_jvp function {self.__name__} has no rule: decorate one with "
+                            f"@{self.__name__}.defjvp first")
+        top = find_top_trace(tree_leaves(self.diff_args(args)))
+        if top is None:
+            return self.fun(*args)
+        if isinstance(top, JVPTrace):
+            return top.process_custom_jvp(self, args)
+        return self._as_custom_vjp()(*args)
+
+    def _as_custom_vjp(self) -> custom_vjp:
+        if self._reverse is None:
+            nondiff_argnums = self.nondiff_argnums
+
+            def fwd(*args):
+                return self.fun(*args), args
+
+            def bwd(*rest):
+                *nondiff, args, g = rest
+                primals = tuple(a for i, a in enumerate(args) if i not in nondiff_argnums)
+
+                def tangent_map(*tangents):
+                    return self.jvp_rule(*nondiff, primals, tangents)[1]
+                zeros = [tree_map(_zeros_like, p) for p in primals]
+                return vjp(tangent_map, *zeros)[1](g)
+
+            self._reverse = custom_vjp(self.fun, nondiff_argnums)
+            self._reverse.defvjp(fwd, bwd)
+        return self._reverse
+
+
+def linearize(fun: Callable, *primals):
+    """(fun(*primals), f_jvp): f_jvp(*tangents) is the JVP at primals (recomputed per call)."""
+    out = fun(*primals)
+    return out, lambda *tangents: jvp(fun, primals, tangents)[1]
 
 
 def checkpoint(fun: Callable) -> Callable:

@@ -1,0 +1,53 @@
+"""funcgrad.lax: jax.lax's control flow and the few lax names JAX code reaches for most.
+
+The loops and scan run in Python and unroll under jit (see funcgrad.control); everything else is
+funcgrad.numpy under its lax name.
+"""
+from __future__ import annotations
+
+from . import numpy as fnp
+from .control import cond, fori_loop, map, scan, switch, while_loop  # noqa: A004
+from .numpy import stop_gradient
+
+__all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gradient", "select", "rsqrt",
+           "square", "integer_pow", "exp", "log", "tanh", "logistic", "max", "min", "abs", "sign", "dot",
+           "batch_matmul", "concatenate", "broadcast_in_dim", "expand_dims", "clamp"]
+
+
+def select(pred, on_true, on_false):
+    return fnp.where(pred, on_true, on_false)
+
+
+def rsqrt(x):
+    return fnp.reciprocal(fnp.sqrt(x))
+
+
+def integer_pow(x, y: int):
+    return fnp.power(x, int(y))
+
+
+def logistic(x):
+    from .nn import sigmoid
+    return sigmoid(x)
+
+
+def clamp(min, x, max):  # noqa: A002  (lax's argument order)
+    return fnp.clip(x, min, max)
+
+
+def concatenate(operands, dimension: int):
+    return fnp.concatenate(operands, axis=dimension)
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """operand's axes placed at broadcast_dimensions of the new shape, then broadcast."""
+    operand = fnp.asarray(operand)
+    expanded = [1] * len(shape)
+    for axis, size in zip(broadcast_dimensions, operand.shape):
+        expanded[axis] = size
+    return fnp.broadcast_to(fnp.reshape(operand, tuple(expanded)), tuple(shape))
+
+
+square, exp, log, tanh, abs, sign = fnp.square, fnp.exp, fnp.log, fnp.tanh, fnp.abs, fnp.sign  # noqa: A001
+max, min, dot, expand_dims = fnp.maximum, fnp.minimum, fnp.dot, fnp.expand_dims  # noqa: A001
+batch_matmul = fnp.matmul

@@ -1,0 +1,101 @@
+"""lax-style control flow (switch, loops, scan), custom_jvp, linearize, eval_shape and disable_jit."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+from .helpers import assert_close
+
+
+def test_fori_loop_runs_eagerly_under_jit_and_grad():
+    power = lambda x: fg.fori_loop(0, 3, lambda i, v: v * x + i, fnp.ones_like(x))  # noqa: E731
+    x = np.array([2.0, -0.5])
+    expected = ((x + 0) * x + 1) * x + 2
+    assert_close(power(x), expected)
+    assert_close(fg.jit(power)(x), expected)
+    assert_close(fg.grad(lambda v: fnp.sum(power(v)))(x), 3 * x ** 2 + 1)
+    with pytest.raises(fg.ConcretizationError, match="fori_loop: the upper bound is traced"):
+        fg.jit(lambda n: fg.fori_loop(0, n, lambda i, v: v + 1.0, 0.0))(fnp.asarray(3))
+
+
+def test_while_loop_needs_a_concrete_condition():
+    assert fg.while_loop(lambda v: v < 100, lambda v: v * 3, 1) == 243
+    assert_close(fg.grad(lambda x: fg.while_loop(lambda v: v < 10.0, lambda v: v * x, x))(2.0), 4 * 2.0 ** 3)
+    with pytest.raises(fg.ConcretizationError, match="while_loop: the loop condition depends on a value traced"):
+        fg.jit(lambda x: fg.while_loop(lambda v: v < 10, lambda v: v * 2, x))(fnp.asarray(1.0))
+
+
+def test_scan_matches_a_python_loop():
+    xs = {"a": np.arange(5.0), "b": np.arange(10.0).reshape(5, 2)}
+
+    def step(carry, x):
+        carry = carry * 0.5 + x["a"] + fnp.sum(x["b"])
+        return carry, (carry, x["b"] * carry)
+    carry, ys = 0.0, ([], [])
+    for i in range(5):
+        carry = carry * 0.5 + xs["a"][i] + xs["b"][i].sum()
+        ys[0].append(carry)
+        ys[1].append(xs["b"][i] * carry)
+    for fn in (fg.scan, lambda *a: fg.jit(lambda x: fg.scan(step, 0.0, x))(a[2])):
+        got_carry, (first, second) = fn(step, 0.0, xs)
+        assert_close(got_carry, carry)
+        assert_close(first, ys[0]) and assert_close(second, np.stack(ys[1]))
+    carry_r, ys_r = fg.scan(lambda c, x: (c + x, c), 0.0, np.arange(4.0), reverse=True)
+    assert float(carry_r) == 6.0 and np.asarray(ys_r).tolist() == [6.0, 5.0, 3.0, 0.0]
+    _, empty = fg.scan(lambda c, x: (c, x * 2), 0.0, np.zeros((0, 3)))
+    assert empty.shape == (0, 3)
+    assert_close(fg.lax.map(lambda x: x ** 2, np.arange(3.0)), [0.0, 1.0, 4.0])
+    grad = fg.grad(lambda w: fg.scan(lambda c, x: (c * w + x, None), 0.0, np.ones(3))[0])(2.0)
+    assert_close(grad, 2 * 2.0 + 1)  # d/dw (w^2 + w + 1)
+    with pytest.raises(ValueError, match="leading axes of xs have lengths"):
+        fg.scan(lambda c, x: (c, x), 0.0, {"a": np.zeros(2), "b": np.zeros(3)})
+
+
+def test_switch_clamps_and_traces():
+    branches = [lambda x: x, lambda x: x * 2, lambda x: x * 3]
+    assert fg.switch(1, branches, 5.0) == 10.0 and fg.switch(9, branches, 5.0) == 15.0
+    traced = fg.jit(lambda i, x: fg.switch(i, branches, x))
+    assert [float(traced(fnp.asarray(i), fnp.asarray(5.0))) for i in (-1, 0, 1, 2, 3)] == [5, 5, 10, 15, 15]
+
+
+def test_custom_jvp_in_forward_and_reverse_mode():
+    @fg.custom_jvp
+    def softplus(x):
+        return fnp.log1p(fnp.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), t * fg.nn.sigmoid(x)
+    x = np.array([-1.0, 0.5, 100.0])
+    sig = 1 / (1 + np.exp(-x))
+    _, tangent = fg.jvp(softplus, (x,), (np.ones(3),))
+    assert_close(tangent, sig)
+    assert_close(fg.grad(lambda v: fnp.sum(softplus(v)))(x), sig)  # finite at 100, where autodiff gives NaN
+    assert_close(fg.jit(fg.grad(lambda v: fnp.sum(softplus(v))))(x), sig)
+    assert_close(fg.vmap(fg.grad(softplus))(x), sig)
+    assert_close(np.diag(np.asarray(fg.hessian(lambda v: fnp.sum(softplus(v)))(x[:2]))), sig[:2] * (1 - sig[:2]))
+
+    def scale(k, v):
+        return k * fnp.sin(v)
+    scaled = fg.custom_jvp(scale, nondiff_argnums=(0,))
+    scaled.defjvp(lambda k, primals, tangents: (scale(k, *primals), k * fnp.cos(primals[0]) * tangents[0]))
+    assert_close(fg.grad(lambda v: scaled(3.0, v))(0.5), 3 * np.cos(0.5))
+    with pytest.raises(TypeError, match="has no rule"):
+        fg.grad(fg.custom_jvp(fnp.sin))(1.0)
+
+
+def test_linearize_eval_shape_disable_jit_and_aliases():
+    out, f_jvp = fg.linearize(fnp.sin, 1.0)
+    assert_close(out, np.sin(1.0)) and assert_close(f_jvp(2.0), 2 * np.cos(1.0))
+    shapes = fg.eval_shape(lambda a, b: {"prod": a @ b, "total": fnp.sum(a)},
+                           fg.ShapeDtypeStruct((100000, 30), fg.float32), fnp.ones((30, 4)))
+    assert shapes["prod"] == fg.ShapeDtypeStruct((100000, 4), np.dtype(np.float32))
+    assert shapes["total"].shape == ()
+    with fg.disable_jit():
+        assert fg.jit(lambda v: float(v.sum()))(fnp.ones(3)) == 3.0  # float() of a traced value would raise
+    with pytest.raises(fg.ConcretizationError):
+        fg.jit(lambda v: float(v.sum()))(fnp.ones(3))
+    assert fg.jacobian is fg.jacrev and fg.tree_util.tree_map is fg.tree_map
+    assert fg.block_until_ready({"a": fnp.ones(2)})["a"].shape == (2,)
