@@ -77,12 +77,17 @@ def register_dataclass(cls: type) -> type:
     return cls
 
 
+_namedtuples: dict[type, _NodeType] = {}
+
+
 def _node_type(x) -> _NodeType | None:
     t = type(x)
     node = _registry.get(t)
-    if node is None and isinstance(x, tuple) and hasattr(t, "_fields"):  # namedtuple
-        node = _NodeType(lambda x: (tuple(x), None), lambda _, ch, t=t: t(*ch),
-                         lambda x, aux: [f".{f}" for f in type(x)._fields])
+    if node is None and isinstance(x, tuple) and hasattr(t, "_fields"):  # namedtuple, made once per type
+        node = _namedtuples.get(t)
+        if node is None:
+            node = _namedtuples[t] = _NodeType(lambda x: (tuple(x), None), lambda _, ch, t=t: t(*ch),
+                                               lambda x, aux: [f".{f}" for f in type(x)._fields])
     return node
 
 
@@ -94,7 +99,13 @@ class PyTreeDef:
         self.node_type = node_type  # None for a leaf
         self.aux = aux
         self.children = children
-        self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
+        if node_type is None:
+            self.num_leaves = 1
+        else:
+            count = 0
+            for c in children:
+                count += c.num_leaves
+            self.num_leaves = count
         self._key = (node_type, aux, children)
         self._hash = None
 
@@ -155,12 +166,16 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
 
 
 def _flatten(x, leaves, is_leaf):
-    node = None if (is_leaf is not None and is_leaf(x)) else _node_type(x)
+    # the hot path of every jit call: a registry hit first, the namedtuple check only after a miss
+    if is_leaf is not None and is_leaf(x):
+        node = None
+    else:
+        node = _registry.get(type(x)) or (_node_type(x) if isinstance(x, tuple) else None)
     if node is None:
         leaves.append(x)
         return _LEAF
     children, aux = node.flatten(x)
-    return PyTreeDef(type(x), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
+    return PyTreeDef(type(x), aux, tuple([_flatten(c, leaves, is_leaf) for c in children]))
 
 
 def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None):

@@ -141,9 +141,14 @@ def _flatten_module(module: Module):
             layout.append((name, _ARRAY, None))
             continue
         leaves, treedef = tree_flatten(value)
-        kept = tuple(None if _is_array(leaf) else _Static(leaf) for leaf in leaves)
-        children.extend(leaf for leaf in leaves if _is_array(leaf))
-        layout.append((name, treedef, kept))
+        kept = []
+        for leaf in leaves:  # one pass: this runs for every module on every jit call
+            if _is_array(leaf):
+                children.append(leaf)
+                kept.append(None)
+            else:
+                kept.append(_Static(leaf))
+        layout.append((name, treedef, tuple(kept)))
     return children, tuple(layout)
 
 
