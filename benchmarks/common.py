@@ -29,6 +29,30 @@ def median_seconds(fn: Callable[[], object], repeats: int = 30, warmup: int = 3,
     return statistics.median(samples)
 
 
+def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int = 7, block: float = 0.25,
+                        settle: float = 0.25) -> dict[str, float]:
+    """Median time per call of each fn, measured in turns: every round times a block of calls
+    (block seconds) of each fn, starting from a different one, so drift in a shared machine's
+    speed during the run hits all of them alike and their ratios stay fair. Before each block the
+    process idles for `settle` seconds (long enough for the previous library's spinning thread
+    pool, OpenBLAS's or OpenMP's, to go to sleep) and makes one untimed call (caches refilled)."""
+    names = list(fns)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            time.sleep(settle)
+            fns[name]()
+            n, start = 0, time.perf_counter()
+            while True:
+                fns[name]()
+                n += 1
+                elapsed = time.perf_counter() - start
+                if elapsed >= block:
+                    break
+            samples[name].append(elapsed / n)
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
 def print_table(title: str, rows: list[tuple[str, str, float | None]], baseline: str = "funcgrad") -> None:
     """rows: (case, implementation, seconds or None when unavailable); ratios are vs baseline."""
     print(f"\n{title}")

@@ -4,24 +4,29 @@ and HIPS autograd, whichever are installed, on the same data in one run.
 (a) 784-256-10 MLP step, batch 128, AdamW      (b) grad of the 200-op tanh(z) * 1.01 chain, 16-vector
 (c) small CNN step on 8x8 digits, batch 64      (d) tiny transformer step (the sort task)
 (e) per-example gradients of the MLP for 128 examples
+(a2) case (a) with the model and optimiser state donated to the jitted step (funcgrad, JAX), so
+     both update them in place, as PyTorch's optimiser does
 
-    python benchmarks/step.py [--repeats N] [--no-compile]
-Medians; the last column is time / funcgrad jit (above 1: slower than funcgrad jit).
+    python benchmarks/step.py [--rounds N] [--no-compile]
+Each case is timed for every implementation in turns (blocks of calls, a pause between them so
+one library's spinning threads do not slow the next), so drift in the machine's speed hits all
+alike; medians of the blocks' time per call. Ratios are time / funcgrad jit (above 1: slower).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.common import have, median_seconds  # noqa: E402
+from benchmarks.common import have, interleaved_medians  # noqa: E402
 
 LR, BATCH = 1e-3, 128
 CASES = ["a: MLP step (AdamW)", "b: grad of 200-op chain", "c: CNN step", "d: transformer step",
-         "e: per-example grads (128)"]
+         "e: per-example grads (128)", "a2: (a), state donated"]
 
 
 def data():
@@ -43,15 +48,15 @@ def funcgrad_cases(d, use_jit: bool):
     wrap = fg.jit if use_jit else (lambda f, **kw: f)
     keys = fg.random.split(fg.random.key(0), 4)
 
-    def trainer(model, loss):
+    def trainer(model, loss, donate: bool = False):
         opt = optim.adamw(LR)
-        state = [model, opt.init(model)]
+        state = [fg.tree_map(fnp.array, model), opt.init(model)]  # a copy: the caller's model is never donated
 
         def step(m, s, *batch):
             value, grads = fg.value_and_grad(loss)(m, *batch)
             updates, s = opt.update(grads, s, m)
             return optim.apply_updates(m, updates), s, value
-        compiled = wrap(step)
+        compiled = wrap(step, donate_argnums=(0, 1) if donate else ())
 
         def run(*batch):
             state[0], state[1], _ = compiled(state[0], state[1], *batch)
@@ -60,6 +65,7 @@ def funcgrad_cases(d, use_jit: bool):
     mlp = nn.Sequential([nn.Linear(784, 256, key=keys[0]), nn.relu, nn.Linear(256, 10, key=keys[1])])
     x, y = fg.asarray(d["x"]), fg.asarray(d["y"])
     mlp_step = trainer(mlp, lambda m, x, y: nn.cross_entropy(m(x), y))
+    mlp_step_donated = trainer(mlp, lambda m, x, y: nn.cross_entropy(m(x), y), donate=use_jit)
 
     def chain(z):
         for _ in range(200):
@@ -82,7 +88,8 @@ def funcgrad_cases(d, use_jit: bool):
         return nn.cross_entropy(m(xi[None]), yi[None])
     per_example = wrap(fg.vmap(fg.grad(single_loss), in_axes=(None, 0, 0)))
     return [lambda: mlp_step(x, y), lambda: chain_grad(z), lambda: cnn_step(img, img_y),
-            lambda: gpt_step(tok, tok_y), lambda: per_example(mlp, x, y)]
+            lambda: gpt_step(tok, tok_y), lambda: per_example(mlp, x, y),
+            (lambda: mlp_step_donated(x, y)) if use_jit else None]
 
 
 # ---- PyTorch --------------------------------------------------------------------------------------
@@ -143,7 +150,7 @@ def torch_cases(d, compile_: bool):
         return F.cross_entropy(functional_call(mlp, p, (xi[None],)), yi[None])
     per_example = wrap(vmap(grad(single_loss), in_dims=(None, 0, 0)))
     return [lambda: mlp_step(x, y), chain, lambda: cnn_step(img, img_y), lambda: gpt_step(tok, tok_y),
-            lambda: per_example(params, x, y)]
+            lambda: per_example(params, x, y), lambda: mlp_step(x, y)]  # a2: torch updates in place anyway
 
 
 # ---- JAX --------------------------------------------------------------------------------------------
@@ -160,8 +167,8 @@ def jax_cases(d):
     def xent(logits, y):
         return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
 
-    def adamw_step(loss):
-        @jax.jit
+    def adamw_step(loss, donate):
+        @functools.partial(jax.jit, donate_argnums=(0, 1, 2) if donate else ())
         def step(p, m, v, t, *batch):
             value, g = jax.value_and_grad(loss)(p, *batch)
             t = t + 1
@@ -172,10 +179,12 @@ def jax_cases(d):
             return p, m, v, t, value
         return step
 
-    def runner(params, loss, *batch):
-        step = adamw_step(loss)
-        zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
-        state = [params, zeros, zeros, jnp.asarray(0.0)]
+    def runner(params, loss, *batch, donate=False):
+        step = adamw_step(loss, donate)
+
+        def zeros():
+            return jax.tree_util.tree_map(jnp.zeros_like, params)
+        state = [jax.tree_util.tree_map(jnp.array, params), zeros(), zeros(), jnp.asarray(0.0)]  # donated: own copies
 
         def run():
             *new, value = step(*state, *batch)
@@ -189,6 +198,7 @@ def jax_cases(d):
         return jax.nn.relu(x @ p[0]["w"] + p[0]["b"]) @ p[1]["w"] + p[1]["b"]
     x, y = jnp.asarray(d["x"]), jnp.asarray(d["y"])
     mlp_run = runner(mlp, lambda p, x, y: xent(mlp_fwd(p, x), y), x, y)
+    mlp_run_donated = runner(mlp, lambda p, x, y: xent(mlp_fwd(p, x), y), x, y, donate=True)
 
     def chain(z):
         for _ in range(200):
@@ -240,7 +250,7 @@ def jax_cases(d):
         return xent(mlp_fwd(p, xi[None]), yi[None])
     per_example = jax.jit(jax.vmap(jax.grad(single), in_axes=(None, 0, 0)))
     return [mlp_run, lambda: chain_grad(z).block_until_ready(), cnn_run, gpt_run,
-            lambda: jax.block_until_ready(per_example(mlp, x, y))]
+            lambda: jax.block_until_ready(per_example(mlp, x, y)), mlp_run_donated]
 
 
 # ---- HIPS autograd -----------------------------------------------------------------------------------
@@ -253,12 +263,12 @@ def autograd_cases(d):
             z = anp.tanh(z) * 1.01
         return anp.sum(z)
     g = autograd.grad(chain)
-    return [None, lambda: g(d["z"]), None, None, None]
+    return [None, lambda: g(d["z"]), None, None, None, None]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=7, help="timed blocks per implementation and case")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
     args = parser.parse_args(argv)
     d = data()
@@ -271,29 +281,35 @@ def main(argv=None):
         impls.append(("jax.jit", lambda: jax_cases(d)))
     if have("autograd"):
         impls.append(("HIPS autograd", lambda: autograd_cases(d)))
-    results: dict[str, list] = {}
+    built: dict[str, list] = {}
     for name, make in impls:
         try:
-            fns = make()
+            built[name] = make()
         except Exception as e:  # noqa: BLE001  (a peer that cannot build a case is reported, not fatal)
             print(f"{name}: unavailable ({type(e).__name__}: {e})")
-            continue
-        times = []
-        for fn in fns:
+    results: dict[str, list] = {name: [None] * len(CASES) for name in built}
+    for i, case in enumerate(CASES):  # each case timed for every implementation in turns
+        fns = {}
+        for name, cases in built.items():
+            if cases[i] is None:
+                continue
             try:
-                times.append(None if fn is None else median_seconds(fn, args.repeats, warmup=3))
+                for _ in range(3):  # compile and warm up
+                    cases[i]()
+                fns[name] = cases[i]
             except Exception as e:  # noqa: BLE001
-                print(f"{name}: a case failed ({type(e).__name__}: {str(e)[:120]})")
-                times.append(None)
-        results[name] = times
-    print(f"\nTraining-step medians over {args.repeats} runs, {os.cpu_count()} CPU cores")
+                print(f"{name}: case {case!r} failed ({type(e).__name__}: {str(e)[:120]})")
+        for name, seconds in interleaved_medians(fns, args.rounds).items():
+            results[name][i] = seconds
+    print(f"\nTraining-step medians of {args.rounds} interleaved blocks, {os.cpu_count()} CPU cores")
     print(f"{'case':<30}" + "".join(f"{n:>16}" for n in results))
     base = results["funcgrad jit"]
     for i, case in enumerate(CASES):
         cells = []
         for name in results:
             t = results[name][i]
-            cells.append(f"{'n/a':>16}" if t is None else f"{t * 1e3:>9.3f}ms{t / base[i]:>5.1f}x")
+            ratio = f"{t / base[i]:>5.1f}x" if t is not None and base[i] else " " * 6
+            cells.append(f"{'n/a':>16}" if t is None else f"{t * 1e3:>9.3f}ms{ratio}")
         print(f"{case:<30}" + "".join(cells))
 
 

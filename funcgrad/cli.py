@@ -327,7 +327,7 @@ def bench(quick: bool) -> None:
                                 f"`funcgrad bench` from a source checkout")
     runs = [["overhead.py", "--repeats", "5" if quick else "20"],
             ["train_digits.py", "--epochs-mlp", "5" if quick else "30", "--epochs-cnn", "3" if quick else "20"],
-            ["step.py", "--repeats", "5" if quick else "20", "--no-compile"],
+            ["step.py", "--rounds", "2" if quick else "7", "--no-compile"],
             ["amp_memory.py"],
             ["allreduce.py", "--max-mib", "16" if quick else "256", "--ranks", "2", "4"]]
     import funcgrad as fg

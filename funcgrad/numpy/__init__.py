@@ -40,9 +40,14 @@ def asarray(x: Any, dtype=None) -> Array:
 
 
 def array(x: Any, dtype=None, copy: bool = True) -> Array:
-    """A new Array holding a copy of x (Python floats become float32, ints int64)."""
+    """A new Array holding a copy of x (Python floats become float32, ints int64). An Array is
+    copied too (as np.array and jnp.array do), so donating one never invalidates the other."""
     if isinstance(x, ArrayBase):
-        return asarray(x, dtype)
+        out = asarray(x, dtype)
+        if not copy or out is not x or type(x) is not Array:  # a conversion already made a new array
+            return out
+        value = x._value
+        return Array(value.copy()) if isinstance(value, np.ndarray) else bind(E.convert_p, x, dtype=x.dtype)
     return Array(to_numpy(x, dtype=dtype, copy=copy))
 
 
