@@ -114,3 +114,14 @@ def test_unsupported_inputs_are_rejected_by_name():
         fg.array(np.array([1j]))
     with pytest.raises(TypeError, match="not a dtype"):
         fg.zeros(2, dtype="float7")
+
+
+def test_array_copies_and_asarray_does_not():
+    import funcgrad.numpy as fnp
+    a = fg.ones(3)
+    copied = fnp.array(a)
+    assert copied is not a and not np.shares_memory(np.asarray(a), np.asarray(copied))
+    assert fnp.asarray(a) is a and fnp.array(a, copy=False) is a
+    donated_step = fg.jit(lambda v: v * 2.0, donate_argnums=0)
+    donated_step(copied)
+    assert np.asarray(a).tolist() == [1.0, 1.0, 1.0]  # the original survives its copy's donation
