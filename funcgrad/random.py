@@ -186,3 +186,86 @@ def categorical(key, logits, axis: int = -1, shape=None) -> Array:
     noise = gumbel(key, extra + tuple(logits.shape), dtypes.float64 if logits.dtype == dtypes.float64 else
                    dtypes.float32)
     return fnp.argmax(noise + logits, axis=axis - logits.ndim)
+
+
+bits = random_bits
+
+
+def exponential(key, shape=(), dtype=dtypes.float32) -> Array:
+    """Exponential(1) samples: -log(1 - u)."""
+    dtype, compute = _float_dtype(dtype)
+    return fnp.astype(-fnp.log1p(-_unit_float(key, _shape(shape), compute)), dtype)
+
+
+def laplace(key, shape=(), dtype=dtypes.float32) -> Array:
+    """Laplace(0, 1) samples by inverting the CDF of u in (-1, 1)."""
+    dtype, compute = _float_dtype(dtype)
+    u = 2.0 * _unit_float(key, _shape(shape), compute) - 1.0
+    return fnp.astype(-fnp.sign(u) * fnp.log1p(-fnp.abs(u)), dtype)
+
+
+def logistic(key, shape=(), dtype=dtypes.float32) -> Array:
+    """Standard logistic samples: log(u / (1 - u)), u kept away from 0."""
+    dtype, compute = _float_dtype(dtype)
+    u = _unit_float(key, _shape(shape), compute)
+    tiny = np.finfo(compute).tiny
+    return fnp.astype(fnp.log(fnp.maximum(u, tiny)) - fnp.log1p(-u), dtype)
+
+
+def cauchy(key, shape=(), dtype=dtypes.float32) -> Array:
+    """Standard Cauchy samples: tan(pi (u - 1/2))."""
+    dtype, compute = _float_dtype(dtype)
+    u = _unit_float(key, _shape(shape), compute)
+    return fnp.astype(fnp.tan(np.pi * (u - 0.5)), dtype)
+
+
+def lognormal(key, sigma=1.0, shape=None, dtype=dtypes.float32) -> Array:
+    sigma = fnp.asarray(sigma, dtype=_float_dtype(dtype)[1])
+    shape = tuple(sigma.shape) if shape is None else _shape(shape)
+    return fnp.astype(fnp.exp(sigma * normal(key, shape, _float_dtype(dtype)[1])), _float_dtype(dtype)[0])
+
+
+def rademacher(key, shape=(), dtype=dtypes.int64) -> Array:
+    """-1 or +1 with equal probability."""
+    return fnp.astype(fnp.where(bernoulli(key, 0.5, _shape(shape)), 1, -1), dtype)
+
+
+def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Array:
+    """Samples of range(a) for an int a, else of a's entries along axis; p weights them, and
+    replace=False draws distinct ones (Gumbel top-k when weighted)."""
+    is_count = np.ndim(a) == 0 and not isinstance(a, ArrayBase)
+    n = int(a) if is_count else fnp.asarray(a).shape[axis]
+    shape = _shape(shape)
+    size = math.prod(shape)
+    if not replace and size > n:
+        raise ValueError(f"choice: cannot take {size} distinct samples from {n} without replacement")
+    if p is not None:
+        p = fnp.asarray(p)
+        if p.shape != (n,):
+            raise ValueError(f"choice: p must have shape ({n},), got {tuple(p.shape)}")
+    if replace:
+        if p is None:
+            idx = randint(key, shape, 0, n)
+        else:
+            idx = categorical(key, fnp.log(p), shape=shape)
+    else:
+        scores = _unit_float(key, (n,), dtypes.float64) if p is None else \
+            gumbel(key, (n,), dtypes.float64) + fnp.log(fnp.astype(p, dtypes.float64))
+        idx = fnp.reshape(bind(prng.argsort_p, -scores, axis=0)[:size], shape)
+    return idx if is_count else fnp.take(a, idx, axis=axis)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=dtypes.float32) -> Array:
+    """Samples of N(mean, cov): mean + L z with L the Cholesky factor of cov."""
+    from .numpy import linalg
+    dtype, compute = _float_dtype(dtype)
+    mean, cov = fnp.astype(mean, compute), fnp.astype(cov, compute)
+    d = mean.shape[-1]
+    if cov.shape[-2:] != (d, d):
+        raise ValueError(f"multivariate_normal: cov of shape {tuple(cov.shape)} does not match mean of shape "
+                         f"{tuple(mean.shape)}")
+    batch = np.broadcast_shapes(tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
+    shape = batch if shape is None else _shape(shape)
+    z = normal(key, shape + (d,), compute)
+    lower = linalg.cholesky(cov)
+    return fnp.astype(mean + fnp.squeeze(fnp.matmul(lower, fnp.expand_dims(z, -1)), -1), dtype)

@@ -75,3 +75,29 @@ def test_bad_keys_and_arguments():
         fg.random.randint(fg.random.key(0), (3,), 5, 5)
     with pytest.raises(TypeError, match="floating-point"):
         fg.random.normal(fg.random.key(0), (3,), dtype=fg.int32)
+
+
+@pytest.mark.parametrize("name,mean,var", [("exponential", 1.0, 1.0), ("laplace", 0.0, 2.0),
+                                           ("logistic", 0.0, np.pi ** 2 / 3), ("rademacher", 0.0, 1.0)])
+def test_more_distributions_have_their_moments(name, mean, var):
+    s = np.asarray(getattr(fg.random, name)(fg.random.key(3), (100_000,))).astype(np.float64)
+    assert abs(s.mean() - mean) < 0.03 and abs(s.var() / var - 1) < 0.05
+
+
+def test_cauchy_lognormal_choice_and_multivariate_normal():
+    key = fg.random.key(4)
+    c = np.asarray(fg.random.cauchy(key, (100_000,)))
+    assert abs(np.median(c)) < 0.02 and abs(np.subtract(*np.percentile(c, [75, 25])) - 2) < 0.05
+    assert abs(np.asarray(fg.random.lognormal(key, 0.5, (100_000,))).mean() / np.exp(0.125) - 1) < 0.01
+    draws = np.asarray(fg.random.choice(key, 3, (100_000,), p=np.array([0.2, 0.3, 0.5])))
+    assert np.allclose(np.bincount(draws) / draws.size, [0.2, 0.3, 0.5], atol=0.01)
+    distinct = np.asarray(fg.random.choice(key, 6, (6,), replace=False))
+    assert sorted(distinct.tolist()) == list(range(6))
+    assert np.asarray(fg.random.choice(key, np.arange(10.0), (4,), p=np.eye(10)[7])).tolist() == [7.0] * 4
+    assert fg.jit(lambda k: fg.random.choice(k, 6, (3,), replace=False))(key).tolist() == \
+        np.asarray(fg.random.choice(key, 6, (3,), replace=False)).tolist()
+    with pytest.raises(ValueError, match="cannot take 7 distinct samples from 6"):
+        fg.random.choice(key, 6, (7,), replace=False)
+    cov = np.array([[2.0, 0.5], [0.5, 1.0]])
+    s = np.asarray(fg.random.multivariate_normal(key, np.array([1.0, -1.0]), cov, (100_000,), dtype=fg.float64))
+    assert np.allclose(s.mean(0), [1, -1], atol=0.02) and np.allclose(np.cov(s.T), cov, atol=0.03)
