@@ -310,16 +310,18 @@ def _broadcast_prefix(prefix, tree, what: str) -> list:
     raise ValueError(f"vmap: {what} {prefix!r} does not match the structure {tree_structure(tree)}")
 
 
-def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None) -> Callable:
     """Vectorise fun over a batch axis: in_axes (an int, None, or a pytree of them matching the
-    arguments) says where each input's batch axis is; out_axes where the outputs get theirs."""
+    arguments) says where each input's batch axis is; out_axes where the outputs get theirs.
+    Keyword arguments are batched along axis 0 (as in JAX); axis_size gives the batch size when
+    no argument is batched."""
     @functools.wraps(fun)
-    def batched(*args):
+    def batched(*args, **kwargs):
         axes_spec = in_axes if not isinstance(in_axes, list) else tuple(in_axes)
         if isinstance(axes_spec, tuple) and len(axes_spec) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes_spec)} entries for {len(args)} arguments")
-        leaves, treedef = tree_flatten(args)
-        axes = _broadcast_prefix(axes_spec, args, "in_axes")
+        leaves, treedef = tree_flatten((args, kwargs))
+        axes = _broadcast_prefix(axes_spec, args, "in_axes") + [0] * (len(leaves) - len(tree_flatten(args)[0]))
         sizes = {}
         for i, (leaf, axis) in enumerate(zip(leaves, axes)):
             if axis is None:
@@ -328,8 +330,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
             if not -len(shape) <= axis < len(shape):
                 raise ValueError(f"vmap: in_axes {axis} is out of range for an argument of shape {shape}")
             sizes.setdefault(shape[axis], i)
+        if axis_size is not None:
+            sizes.setdefault(int(axis_size), -1)
         if not sizes:
-            raise ValueError("vmap: no argument is batched (every in_axes is None)")
+            raise ValueError("vmap: no argument is batched (every in_axes is None); pass axis_size to map anyway")
         if len(sizes) > 1:
             raise ValueError(f"vmap: batched arguments disagree on the batch size: {sorted(sizes)}")
         size = next(iter(sizes))
@@ -337,7 +341,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         with BatchTrace(size) as trace:
             boxed = [leaf if axis is None else BatchTracer(trace, asarray(leaf), axis % _ndim(leaf))
                      for leaf, axis in zip(leaves, axes)]
-            out = fun(*treedef.unflatten(boxed))
+            call_args, call_kwargs = treedef.unflatten(boxed)
+            out = fun(*call_args, **call_kwargs)
             out_leaves, out_tree = tree_flatten(out)
             out_axes_list = _broadcast_prefix(out_axes, out, "out_axes")
             results = []

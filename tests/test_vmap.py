@@ -137,3 +137,11 @@ def test_vmap_of_grad_through_indexing(name):
     got = fg.vmap(g)(*args)
     want = _loop(g, args, [0] * len(args))
     assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_keyword_arguments_are_batched_and_axis_size_maps_unbatched_functions():
+    out = fg.vmap(lambda x, scale=1.0: x * scale)(fnp.arange(3.0), scale=fnp.asarray([1.0, 2.0, 3.0]))
+    assert np.asarray(out).tolist() == [0.0, 2.0, 6.0]
+    assert fg.vmap(lambda: fnp.ones(2), axis_size=3)().shape == (3, 2)
+    with pytest.raises(ValueError, match="pass axis_size"):
+        fg.vmap(lambda x: x, in_axes=None)(fnp.ones(2))
