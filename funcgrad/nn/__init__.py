@@ -15,9 +15,10 @@ from .layers import (ELU, GELU, MLP, AvgPool2d, Conv2d, Dropout, Embedding, Flat
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                      l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from .module import Module
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = [
-    "Module", "functional", "init",
+    "Module", "functional", "init", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
     "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential", "Flatten", "Conv2d", "MaxPool2d", "AvgPool2d",
     "MultiHeadAttention", "TransformerBlock", "MLP", "Lambda", "ReLU", "GELU", "Tanh", "Sigmoid", "Softmax",
     "LogSoftmax", "RMSNorm", "GroupNorm", "Identity", "LeakyReLU", "ELU", "SiLU", "Softplus", "Mish",
