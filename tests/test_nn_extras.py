@@ -86,3 +86,31 @@ def test_new_layers_compose():
                            nn.SiLU(), nn.Mish(), nn.Softplus(), nn.Linear(8, 2, key=key)])
     grads = fg.grad(lambda m: fg.numpy.sum(m(X[0]) ** 2))(model)
     assert len(fg.tree_leaves(grads)) == len(fg.tree_leaves(model)) == 5
+
+
+def _conv1d_reference(x, w, b, stride, padding, dilation):
+    x = np.pad(x, ((0, 0), (0, 0), (padding, padding)))
+    k = w.shape[-1]
+    length = (x.shape[-1] - dilation * (k - 1) - 1) // stride + 1
+    out = np.zeros((x.shape[0], w.shape[0], length))
+    for t in range(length):
+        window = x[:, :, t * stride:t * stride + dilation * (k - 1) + 1:dilation]  # (N, C, k)
+        out[:, :, t] = np.einsum("nck,ock->no", window, w)
+    return out + b[None, :, None]
+
+
+def test_conv1d_and_1d_pools_match_loops():
+    x, w, b = RNG.standard_normal((2, 4, 11)), RNG.standard_normal((6, 4, 3)), RNG.standard_normal(6)
+    for stride, padding, dilation in [(1, 0, 1), (2, 1, 1), (1, 2, 2)]:
+        assert_close(nn.conv1d(x, w, b, stride, padding, dilation), _conv1d_reference(x, w, b, stride, padding, dilation),
+                     rtol=1e-12)
+    assert nn.conv1d(x, w, b, padding="same").shape == (2, 6, 11)
+    fg.check_grads(lambda xx, ww: nn.conv1d(xx, ww, b, 2, 1), (x, w), order=1)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1)), constant_values=-np.inf)
+    expected = np.stack([padded[:, :, t * 2:t * 2 + 3].max(-1) for t in range(6)], -1)
+    assert_close(nn.max_pool1d(x, 3, 2, 1), expected)
+    assert_close(nn.avg_pool1d(x, 2), x[:, :, :10].reshape(2, 4, 5, 2).mean(-1))
+    layer = nn.Conv1d(4, 8, 3, padding=1, key=fg.random.key(0))
+    assert layer(x.astype(np.float32)).shape == (2, 8, 11) and nn.MaxPool1d(2)(x).shape == (2, 4, 5)
+    with pytest.raises(fg.ShapeError, match=r"\(N, C, L\)"):
+        nn.conv1d(np.ones(5), w)

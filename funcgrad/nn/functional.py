@@ -195,6 +195,48 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     return out[0] if unbatched else out
 
 
+def _as_image(x, fname: str):
+    """(N, C, L) -> (N, C, 1, L) for the 1-D layers (and (C, L) -> (C, 1, L))."""
+    x = fnp.asarray(x)
+    if x.ndim not in (2, 3):
+        raise fg_errors.ShapeError(f"{fname} expects (N, C, L) or (C, L) input, got shape {x.shape}")
+    return fnp.expand_dims(x, -2)
+
+
+def _single(v, name: str) -> int:
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1:
+            raise ValueError(f"{name} must be an int or a 1-tuple, got {v!r}")
+        v = v[0]
+    return v
+
+
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    """1-D cross-correlation as torch.nn.functional.conv1d: x (N, C, L), weight (O, C/groups, k);
+    padding an int, "valid" or "same"."""
+    weight = fnp.asarray(weight)
+    if weight.ndim != 3:
+        raise fg_errors.ShapeError(f"conv1d weight must be (out, in/groups, k), got shape {weight.shape}")
+    padding = _single(padding, "padding")
+    out = conv2d(_as_image(x, "conv1d"), fnp.expand_dims(weight, -2), bias, (1, _single(stride, "stride")),
+                 padding if isinstance(padding, str) else (0, padding), (1, _single(dilation, "dilation")), groups)
+    return fnp.squeeze(out, -2)
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1):
+    stride = kernel_size if stride is None else stride
+    out = max_pool2d(_as_image(x, "max_pool1d"), (1, _single(kernel_size, "kernel_size")),
+                     (1, _single(stride, "stride")), (0, _single(padding, "padding")), (1, _single(dilation, "dilation")))
+    return fnp.squeeze(out, -2)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0):
+    stride = kernel_size if stride is None else stride
+    out = avg_pool2d(_as_image(x, "avg_pool1d"), (1, _single(kernel_size, "kernel_size")),
+                     (1, _single(stride, "stride")), (0, _single(padding, "padding")))
+    return fnp.squeeze(out, -2)
+
+
 def _pool_args(kernel_size, stride, padding, dilation):
     kernel = _pair(kernel_size, "kernel_size")
     stride = kernel if stride is None else _pair(stride, "stride")

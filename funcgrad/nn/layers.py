@@ -106,6 +106,37 @@ class Conv2d(Module):
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
+class Conv1d(Module):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, *, key, dtype=dtypes.float32):
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
+        k_w, k_b = random.split(key)
+        shape = (out_channels, in_channels // groups, F._single(kernel_size, "kernel_size"))
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.weight = init.kaiming_uniform(k_w, shape, dtype)
+        self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
+
+    def __call__(self, x, *, key=None):
+        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class MaxPool1d(Module):
+    def __init__(self, kernel_size: int, stride=None, padding=0, dilation=1):
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+
+    def __call__(self, x, *, key=None):
+        return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size: int, stride=None, padding=0):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def __call__(self, x, *, key=None):
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding)
+
+
 class MaxPool2d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
         self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
