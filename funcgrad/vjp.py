@@ -494,8 +494,8 @@ class JVPTracer(Tracer):
 class JVPTrace(Trace):
     __slots__ = ()
 
-    def process(self, prim, args, params):
-        self.check_alive()
+    def unbox(self, args) -> tuple[list, list]:
+        """Primals one level down, and this level's tangents (None for constants)."""
         primals, tangents = [], []
         for a in args:
             if type(a) is JVPTracer and a._trace is self:
@@ -504,6 +504,11 @@ class JVPTrace(Trace):
             else:
                 primals.append(a)
                 tangents.append(None)
+        return primals, tangents
+
+    def process(self, prim, args, params):
+        self.check_alive()
+        primals, tangents = self.unbox(args)
         out = bind(prim, *primals, **params)
         if not is_differentiable_output(prim, out):
             return out
@@ -535,14 +540,8 @@ class JVPTrace(Trace):
         self.check_alive()
         nondiff = [args[i] for i in fn.nondiff_argnums]
         leaves, in_tree = tree_flatten(fn.diff_args(args))
-        primals, tangents = [], []
-        for a in leaves:
-            if type(a) is JVPTracer and a._trace is self:
-                primals.append(a._primal)
-                tangents.append(a.tangent)
-            else:
-                primals.append(a)
-                tangents.append(_zeros_like(a))
+        primals, tangents = self.unbox(leaves)
+        tangents = [_zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
         out, t_out = fn.jvp_rule(*nondiff, tuple(in_tree.unflatten(primals)), tuple(in_tree.unflatten(tangents)))
         out_leaves, out_tree = tree_flatten(out)
         t_leaves, t_tree = tree_flatten(t_out)

@@ -21,16 +21,9 @@ from .copy import compact
 SWEEPS = 60  # Jacobi sweeps; convergence is quadratic, so float64 needs well under 20 in practice
 
 
-@cache
-def _solve_source(dtype: np.dtype) -> str:
-    t = cast(dtype)
-    return f"""@cuda.jit(cache=True)
-def kernel(lu, x, batch, n, k):
-    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
-        A = m * n * n
-        X = m * n * k
-        for col in range(n):
-            pivot = col
+# Partial pivoting, shared by solve and slogdet: the row (at or below col) with the largest
+# magnitude in column col is swapped into place in the thread's LU workspace.
+_PIVOT = """            pivot = col
             best = abs(lu[A + col * n + col])
             for r in range(col + 1, n):
                 v = abs(lu[A + r * n + col])
@@ -41,7 +34,20 @@ def kernel(lu, x, batch, n, k):
                 for c in range(n):
                     tmp = lu[A + col * n + c]
                     lu[A + col * n + c] = lu[A + pivot * n + c]
-                    lu[A + pivot * n + c] = tmp
+                    lu[A + pivot * n + c] = tmp"""
+
+
+@cache
+def _solve_source(dtype: np.dtype) -> str:
+    t = cast(dtype)
+    return f"""@cuda.jit(cache=True)
+def kernel(lu, x, batch, n, k):
+    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+        A = m * n * n
+        X = m * n * k
+        for col in range(n):
+{_PIVOT}
+            if pivot != col:
                 for c in range(k):
                     tmp = x[X + col * k + c]
                     x[X + col * k + c] = x[X + pivot * k + c]
@@ -73,19 +79,9 @@ def kernel(lu, out, batch, n):
         sign = {t}(1)
         logdet = {t}(0)
         for col in range(n):
-            pivot = col
-            best = abs(lu[A + col * n + col])
-            for r in range(col + 1, n):
-                v = abs(lu[A + r * n + col])
-                if v > best:
-                    best = v
-                    pivot = r
+{_PIVOT}
             if pivot != col:
                 sign = -sign
-                for c in range(n):
-                    tmp = lu[A + col * n + c]
-                    lu[A + col * n + c] = lu[A + pivot * n + c]
-                    lu[A + pivot * n + c] = tmp
             d = lu[A + col * n + col]
             if d == 0:
                 sign = {t}(0)
