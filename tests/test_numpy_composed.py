@@ -277,3 +277,19 @@ def test_array_methods_follow_numpy():
     assert_close(x.real, M)
     assert np.array_equal(np.asarray(x.imag), np.zeros_like(M))
     assert x.block_until_ready() is x and str(x.cpu().device) == "cpu"
+
+
+def test_vectorize_apply_along_axis_and_ix():
+    dot = fnp.vectorize(lambda a, b: fnp.dot(a, b), signature="(n),(n)->()")
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
+    assert_close(dot(a, b), a @ b)
+    assert_close(fnp.vectorize(lambda x, y: x + 2 * y)(V[:, None], V[:3]), V[:, None] + 2 * V[:3])
+    assert fnp.vectorize(lambda m, v: m @ v, signature="(m,n),(n)->(m)")(np.ones((5, 2, 3)), np.ones(3)).shape == (5, 2)
+    scaled = fnp.vectorize(lambda x, k: x * k, excluded={1})
+    assert_close(scaled(V, 3.0), V * 3)
+    assert_close(fnp.apply_along_axis(lambda r: fnp.stack([r.min(), r.max()]), 1, C),
+                 np.apply_along_axis(lambda r: np.stack([r.min(), r.max()]), 1, C))
+    assert_close(fnp.apply_along_axis(lambda r: fnp.outer(r, r), 0, C), np.apply_along_axis(lambda r: np.outer(r, r), 0, C))
+    assert [i.tolist() for i in fnp.ix_([0, 1], [2, 3])] == [i.tolist() for i in np.ix_([0, 1], [2, 3])]
+    with pytest.raises(ValueError, match="invalid gufunc signature"):
+        fnp.vectorize(lambda a: a, signature="(n)")(V)

@@ -8,7 +8,9 @@ nonzero/argwhere/flatnonzero accept size= to stay traceable.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
+import re
 from typing import Sequence
 
 import ml_dtypes
@@ -19,6 +21,8 @@ from ..array import Array, ArrayBase
 from ..errors import ShapeError
 from ..ops import prng
 from ..trace import bind
+from ..tree import tree_map
+from ..vmap import vmap
 from .. import numpy as fnp
 
 __all__ = [
@@ -40,6 +44,7 @@ __all__ = [
     "result_type", "can_cast", "finfo", "iinfo", "dtype", "isscalar", "issubdtype", "select", "choose",
     "piecewise", "compress", "extract", "delete", "resize", "block", "trim_zeros", "gcd", "lcm", "frexp",
     "matrix_transpose", "permute_dims", "vecdot", "fill_diagonal", "lexsort", "argpartition", "partition",
+    "vectorize", "apply_along_axis", "ix_",
 ]
 
 
@@ -1390,3 +1395,61 @@ def frexp(x):
     mantissa, exponent = np.frexp(_concrete(fnp._float_arg(x), "frexp"))
     return Array(mantissa), Array(exponent.astype(np.int32))
 
+
+# ==== mapping a function over arrays (through vmap) ==============================================================
+def _parse_signature(signature: str):
+    """'(m,n),(n)->(m)' -> ([('m', 'n'), ('n',)], [('m',)])."""
+    try:
+        ins, outs = signature.replace(" ", "").split("->")
+        parse = lambda part: [tuple(d for d in group.split(",") if d) for group in re.findall(r"\(([^)]*)\)", part)]  # noqa: E731
+        return parse(ins), parse(outs)
+    except ValueError:
+        raise ValueError(f"invalid gufunc signature {signature!r}; expected e.g. '(m,n),(n)->(m)'") from None
+
+
+def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
+    """jnp.vectorize: pyfunc mapped over the broadcast leading ("loop") axes of its arguments with
+    vmap; signature names each argument's trailing core axes, e.g. '(n),(n)->()'."""
+    @functools.wraps(pyfunc)
+    def wrapped(*args, **kwargs):
+        fixed = {i: a for i, a in enumerate(args) if i in excluded}
+        mapped = [fnp.asarray(a) for i, a in enumerate(args) if i not in excluded]
+        cores = _parse_signature(signature)[0] if signature else [()] * len(mapped)
+        if len(cores) != len(mapped):
+            raise ValueError(f"vectorize: signature {signature!r} names {len(cores)} inputs, got {len(mapped)}")
+        for a, core in zip(mapped, cores):
+            if a.ndim < len(core):
+                raise ShapeError(f"vectorize: an input of shape {a.shape} has fewer axes than its core dims {core}")
+        loop_shape = np.broadcast_shapes(*[tuple(a.shape[:a.ndim - len(c)]) for a, c in zip(mapped, cores)])
+        flat = [fnp.reshape(fnp.broadcast_to(a, loop_shape + tuple(a.shape[a.ndim - len(c):])),
+                            (-1,) + tuple(a.shape[a.ndim - len(c):])) for a, c in zip(mapped, cores)]
+
+        def call(*inner):
+            it = iter(inner)
+            full = [fixed[i] if i in fixed else next(it) for i in range(len(args))]
+            return pyfunc(*full, **kwargs)
+        count = int(np.prod(loop_shape, dtype=np.int64))
+        if count == 0:
+            raise ValueError("vectorize: the broadcast loop shape has no elements")
+        out = vmap(call)(*flat)
+        return tree_map(lambda o: fnp.reshape(o, loop_shape + tuple(o.shape[1:])), out)
+    return wrapped
+
+
+def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
+    """func1d applied to every 1-D slice of arr along axis (through vmap); the slice's result
+    axes replace that axis, as in NumPy."""
+    arr = fnp.asarray(arr)
+    axis = fnp._normalize_axis(axis, arr.ndim)
+    moved = fnp.moveaxis(arr, axis, -1)
+    rows = fnp.reshape(moved, (-1, moved.shape[-1]))
+    out = vmap(lambda row: fnp.asarray(func1d(row, *args, **kwargs)))(rows)
+    out = fnp.reshape(out, moved.shape[:-1] + tuple(out.shape[1:]))
+    result_axes = out.ndim - (arr.ndim - 1)
+    return fnp.moveaxis(out, tuple(range(arr.ndim - 1, out.ndim)), tuple(range(axis, axis + result_axes))) \
+        if result_axes else out
+
+
+def ix_(*args) -> tuple:
+    """Open-mesh index arrays from 1-D sequences (np.ix_)."""
+    return tuple(Array(a) for a in np.ix_(*[_concrete(a, "ix_") for a in args]))
