@@ -114,3 +114,16 @@ def test_conv1d_and_1d_pools_match_loops():
     assert layer(x.astype(np.float32)).shape == (2, 8, 11) and nn.MaxPool1d(2)(x).shape == (2, 4, 5)
     with pytest.raises(fg.ShapeError, match=r"\(N, C, L\)"):
         nn.conv1d(np.ones(5), w)
+
+
+def test_module_introspection_and_functional_replace():
+    key = fg.random.key(0)
+    model = nn.Sequential([nn.Linear(2, 3, key=key), nn.relu, nn.Sequential([nn.Linear(3, 1, key=key)])])
+    assert [name for name, _ in model.named_modules()] == ["", "layers.0", "layers.2", "layers.2.layers.0"]
+    assert len(model.children()) == 2 and len(model.modules()) == 4
+    first = model.layers[0]
+    no_bias = first.replace(bias=None)
+    assert no_bias.bias is None and first.bias is not None and no_bias.weight is first.weight
+    assert len(fg.tree_leaves(no_bias)) == 1
+    with pytest.raises(AttributeError, match="has no attributes \\['colour'\\]"):
+        first.replace(colour=1)

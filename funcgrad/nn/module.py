@@ -62,6 +62,31 @@ class Module:
                 continue
             yield from _named(value, f"{prefix}{name}")
 
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+        """(dotted name, module) for this module ('' or prefix) and every module inside it."""
+        yield prefix, self
+        for name, value in vars(self).items():
+            for i, child in _submodules(value):
+                path = f"{prefix}.{name}" if prefix else name
+                yield from child.named_modules(f"{path}.{i}" if i is not None else path)
+
+    def modules(self) -> list["Module"]:
+        return [m for _, m in self.named_modules()]
+
+    def children(self) -> list["Module"]:
+        """The modules held directly by this one (in attributes, or lists/tuples of them)."""
+        return [child for value in vars(self).values() for _, child in _submodules(value)]
+
+    def replace(self, **changes) -> "Module":
+        """A copy with some attributes replaced (modules are values: update by copying)."""
+        unknown = sorted(set(changes) - set(vars(self)))
+        if unknown:
+            raise AttributeError(f"{type(self).__name__} has no attributes {unknown}; it has {sorted(vars(self))}")
+        obj = object.__new__(type(self))
+        for name, value in {**vars(self), **changes}.items():
+            object.__setattr__(obj, name, value)
+        return obj
+
     def parameters(self) -> list:
         return [p for _, p in self.named_parameters()]
 
@@ -108,6 +133,15 @@ def _short(value) -> str:
     if callable(value) and not isinstance(value, Module) and hasattr(value, "__name__"):
         return value.__name__
     return repr(value)
+
+
+def _submodules(value):
+    """(index or None, module) for a module attribute, or the modules in a list/tuple of them."""
+    if isinstance(value, Module):
+        return [(None, value)]
+    if isinstance(value, (list, tuple)):
+        return [(i, v) for i, v in enumerate(value) if isinstance(v, Module)]
+    return []
 
 
 def _named(value, name: str):
