@@ -127,3 +127,35 @@ def test_module_introspection_and_functional_replace():
     assert len(fg.tree_leaves(no_bias)) == 1
     with pytest.raises(AttributeError, match="has no attributes \\['colour'\\]"):
         first.replace(colour=1)
+
+
+def _conv_transpose_reference(x, w, stride, padding, output_padding):
+    n, cin, h, wd = x.shape
+    k = w.shape[-1]
+    full = np.zeros((n, w.shape[1], (h - 1) * stride + k + output_padding, (wd - 1) * stride + k + output_padding))
+    for i in range(h):
+        for j in range(wd):  # each input pixel scatters a weighted kernel
+            full[:, :, i * stride:i * stride + k, j * stride:j * stride + k] += np.einsum("nc,cokl->nokl", x[:, :, i, j], w)
+    return full[:, :, padding:full.shape[2] - padding, padding:full.shape[3] - padding]
+
+
+def test_conv_transpose_adaptive_pool_and_interpolate():
+    x = RNG.standard_normal((2, 3, 4, 5))
+    w = RNG.standard_normal((3, 2, 3, 3))
+    for stride, padding, extra in [(1, 0, 0), (2, 1, 1), (3, 0, 2)]:
+        got = nn.conv_transpose2d(x, w, None, stride, padding, extra)
+        expected = _conv_transpose_reference(x, w, stride, padding, extra)
+        assert got.shape == expected.shape
+        assert_close(got, expected, rtol=1e-10, atol=1e-12)
+    fg.check_grads(lambda xx, ww: nn.conv_transpose2d(xx, ww, None, 2, 1), (x, w), order=1)
+    pooled = nn.adaptive_avg_pool2d(x, (2, 3))
+    for i, (r0, r1) in enumerate([(0, 2), (2, 4)]):
+        for j, (c0, c1) in enumerate([(0, 2), (1, 4), (3, 5)]):
+            assert_close(pooled[:, :, i, j], x[:, :, r0:r1, c0:c1].mean(axis=(2, 3)))
+    assert_close(nn.interpolate(x, scale_factor=2), x.repeat(2, axis=2).repeat(2, axis=3))
+    small = RNG.standard_normal((1, 1, 2, 2))
+    up = np.asarray(nn.interpolate(small, size=(3, 3), mode="bilinear", align_corners=True))
+    assert_close(up[0, 0, 1, 1], small.mean()) and assert_close(up[0, 0, 0, 2], small[0, 0, 0, 1])
+    fg.check_grads(lambda v: nn.interpolate(v, size=(5, 7), mode="bilinear"), (x,), order=1)
+    with pytest.raises(ValueError, match="exactly one of size and scale_factor"):
+        nn.interpolate(x)

@@ -1,6 +1,8 @@
 """Activations as functions, each a fused primitive (one stable pass forward, one rule back)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as fg_dtypes
@@ -235,6 +237,87 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0):
     out = avg_pool2d(_as_image(x, "avg_pool1d"), (1, _single(kernel_size, "kernel_size")),
                      (1, _single(stride, "stride")), (0, _single(padding, "padding")))
     return fnp.squeeze(out, -2)
+
+
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
+    """torch.nn.functional.conv_transpose2d: weight (in, out/groups, kh, kw). It is, by definition,
+    the transpose of conv2d with that weight read as (out=in, in=out/groups): computed here as that
+    conv2d's vector-Jacobian product, so its own gradients come from the same rules."""
+    from ..vjp import vjp
+    x, unbatched = _batched_image(x, "conv_transpose2d")
+    weight = fnp.asarray(weight)
+    if weight.ndim != 4 or weight.shape[0] != x.shape[1]:
+        raise fg_errors.ShapeError(f"conv_transpose2d: weight must be (in={x.shape[1]}, out/groups, kh, kw), got "
+                                   f"shape {weight.shape}")
+    stride, padding, dilation = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
+    extra = _pair(output_padding, "output_padding")
+    if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
+        raise ValueError(f"output_padding {extra} must be smaller than stride {stride} or dilation {dilation}")
+    kh, kw = weight.shape[2:]
+    out_hw = tuple((n - 1) * s - 2 * p + d * (k - 1) + e + 1
+                   for n, s, p, d, k, e in zip(x.shape[2:], stride, padding, dilation, (kh, kw), extra))
+    x, weight = fnp._common((x, weight))
+    shape = (x.shape[0], weight.shape[1] * groups) + out_hw
+    _, pullback = vjp(lambda y: conv2d(y, weight, None, stride, padding, dilation, groups),
+                      fnp.zeros(shape, x.dtype, device=x.device))
+    (out,) = pullback(x)
+    if bias is not None:
+        out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
+    return out[0] if unbatched else out
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """Mean over PyTorch's adaptive windows: output cell i covers [floor(i H / out), ceil((i+1) H / out))."""
+    x, unbatched = _batched_image(x, "adaptive_avg_pool2d")
+    out_h, out_w = _pair(output_size, "output_size") if output_size is not None else x.shape[2:]
+    rows = []
+    for i in range(out_h):
+        r0, r1 = (i * x.shape[2]) // out_h, -(-((i + 1) * x.shape[2]) // out_h)
+        cells = [fnp.mean(x[:, :, r0:r1, (j * x.shape[3]) // out_w:-(-((j + 1) * x.shape[3]) // out_w)], axis=(2, 3))
+                 for j in range(out_w)]
+        rows.append(fnp.stack(cells, axis=-1))
+    out = fnp.stack(rows, axis=-2)
+    return out[0] if unbatched else out
+
+
+def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """Resize (N, C, H, W) images as torch.nn.functional.interpolate: mode 'nearest' or 'bilinear'
+    (align_corners False by default, as there)."""
+    x = fnp.asarray(x)
+    if x.ndim != 4:
+        raise fg_errors.ShapeError(f"interpolate expects (N, C, H, W) input, got shape {x.shape}")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate needs exactly one of size and scale_factor")
+    in_hw = x.shape[2:]
+    if size is not None:
+        out_hw = _pair(size, "size")
+        scales = tuple(i / o for i, o in zip(in_hw, out_hw))
+    else:
+        factors = (scale_factor, scale_factor) if np.ndim(scale_factor) == 0 else tuple(scale_factor)
+        out_hw = tuple(int(math.floor(n * f)) for n, f in zip(in_hw, factors))
+        scales = tuple(1.0 / f for f in factors)
+    if mode == "nearest":
+        rows = np.minimum(np.floor(np.arange(out_hw[0]) * scales[0]).astype(np.int64), in_hw[0] - 1)
+        cols = np.minimum(np.floor(np.arange(out_hw[1]) * scales[1]).astype(np.int64), in_hw[1] - 1)
+        return fnp.take(fnp.take(x, rows, axis=2), cols, axis=3)
+    if mode != "bilinear":
+        raise ValueError(f"interpolate mode must be 'nearest' or 'bilinear', got {mode!r}")
+    x = fnp._float_arg(x)
+
+    def axis_weights(n_in, n_out, scale):
+        if align_corners:
+            src = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            src = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
+        lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        hi = np.minimum(lo + 1, n_in - 1)
+        frac = (src - lo).astype(x.dtype)
+        return lo, hi, frac
+    (r0, r1, fr), (c0, c1, fc) = axis_weights(in_hw[0], out_hw[0], scales[0]), axis_weights(in_hw[1], out_hw[1], scales[1])
+    top, bottom = fnp.take(x, r0, axis=2), fnp.take(x, r1, axis=2)
+    rows = top + (bottom - top) * fr[:, None]
+    left, right = fnp.take(rows, c0, axis=3), fnp.take(rows, c1, axis=3)
+    return left + (right - left) * fc
 
 
 def _pool_args(kernel_size, stride, padding, dilation):

@@ -106,6 +106,43 @@ class Conv2d(Module):
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
+class ConvTranspose2d(Module):
+    """torch.nn.ConvTranspose2d: weight (in_channels, out_channels/groups, kh, kw)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, *, key, dtype=dtypes.float32):
+        kh, kw_ = F._pair(kernel_size, "kernel_size")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
+        k_w, k_b = random.split(key)
+        shape = (in_channels, out_channels // groups, kh, kw_)
+        self.stride, self.padding, self.output_padding = stride, padding, output_padding
+        self.groups, self.dilation = groups, dilation
+        # PyTorch initialises from the fan-in of the weight as laid out: out_channels/groups * kh * kw
+        self.weight = init.kaiming_uniform(k_w, shape, dtype)
+        self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
+
+    def __call__(self, x, *, key=None):
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        self.output_size = output_size
+
+    def __call__(self, x, *, key=None):
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+
+class Upsample(Module):
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+        self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
+
+    def __call__(self, x, *, key=None):
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+
+
 class Conv1d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, *, key, dtype=dtypes.float32):
