@@ -159,3 +159,13 @@ def test_conv_transpose_adaptive_pool_and_interpolate():
     fg.check_grads(lambda v: nn.interpolate(v, size=(5, 7), mode="bilinear"), (x,), order=1)
     with pytest.raises(ValueError, match="exactly one of size and scale_factor"):
         nn.interpolate(x)
+
+
+def test_loss_objects_call_their_functions_with_their_options():
+    labels = np.array([0, 2, 1, 4])
+    criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")
+    assert_close(criterion(P, labels), nn.cross_entropy(P, labels, label_smoothing=0.1, reduction="sum"))
+    assert_close(nn.MSELoss()(P, Q), ((P - Q) ** 2).mean())
+    assert_close(nn.HuberLoss(delta=0.5)(P, Q), nn.huber_loss(P, Q, delta=0.5))
+    assert_close(nn.BCEWithLogitsLoss(pos_weight=2.0)(P, Q > 0), nn.binary_cross_entropy_with_logits(P, Q > 0, pos_weight=2.0))
+    assert "label_smoothing=0.1" in repr(criterion)

@@ -12,8 +12,9 @@ from .functional import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d, celu, conv
 from .layers import (ELU, GELU, MLP, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Embedding, Flatten, GroupNorm, Identity, Lambda,
                      LayerNorm, LeakyReLU, Linear, LogSoftmax, MaxPool1d, MaxPool2d, Mish, MultiHeadAttention, ReLU, RMSNorm,
                      Sequential, Sigmoid, SiLU, Softmax, Softplus, Tanh, TransformerBlock, Upsample)
-from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
-                     l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+from .losses import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
+                     SmoothL1Loss, binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss,
+                     kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
@@ -31,4 +32,6 @@ __all__ = [
     "one_hot", "scaled_dot_product_attention",
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",
     "huber_loss", "smooth_l1_loss", "kl_div",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "KLDivLoss", "BCELoss",
+    "BCEWithLogitsLoss",
 ]

@@ -136,3 +136,34 @@ def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
     loss = -(targets * log_p + (1.0 - targets) * log_q)
     return _reduce(loss if weight is None else loss * weight, reduction)
 
+
+
+class _Loss:
+    """A loss as an object holding its options, as torch.nn's loss modules: criterion(input, target)."""
+    fn = staticmethod(mse_loss)
+
+    def __init__(self, **options):
+        self.options = options
+
+    def __call__(self, input, target):  # noqa: A002  (PyTorch's name)
+        return type(self).fn(input, target, **self.options)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.options.items())})"
+
+
+def _loss_class(name: str, fn, doc: str):
+    return type(name, (_Loss,), {"fn": staticmethod(fn), "__doc__": doc})
+
+
+CrossEntropyLoss = _loss_class("CrossEntropyLoss", cross_entropy, "nn.CrossEntropyLoss(reduction=, ignore_index=, "
+                               "label_smoothing=)")
+NLLLoss = _loss_class("NLLLoss", nll_loss, "nn.NLLLoss(reduction=, ignore_index=)")
+MSELoss = _loss_class("MSELoss", mse_loss, "nn.MSELoss(reduction=)")
+L1Loss = _loss_class("L1Loss", l1_loss, "nn.L1Loss(reduction=)")
+HuberLoss = _loss_class("HuberLoss", huber_loss, "nn.HuberLoss(reduction=, delta=)")
+SmoothL1Loss = _loss_class("SmoothL1Loss", smooth_l1_loss, "nn.SmoothL1Loss(reduction=, beta=)")
+KLDivLoss = _loss_class("KLDivLoss", kl_div, "nn.KLDivLoss(reduction=, log_target=)")
+BCELoss = _loss_class("BCELoss", binary_cross_entropy, "nn.BCELoss(weight=, reduction=)")
+BCEWithLogitsLoss = _loss_class("BCEWithLogitsLoss", binary_cross_entropy_with_logits,
+                                "nn.BCEWithLogitsLoss(reduction=, pos_weight=)")
