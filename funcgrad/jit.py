@@ -27,8 +27,8 @@ from .cpu import fusion
 from .errors import ConcretizationError, DeviceMismatchError
 from .ops import linalg as L
 from .ops import shape as S
-from .program import (Const, Eqn, Program, ShapedArray, Var, fresh_var, last_uses, optimize, schedule,
-                      transpose_matmul_outputs)
+from .program import (Const, Eqn, Program, ShapedArray, Var, fold_transposes, fresh_var, last_uses, optimize,
+                      schedule, transpose_matmul_outputs)
 from .trace import Trace, Tracer, annotate, impl_error, user_frame
 from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
@@ -212,7 +212,7 @@ def _fusion_key(eqn: Eqn):
 
 def _lower(program: Program) -> Program:
     """The passes between tracing and code generation."""
-    program = transpose_matmul_outputs(optimize(program), L.matmul_p, S.transpose_p)
+    program = fold_transposes(transpose_matmul_outputs(optimize(program), L.matmul_p, S.transpose_p), S.transpose_p)
     return schedule(program, _fusion_key)
 
 

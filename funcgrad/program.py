@@ -273,3 +273,28 @@ def transpose_matmul_outputs(program: Program, matmul, transpose) -> Program:
         elif e is not None:
             flat.append(e)
     return Program(program.in_vars, flat, program.outs)
+
+
+def fold_transposes(program: Program, transpose) -> Program:
+    """transpose(transpose(x, p1), p2) -> transpose(x, p1 composed with p2), and x itself when that
+    is the identity (backward passes transpose weights back and forth). The first transpose is
+    left to dead-code elimination."""
+    source: dict[int, tuple] = {}  # var id -> (the var it transposes, perm)
+    alias: dict[int, Var] = {}
+    eqns = []
+    for e in program.eqns:
+        inputs = [alias.get(x.id, x) if isinstance(x, Var) else x for x in e.inputs]
+        if e.prim is transpose and isinstance(inputs[0], Var) and inputs[0].id in source:
+            inner, first = source[inputs[0].id]
+            perm = tuple(first[int(i)] for i in e.params["perm"])
+            if perm == tuple(range(len(perm))):
+                alias[e.out.id] = inner
+                continue
+            e = Eqn(transpose, [inner], {"perm": perm}, e.out)
+        else:
+            e = Eqn(e.prim, inputs, e.params, e.out)
+        if e.prim is transpose and isinstance(e.inputs[0], Var):
+            source[e.out.id] = (e.inputs[0], tuple(int(i) for i in e.params["perm"]))
+        eqns.append(e)
+    outs = [alias.get(o.id, o) if isinstance(o, Var) else o for o in program.outs]
+    return eliminate_dead_code(Program(program.in_vars, eqns, outs))

@@ -179,6 +179,16 @@ def test_program_is_optimised_and_printable():
     assert_close(fg.jit(f)(x), np.full(3, 4 * np.sin(1.0) + 5.0))
 
 
+def test_transposes_of_transposes_fold():
+    x = RNG.standard_normal((2, 3, 4))
+    f = lambda a: fnp.transpose(fnp.transpose(a, (1, 2, 0)), (1, 0, 2)) * 2.0  # noqa: E731
+    program = fg.make_program(f, optimized=True)(x)
+    assert [e.prim.name for e in program.eqns].count("transpose") == 1
+    assert_close(fg.jit(f)(x), np.transpose(np.transpose(x, (1, 2, 0)), (1, 0, 2)) * 2)
+    identity = fg.make_program(lambda a: a.T.T + 1.0, optimized=True)(x[0])
+    assert [e.prim.name for e in identity.eqns] == ["add"]
+
+
 def test_generated_code_writes_the_epilogue_into_the_matmul_buffer():
     def f(x, y):
         h = x @ y
