@@ -293,3 +293,23 @@ def test_vectorize_apply_along_axis_and_ix():
     assert [i.tolist() for i in fnp.ix_([0, 1], [2, 3])] == [i.tolist() for i in np.ix_([0, 1], [2, 3])]
     with pytest.raises(ValueError, match="invalid gufunc signature"):
         fnp.vectorize(lambda a: a, signature="(n)")(V)
+
+
+DEVICE_CASES = {
+    "quantile": lambda a: fnp.quantile(a, [0.1, 0.9], axis=1),
+    "cumprod_roll_diff": lambda a: fnp.cumprod(a, axis=1) + fnp.roll(a, 1, axis=1) + fnp.pad(fnp.diff(a), ((0, 0), (0, 1)),
+                                                                                             mode="edge"),
+    "isin_histogram": lambda a: fnp.histogram(a, 3)[0] + fnp.sum(fnp.isin(fnp.round(a), [0.0, 1.0])),
+    "interp_searchsorted": lambda a: fnp.interp(a, fnp.sort(fnp.ravel(a)), fnp.sort(fnp.ravel(a)) * 2.0),
+    "bilinear": lambda a: fg.nn.interpolate(a[None, None], size=(5, 7), mode="bilinear"),
+}
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+@pytest.mark.parametrize("name", DEVICE_CASES)
+def test_composed_functions_run_on_the_device(name):
+    """Constants the functions make (index vectors, quantiles, interpolation weights) follow the data."""
+    host = fg.asarray(RNG.standard_normal((3, 4)).astype(np.float32))
+    on_device = DEVICE_CASES[name](fg.device_put(host, "cuda"))
+    assert on_device.device == "cuda:0"
+    assert_close(on_device.numpy(), DEVICE_CASES[name](host), rtol=1e-5, atol=1e-5)

@@ -311,11 +311,11 @@ def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_co
             src = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
         lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
         hi = np.minimum(lo + 1, n_in - 1)
-        frac = (src - lo).astype(x.dtype)
+        frac = fnp._placed(fnp.asarray((src - lo).astype(x.dtype)), x.device)  # beside the image
         return lo, hi, frac
     (r0, r1, fr), (c0, c1, fc) = axis_weights(in_hw[0], out_hw[0], scales[0]), axis_weights(in_hw[1], out_hw[1], scales[1])
     top, bottom = fnp.take(x, r0, axis=2), fnp.take(x, r1, axis=2)
-    rows = top + (bottom - top) * fr[:, None]
+    rows = top + (bottom - top) * fnp.expand_dims(fr, -1)
     left, right = fnp.take(rows, c0, axis=3), fnp.take(rows, c1, axis=3)
     return left + (right - left) * fc
 

@@ -566,13 +566,13 @@ def take(a, indices, axis: int | None = None):
     if axis is None:
         a, axis = ravel(a), 0
     axis = _normalize_axis(axis, a.ndim)
-    idx = _index_array(indices)
+    idx = _index_array(indices, a.device)
     return bind(S.gather_p, a, idx, spec=(("s", None, None, None),) * axis + (("a",),))
 
 
 def take_along_axis(a, indices, axis: int):
     a = asarray(a)
-    idx = _index_array(indices)
+    idx = _index_array(indices, a.device)
     axis = _normalize_axis(axis, a.ndim)
     if idx.ndim != a.ndim:
         raise ShapeError(f"take_along_axis: indices of rank {idx.ndim} for an array of rank {a.ndim}")
@@ -587,9 +587,10 @@ def take_along_axis(a, indices, axis: int):
     return bind(S.gather_p, a, *arrays, spec=(("a",),) * a.ndim)
 
 
-def _index_array(indices):
-    """Integer indices as an Array (or a tracer, under jit); lists and NumPy arrays convert."""
-    idx = indices if isinstance(indices, ArrayBase) else asarray(np.asarray(indices))
+def _index_array(indices, device=None):
+    """Integer indices as an Array (or a tracer, under jit); lists and NumPy arrays convert, and
+    go to `device` (the indexed array's) when given: index constants follow the data."""
+    idx = indices if isinstance(indices, ArrayBase) else _placed(asarray(np.asarray(indices)), device)
     if idx.dtype.kind not in "iu":
         raise IndexError(f"indices must be integers, got dtype {idx.dtype}")
     return idx

@@ -63,6 +63,12 @@ def _concrete(x, what: str) -> np.ndarray:
     return np.asarray(x)
 
 
+def _beside(values, ref):
+    """values as an Array on ref's device: constants the caller passes as lists or NumPy arrays
+    (quantiles, test elements) follow the data, as index constants do."""
+    return values if isinstance(values, ArrayBase) else fnp._placed(fnp.asarray(values), ref.device)
+
+
 # ==== stacking and splitting ===========================================================================
 def atleast_1d(*arys):
     out = [fnp.reshape(a, (1,)) if fnp.asarray(a).ndim == 0 else fnp.asarray(a) for a in arys]
@@ -566,7 +572,7 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan):
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"quantile method must be one of {_QUANTILE_METHODS}, got {method!r}")
     a = fnp._float_arg(a)
-    q = fnp.asarray(q, dtype=a.dtype) if not isinstance(q, ArrayBase) else fnp.astype(q, a.dtype)
+    q = fnp.astype(_beside(q, a), a.dtype)
     concrete_q = fnp.concrete_or_none(q)
     if concrete_q is not None and ((concrete_q < 0) | (concrete_q > 1)).any():
         raise ValueError(f"quantiles must be in the range [0, 1], got {concrete_q}")
@@ -832,9 +838,9 @@ def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # n
             lo, hi = (fnp.asarray(float(v), a.dtype) for v in range)
         same = hi == lo  # NumPy widens an empty range by half a unit each way
         lo, hi = fnp.where(same, lo - 0.5, lo), fnp.where(same, hi + 0.5, hi)
-        edges = lo + (hi - lo) * fnp.linspace(0, 1, int(bins) + 1, dtype=a.dtype)
+        edges = lo + (hi - lo) * fnp.linspace(0, 1, int(bins) + 1, dtype=a.dtype, device=a.device)
     else:
-        edges = fnp.astype(fnp.asarray(bins), a.dtype)
+        edges = fnp.astype(_beside(bins, a), a.dtype)
     n = edges.shape[0] - 1
     idx = searchsorted(edges, a, side="right") - 1
     idx = fnp.where(a == edges[-1], n - 1, idx)
@@ -890,7 +896,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
 
 def isin(element, test_elements, assume_unique: bool = False, invert: bool = False):
     element = fnp.asarray(element)
-    tests = fnp.ravel(test_elements)
+    tests = fnp.ravel(_beside(test_elements, element))
     found = fnp.any(fnp.equal(fnp.expand_dims(element, -1), tests), axis=-1)
     return ~found if invert else found
 
