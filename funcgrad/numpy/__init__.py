@@ -814,6 +814,10 @@ def allclose(a, b, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
     return bool(np.allclose(np.asarray(asarray(a)), np.asarray(asarray(b)), rtol=rtol, atol=atol))
 
 
-from ._composed import *  # noqa: E402,F401,F403  (the rest of jax.numpy's surface, composed from the above)
+# the rest of jax.numpy's surface, composed from the functions above
+from ._shapes import *  # noqa: E402,F401,F403
+from ._math import *  # noqa: E402,F401,F403
+from ._statistics import *  # noqa: E402,F401,F403
+from ._signal import *  # noqa: E402,F401,F403
 from .. import _methods  # noqa: E402,F401  (attaches operators and methods to Array and tracers)
 from . import linalg  # noqa: E402,F401  (fnp.linalg)

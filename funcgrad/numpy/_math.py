@@ -1,0 +1,303 @@
+"""Elementwise math beyond the primitives (logaddexp, hypot, fmod, sinc, ...), dtype helpers and the
+integer helpers that need concrete values (gcd, lcm, frexp)."""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from .. import dtypes
+from .. import numpy as fnp
+from ..array import Array, ArrayBase
+from ..ops import prng
+from ..trace import bind
+from ._util import _concrete
+
+__all__ = [
+    "isclose", "array_equal", "array_equiv", "logaddexp", "logaddexp2", "exp2", "cbrt", "copysign", "signbit",
+    "deg2rad", "radians", "rad2deg", "degrees", "fabs", "fmax", "fmin", "fmod", "heaviside", "hypot", "float_power",
+    "ldexp", "rint", "around", "fix", "sinc", "nan_to_num", "conj", "conjugate", "real", "imag", "angle",
+    "iscomplexobj", "isreal", "isrealobj", "positive", "bitwise_not", "bitwise_invert", "promote_types",
+    "result_type", "can_cast", "finfo", "iinfo", "dtype", "isscalar", "issubdtype", "gcd", "lcm", "frexp",
+]
+
+
+def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    a, b = fnp._pair(a, b)
+    a, b = fnp.asarray(a), fnp.asarray(b)
+    if not dtypes.is_float(a.dtype):
+        return fnp.equal(a, b)
+    close = fnp.less_equal(fnp.abs(a - b), atol + rtol * fnp.abs(b)) & fnp.isfinite(b)
+    close = close | fnp.equal(a, b)
+    return close | (fnp.isnan(a) & fnp.isnan(b)) if equal_nan else close
+
+
+def array_equal(a1, a2, equal_nan: bool = False):
+    a1, a2 = fnp.asarray(a1), fnp.asarray(a2)
+    if a1.shape != a2.shape:
+        return fnp.asarray(False)
+    same = fnp.equal(a1, a2)
+    if equal_nan and dtypes.is_float(a1.dtype):
+        same = same | (fnp.isnan(a1) & fnp.isnan(a2))
+    return fnp.all(same)
+
+
+def array_equiv(a1, a2):
+    a1, a2 = fnp.asarray(a1), fnp.asarray(a2)
+    try:
+        np.broadcast_shapes(a1.shape, a2.shape)
+    except ValueError:
+        return fnp.asarray(False)
+    return fnp.all(fnp.equal(a1, a2))
+
+
+def _log_add(x1, x2, exp, log_scale: float):
+    """top + log(1 + base**(bottom - top)): no overflow, and infinite tops pass through without
+    an inf - inf."""
+    x1, x2 = fnp._pair(fnp._float_arg(x1), x2)
+    x1, x2 = fnp.asarray(x1), fnp._float_arg(x2)
+    top, bottom = fnp.maximum(x1, x2), fnp.minimum(x1, x2)
+    infinite = fnp.isinf(top)
+    finite_top = fnp.where(infinite, np.zeros((), top.dtype), top)
+    return fnp.where(infinite, top, top + fnp.log1p(exp(bottom - finite_top)) / log_scale)
+
+
+def logaddexp(x1, x2):
+    """log(exp(x1) + exp(x2)) without overflow."""
+    return _log_add(x1, x2, fnp.exp, 1.0)
+
+
+def logaddexp2(x1, x2):
+    return _log_add(x1, x2, exp2, math.log(2))
+
+
+def exp2(x):
+    x = fnp._float_arg(x)
+    return fnp.power(np.asarray(2, x.dtype), x)
+
+
+def cbrt(x):
+    x = fnp._float_arg(x)
+    return fnp.sign(x) * fnp.power(fnp.abs(x), 1.0 / 3.0)
+
+
+def signbit(x):
+    """True where the sign bit is set, -0.0 included (read from the bits)."""
+    x = fnp.asarray(x)
+    if dtypes.is_float(x.dtype):
+        as_int = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize]
+        return fnp.less(bind(prng.bitcast_p, x, dtype=as_int), 0)
+    return fnp.less(x, 0) if x.dtype.kind == "i" else fnp.zeros(x.shape, dtypes.bool_, device=x.device)
+
+
+def copysign(x1, x2):
+    x1 = fnp._float_arg(x1)
+    return fnp.where(signbit(fnp.asarray(x2)), -fnp.abs(x1), fnp.abs(x1))
+
+
+def deg2rad(x):
+    return fnp.multiply(fnp._float_arg(x), math.pi / 180)
+
+
+def rad2deg(x):
+    return fnp.multiply(fnp._float_arg(x), 180 / math.pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def fabs(x):
+    return fnp.abs(fnp._float_arg(x))
+
+
+def fmax(x1, x2):
+    """maximum that ignores a NaN when the other operand is a number."""
+    x1, x2 = fnp._pair(x1, x2)
+    x1, x2 = fnp.asarray(x1), fnp.asarray(x2)
+    return fnp.where(fnp.isnan(x2), x1, fnp.where(fnp.isnan(x1), x2, fnp.maximum(x1, x2)))
+
+
+def fmin(x1, x2):
+    x1, x2 = fnp._pair(x1, x2)
+    x1, x2 = fnp.asarray(x1), fnp.asarray(x2)
+    return fnp.where(fnp.isnan(x2), x1, fnp.where(fnp.isnan(x1), x2, fnp.minimum(x1, x2)))
+
+
+def fmod(x1, x2):
+    """C's fmod: the remainder takes the sign of the dividend (remainder takes the divisor's)."""
+    x1, x2 = fnp._pair(x1, x2)
+    rem = fnp.remainder(x1, x2)
+    flip = fnp.not_equal(rem, 0) & fnp.not_equal(signbit(fnp.asarray(x1)), signbit(fnp.asarray(x2)))
+    return fnp.where(flip, rem - x2, rem)
+
+
+def heaviside(x1, x2):
+    x1 = fnp._float_arg(x1)
+    x1, x2 = fnp._pair(x1, x2)
+    step = fnp.where(fnp.less(x1, 0), np.zeros((), x1.dtype), np.ones((), x1.dtype))
+    return fnp.where(fnp.isnan(x1), x1, fnp.where(fnp.equal(x1, 0), x2, step))
+
+
+def hypot(x1, x2):
+    """sqrt(x1^2 + x2^2), scaled by the larger magnitude so it neither overflows nor underflows."""
+    x1, x2 = fnp._pair(fnp._float_arg(x1), x2)
+    a, b = fnp.abs(fnp.asarray(x1)), fnp.abs(fnp._float_arg(x2))
+    big, small = fnp.maximum(a, b), fnp.minimum(a, b)
+    safe = fnp.where(fnp.equal(big, 0), np.ones((), big.dtype), big)
+    ratio = small / safe
+    out = big * fnp.sqrt(1 + ratio * ratio)
+    return fnp.where(fnp.isinf(a) | fnp.isinf(b), np.asarray(np.inf, big.dtype), out)
+
+
+def float_power(x1, x2):
+    return fnp.power(fnp.astype(x1, dtypes.float64), fnp.astype(x2, dtypes.float64))
+
+
+def ldexp(x1, x2):
+    x1 = fnp._float_arg(x1)
+    return x1 * exp2(fnp.astype(x2, x1.dtype))
+
+
+def rint(x):
+    return fnp.round(fnp._float_arg(x))
+
+
+def around(a, decimals: int = 0):
+    return fnp.round(a, decimals)
+
+
+def fix(x):
+    return fnp.trunc(fnp._float_arg(x))
+
+
+def sinc(x):
+    """sin(pi x) / (pi x), 1 at 0 (and a zero derivative there)."""
+    x = fnp._float_arg(x)
+    zero = fnp.equal(x, 0)
+    y = math.pi * fnp.where(zero, np.ones((), x.dtype), x)
+    return fnp.where(zero, np.ones((), x.dtype), fnp.sin(y) / y)
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+    x = fnp.asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return x
+    info = finfo(x.dtype)
+    x = fnp.where(fnp.isnan(x), np.asarray(nan, x.dtype), x)
+    x = fnp.where(fnp.isinf(x) & (x > 0), np.asarray(info.max if posinf is None else posinf, x.dtype), x)
+    return fnp.where(fnp.isinf(x) & (x < 0), np.asarray(info.min if neginf is None else neginf, x.dtype), x)
+
+
+def conj(x):
+    """Arrays are real here: the conjugate is x itself (complex dtypes are not supported)."""
+    return fnp.asarray(x)
+
+
+conjugate = real = conj
+
+
+def imag(x):
+    x = fnp.asarray(x)
+    return fnp.zeros(x.shape, x.dtype, device=x.device)
+
+
+def angle(z, deg: bool = False):
+    z = fnp._float_arg(z)
+    out = fnp.where(fnp.less(z, 0), np.asarray(180.0 if deg else math.pi, z.dtype), np.zeros((), z.dtype))
+    return out
+
+
+def iscomplexobj(x) -> bool:
+    return False
+
+
+def isrealobj(x) -> bool:
+    return True
+
+
+def isreal(x):
+    x = fnp.asarray(x)
+    return fnp.ones(x.shape, dtypes.bool_, device=x.device)
+
+
+def positive(x):
+    return fnp.asarray(x)
+
+
+def bitwise_not(x):
+    return fnp.invert(x)
+
+
+bitwise_invert = bitwise_not
+
+
+def promote_types(type1, type2) -> np.dtype:
+    return dtypes.promote(dtypes.canonicalize(type1), dtypes.canonicalize(type2))
+
+
+def result_type(*arrays_and_dtypes) -> np.dtype:
+    """The dtype binary operations on these would give (Python scalars are weak)."""
+    out = None
+    for x in arrays_and_dtypes:
+        if isinstance(x, (bool, int, float)):
+            continue
+        d = fnp.asarray(x).dtype if not isinstance(x, (np.dtype, type, str)) else dtypes.canonicalize(x)
+        out = d if out is None else dtypes.promote(out, d)
+    if out is None:
+        scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float))]
+        return dtypes.scalar_dtype(scalars[-1]) if scalars else dtypes.default_float
+    for x in arrays_and_dtypes:
+        if isinstance(x, (bool, int, float)) and fnp._weak(x, out) is None:
+            out = dtypes.promote(out, dtypes.scalar_dtype(x))
+    return out
+
+
+def can_cast(from_, to, casting: str = "safe") -> bool:
+    return bool(np.can_cast(fnp.asarray(from_).dtype if isinstance(from_, ArrayBase) else from_,
+                            dtypes.canonicalize(to), casting))
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype, bfloat16 included (ml_dtypes' finfo)."""
+    dt = fnp.asarray(dtype).dtype if isinstance(dtype, ArrayBase) else dtypes.canonicalize(dtype)
+    return ml_dtypes.finfo(dt)
+
+
+def iinfo(int_type):
+    dt = fnp.asarray(int_type).dtype if isinstance(int_type, ArrayBase) else dtypes.canonicalize(int_type)
+    return np.iinfo(dt)
+
+
+def dtype(obj) -> np.dtype:
+    return dtypes.canonicalize(obj)
+
+
+def issubdtype(arg1, arg2) -> bool:
+    """NumPy's issubdtype, with bfloat16 counted as a floating type (as in JAX)."""
+    d = dtypes.canonicalize(arg1)
+    if d in dtypes.low_precision and arg2 in (np.floating, np.inexact, np.number, np.generic):
+        return True
+    return bool(np.issubdtype(d, arg2))
+
+
+def isscalar(element) -> bool:
+    """Python and NumPy scalars, and 0-d arrays (JAX's rule)."""
+    if isinstance(element, ArrayBase):
+        return element.ndim == 0
+    return bool(np.isscalar(element))
+
+
+def gcd(x1, x2):
+    a, b = _concrete(x1, "gcd"), _concrete(x2, "gcd")
+    return Array(np.gcd(a, b))
+
+
+def lcm(x1, x2):
+    a, b = _concrete(x1, "lcm"), _concrete(x2, "lcm")
+    return Array(np.lcm(a, b))
+
+
+def frexp(x):
+    mantissa, exponent = np.frexp(_concrete(fnp._float_arg(x), "frexp"))
+    return Array(mantissa), Array(exponent.astype(np.int32))

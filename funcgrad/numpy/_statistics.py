@@ -1,0 +1,400 @@
+"""NaN-aware reductions, order statistics (quantile, median, ...), searching and counting (searchsorted,
+histogram, nonzero, unique, ...) and covariance.
+
+Functions whose output shape depends on the values (nonzero, unique, ...) need concrete inputs, as in
+JAX: under jit they raise ConcretizationError, and nonzero/argwhere/flatnonzero take size= to stay
+traceable."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes
+from .. import numpy as fnp
+from ..array import Array
+from ..errors import ShapeError
+from ._shapes import atleast_2d, cumprod, diagonal, diff, unravel_index
+from ._util import _beside, _concrete
+
+__all__ = [
+    "nancumsum", "nancumprod", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanargmax",
+    "nanargmin", "quantile", "percentile", "nanquantile", "nanpercentile", "median", "nanmedian", "average", "ptp",
+    "count_nonzero", "searchsorted", "digitize", "bincount", "histogram", "cov", "corrcoef", "nonzero", "argwhere",
+    "flatnonzero", "unique", "isin", "intersect1d", "union1d", "setdiff1d", "trim_zeros", "lexsort", "argpartition",
+    "partition",
+]
+
+
+def nancumsum(a, axis: int | None = None, dtype=None):
+    a = fnp.asarray(a)
+    return fnp.cumsum(_nan_filled(a, 0), axis=axis, dtype=dtype)
+
+
+def nancumprod(a, axis: int | None = None, dtype=None):
+    return cumprod(_nan_filled(fnp.asarray(a), 1), axis=axis, dtype=dtype)
+
+
+def _nan_filled(a, value):
+    return fnp.where(fnp.isnan(a), np.asarray(value, a.dtype), a) if dtypes.is_float(a.dtype) else a
+
+
+def _nan_count(a, axis, keepdims):
+    return fnp.sum(~fnp.isnan(a), axis=axis, keepdims=keepdims)
+
+
+def nansum(a, axis=None, dtype=None, keepdims: bool = False):
+    return fnp.sum(_nan_filled(fnp.asarray(a), 0), axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def nanprod(a, axis=None, dtype=None, keepdims: bool = False):
+    return fnp.prod(_nan_filled(fnp.asarray(a), 1), axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def nanmean(a, axis=None, dtype=None, keepdims: bool = False):
+    a = fnp._float_arg(a) if dtype is None else fnp.astype(a, dtype)
+    return nansum(a, axis, keepdims=keepdims) / _nan_count(a, axis, keepdims)
+
+
+def nanvar(a, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
+    a = fnp._float_arg(a) if dtype is None else fnp.astype(a, dtype)
+    centered = a - nanmean(a, axis, keepdims=True)
+    count = _nan_count(a, axis, keepdims)
+    return nansum(centered * centered, axis, keepdims=keepdims) / fnp.maximum(count - ddof, 0)
+
+
+def nanstd(a, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
+    return fnp.sqrt(nanvar(a, axis, dtype, ddof, keepdims))
+
+
+def _nan_extreme(reduce, fill, a, axis, keepdims):
+    a = fnp.asarray(a)
+    if not dtypes.is_float(a.dtype):
+        return reduce(a, axis=axis, keepdims=keepdims)
+    out = reduce(_nan_filled(a, fill), axis=axis, keepdims=keepdims)
+    return fnp.where(fnp.all(fnp.isnan(a), axis=axis, keepdims=keepdims), np.asarray(np.nan, a.dtype), out)
+
+
+def nanmax(a, axis=None, keepdims: bool = False):
+    return _nan_extreme(fnp.max, -np.inf, a, axis, keepdims)
+
+
+def nanmin(a, axis=None, keepdims: bool = False):
+    return _nan_extreme(fnp.min, np.inf, a, axis, keepdims)
+
+
+def _nan_arg(reduce, fill, a, axis, keepdims):
+    a = fnp.asarray(a)
+    if not dtypes.is_float(a.dtype):
+        return reduce(a, axis=axis, keepdims=keepdims)
+    out = reduce(_nan_filled(a, fill), axis=axis, keepdims=keepdims)
+    return fnp.where(fnp.all(fnp.isnan(a), axis=axis, keepdims=keepdims), np.asarray(-1, out.dtype), out)
+
+
+def nanargmax(a, axis=None, keepdims: bool = False):
+    """argmax ignoring NaN; -1 where a slice is all NaN (JAX's choice; NumPy raises)."""
+    return _nan_arg(fnp.argmax, -np.inf, a, axis, keepdims)
+
+
+def nanargmin(a, axis=None, keepdims: bool = False):
+    return _nan_arg(fnp.argmin, np.inf, a, axis, keepdims)
+
+
+_QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _quantile(a, q, axis, method, keepdims, ignore_nan):
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(f"quantile method must be one of {_QUANTILE_METHODS}, got {method!r}")
+    a = fnp._float_arg(a)
+    q = fnp.astype(_beside(q, a), a.dtype)
+    concrete_q = fnp.concrete_or_none(q)
+    if concrete_q is not None and ((concrete_q < 0) | (concrete_q > 1)).any():
+        raise ValueError(f"quantiles must be in the range [0, 1], got {concrete_q}")
+    axes = fnp._axes(axis, a.ndim)
+    kept = [d for d in range(a.ndim) if d not in axes]
+    x = fnp.transpose(a, kept + list(axes))
+    x = fnp.reshape(x, x.shape[:len(kept)] + (-1,))
+    n = x.shape[-1]
+    x = fnp.sort(x, axis=-1)  # NaN sorts last
+    if ignore_nan:
+        count = fnp.sum(~fnp.isnan(x), axis=-1, keepdims=True)
+    else:
+        count = fnp.full(x.shape[:-1] + (1,), n, dtypes.default_int, device=x.device)
+    qs = fnp.reshape(q, q.shape + (1,) * (x.ndim - 1) + (1,))  # q axes lead, then the kept axes
+    pos = qs * fnp.astype(fnp.maximum(count - 1, 0), a.dtype)
+    lo = fnp.floor(pos)
+    hi = fnp.ceil(pos)
+    if method == "lower":
+        hi = lo
+    elif method == "higher":
+        lo = hi
+    elif method == "nearest":
+        lo = hi = fnp.round(pos)
+    frac = 0.5 if method == "midpoint" else pos - lo
+    xb = fnp.broadcast_to(x, q.shape + x.shape)
+    take = lambda i: fnp.take_along_axis(xb, fnp.astype(fnp.broadcast_to(i, q.shape + x.shape[:-1] + (1,)),  # noqa: E731
+                                                           dtypes.int64), axis=-1)
+    below, above = take(lo), take(hi)
+    out = below + (above - below) * frac
+    out = fnp.squeeze(out, -1)
+    if not ignore_nan:
+        out = fnp.where(fnp.any(fnp.isnan(x), axis=-1), np.asarray(np.nan, a.dtype), out)
+    else:
+        out = fnp.where(fnp.squeeze(count, -1) == 0, np.asarray(np.nan, a.dtype), out)
+    if keepdims:
+        shape = list(a.shape)
+        for d in axes:
+            shape[d] = 1
+        out = fnp.reshape(out, q.shape + tuple(shape))
+    return out
+
+
+def quantile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
+    return _quantile(a, q, axis, interpolation or method, keepdims, ignore_nan=False)
+
+
+def nanquantile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
+    return _quantile(a, q, axis, interpolation or method, keepdims, ignore_nan=True)
+
+
+def percentile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
+    return quantile(a, fnp.divide(q, 100), axis, method, keepdims, interpolation=interpolation)
+
+
+def nanpercentile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
+    return nanquantile(a, fnp.divide(q, 100), axis, method, keepdims, interpolation=interpolation)
+
+
+def median(a, axis=None, keepdims: bool = False):
+    return quantile(a, 0.5, axis, keepdims=keepdims)
+
+
+def nanmedian(a, axis=None, keepdims: bool = False):
+    return nanquantile(a, 0.5, axis, keepdims=keepdims)
+
+
+def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
+    a = fnp._float_arg(a)
+    if weights is None:
+        avg = fnp.mean(a, axis, keepdims=keepdims)
+        count = fnp.full(avg.shape, fnp.size(a) / builtins.max(fnp.size(avg), 1), avg.dtype, device=avg.device)
+        return (avg, count) if returned else avg
+    w = fnp.asarray(weights)
+    if w.shape != a.shape:
+        if axis is None or w.ndim != 1 or not isinstance(axis, (int, np.integer)):
+            raise ShapeError(f"average: weights of shape {w.shape} differ from a's {a.shape}; 1-D weights need "
+                             f"an integer axis")
+        ax = fnp._normalize_axis(axis, a.ndim)
+        if w.shape[0] != a.shape[ax]:
+            raise ShapeError(f"average: {w.shape[0]} weights for axis {ax} of length {a.shape[ax]}")
+        w = fnp.reshape(w, (1,) * ax + (-1,) + (1,) * (a.ndim - ax - 1))
+    w = fnp.broadcast_to(fnp.astype(w, dtypes.promote(w.dtype, a.dtype)), a.shape)
+    total = fnp.sum(w, axis, keepdims=keepdims)
+    avg = fnp.sum(a * w, axis, keepdims=keepdims) / total
+    return (avg, total) if returned else avg
+
+
+def ptp(a, axis=None, keepdims: bool = False):
+    return fnp.max(a, axis, keepdims=keepdims) - fnp.min(a, axis, keepdims=keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims: bool = False):
+    return fnp.sum(fnp.not_equal(a, 0), axis=axis, keepdims=keepdims, dtype=dtypes.int64)
+
+
+def lexsort(keys, axis: int = -1):
+    return Array(np.lexsort([_concrete(k, "lexsort") for k in keys], axis=axis))
+
+
+def argpartition(a, kth: int, axis: int = -1):
+    """Indices that partition a around its kth element (here: a full stable argsort, which is one)."""
+    return fnp.argsort(a, axis)
+
+
+def partition(a, kth: int, axis: int = -1):
+    return fnp.sort(a, axis)
+
+
+def searchsorted(a, v, side: str = "left", sorter=None):
+    """Insertion points of v in the sorted 1-D a; traceable (it counts comparisons)."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    a = fnp.asarray(a)
+    if a.ndim != 1:
+        raise ShapeError(f"searchsorted needs a 1-D sorted array, got shape {a.shape}")
+    if sorter is not None:
+        a = fnp.take(a, sorter)
+    v = fnp.asarray(v)
+    a, v = fnp._common((a, v))
+    concrete_a, concrete_v = fnp.concrete_or_none(a), fnp.concrete_or_none(v)
+    if concrete_a is not None and concrete_v is not None:  # NumPy's binary search when values are known
+        return Array(np.searchsorted(concrete_a, concrete_v, side=side).astype(np.int64))
+    compare = fnp.less if side == "left" else fnp.less_equal
+    below = compare(a, fnp.expand_dims(v, -1))
+    return fnp.sum(below | (fnp.isnan(fnp.expand_dims(v, -1)) & ~fnp.isnan(a)) if dtypes.is_float(a.dtype)
+                   else below, axis=-1, dtype=dtypes.int64)
+
+
+def digitize(x, bins, right: bool = False):
+    bins = fnp.asarray(bins)
+    if bins.ndim != 1:
+        raise ShapeError(f"digitize needs 1-D bins, got shape {bins.shape}")
+    concrete = fnp.concrete_or_none(bins)
+    decreasing = concrete is not None and concrete.size > 1 and concrete[0] > concrete[-1]
+    side = "left" if right else "right"
+    if decreasing:
+        return bins.shape[0] - searchsorted(fnp.flip(bins), x, side=side)
+    return searchsorted(bins, x, side=side)
+
+
+def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
+    x = fnp.asarray(x)
+    if x.ndim != 1 or x.dtype.kind not in "iub":
+        raise ValueError(f"bincount needs a 1-D array of non-negative integers, got {x.dtype} of shape {x.shape}")
+    if length is None:
+        values = _concrete(x, "bincount without length=")
+        if values.size and values.min() < 0:
+            raise ValueError(f"bincount: negative value {values.min()} in x")
+        length = builtins.max(int(values.max()) + 1 if values.size else 0, minlength)
+    w = fnp.ones(x.shape, dtypes.default_int, device=x.device) if weights is None else fnp.asarray(weights)
+    return fnp.zeros((length,), w.dtype, device=w.device).at[x].add(w)
+
+
+def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # noqa: A002
+    """(counts, bin edges); the last bin includes its right edge, as NumPy."""
+    a = fnp.ravel(fnp._float_arg(a))
+    if np.ndim(bins) == 0:
+        if range is None:
+            lo, hi = (fnp.min(a), fnp.max(a)) if a.shape[0] else (fnp.asarray(0.0, a.dtype), fnp.asarray(1.0, a.dtype))
+        else:
+            lo, hi = (fnp.asarray(float(v), a.dtype) for v in range)
+        same = hi == lo  # NumPy widens an empty range by half a unit each way
+        lo, hi = fnp.where(same, lo - 0.5, lo), fnp.where(same, hi + 0.5, hi)
+        edges = lo + (hi - lo) * fnp.linspace(0, 1, int(bins) + 1, dtype=a.dtype, device=a.device)
+    else:
+        edges = fnp.astype(_beside(bins, a), a.dtype)
+    n = edges.shape[0] - 1
+    idx = searchsorted(edges, a, side="right") - 1
+    idx = fnp.where(a == edges[-1], n - 1, idx)
+    inside = (a >= edges[0]) & (a <= edges[-1])
+    w = fnp.ones(a.shape, a.dtype, device=a.device) if weights is None else fnp.ravel(fnp.asarray(weights))
+    counts = fnp.zeros((n,), w.dtype, device=w.device).at[fnp.where(inside, idx, 0)].add(
+        fnp.where(inside, w, np.zeros((), w.dtype)))
+    if density:
+        counts = counts / (fnp.sum(counts) * diff(edges))
+    return counts, edges
+
+
+def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple:
+    """Indices of the non-zero elements, one array per axis. With size= (as in JAX) the result has
+    that length, padded with fill_value (default 0), so it can run under jit."""
+    a = fnp.asarray(a)
+    if a.ndim == 0:
+        raise ValueError("nonzero is not defined for 0-d arrays; use atleast_1d first")
+    if size is None:
+        return tuple(Array(i.astype(np.int64)) for i in np.nonzero(_concrete(a, "nonzero without size=")))
+    flat = fnp.ravel(fnp.not_equal(a, 0))
+    order = fnp.argsort(fnp.astype(~flat, dtypes.int32))[:size]  # stable: the true elements first, in order
+    found = fnp.take(flat, order)
+    if order.shape[0] < size:
+        pad = size - order.shape[0]
+        order = fnp.concatenate([order, fnp.zeros((pad,), order.dtype, device=order.device)])
+        found = fnp.concatenate([found, fnp.zeros((pad,), dtypes.bool_, device=found.device)])
+    fill = (0,) * a.ndim if fill_value is None else tuple(np.broadcast_to(fill_value, (a.ndim,)).tolist())
+    return tuple(fnp.where(found, i, np.asarray(f, np.int64)) for i, f in zip(unravel_index(order, a.shape), fill))
+
+
+def argwhere(a, *, size: int | None = None, fill_value=None):
+    a = fnp.asarray(a)
+    if a.ndim == 0:
+        a = fnp.reshape(a, (1,))
+        return fnp.reshape(nonzero(a, size=size, fill_value=fill_value)[0], (-1, 0))
+    return fnp.stack(nonzero(a, size=size, fill_value=fill_value), axis=-1)
+
+
+def flatnonzero(a, *, size: int | None = None, fill_value=None):
+    return nonzero(fnp.ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def unique(ar, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
+           axis: int | None = None, *, equal_nan: bool = True):
+    values = _concrete(ar, "unique")
+    out = np.unique(values, return_index=return_index, return_inverse=return_inverse, return_counts=return_counts,
+                    axis=axis, equal_nan=equal_nan)
+    if isinstance(out, tuple):
+        return tuple(Array(o) for o in out)
+    return Array(out)
+
+
+def isin(element, test_elements, assume_unique: bool = False, invert: bool = False):
+    element = fnp.asarray(element)
+    tests = fnp.ravel(_beside(test_elements, element))
+    found = fnp.any(fnp.equal(fnp.expand_dims(element, -1), tests), axis=-1)
+    return ~found if invert else found
+
+
+def _set_op(fn, *arrays, what: str, **kw):
+    return Array(fn(*[_concrete(a, what) for a in arrays], **kw))
+
+
+def intersect1d(ar1, ar2, assume_unique: bool = False):
+    return _set_op(np.intersect1d, ar1, ar2, what="intersect1d", assume_unique=assume_unique)
+
+
+def union1d(ar1, ar2):
+    return _set_op(np.union1d, ar1, ar2, what="union1d")
+
+
+def setdiff1d(ar1, ar2, assume_unique: bool = False):
+    return _set_op(np.setdiff1d, ar1, ar2, what="setdiff1d", assume_unique=assume_unique)
+
+
+def trim_zeros(filt, trim: str = "fb"):
+    values = _concrete(filt, "trim_zeros")
+    nz = np.flatnonzero(values)
+    start = nz[0] if ("f" in trim.lower() and nz.size) else (values.size if "f" in trim.lower() else 0)
+    stop = nz[-1] + 1 if ("b" in trim.lower() and nz.size) else (0 if "b" in trim.lower() else values.size)
+    return fnp.asarray(filt)[start:builtins.max(start, stop)]
+
+
+def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: int | None = None, fweights=None,
+        aweights=None):
+    """Covariance matrix of the variables (rows, or columns with rowvar=False)."""
+    x = atleast_2d(fnp._float_arg(m))
+    if not rowvar and x.shape[0] != 1:
+        x = fnp.transpose(x)
+    if y is not None:
+        y = atleast_2d(fnp._float_arg(y))
+        if not rowvar and y.shape[0] != 1:
+            y = fnp.transpose(y)
+        x = fnp.concatenate(fnp._common((x, y)), axis=0)
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        w = fnp.astype(fweights, x.dtype)
+    if aweights is not None:
+        w = fnp.astype(aweights, x.dtype) if w is None else w * fnp.astype(aweights, x.dtype)
+    if w is None:
+        avg = fnp.mean(x, axis=1, keepdims=True)
+        fact = float(n - ddof)
+    else:
+        w_sum = fnp.sum(w)
+        avg = fnp.sum(x * w, axis=1, keepdims=True) / w_sum
+        if aweights is None:
+            fact = w_sum - ddof
+        else:
+            fact = w_sum - ddof * fnp.sum(w * fnp.astype(aweights, x.dtype)) / w_sum
+    centered = x - avg
+    weighted = centered if w is None else centered * w
+    c = fnp.matmul(weighted, fnp.transpose(centered)) / fact
+    return fnp.squeeze(c) if c.shape == (1, 1) else c
+
+
+def corrcoef(x, y=None, rowvar: bool = True):
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return c / c
+    d = fnp.sqrt(diagonal(c))
+    return fnp.clip(c / d[:, None] / d[None, :], -1, 1)

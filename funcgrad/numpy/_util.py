@@ -1,0 +1,28 @@
+"""Helpers the composed functions share: reading concrete values, placing constants beside the data."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import numpy as fnp
+from ..array import ArrayBase
+
+
+def _concrete(x, what: str) -> np.ndarray:
+    """x's values on the host; inside jit this raises ConcretizationError naming `what`."""
+    if isinstance(x, ArrayBase):
+        x = fnp.device_put(x, "cpu") if x.device.platform != "cpu" else x
+        try:
+            return np.asarray(x)
+        except Exception as e:  # ConcretizationError, re-raised with the function named
+            raise type(e)(f"{what} needs concrete values (its output shape depends on them): {e}") from None
+    return np.asarray(x)
+
+
+def _beside(values, ref):
+    """values as an Array on ref's device: constants the caller passes as lists or NumPy arrays
+    (quantiles, test elements) follow the data, as index constants do."""
+    return values if isinstance(values, ArrayBase) else fnp._placed(fnp.asarray(values), ref.device)
+
+
+def _axis_index(ndim: int, axis: int, index) -> tuple:
+    return (slice(None),) * axis + (index,) + (slice(None),) * (ndim - axis - 1)
