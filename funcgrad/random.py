@@ -269,3 +269,14 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=dtypes.float32) -> Arr
     z = normal(key, shape + (d,), compute)
     lower = linalg.cholesky(cov)
     return fnp.astype(mean + fnp.squeeze(fnp.matmul(lower, fnp.expand_dims(z, -1)), -1), dtype)
+
+
+def orthogonal(key, n: int, shape=(), dtype=dtypes.float32) -> Array:
+    """Haar-distributed orthogonal (n, n) matrices: Q of the QR of a normal matrix, its columns'
+    signs fixed by R's diagonal (jax.random.orthogonal)."""
+    from .numpy import linalg
+    dtype, compute = _float_dtype(dtype)
+    z = normal(key, _shape(shape) + (int(n), int(n)), compute)
+    q, r = linalg.qr(z)
+    signs = fnp.where(fnp.diagonal(r, 0, -2, -1) >= 0, 1.0, -1.0)
+    return fnp.astype(q * fnp.expand_dims(signs, -2), dtype)

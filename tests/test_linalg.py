@@ -134,3 +134,27 @@ def test_cuda_kernels_match_the_cpu(dtype):
     grad = fg.grad(lambda m: fnp.sum(fnp.linalg.inv(m)))(on(a))
     assert grad.device == "cuda:0"
     assert_close(grad.numpy(), fg.grad(lambda m: fnp.sum(fnp.linalg.inv(m)))(a), rtol=tol * 10, atol=tol * 10)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 4, 4), (1, 3), (3, 1)])
+def test_qr_matches_lapack(shape):
+    a = RNG.standard_normal(shape)
+    for mode in ("reduced", "complete"):
+        q, r = fnp.linalg.qr(a, mode)
+        expected_q, expected_r = np.linalg.qr(a, mode)
+        assert_close(q, expected_q, rtol=1e-10, atol=1e-12) and assert_close(r, expected_r, rtol=1e-10, atol=1e-12)
+    assert_close(fnp.linalg.qr(a, "r"), np.linalg.qr(a, "r"), rtol=1e-10, atol=1e-12)
+
+
+def test_qr_gradients_transforms_and_orthogonal_samples():
+    a = RNG.standard_normal((4, 3))
+    weights = RNG.standard_normal((4, 3))
+    fg.check_grads(lambda x: fnp.sum(fnp.linalg.qr(x).Q * weights) + fnp.sum(fnp.linalg.qr(x).R ** 2), (a,), order=1)
+    assert_close(fg.jit(lambda x: fnp.linalg.qr(x).R)(a), np.linalg.qr(a)[1], rtol=1e-10, atol=1e-12)
+    assert_close(fg.vmap(lambda x: fnp.linalg.qr(x).R)(np.stack([a, 2 * a])), np.linalg.qr(np.stack([a, 2 * a]))[1],
+                 rtol=1e-10, atol=1e-12)
+    q = np.asarray(fg.random.orthogonal(fg.random.key(0), 5, (3,), dtype=fg.float64))
+    assert q.shape == (3, 5, 5)
+    assert_close(q @ np.swapaxes(q, -1, -2), np.broadcast_to(np.eye(5), (3, 5, 5)), atol=1e-12)
+    w = np.asarray(fg.nn.init.orthogonal(fg.random.key(1), (3, 2, 2), gain=2.0)).reshape(3, 4)
+    assert_close(w @ w.T, 4 * np.eye(3), atol=1e-5)

@@ -59,3 +59,19 @@ def xavier_normal(key, shape, dtype=dtypes.float32, gain: float = 1.0):
 def bias_uniform(key, shape, fan_in: int, dtype=dtypes.float32):
     """PyTorch's default bias: uniform in +-1/sqrt(fan_in)."""
     return uniform(key, shape, dtype, 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0)
+
+
+def orthogonal(key, shape, dtype=dtypes.float32, gain: float = 1.0):
+    """torch.nn.init.orthogonal_: the (rows, rest) flattening of the weight has orthonormal rows or
+    columns (whichever are fewer), from the QR of a normal matrix with R's diagonal signs applied."""
+    from ..numpy import linalg
+    shape = tuple(shape)
+    if len(shape) < 2:
+        raise ValueError(f"orthogonal initialisation needs at least 2 dimensions, got shape {shape}")
+    rows, cols = shape[0], int(math.prod(shape[1:]))
+    flat = random.normal(key, (max(rows, cols), min(rows, cols)), dtypes.float32)
+    q, r = linalg.qr(flat)
+    q = q * fnp.expand_dims(fnp.where(fnp.diagonal(r) >= 0, 1.0, -1.0), 0)
+    if rows < cols:
+        q = fnp.transpose(q)
+    return fnp.astype(fnp.reshape(q * gain, shape), dtype)

@@ -1,10 +1,11 @@
-"""funcgrad.numpy.linalg (fnp.linalg): solve, inv, det, slogdet, cholesky, eigh and norms.
+"""funcgrad.numpy.linalg (fnp.linalg): solve, inv, det, slogdet, cholesky, eigh, qr and norms.
 
 Four primitives carry it (solve, slogdet, cholesky, eigh, in funcgrad.ops.decompositions, each
 with a CUDA kernel); the rest is composed from them, so everything is differentiable, batches
 over leading axes, and runs under jit and vmap. Integer inputs compute in float32 and half
-types in float32 (the result is cast back), as LAPACK has neither. Singular values (ord=2 and
-'nuc' norms, cond) come from the eigenvalues of a^T a; an SVD, QR and lstsq are not provided.
+types in float32 (the result is cast back), as LAPACK has neither. qr is Householder reflections
+written with array operations (LAPACK's sign convention). Singular values (ord=2 and 'nuc' norms,
+cond) come from the eigenvalues of a^T a; an SVD and lstsq are not provided.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..ops import decompositions as D
 from ..trace import bind
 from .. import numpy as fnp
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "norm", "vector_norm", "matrix_norm",
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "qr", "QRResult", "eigvalsh", "norm", "vector_norm", "matrix_norm",
            "matrix_power", "multi_dot", "cond", "matmul", "outer", "cross", "tensordot", "trace", "diagonal",
            "vecdot", "matrix_transpose", "SlogdetResult", "EighResult", "LinAlgError"]
 
@@ -106,6 +107,47 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResul
 
 def eigvalsh(a, UPLO: str | None = None):  # noqa: N803
     return eigh(a, UPLO).eigenvalues
+
+
+class QRResult(NamedTuple):
+    Q: object
+    R: object
+
+
+def qr(a, mode: str = "reduced"):
+    """a = Q @ R with Q orthonormal columns and R upper triangular (mode 'reduced', 'complete' or
+    'r'), by Householder reflections: min(m, n) rank-one updates, each differentiable."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    a = fnp.asarray(a)
+    if a.ndim < 2:
+        raise ShapeError(f"qr needs matrices of shape (..., m, n), got shape {a.shape}")
+    dtype = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float
+    r = a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)
+    m, n = r.shape[-2:]
+    k = min(m, n)
+    q = fnp.broadcast_to(fnp.eye(m, dtype=r.dtype, device=r.device), r.shape[:-2] + (m, m))
+    rows = np.arange(m)
+    for j in range(k):
+        below = fnp._placed(fnp.asarray((rows >= j).astype(r.dtype)), r.device)  # rows j.. of column j
+        unit = fnp._placed(fnp.asarray((rows == j).astype(r.dtype)), r.device)
+        x = r[..., :, j] * below
+        pivot = r[..., j, j]
+        alpha = -fnp.where(pivot >= 0, 1.0, -1.0) * fnp.sqrt(fnp.sum(x * x, axis=-1))
+        v = x - fnp.expand_dims(alpha, -1) * unit
+        norm2 = fnp.sum(v * v, axis=-1)
+        # nothing below the diagonal: no reflection, as LAPACK (R keeps the entry's own sign)
+        reflect = fnp.sum(x * x, axis=-1) > pivot * pivot
+        beta = fnp.where(reflect, 2.0 / fnp.where(reflect, norm2, 1.0), 0.0)
+        col = fnp.expand_dims(v, -1)
+        r = r - fnp.expand_dims(fnp.expand_dims(beta, -1), -1) * col * fnp.expand_dims(fnp.sum(col * r, axis=-2), -2)
+        q = q - fnp.expand_dims(fnp.expand_dims(beta, -1), -1) * fnp.matmul(q, col) * fnp.swapaxes(col, -1, -2)
+    r = fnp.triu(r)  # exact zeros below the diagonal
+    if mode == "r":
+        return _back(r[..., :k, :], dtype)
+    if mode == "reduced":
+        q, r = q[..., :, :k], r[..., :k, :]
+    return QRResult(_back(q, dtype), _back(r, dtype))
 
 
 def _singular_values(x):
