@@ -176,6 +176,16 @@ def _buckets(arrays: list[np.ndarray], bucket_bytes: int) -> list[list[int]]:
     return buckets
 
 
+def _refcount_when_only_listed() -> int:
+    """What sys.getrefcount reports, read as below, for an object only a list holds: measured
+    rather than assumed, since interpreters differ in the references a call itself takes."""
+    held = [np.empty(0)]
+    return sys.getrefcount(held[0])
+
+
+_ONLY_LISTED = _refcount_when_only_listed()
+
+
 class _Recycler:
     """Output buffers of earlier all-reduces, handed out again once nothing refers to them.
     A fresh 100 MiB array costs ~20 ms of page faults on first touch, a fifth of the whole
@@ -190,8 +200,8 @@ class _Recycler:
         if size * dtype.itemsize < self.MIN_BYTES:
             return np.empty(size, dtype)
         for i in range(len(self.buffers)):
-            # referenced only by the list and by getrefcount's argument: no Array or view holds it
-            if sys.getrefcount(self.buffers[i]) == 2 and self.buffers[i].size == size and \
+            # referenced only by the list: no Array or view holds it
+            if sys.getrefcount(self.buffers[i]) == _ONLY_LISTED and self.buffers[i].size == size and \
                     self.buffers[i].dtype == dtype:
                 return self.buffers[i]
         buf = np.empty(size, dtype)
