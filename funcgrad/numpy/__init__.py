@@ -821,3 +821,9 @@ from ._statistics import *  # noqa: E402,F401,F403
 from ._signal import *  # noqa: E402,F401,F403
 from .. import _methods  # noqa: E402,F401  (attaches operators and methods to Array and tracers)
 from . import linalg  # noqa: E402,F401  (fnp.linalg)
+
+# What `from funcgrad.numpy import *` brings: the array API, not the modules and helpers used to build it.
+_INTERNAL = {"E", "L", "R", "S", "builtins", "devices", "dtypes", "np", "operator", "prng", "string", "annotations",
+             "autocast_state", "Any", "Sequence", "ArrayBase", "ConcretizationError", "ShapeError", "bind",
+             "concrete_or_none", "autocast_to_float32", "device_put", "parse_device", "to_numpy", "stop_gradient_p"}
+__all__ = sorted(name for name in dir() if not name.startswith("_") and name not in _INTERNAL)
