@@ -40,7 +40,8 @@ def test_scan_matches_a_python_loop():
     for fn in (fg.scan, lambda *a: fg.jit(lambda x: fg.scan(step, 0.0, x))(a[2])):
         got_carry, (first, second) = fn(step, 0.0, xs)
         assert_close(got_carry, carry)
-        assert_close(first, ys[0]) and assert_close(second, np.stack(ys[1]))
+        assert_close(first, ys[0])
+        assert_close(second, np.stack(ys[1]))
     carry_r, ys_r = fg.scan(lambda c, x: (c + x, c), 0.0, np.arange(4.0), reverse=True)
     assert float(carry_r) == 6.0 and np.asarray(ys_r).tolist() == [6.0, 5.0, 3.0, 0.0]
     _, empty = fg.scan(lambda c, x: (c, x * 2), 0.0, np.zeros((0, 3)))
@@ -88,7 +89,8 @@ def test_custom_jvp_in_forward_and_reverse_mode():
 
 def test_linearize_eval_shape_disable_jit_and_aliases():
     out, f_jvp = fg.linearize(fnp.sin, 1.0)
-    assert_close(out, np.sin(1.0)) and assert_close(f_jvp(2.0), 2 * np.cos(1.0))
+    assert_close(out, np.sin(1.0))
+    assert_close(f_jvp(2.0), 2 * np.cos(1.0))
     shapes = fg.eval_shape(lambda a, b: {"prod": a @ b, "total": fnp.sum(a)},
                            fg.ShapeDtypeStruct((100000, 30), fg.float32), fnp.ones((30, 4)))
     assert shapes["prod"] == fg.ShapeDtypeStruct((100000, 4), np.dtype(np.float32))

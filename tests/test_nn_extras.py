@@ -155,7 +155,8 @@ def test_conv_transpose_adaptive_pool_and_interpolate():
     assert_close(nn.interpolate(x, scale_factor=2), x.repeat(2, axis=2).repeat(2, axis=3))
     small = RNG.standard_normal((1, 1, 2, 2))
     up = np.asarray(nn.interpolate(small, size=(3, 3), mode="bilinear", align_corners=True))
-    assert_close(up[0, 0, 1, 1], small.mean()) and assert_close(up[0, 0, 0, 2], small[0, 0, 0, 1])
+    assert_close(up[0, 0, 1, 1], small.mean())
+    assert_close(up[0, 0, 0, 2], small[0, 0, 0, 1])
     fg.check_grads(lambda v: nn.interpolate(v, size=(5, 7), mode="bilinear"), (x,), order=1)
     with pytest.raises(ValueError, match="exactly one of size and scale_factor"):
         nn.interpolate(x)

@@ -72,7 +72,8 @@ def test_cells_gradients_and_torch_names():
     p = [np.asarray(getattr(cell, n)) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
     zeros = np.zeros((3, 3))
     (rh, rc), _ = ref_step("lstm", X[0], (zeros, zeros), *p)
-    assert_close(h, rh, rtol=1e-12) and assert_close(c, rc, rtol=1e-12)
+    assert_close(h, rh, rtol=1e-12)
+    assert_close(c, rc, rtol=1e-12)
     gru = nn.GRUCell(4, 3, key=fg.random.key(2), dtype=fg.float64)
     fg.check_grads(lambda x, h0: gru(x, h0), (X[0], RNG.standard_normal((3, 3))), order=1)
     layer = nn.GRU(4, 5, key=fg.random.key(3), dtype=fg.float64)
