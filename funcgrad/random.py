@@ -14,6 +14,7 @@ import numpy as np
 from . import devices, dtypes
 from . import numpy as fnp
 from .array import Array, ArrayBase
+from .numpy import linalg
 from .ops import elementwise as E
 from .ops import prng
 from .trace import bind
@@ -257,7 +258,6 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Arr
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=dtypes.float32) -> Array:
     """Samples of N(mean, cov): mean + L z with L the Cholesky factor of cov."""
-    from .numpy import linalg
     dtype, compute = _float_dtype(dtype)
     mean, cov = fnp.astype(mean, compute), fnp.astype(cov, compute)
     d = mean.shape[-1]
@@ -274,7 +274,6 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=dtypes.float32) -> Arr
 def orthogonal(key, n: int, shape=(), dtype=dtypes.float32) -> Array:
     """Haar-distributed orthogonal (n, n) matrices: Q of the QR of a normal matrix, its columns'
     signs fixed by R's diagonal (jax.random.orthogonal)."""
-    from .numpy import linalg
     dtype, compute = _float_dtype(dtype)
     z = normal(key, _shape(shape) + (int(n), int(n)), compute)
     q, r = linalg.qr(z)

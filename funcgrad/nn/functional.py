@@ -12,7 +12,9 @@ from .. import random
 from ..ops import conv as C
 from ..ops import elementwise as E
 from ..ops import reductions as R
+from ..numpy import linalg
 from ..trace import bind
+from ..vjp import vjp
 
 
 tanh = fnp.tanh
@@ -109,7 +111,6 @@ def softsign(x):
 def normalize(x, p: float = 2.0, axis: int = 1, eps: float = 1e-12):
     """x / max(||x||_p, eps) along axis (torch.nn.functional.normalize; axis is its dim)."""
     x = fnp._float_arg(x)
-    from ..numpy import linalg
     return x / fnp.maximum(linalg.vector_norm(x, p, axis=axis, keepdims=True), eps)
 
 
@@ -243,7 +244,6 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     """torch.nn.functional.conv_transpose2d: weight (in, out/groups, kh, kw). It is, by definition,
     the transpose of conv2d with that weight read as (out=in, in=out/groups): computed here as that
     conv2d's vector-Jacobian product, so its own gradients come from the same rules."""
-    from ..vjp import vjp
     x, unbatched = _batched_image(x, "conv_transpose2d")
     weight = fnp.asarray(weight)
     if weight.ndim != 4 or weight.shape[0] != x.shape[1]:

@@ -9,6 +9,7 @@ import math
 from .. import dtypes
 from .. import numpy as fnp
 from .. import random
+from ..numpy import linalg
 
 
 def fans(shape) -> tuple[int, int]:
@@ -64,7 +65,6 @@ def bias_uniform(key, shape, fan_in: int, dtype=dtypes.float32):
 def orthogonal(key, shape, dtype=dtypes.float32, gain: float = 1.0):
     """torch.nn.init.orthogonal_: the (rows, rest) flattening of the weight has orthonormal rows or
     columns (whichever are fewer), from the QR of a normal matrix with R's diagonal signs applied."""
-    from ..numpy import linalg
     shape = tuple(shape)
     if len(shape) < 2:
         raise ValueError(f"orthogonal initialisation needs at least 2 dimensions, got shape {shape}")

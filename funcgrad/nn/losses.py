@@ -139,8 +139,8 @@ def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
 
 
 class _Loss:
-    """A loss as an object holding its options, as torch.nn's loss modules: criterion(input, target)."""
-    fn = staticmethod(mse_loss)
+    """A loss as an object holding its options, as torch.nn's loss modules: criterion(input, target).
+    Each subclass names its function as `fn`."""
 
     def __init__(self, **options):
         self.options = options

@@ -54,7 +54,7 @@ def _step(mode: str, x, state, w_ih, w_hh, b_ih, b_hh):
 
 
 class _Cell(Module):
-    mode = "lstm"
+    """A cell; each subclass names its equations as `mode` (a key of _GATES)."""
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *, key, dtype=dtypes.float32):
         self.input_size, self.hidden_size = input_size, hidden_size
@@ -96,7 +96,7 @@ class RNNCell(_Cell):
 
 
 class _Recurrent(Module):
-    mode = "lstm"
+    """A stack of cells run over time; each subclass names its equations as `mode`."""
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, *, key, dtype=dtypes.float32):
