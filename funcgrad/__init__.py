@@ -4,6 +4,8 @@
     import funcgrad.numpy as fnp
     grads = fg.grad(loss_fn)(params, x, y)
 """
+from .cpu import host_memory
+host_memory.keep_freed_memory()  # before the first big array: see cpu/host_memory.py
 from . import numpy  # noqa: F401  (attaches Array's operators)
 from . import memory  # noqa: F401  (counts the buffers Arrays hold)
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats

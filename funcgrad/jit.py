@@ -476,10 +476,11 @@ class _Donated:
 
 
 class _Compiled:
-    __slots__ = ("program", "run", "out_tree")
+    """A program, the function that runs it, the output structure and the donated leaf positions."""
+    __slots__ = ("program", "run", "out_tree", "donated")
 
-    def __init__(self, program: Program, run: Callable, out_tree):
-        self.program, self.run, self.out_tree = program, run, out_tree
+    def __init__(self, program: Program, run: Callable, out_tree, donated: frozenset = frozenset()):
+        self.program, self.run, self.out_tree, self.donated = program, run, out_tree, donated
 
 
 def _normalize(nums, n: int, what: str) -> tuple[int, ...]:
@@ -553,7 +554,7 @@ class Jitted:
         if platform != "cpu":
             return _Compiled(program, _device_interpreter(program, platform), out_tree)
         donated = self._donated_leaves(args, static_nums)
-        return _Compiled(program, _Codegen(program, donated).build(), out_tree)
+        return _Compiled(program, _Codegen(program, donated).build(), out_tree, frozenset(donated))
 
     def _donated_leaves(self, args, static_nums) -> set[int]:
         if not self.donate_argnums:
@@ -597,7 +598,7 @@ class Jitted:
             except _ClosedOverTracer:
                 return self.fun(*args, **kwargs)
             self.cache[key] = compiled
-        donated = self._donated_leaves(args, static_nums) if self.donate_argnums and key[3] == "cpu" else ()
+        donated = compiled.donated  # the cache key fixes the structure, so the positions are the compiled ones
         if donated:  # a buffer passed twice (mu and nu both zeros_like(p), say) must not be written
             counts: dict[int, int] = {}
             for v in values:

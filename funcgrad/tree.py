@@ -139,24 +139,18 @@ class PyTreeDef:
         leaves = list(leaves)
         if len(leaves) != self.num_leaves:
             raise ValueError(f"tree structure {self} expects {self.num_leaves} leaves, got {len(leaves)}")
-        it = iter(leaves)
-        return self._build(it)
+        if self.node_type is None:
+            return leaves[0]
+        return self._build(iter(leaves))
 
     def _build(self, it):
-        if self.node_type is None:
-            return next(it)
-        children = [c._build(it) for c in self.children]
-        return _unflatten_node(self.node_type, self.aux, children)
+        # jit rebuilds its outputs with this on every call: leaves inline, no call per leaf
+        children = [next(it) if c.node_type is None else c._build(it) for c in self.children]
+        node = _registry.get(self.node_type)
+        return self.node_type(*children) if node is None else node.unflatten(self.aux, children)  # None: namedtuple
 
 
 _LEAF = PyTreeDef(None, None, ())
-
-
-def _unflatten_node(node_type, aux, children):
-    node = _registry.get(node_type)
-    if node is None:  # namedtuple
-        return node_type(*children)
-    return node.unflatten(aux, children)
 
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], PyTreeDef]:
@@ -175,7 +169,16 @@ def _flatten(x, leaves, is_leaf):
         leaves.append(x)
         return _LEAF
     children, aux = node.flatten(x)
-    return PyTreeDef(type(x), aux, tuple([_flatten(c, leaves, is_leaf) for c in children]))
+    if is_leaf is not None:
+        return PyTreeDef(type(x), aux, tuple([_flatten(c, leaves, is_leaf) for c in children]))
+    defs = []
+    for c in children:  # leaves inline, no call per leaf
+        if type(c) in _registry or isinstance(c, tuple):
+            defs.append(_flatten(c, leaves, None))
+        else:
+            leaves.append(c)
+            defs.append(_LEAF)
+    return PyTreeDef(type(x), aux, tuple(defs))
 
 
 def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None):

@@ -188,13 +188,13 @@ def _flatten_module(module: Module):
 
 def _unflatten_module(cls, layout, children):
     obj = object.__new__(cls)
+    fields = obj.__dict__  # filled directly: modules are frozen, and this runs on every jit call
     it = iter(children)
     for name, treedef, kept in layout:
         if treedef is _ARRAY:
-            value = next(it)
+            fields[name] = next(it)
         elif treedef is None:
-            value = kept.value
+            fields[name] = kept.value
         else:
-            value = treedef.unflatten(next(it) if k is None else k.value for k in kept)
-        object.__setattr__(obj, name, value)
+            fields[name] = treedef.unflatten([next(it) if k is None else k.value for k in kept])
     return obj
