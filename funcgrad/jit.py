@@ -3,12 +3,11 @@
 On a call, the cache is keyed by the pytree structure of the arguments, each leaf's shape and
 dtype, and the static arguments. On a miss the function runs once on abstract tracers (shapes
 and dtypes, no values), which records a Program; constant folding, common-subexpression and
-dead-code elimination simplify it, and chains of elementwise equations fuse into generated
-numba kernels. What runs on a hit is straight-line Python calling the NumPy implementations and
-the fused kernels directly: no tracers, no dispatch. For arrays on a GPU the same elementwise
-groups become generated CUDA kernels and every other equation calls its CUDA implementation. Intermediates are released after their
-last use, and a fused kernel writes into a dead intermediate's buffer (or a donated argument's)
-when one of the right shape is free, so a jitted optimiser step updates parameters in place.
+dead-code elimination simplify it (program.py), and lowering.py turns it into what runs on a
+hit: straight-line Python calling the NumPy implementations and fused numba kernels directly
+(no tracers, no dispatch), or on a GPU an interpreter whose elementwise runs are generated CUDA
+kernels. Donated arguments' buffers may be overwritten, so a jitted optimiser step updates
+parameters in place.
 """
 from __future__ import annotations
 
@@ -23,12 +22,9 @@ import numpy as np
 from . import dtypes
 from .array import CPU, Array, Device, ExternalValue, to_numpy
 from .config import config
-from .cpu import fusion
 from .errors import ConcretizationError, DeviceMismatchError
-from .ops import linalg as L
-from .ops import shape as S
-from .program import (Const, Eqn, Program, ShapedArray, Var, fold_transposes, fresh_var, last_uses, optimize,
-                      schedule, transpose_matmul_outputs)
+from .lowering import device_runner, lower, python_runner
+from .program import Const, Eqn, Program, ShapedArray, Var, fresh_var
 from .trace import Trace, Tracer, annotate, impl_error, user_frame
 from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
@@ -164,290 +160,6 @@ def trace_program(fun: Callable, avals: Sequence[ShapedArray], rebuild: Callable
         return Program(in_vars, trace.eqns, outs), out_tree
 
 
-# ==== code generation ================================================================================
-# Primitives whose output is always a fresh buffer (never a view of an input), so it may be overwritten
-# once dead. Everything else is assumed to alias its inputs.
-_FRESH = frozenset(set(fusion.TEMPLATES) - {"stop_gradient", "convert"}) | {
-    "matmul", "softmax", "log_softmax", "concatenate", "pad", "scatter_add", "col2im", "cumsum", "threefry2x32"}
-
-
-def _fusable(eqn: Eqn) -> bool:
-    if eqn.prim.name not in fusion.TEMPLATES or eqn.out.aval.dtype not in fusion.FUSABLE_DTYPES:
-        return False
-    shape = eqn.out.aval.shape
-    for x in eqn.inputs:
-        if isinstance(x, Var):
-            if x.aval.shape not in (shape, ()) or x.aval.dtype not in fusion.FUSABLE_DTYPES:
-                return False
-        elif x.value is not None:
-            v = x.value if hasattr(x.value, "dtype") else np.asarray(x.value)
-            if v.shape not in (shape, ()) or (v.dtype not in fusion.FUSABLE_DTYPES and v.dtype.kind != "f"):
-                return False
-    return shape != ()
-
-
-def _groups(eqns: list[Eqn]) -> list[list[Eqn]]:
-    """Runs of consecutive fusable equations of one output shape; other equations stand alone."""
-    groups: list[list[Eqn]] = []
-    current: list[Eqn] = []
-    for eqn in eqns:
-        if _fusable(eqn) and (not current or eqn.out.aval.shape == current[0].out.aval.shape):
-            current.append(eqn)
-            continue
-        if current:
-            groups.append(current)
-            current = []
-        if _fusable(eqn):
-            current.append(eqn)
-        else:
-            groups.append([eqn])
-    if current:
-        groups.append(current)
-    return groups
-
-
-def _fusion_key(eqn: Eqn):
-    return eqn.out.aval.shape if _fusable(eqn) else None
-
-
-def _lower(program: Program) -> Program:
-    """The passes between tracing and code generation."""
-    program = fold_transposes(transpose_matmul_outputs(optimize(program), L.matmul_p, S.transpose_p), S.transpose_p)
-    return schedule(program, _fusion_key)
-
-
-class _Codegen:
-    """Emits the straight-line Python that runs a Program."""
-
-    def __init__(self, program: Program, donated: set[int]):
-        self.program = program
-        self.namespace: dict[str, Any] = {"np": np, "_flat": _flat, "_scalar": _scalar, "_writable": _writable,
-                                          "_is_array": _is_array}
-        self.lines: list[str] = []
-        self.names: dict[int, str] = {v.id: f"a{i}" for i, v in enumerate(program.in_vars)}
-        self.donated = {program.in_vars[i].id for i in donated}
-        self.last = last_uses(program)
-        self.buffer_last, self.roots = self._buffer_lifetimes()
-
-    def _buffer_lifetimes(self):
-        """For each var, the buffers it may alias; for each owned buffer, its last reader."""
-        roots: dict[int, frozenset] = {v.id: frozenset([v.id]) for v in self.program.in_vars}
-        for eqn in self.program.eqns:
-            if eqn.prim.name in _FRESH:
-                roots[eqn.out.id] = frozenset([eqn.out.id])
-            else:
-                roots[eqn.out.id] = frozenset().union(*(roots.get(x.id, frozenset()) for x in eqn.inputs
-                                                        if isinstance(x, Var)))
-        buffer_last: dict[int, int] = {}
-        for var_id, rs in roots.items():
-            for r in rs:
-                buffer_last[r] = max(buffer_last.get(r, -1), self.last.get(var_id, -1))
-        return buffer_last, roots
-
-    def const(self, value) -> str:
-        name = f"c{len(self.namespace)}"
-        self.namespace[name] = value
-        return name
-
-    def ref(self, x) -> str:
-        return self.names[x.id] if isinstance(x, Var) else self.const(x.value)
-
-    def name(self, var: Var) -> str:
-        self.names[var.id] = f"v{var.id}"
-        return self.names[var.id]
-
-    def emit_eqn(self, eqn: Eqn):
-        fn = self.const(functools.partial(eqn.prim.impl, **eqn.params) if eqn.params else eqn.prim.impl)
-        args = ", ".join(self.ref(x) for x in eqn.inputs)
-        self.lines.append(f"{self.name(eqn.out)} = {fn}({args})")
-
-    def emit_group(self, group: list[Eqn], end: int):
-        inputs: list[Var | Const] = []
-        index: dict = {}
-        steps = []
-        local: dict[int, str] = {}
-        for eqn in group:
-            refs, none_consts = [], []
-            # a literal takes its operands' dtype; select's branches take the output's (its first
-            # operand is the boolean condition)
-            operand_dtype = eqn.out.aval.dtype if eqn.prim.name == "select" else next(
-                (x.aval.dtype for x in eqn.inputs if isinstance(x, Var)), eqn.out.aval.dtype)
-            for x in eqn.inputs:
-                none_consts.append(isinstance(x, Const) and x.value is None)
-                if isinstance(x, Var) and x.id in local:
-                    refs.append(local[x.id])
-                elif isinstance(x, Const) and (x.value is None or np.ndim(x.value) == 0):
-                    refs.append("None" if x.value is None else fusion.literal(x.value, operand_dtype))
-                else:
-                    key = x.id if isinstance(x, Var) else ("c", id(x.value))
-                    if key not in index:
-                        index[key] = len(inputs)
-                        inputs.append(x)
-                    refs.append(f"x{index[key]}")
-            local[eqn.out.id] = f"t{len(steps)}"
-            dtype = eqn.out.aval.dtype
-            steps.append((fusion.TEMPLATES[eqn.prim.name](refs, eqn.params, none_consts, dtype), dtype))
-        outputs = [i for i, e in enumerate(group) if self.last.get(e.out.id, -1) > end]
-        shape = group[0].out.aval.shape
-        scalar = [isinstance(x, Var) and x.aval.shape == () for x in inputs]
-        in_refs = [self.const(np.ascontiguousarray(x.value).reshape(-1)) if isinstance(x, Const) else
-                   f"_scalar({self.names[x.id]})" if is_scalar else f"_flat({self.names[x.id]})"
-                   for x, is_scalar in zip(inputs, scalar)]
-        free = [x for x in inputs if isinstance(x, Var) and self._reusable(x, end)]
-        out_names, in_place = [], {}
-        for k, i in enumerate(outputs):
-            var = group[i].out
-            name = self.name(var)
-            buf = next((x for x in free if x.aval == var.aval), None)
-            if buf is None:
-                self.lines.append(f"{name} = np.empty({var.aval.shape!r}, {self.const(var.aval.dtype)})")
-                out_names.append(f"{name}.reshape(-1)")
-                continue
-            free.remove(buf)
-            src = self.names[buf.id]
-            check = "_writable" if buf.id in self.donated else "_is_array"
-            # The output overwrites the input it reads; a buffer we may not write is copied first.
-            self.lines.append(f"{name} = {src} if {check}({src}) else np.array({src}, order='C')")
-            in_place[k] = inputs.index(buf)
-            in_refs[in_place[k]] = f"{name}.reshape(-1)"
-        parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
-        kernel = self.const(_LazyKernel(fusion.kernel_source(scalar, steps, outputs, parallel, in_place)))
-        self.lines.append(f"{kernel}({', '.join(in_refs + out_names)})")
-
-    def _reusable(self, x: Var, end: int) -> bool:
-        owned = self.roots.get(x.id) == frozenset([x.id]) and (x.id in self.donated or x.id not in
-                                                              {v.id for v in self.program.in_vars})
-        return owned and x.aval.shape != () and self.buffer_last.get(x.id, -1) <= end
-
-    def release(self, first: int, last: int):
-        dead = [self.names[i] for i, end in self.last.items()
-                if first <= end <= last and i in self.names and self.names[i].startswith("v")]
-        if dead:
-            self.lines.append(f"del {', '.join(dead)}")
-
-    def build(self) -> Callable:
-        position = 0
-        for group in _groups(self.program.eqns):
-            end = position + len(group) - 1
-            if len(group) >= 2:
-                self.emit_group(group, end)
-            else:
-                self.emit_eqn(group[0])
-            self.release(position, end)
-            position = end + 1
-        outs = ", ".join(self.ref(o) for o in self.program.outs)
-        args = ", ".join(f"a{i}" for i in range(len(self.program.in_vars)))
-        source = f"def run({args}):\n" + "".join(f"    {line}\n" for line in self.lines) + f"    return [{outs}]\n"
-        exec(compile(source, "<funcgrad.jit>", "exec"), self.namespace)  # noqa: S102  (our generated code)
-        run = self.namespace["run"]
-        run.source = source
-        return run
-
-
-def _device_group(group: list[Eqn], needed: set[int], device_const) -> Callable:
-    """A fused elementwise group as one generated CUDA kernel: its steps read the group's external
-    inputs once per element and store only the values used after the group."""
-    from .cuda.buffer import empty
-    from .cuda.kernels import elementwise
-    produced = {eqn.out.id: j for j, eqn in enumerate(group)}
-    externals, index, steps = [], {}, []
-    for eqn in group:
-        refs = []
-        for x in eqn.inputs:
-            if isinstance(x, Var) and x.id in produced:
-                refs.append(("t", produced[x.id]))
-                continue
-            key = ("v", x.id) if isinstance(x, Var) else ("c", id(x))
-            if key not in index:
-                index[key] = len(externals)
-                externals.append(x if isinstance(x, Var) else device_const(x))
-            refs.append(("in", index[key]))
-        steps.append((eqn.prim.name, tuple(sorted(eqn.params.items())), tuple(refs), eqn.out.aval.dtype))
-    outputs = tuple(j for j, eqn in enumerate(group) if eqn.out.id in needed)
-    shape = group[0].out.aval.shape
-
-    def kind(x):
-        if isinstance(x, Var):
-            return x.aval.dtype
-        return x.dtype if isinstance(x, ExternalValue) else (None if x is None else type(x))
-    kinds = tuple(kind(x) for x in externals)
-
-    def run(env):
-        operands = [env[x] if isinstance(x, Var) else x for x in externals]
-        outs = [empty(shape, steps[j][3]) for j in outputs]
-        elementwise.run_chain(kinds, tuple(steps), outputs, operands, shape, outs)
-        for j, out in zip(outputs, outs):
-            env[group[j].out] = out
-    return run
-
-
-def _device_interpreter(program: Program, platform: str) -> Callable:
-    """Run a program on a GPU: runs of elementwise equations fuse into one generated kernel each,
-    every other equation calls its primitive's kernels for that device (the arrays stay there).
-    Host constants the trace captured are copied to the device once, here."""
-    from .devices import device_put
-
-    def device_const(x: Const):
-        value = x.value
-        if isinstance(value, np.ndarray) and value.ndim:
-            return device_put(Array(value), platform)._value
-        return value.item() if isinstance(value, (np.ndarray, np.generic)) else value
-
-    used_later: dict[int, int] = {}
-    for position, eqn in enumerate(program.eqns):
-        for x in eqn.inputs:
-            if isinstance(x, Var):
-                used_later[x.id] = position
-    outs = {o.id for o in program.outs if isinstance(o, Var)}
-    runs, position = [], 0
-    for group in _groups(program.eqns):
-        end = position + len(group)
-        if len(group) >= 2:
-            needed = {e.out.id for e in group if e.out.id in outs or used_later.get(e.out.id, -1) >= end}
-            runs.append(_device_group(group, needed, device_const))
-        else:
-            eqn = group[0]
-            impl = eqn.prim.impls[platform]
-            inputs = [x if isinstance(x, Var) else device_const(x) for x in eqn.inputs]
-            runs.append(lambda env, impl=impl, inputs=inputs, params=eqn.params, out=eqn.out: env.__setitem__(
-                out, impl(*[env[x] if isinstance(x, Var) else x for x in inputs], **params)))
-        position = end
-
-    def run(*values):
-        env = dict(zip(program.in_vars, values))
-        for step in runs:
-            step(env)
-        return [env[o] if isinstance(o, Var) else o.value for o in program.outs]
-    return run
-
-
-class _LazyKernel:
-    """Compiles its numba kernel on first call (so tracing and printing stay cheap)."""
-    __slots__ = ("source", "kernel")
-
-    def __init__(self, source: str):
-        self.source, self.kernel = source, None
-
-    def __call__(self, *args):
-        if self.kernel is None:
-            self.kernel = fusion.compile_kernel(self.source)
-        return self.kernel(*args)
-
-
-def _flat(x) -> np.ndarray:
-    return np.ascontiguousarray(x).reshape(-1)
-
-
-def _is_array(x) -> bool:
-    return isinstance(x, np.ndarray) and x.flags.writeable and x.flags.c_contiguous
-
-def _scalar(x) -> np.ndarray:
-    return np.asarray(x).reshape(1)
-
-
-def _writable(x) -> bool:
-    return isinstance(x, np.ndarray) and x.flags.writeable and x.flags.c_contiguous and x.base is None
-
 
 # ==== the public transform ============================================================================
 def _platform(values) -> str:
@@ -550,11 +262,11 @@ class Jitted:
         platform = key[3]
         program, out_tree = trace_program(self.fun, avals, rebuild, _leaf_origins(self.fun, dyn_args, dyn_kwargs),
                                           Device(platform))
-        program = _lower(program)
+        program = lower(program)
         if platform != "cpu":
-            return _Compiled(program, _device_interpreter(program, platform), out_tree)
+            return _Compiled(program, device_runner(program, platform), out_tree)
         donated = self._donated_leaves(args, static_nums)
-        return _Compiled(program, _Codegen(program, donated).build(), out_tree, frozenset(donated))
+        return _Compiled(program, python_runner(program, donated), out_tree, frozenset(donated))
 
     def _donated_leaves(self, args, static_nums) -> set[int]:
         if not self.donate_argnums:
