@@ -30,34 +30,61 @@ _FRESH = frozenset(set(fusion.TEMPLATES) - {"stop_gradient", "convert"}) | {
     "matmul", "softmax", "log_softmax", "concatenate", "pad", "scatter_add", "col2im", "cumsum", "threefry2x32"}
 
 
-def _fusable(eqn: Eqn) -> bool:
-    if eqn.prim.name not in fusion.TEMPLATES or eqn.out.aval.dtype not in fusion.FUSABLE_DTYPES:
-        return False
-    shape = eqn.out.aval.shape
+def _operand_shapes(eqn: Eqn) -> list[tuple] | None:
+    """The shapes of eqn's operands if all have dtypes a fused kernel handles, else None."""
+    shapes = []
     for x in eqn.inputs:
         if isinstance(x, Var):
-            if x.aval.shape not in (shape, ()) or x.aval.dtype not in fusion.FUSABLE_DTYPES:
-                return False
+            if x.aval.dtype not in fusion.FUSABLE_DTYPES:
+                return None
+            shapes.append(x.aval.shape)
         elif x.value is not None:
             v = x.value if hasattr(x.value, "dtype") else np.asarray(x.value)
-            if v.shape not in (shape, ()) or (v.dtype not in fusion.FUSABLE_DTYPES and v.dtype.kind != "f"):
-                return False
-    return shape != ()
+            if v.dtype not in fusion.FUSABLE_DTYPES and v.dtype.kind != "f":
+                return None
+            shapes.append(v.shape)
+    return shapes
+
+
+def _splits(eqn: Eqn):
+    """The loop splits eqn can fuse at (fusion.loop_splits), or False if it cannot fuse."""
+    shape = eqn.out.aval.shape
+    if eqn.prim.name not in fusion.TEMPLATES or eqn.out.aval.dtype not in fusion.FUSABLE_DTYPES or shape == ():
+        return False
+    shapes = _operand_shapes(eqn)
+    if shapes is None:
+        return False
+    splits = fusion.loop_splits(shapes, shape)
+    return False if splits == frozenset() else splits
+
+
+def _fusable(eqn: Eqn) -> bool:
+    return _splits(eqn) is not False
+
+
+def _common(a, b):
+    """Splits two parts of a group both allow (None: no constraint); an empty set: none."""
+    return b if a is None else a if b is None else a & b
 
 
 def _groups(eqns: list[Eqn]) -> list[list[Eqn]]:
-    """Runs of consecutive fusable equations of one output shape; other equations stand alone."""
+    """Runs of consecutive fusable equations of one output shape whose operands one loop can read
+    (fusion.loop_splits); other equations stand alone."""
     groups: list[list[Eqn]] = []
     current: list[Eqn] = []
+    allowed = None
     for eqn in eqns:
-        if _fusable(eqn) and (not current or eqn.out.aval.shape == current[0].out.aval.shape):
+        splits = _splits(eqn)
+        if splits is not False and current and eqn.out.aval.shape == current[0].out.aval.shape \
+                and _common(allowed, splits) != frozenset():
             current.append(eqn)
+            allowed = _common(allowed, splits)
             continue
         if current:
             groups.append(current)
             current = []
-        if _fusable(eqn):
-            current.append(eqn)
+        if splits is not False:
+            current, allowed = [eqn], splits
         else:
             groups.append([eqn])
     if current:
@@ -148,10 +175,15 @@ class _Codegen:
             steps.append((fusion.TEMPLATES[eqn.prim.name](refs, eqn.params, none_consts, dtype), dtype))
         outputs = [i for i, e in enumerate(group) if self.last.get(e.out.id, -1) > end]
         shape = group[0].out.aval.shape
-        scalar = [isinstance(x, Var) and x.aval.shape == () for x in inputs]
+        allowed = None
+        for eqn in group:
+            allowed = _common(allowed, _splits(eqn))
+        split = None if allowed is None else min(allowed)
+        kinds = [fusion.operand_layout(x.aval.shape if isinstance(x, Var) else np.shape(x.value), shape, split)
+                 for x in inputs]
         in_refs = [self.const(np.ascontiguousarray(x.value).reshape(-1)) if isinstance(x, Const) else
-                   f"_scalar({self.names[x.id]})" if is_scalar else f"_flat({self.names[x.id]})"
-                   for x, is_scalar in zip(inputs, scalar)]
+                   f"_scalar({self.names[x.id]})" if kind == "scalar" else f"_flat({self.names[x.id]})"
+                   for x, kind in zip(inputs, kinds)]
         free = [x for x in inputs if isinstance(x, Var) and self._reusable(x, end)]
         out_names, in_place = [], {}
         for k, i in enumerate(outputs):
@@ -170,8 +202,9 @@ class _Codegen:
             in_place[k] = inputs.index(buf)
             in_refs[in_place[k]] = f"{name}.reshape(-1)"
         parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
-        kernel = self.const(_LazyKernel(fusion.kernel_source(scalar, steps, outputs, parallel, in_place)))
-        self.lines.append(f"{kernel}({', '.join(in_refs + out_names)})")
+        kernel = self.const(_LazyKernel(fusion.kernel_source(kinds, steps, outputs, parallel, in_place)))
+        n_inner = [] if split is None else [str(int(np.prod(shape[split:], dtype=np.int64)))]
+        self.lines.append(f"{kernel}({', '.join(in_refs + out_names + n_inner)})")
 
     def _reusable(self, x: Var, end: int) -> bool:
         owned = self.roots.get(x.id) == frozenset([x.id]) and (x.id in self.donated or x.id not in

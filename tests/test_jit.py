@@ -151,7 +151,7 @@ def test_fused_chains_match_unfused(data):
            lambda a, b: nn.sigmoid(a) * b, lambda a, b: fnp.sqrt(fnp.abs(a) + 1.0) - b]
     chain = data.draw(st.lists(st.integers(0, len(ops) - 1), min_size=2, max_size=6))
     shape = data.draw(st.sampled_from([(5,), (3, 4), (2, 1, 3)]))
-    other = data.draw(st.sampled_from([shape, shape[-1:], ()]))
+    other = data.draw(st.sampled_from([shape, shape[-1:], (), shape[:1] + (1,) * (len(shape) - 1), (1,) + shape[1:]]))
     x = RNG.standard_normal(shape).astype(np.float32)
     y = RNG.standard_normal(other).astype(np.float32)
 
@@ -160,6 +160,26 @@ def test_fused_chains_match_unfused(data):
             a = ops[i](a, b)
         return a
     assert_close(fg.jit(f)(x, y), f(x, y), rtol=2e-5, atol=2e-6)
+
+
+def test_broadcast_operands_fuse_into_one_loop():
+    # a bias row (inner) and a per-row column (outer) read in one nested loop beside full operands
+    x, w = RNG.standard_normal((6, 3)).astype(np.float32), RNG.standard_normal((3, 5)).astype(np.float32)
+    b, c = RNG.standard_normal(5).astype(np.float32), RNG.standard_normal((6, 1)).astype(np.float32)
+    f = lambda x, w, b, c: fnp.maximum(x @ w + b, 0.0) * c - b  # noqa: E731
+    jf = fg.jit(f)
+    assert_close(jf(x, w, b, c), np.maximum(x @ w + b, 0) * c - b, rtol=1e-6)
+    source = next(iter(jf.cache.values())).run.source
+    calls = [line for line in source.splitlines()[1:-1] if "(" in line and "np.empty" not in line
+             and "_is_array(" not in line]
+    assert len(calls) == 2, source  # the matmul, then one kernel for add, maximum, mul and sub
+    assert calls[1].rstrip().endswith(", 5)")  # the kernel's inner length: the bias row's
+    # a middle-axis operand (channels of NCHW) cannot be read by a two-level loop: it runs unfused
+    y, s = RNG.standard_normal((2, 3, 2, 2)), RNG.standard_normal((3, 1, 1))
+    g = fg.jit(lambda y, s: fnp.tanh(y * s) + s)
+    assert_close(g(y, s), np.tanh(y * s) + s)
+    empty = fg.jit(lambda y, b: fnp.exp(y + b) * 2.0)(np.zeros((0, 4)), np.ones(4))
+    assert empty.shape == (0, 4)
 
 
 def test_program_is_optimised_and_printable():
@@ -213,6 +233,9 @@ def test_fused_select_keeps_the_dtype_of_its_constant_branch():
     # a literal branch of where() once took the condition's bool dtype inside a fused kernel (-7.5 -> 1.0)
     x = np.float32([1, -1, 2])
     assert_close(fg.jit(lambda a: fnp.where(a > 0, a * 2.0, -7.5))(x), [2, -7.5, 4])
+    # an infinite or NaN literal is valid kernel source too (it once raised NameError: 'inf')
+    assert_close(fg.jit(lambda a: fnp.where(a > 0, a * 2.0, -np.inf))(x), [2, -np.inf, 4])
+    assert_close(fg.jit(lambda a: fnp.minimum(a * 2.0, np.inf) + fnp.where(a > 1, np.nan, 0.0))(x), [2, -2, np.nan])
     assert fg.jit(lambda a: fnp.where(a > 0, a * 2, -7))(np.array([1, -1, 2])).tolist() == [2, -7, 4]
 
 
@@ -229,7 +252,7 @@ def test_fused_update_writes_donated_buffers_in_place():
     assert_close(new_m, expected[1], rtol=1e-6)
     assert {id(new_p._value), id(new_m._value)} == {id(b) for b in buffers}
     # the kernel stores through the input parameters it overwrites (so LLVM vectorises the loop)
-    source = fusion.kernel_source([False, False, False], [("(x0 * x1)", np.dtype(np.float32)), ("(t0 + x2)", np.dtype(np.float32))],
+    source = fusion.kernel_source(["full", "full", "full"], [("(x0 * x1)", np.dtype(np.float32)), ("(t0 + x2)", np.dtype(np.float32))],
                                   [0, 1], parallel=False, in_place={1: 2})
     assert "def kernel(in0, in1, in2, out0):" in source and "in2[i] = t1" in source
 

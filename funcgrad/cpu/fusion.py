@@ -111,33 +111,80 @@ def _cast(dtype: np.dtype) -> str:
 def literal(value, dtype: np.dtype) -> str:
     """A scalar constant as typed source text, so the kernel computes in the program's dtype."""
     v = np.asarray(value).astype(dtype).item()
-    return f"{_cast(dtype)}({v!r})"
+    text = repr(v) if not isinstance(v, float) or math.isfinite(v) else f"float({str(v)!r})"  # inf, nan
+    return f"{_cast(dtype)}({text})"
 
 
-def kernel_source(scalar_inputs: list[bool], steps: list[tuple[str, np.dtype]], outputs: list[int],
+def operand_layout(in_shape: tuple, out_shape: tuple, split: int | None) -> str | None:
+    """How a kernel over out_shape reads an operand of in_shape: 'scalar' (its one element, read
+    once), 'full' (element i, as flat as the output), or, when the loop is split into outer
+    dimensions out_shape[:split] and inner ones out_shape[split:], 'inner' (constant along the outer
+    ones: a bias row) or 'outer' (constant along the inner ones: a per-row statistic). None: the
+    operand does not broadcast to out_shape in a way this loop can read."""
+    size = math.prod(in_shape)
+    if size == 1:
+        return "scalar"
+    if len(in_shape) > len(out_shape):
+        return None
+    padded = (1,) * (len(out_shape) - len(in_shape)) + tuple(in_shape)
+    if any(a not in (1, b) for a, b in zip(padded, out_shape)):
+        return None
+    if size == math.prod(out_shape):
+        return "full"
+    if split is None:
+        return None
+    if all(a == 1 for a in padded[:split]) and padded[split:] == tuple(out_shape[split:]):
+        return "inner"
+    if padded[:split] == tuple(out_shape[:split]) and all(a == 1 for a in padded[split:]):
+        return "outer"
+    return None
+
+
+def loop_splits(in_shapes: list[tuple], out_shape: tuple) -> frozenset[int] | None:
+    """The splits of out_shape at which a kernel can read every operand (see operand_layout);
+    None when every operand is full or scalar, so the loop needs no split."""
+    if all(operand_layout(s, out_shape, None) is not None for s in in_shapes):
+        return None
+    return frozenset(k for k in range(1, len(out_shape))
+                     if all(operand_layout(s, out_shape, k) is not None for s in in_shapes))
+
+
+def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: list[int],
                   parallel: bool, in_place: dict[int, int] | None = None) -> str:
-    """One loop over flat, contiguous arrays; a one-element input is a runtime scalar.
+    """One loop over flat, contiguous arrays. kinds: each input's operand_layout; with an 'inner' or
+    'outer' input the loop nests (outer rows, then n_inner elements: the kernel's last argument).
     steps: (expression over x0.. and t0.., dtype); outputs: the step indices to store;
     in_place: output k -> input i whose buffer it overwrites. Such an output is stored through the
     input's own parameter: LLVM then sees a load and a store at the same index and vectorises, where
     two parameters that turn out to overlap fail its runtime alias check and run the scalar loop (4x
     slower for an AdamW update)."""
     in_place = in_place or {}
+    nested = any(kind in ("inner", "outer") for kind in kinds)
     stores = [f"in{in_place[k]}" if k in in_place else f"out{k}" for k in range(len(outputs))]
-    args = [f"in{i}" for i in range(len(scalar_inputs))] + [name for name in stores if name.startswith("out")]
+    args = [f"in{i}" for i in range(len(kinds))] + [name for name in stores if name.startswith("out")]
+    loop = "prange" if parallel else "range"
     lines = ["import math", "import numpy as np", "from numba import njit, prange", "",
              f"FASTMATH = set({sorted(FASTMATH)!r})", "", TANH32, "",
              f"@njit(cache=True, nogil=True, parallel={parallel}, fastmath=FASTMATH, error_model=\"numpy\")",
-             f"def kernel({', '.join(args)}):"]
+             f"def kernel({', '.join(args + (['n_inner'] if nested else []))}):"]
     # Runtime scalars are read once, before the loop: read inside it, LLVM must assume a store to an
     # output could change them, and then it will not vectorise the loop.
-    lines += [f"    x{i} = in{i}[0]" for i, scalar in enumerate(scalar_inputs) if scalar]
-    lines.append(f"    for i in {'prange' if parallel else 'range'}({stores[0]}.size):")
-    lines += [f"        x{i} = in{i}[i]" for i, scalar in enumerate(scalar_inputs) if not scalar]
+    lines += [f"    x{i} = in{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
+    indent = "        "
+    if nested:
+        lines.append(f"    for o in {loop}({stores[0]}.size // n_inner if n_inner else 0):")
+        lines += [f"        x{i} = in{i}[o]" for i, kind in enumerate(kinds) if kind == "outer"]
+        lines.append("        for j in range(n_inner):")
+        indent = "            "
+        lines.append(f"{indent}i = o * n_inner + j")
+        lines += [f"{indent}x{i} = in{i}[j]" for i, kind in enumerate(kinds) if kind == "inner"]
+    else:
+        lines.append(f"    for i in {loop}({stores[0]}.size):")
+    lines += [f"{indent}x{i} = in{i}[i]" for i, kind in enumerate(kinds) if kind == "full"]
     for j, (expr, dtype) in enumerate(steps):
-        lines.append(f"        t{j} = {_cast(dtype)}({expr})")
+        lines.append(f"{indent}t{j} = {_cast(dtype)}({expr})")
     for store, j in zip(stores, outputs):
-        lines.append(f"        {store}[i] = t{j}")
+        lines.append(f"{indent}{store}[i] = t{j}")
     return "\n".join(lines) + "\n"
 
 
