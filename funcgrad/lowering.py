@@ -49,7 +49,7 @@ def _operand_shapes(eqn: Eqn) -> list[tuple] | None:
 def _splits(eqn: Eqn):
     """The loop splits eqn can fuse at (fusion.loop_splits), or False if it cannot fuse."""
     shape = eqn.out.aval.shape
-    if eqn.prim.name not in fusion.TEMPLATES or eqn.out.aval.dtype not in fusion.FUSABLE_DTYPES or shape == ():
+    if eqn.prim.name not in fusion.TEMPLATES or eqn.out.aval.dtype not in fusion.FUSABLE_DTYPES:
         return False
     shapes = _operand_shapes(eqn)
     if shapes is None:
@@ -67,14 +67,16 @@ def _common(a, b):
     return b if a is None else a if b is None else a & b
 
 
-def _groups(eqns: list[Eqn]) -> list[list[Eqn]]:
+def _groups(eqns: list[Eqn], scalars: bool = True) -> list[list[Eqn]]:
     """Runs of consecutive fusable equations of one output shape whose operands one loop can read
-    (fusion.loop_splits); other equations stand alone."""
+    (fusion.loop_splits); other equations stand alone. scalars: whether 0-d equations fuse too (on
+    the CPU a chain of them, an optimiser's bias corrections, is one kernel call instead of a
+    NumPy call each)."""
     groups: list[list[Eqn]] = []
     current: list[Eqn] = []
     allowed = None
     for eqn in eqns:
-        splits = _splits(eqn)
+        splits = _splits(eqn) if scalars or eqn.out.aval.shape != () else False
         if splits is not False and current and eqn.out.aval.shape == current[0].out.aval.shape \
                 and _common(allowed, splits) != frozenset():
             current.append(eqn)
@@ -292,7 +294,7 @@ def device_runner(program: Program, platform: str) -> Callable:
                 used_later[x.id] = position
     outs = {o.id for o in program.outs if isinstance(o, Var)}
     runs, position = [], 0
-    for group in _groups(program.eqns):
+    for group in _groups(program.eqns, scalars=False):
         end = position + len(group)
         if len(group) >= 2:
             needed = {e.out.id for e in group if e.out.id in outs or used_later.get(e.out.id, -1) >= end}

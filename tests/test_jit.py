@@ -150,7 +150,7 @@ def test_fused_chains_match_unfused(data):
            lambda a, b: fnp.tanh(a) + b, lambda a, b: fnp.where(a > b, a, b), lambda a, b: fnp.exp(-a * a) * b,
            lambda a, b: nn.sigmoid(a) * b, lambda a, b: fnp.sqrt(fnp.abs(a) + 1.0) - b]
     chain = data.draw(st.lists(st.integers(0, len(ops) - 1), min_size=2, max_size=6))
-    shape = data.draw(st.sampled_from([(5,), (3, 4), (2, 1, 3)]))
+    shape = data.draw(st.sampled_from([(5,), (3, 4), (2, 1, 3), ()]))
     other = data.draw(st.sampled_from([shape, shape[-1:], (), shape[:1] + (1,) * (len(shape) - 1), (1,) + shape[1:]]))
     x = RNG.standard_normal(shape).astype(np.float32)
     y = RNG.standard_normal(other).astype(np.float32)
