@@ -265,6 +265,11 @@ def _leading_batch_rule(size, prim, vals, dims, **params):
     return prim(_front(vals[0], dims[0], size), **params), 0
 
 
+def _labels_rule(size, prim, vals, dims, **params):
+    """pick / unpick map over the leading axes of both operands: batch axis first on each."""
+    return prim(_front(vals[0], dims[0], size), _front(vals[1], dims[1], size), **params), 0
+
+
 def _loop_rule(size, prim, vals, dims, **params):
     """The fallback: apply prim to each batch element and stack the results."""
     from . import numpy as fnp
@@ -292,7 +297,7 @@ RULES.update({
     L.matmul_p.name: _matmul_rule, L.einsum_p.name: _einsum_rule,
     C.im2col_p.name: _im2col_rule, C.col2im_p.name: _col2im_rule, prng.threefry2x32_p.name: _threefry_rule,
     D.solve_p.name: _matmul_rule, D.slogdet_p.name: _leading_batch_rule, D.cholesky_p.name: _leading_batch_rule,
-    D.eigh_p.name: _leading_batch_rule,
+    D.eigh_p.name: _leading_batch_rule, R.pick_p.name: _labels_rule, R.unpick_p.name: _labels_rule,
 })
 
 LOOPED = sorted(set(registry) - set(RULES))  # primitives vmap runs one batch element at a time

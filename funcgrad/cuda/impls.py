@@ -17,7 +17,7 @@ from ..ops import core, shape as S
 from ..ops.conv import output_size
 from .buffer import DeviceValue, contiguous_strides, from_host
 from .kernels import decompositions as D, elementwise, indexing, matmul as M, random, reduce as R, scan, sort
-from .kernels.copy import compact, contiguous, copy_into, fill
+from .kernels.copy import arange, compact, contiguous, copy_into, fill
 from .kernels.indexing import basic_view
 
 
@@ -129,6 +129,24 @@ def _scatter_add(g, *arrays, spec, shape):
         copy_into(basic_view(out, S.build_index(spec, [])), g)
         return out
     return indexing.scatter_add(g, spec, [_device(a) for a in arrays], tuple(shape))
+
+
+def _label_index(labels) -> list:
+    """Index vectors (row, label) over the flattened leading axes, for pick and unpick."""
+    labels = _reshape(_device(labels), (-1,))
+    return [arange(labels.size, labels.dtype), labels]
+
+
+def _pick(x, labels):
+    x = _device(x)
+    out = indexing.gather(_reshape(x, (-1, x.shape[-1])), (("a",), ("a",)), _label_index(labels))
+    return _reshape(out, x.shape[:-1])
+
+
+def _unpick(g, labels, classes):
+    g = _device(g)
+    out = indexing.scatter_add(_reshape(g, (-1,)), (("a",), ("a",)), _label_index(labels), (g.size, classes))
+    return _reshape(out, g.shape + (classes,))
 
 
 def _im2col(x, kernel, stride, dilation):
@@ -311,6 +329,7 @@ def _argsort(x, axis):
 IMPLS = {
     "reshape": _reshape, "broadcast_to": _broadcast_to, "transpose": _transpose, "pad": _pad,
     "concatenate": _concatenate, "gather": _gather, "scatter_add": _scatter_add,
+    "pick": _pick, "unpick": _unpick,
     "argmax": _arg_reduction("argmax"), "argmin": _arg_reduction("argmin"),
     "cumsum": _cumsum, "logsumexp": _logsumexp, "softmax": _softmax("softmax"),
     "log_softmax": _softmax("log_softmax"), "matmul": _matmul, "einsum": _einsum,

@@ -4,6 +4,8 @@ from __future__ import annotations
 from .. import dtypes
 from .. import numpy as fnp
 from ..errors import ShapeError
+from ..ops import reductions as R
+from ..trace import bind
 from .functional import log_softmax, relu, softplus
 
 
@@ -30,7 +32,7 @@ def nll_loss(log_probs, labels, reduction: str = "mean", ignore_index: int = -10
     """Negative log-likelihood of integer labels; classes on axis 1 (or 0 for one example)."""
     log_probs = fnp.asarray(log_probs)
     idx = _labels(log_probs, labels, "nll_loss")
-    return _pick_loss(log_probs, idx, reduction, ignore_index, label_smoothing=0.0)
+    return _label_loss(*_from_log_probs(log_probs), idx, reduction, ignore_index, label_smoothing=0.0)
 
 
 def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -100,
@@ -47,23 +49,34 @@ def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -
     idx = _labels(logits, labels, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-    return _pick_loss(log_softmax(logits, axis=1 if logits.ndim > 1 else 0), idx, reduction, ignore_index,
-                      label_smoothing)
+    if logits.ndim > 2:  # (N, C, d...): classes are not the last axis
+        parts = _from_log_probs(log_softmax(logits, axis=1))
+    else:  # -log p[label] = logsumexp - logit[label]: two primitives, no log-probability array
+        lse = fnp.logsumexp(logits, axis=-1)
+        parts = (logits.shape[-1], lambda safe: lse - bind(R.pick_p, logits, safe),
+                 lambda: lse - fnp.mean(logits, axis=-1))
+    return _label_loss(*parts, idx, reduction, ignore_index, label_smoothing)
 
 
-def _pick_loss(log_probs, idx, reduction, ignore_index, label_smoothing):
+def _from_log_probs(log_probs):
+    """(classes, nll of safe labels, mean nll over classes) for log-probabilities."""
     class_axis = 1 if log_probs.ndim > 1 else 0
-    n_classes = log_probs.shape[class_axis]
+
+    def nll(safe):
+        picked = fnp.take_along_axis(log_probs, fnp.expand_dims(safe, class_axis), axis=class_axis)
+        return -fnp.squeeze(picked, class_axis)
+    return log_probs.shape[class_axis], nll, lambda: -fnp.mean(log_probs, axis=class_axis)
+
+
+def _label_loss(n_classes, nll, mean_nll, idx, reduction, ignore_index, label_smoothing):
     valid = idx != ignore_index
     safe = fnp.where(valid, idx, 0)
     known = fnp.concrete_or_none(safe)
     if known is not None and known.size and (known.min() < 0 or known.max() >= n_classes):
         raise IndexError(f"label out of range: labels span [{known.min()}, {known.max()}] for {n_classes} classes")
-    picked = fnp.squeeze(fnp.take_along_axis(log_probs, fnp.expand_dims(safe, class_axis), axis=class_axis),
-                         class_axis)
-    loss = -picked
+    loss = nll(safe)
     if label_smoothing:
-        loss = (1.0 - label_smoothing) * loss - label_smoothing * fnp.mean(log_probs, axis=class_axis)
+        loss = (1.0 - label_smoothing) * loss + label_smoothing * mean_nll()
     loss = fnp.where(valid, loss, 0.0)
     return _reduce(loss, reduction, weight_sum=fnp.sum(valid, dtype=loss.dtype) if reduction == "mean" else None)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..cpu.softmax import last_axis
+from ..cpu import softmax as rows
 from . import elementwise as E
 from . import shape as S
 from .core import Primitive, deflinear, defjvp, defvjp, shape_of
@@ -142,6 +142,10 @@ def _stable_max(x, axes):
 
 
 def _logsumexp_impl(x, axes, keepdims):
+    if axes == (np.ndim(x) - 1,) and not keepdims:
+        fast = rows.logsumexp_last_axis(np.asarray(x))
+        if fast is not None:
+            return fast
     x32 = _accumulate(x)
     m = _stable_max(x32, axes)
     with np.errstate(divide="ignore"):
@@ -164,7 +168,7 @@ defjvp(logsumexp_p, lambda t, out, x, axes, keepdims: sum_p(
 
 def _softmax_impl(x, axes):
     if axes == (np.ndim(x) - 1,):
-        fast = last_axis(np.asarray(x), log=False)
+        fast = rows.last_axis(np.asarray(x), log=False)
         if fast is not None:
             return fast
     x32 = _accumulate(x)
@@ -174,7 +178,7 @@ def _softmax_impl(x, axes):
 
 def _log_softmax_impl(x, axes):
     if axes == (np.ndim(x) - 1,):
-        fast = last_axis(np.asarray(x), log=True)
+        fast = rows.last_axis(np.asarray(x), log=True)
         if fast is not None:
             return fast
     x32 = _accumulate(x)
@@ -203,3 +207,30 @@ defjvp(softmax_p, lambda t, out, x, axes: _softmax_linear(t, out, axes))
 log_softmax_p = Primitive("log_softmax", _log_softmax_impl)
 defvjp(log_softmax_p, lambda g, out, x, axes: _log_softmax_vjp(g, out, axes))
 defjvp(log_softmax_p, lambda t, out, x, axes: _log_softmax_jvp(t, out, axes))
+
+
+# ---- picking each row's label (the likelihood term of classification losses) --------------------
+def _check_labels(labels, shape: tuple) -> np.ndarray:
+    labels = np.asarray(labels)
+    if labels.shape != tuple(shape):
+        raise ValueError(f"labels of shape {labels.shape} do not match the leading axes {tuple(shape)}")
+    return labels
+
+
+def _pick_impl(x, labels):
+    x = np.asarray(x)
+    return rows.pick(x, _check_labels(labels, x.shape[:-1]))  # out of range: IndexError, never a wrapped read
+
+
+def _unpick_impl(g, labels, classes):
+    g = np.asarray(g)
+    return rows.unpick(g, _check_labels(labels, g.shape), classes)
+
+
+# pick(x, labels) = x[..., labels]: one entry per row of the last axis (the logit of each example's
+# class, so cross-entropy is logsumexp - pick without a log-probability array); unpick, its
+# transpose, puts each row's value at its label in zeros (the one-hot part of the gradient).
+pick_p = Primitive("pick", _pick_impl)
+unpick_p = Primitive("unpick", _unpick_impl)
+deflinear(pick_p, lambda g, out, x, labels: unpick_p(g, labels, classes=shape_of(x)[-1]))
+deflinear(unpick_p, lambda g, out, ct, labels, classes: pick_p(g, labels))
