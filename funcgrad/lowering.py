@@ -27,7 +27,8 @@ __all__ = ["lower", "python_runner", "device_runner"]
 # Primitives whose output is always a fresh buffer (never a view of an input), so it may be overwritten
 # once dead. Everything else is assumed to alias its inputs.
 _FRESH = frozenset(set(fusion.TEMPLATES) - {"stop_gradient", "convert"}) | {
-    "matmul", "softmax", "log_softmax", "concatenate", "pad", "scatter_add", "col2im", "cumsum", "threefry2x32"}
+    "matmul", "softmax", "log_softmax", "logsumexp", "pick", "unpick", "concatenate", "pad", "scatter_add", "col2im",
+    "cumsum", "threefry2x32"}
 
 
 def _operand_shapes(eqn: Eqn) -> list[tuple] | None:
