@@ -170,3 +170,24 @@ def test_loss_objects_call_their_functions_with_their_options():
     assert_close(nn.HuberLoss(delta=0.5)(P, Q), nn.huber_loss(P, Q, delta=0.5))
     assert_close(nn.BCEWithLogitsLoss(pos_weight=2.0)(P, Q > 0), nn.binary_cross_entropy_with_logits(P, Q > 0, pos_weight=2.0))
     assert "label_smoothing=0.1" in repr(criterion)
+
+
+@pytest.mark.parametrize("stride, dilation", [((1, 1), (1, 1)), ((2, 1), (1, 2)), ((2, 2), (2, 1))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_col2im_adds_every_window_back(stride, dilation, dtype):
+    # the numba kernel (float32/64) and the NumPy slices (other dtypes) against a plain loop
+    from funcgrad.ops import conv
+    kh, kw, h, w = 3, 2, 9, 8
+    ho, wo = conv.output_size(h, kh, stride[0], dilation[0]), conv.output_size(w, kw, stride[1], dilation[1])
+    cols = RNG.standard_normal((2, 3, ho, wo, kh, kw)).astype(dtype)
+    want = np.zeros((2, 3, h, w))
+    for y in range(ho):
+        for x in range(wo):
+            for i in range(kh):
+                for j in range(kw):
+                    want[:, :, y * stride[0] + i * dilation[0], x * stride[1] + j * dilation[1]] += cols[:, :, y, x, i, j]
+    got = conv._col2im_impl(cols, (2, 3, h, w), (kh, kw), stride, dilation)
+    assert got.dtype == dtype
+    assert_close(got, want, rtol=1e-3 if dtype == np.float16 else 1e-6, atol=1e-2 if dtype == np.float16 else 1e-6)
+    transposed = np.ascontiguousarray(cols.transpose(0, 2, 3, 1, 4, 5)).transpose(0, 3, 1, 2, 4, 5)  # strided input
+    assert_close(conv._col2im_impl(transposed, (2, 3, h, w), (kh, kw), stride, dilation), got, rtol=0, atol=0)

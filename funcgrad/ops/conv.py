@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..cpu import windows
 from .core import Primitive, deflinear
 
 
@@ -24,6 +25,9 @@ def _im2col_impl(x, kernel, stride, dilation):
 
 
 def _col2im_impl(cols, image_shape, kernel, stride, dilation):
+    fast = windows.col2im(np.asarray(cols), image_shape, stride, dilation)
+    if fast is not None:
+        return fast
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
     ho, wo = cols.shape[2], cols.shape[3]
     out = np.zeros(image_shape, cols.dtype)
