@@ -8,9 +8,11 @@ from __future__ import annotations
 from . import numpy as fnp
 from .control import cond, fori_loop, map, scan, switch, while_loop  # noqa: A004
 from .numpy import stop_gradient
+from .ops import elementwise as E
+from .trace import bind
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gradient", "select", "rsqrt",
-           "square", "integer_pow", "exp", "log", "tanh", "logistic", "max", "min", "abs", "sign", "dot",
+           "square", "integer_pow", "exp", "log", "tanh", "logistic", "erf", "max", "min", "abs", "sign", "dot",
            "batch_matmul", "concatenate", "broadcast_in_dim", "expand_dims", "clamp"]
 
 
@@ -24,6 +26,11 @@ def rsqrt(x):
 
 def integer_pow(x, y: int):
     return fnp.power(x, int(y))
+
+
+def erf(x):
+    """The error function, elementwise (jax.lax.erf, torch.erf)."""
+    return bind(E.erf_p, fnp._float_arg(x))
 
 
 def logistic(x):
