@@ -59,10 +59,6 @@ def _splits(eqn: Eqn):
     return False if splits == frozenset() else splits
 
 
-def _fusable(eqn: Eqn) -> bool:
-    return _splits(eqn) is not False
-
-
 def _common(a, b):
     """Splits two parts of a group both allow (None: no constraint); an empty set: none."""
     return b if a is None else a if b is None else a & b
@@ -96,7 +92,7 @@ def _groups(eqns: list[Eqn], scalars: bool = True) -> list[list[Eqn]]:
 
 
 def _fusion_key(eqn: Eqn):
-    return eqn.out.aval.shape if _fusable(eqn) else None
+    return eqn.out.aval.shape if _splits(eqn) is not False else None
 
 
 def lower(program: Program) -> Program:
