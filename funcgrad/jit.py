@@ -26,11 +26,13 @@ from .errors import ConcretizationError, DeviceMismatchError
 from .lowering import device_runner, lower, python_runner
 from .program import Const, Eqn, Program, ShapedArray, Var, fresh_var
 from .trace import Trace, Tracer, annotate, impl_error, user_frame
-from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_map
+from .tree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_map
 
 log = logging.getLogger("funcgrad.jit")
 
 __all__ = ["jit", "make_program"]
+
+_KNOWN_TREES = 8  # argument structures a jitted function checks by their matchers before flattening
 
 
 # ==== abstract tracing ==============================================================================
@@ -223,6 +225,7 @@ class Jitted:
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self.cache: dict[Any, _Compiled] = {}
+        self.trees: list[PyTreeDef] = []  # argument structures seen, the latest first
 
     def _split(self, args, kwargs):
         static_nums = _normalize(self.static_argnums, len(args), "static_argnums")
@@ -243,12 +246,23 @@ class Jitted:
             key = (len(args), tuple((v.shape, v.dtype) for v in values), (), _platform(values))
             return key, list(args), values, None, (), (), list(args), {}
         statics, dyn_args, dyn_kwargs, static_nums = self._split(args, kwargs)
-        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = self._flatten((dyn_args, dyn_kwargs))
         if any(isinstance(leaf, Tracer) for leaf in leaves):
             return None
         values = [leaf._value if type(leaf) is Array else to_numpy(leaf) for leaf in leaves]
         key = (in_tree, tuple((v.shape, v.dtype) for v in values), statics, _platform(values))
         return key, leaves, values, in_tree, statics, static_nums, dyn_args, dyn_kwargs
+
+    def _flatten(self, tree) -> tuple[list, PyTreeDef]:
+        """tree_flatten, but a structure seen before is checked by its generated matcher and comes
+        back as the same object, so the cache lookup compares it by identity."""
+        for in_tree in self.trees:
+            leaves = in_tree.match(tree)
+            if leaves is not None:
+                return leaves, in_tree
+        leaves, in_tree = tree_flatten(tree)
+        self.trees = [in_tree] + self.trees[:_KNOWN_TREES - 1]
+        return leaves, in_tree
 
     def _compile(self, key, args, kwargs, in_tree, static_nums, dyn_args, dyn_kwargs) -> _Compiled:
         avals = tuple(ShapedArray(shape, dtype) for shape, dtype in key[1])

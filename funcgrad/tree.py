@@ -6,6 +6,7 @@ dict (sorted keys), list, tuple, namedtuple and None are built in; any other typ
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 __all__ = [
@@ -19,21 +20,24 @@ class _NodeType(NamedTuple):
     flatten: Callable[[Any], tuple[Iterable[Any], Hashable]]
     unflatten: Callable[[Hashable, list[Any]], Any]
     keys: Callable[[Any, Hashable], list[str]]
+    match: Callable[[Any, Hashable], list[Any] | None] | None = None
 
 
 _registry: dict[type, _NodeType] = {}
 
 
 def register_pytree_node(nodetype: type, flatten: Callable, unflatten: Callable,
-                         keys: Callable | None = None) -> None:
+                         keys: Callable | None = None, match: Callable | None = None) -> None:
     """Make `nodetype` a pytree node: flatten(x) -> (children, aux); unflatten(aux, children) -> x.
 
     `keys(x, aux)` optionally names each child for error messages and `named_parameters`.
+    `match(x, aux)` optionally returns x's children when flattening x would give exactly `aux`,
+    else None: a faster check than flattening and comparing (PyTreeDef.match uses it).
     """
     if nodetype in _registry:
         raise ValueError(f"{nodetype.__name__} is already registered as a pytree node")
     _registry[nodetype] = _NodeType(flatten, unflatten,
-                                    keys or (lambda x, aux: [f"[{i}]" for i in range(len(flatten(x)[0]))]))
+                                    keys or (lambda x, aux: [f"[{i}]" for i in range(len(flatten(x)[0]))]), match)
 
 
 def _dict_flatten(d):
@@ -93,7 +97,7 @@ def _node_type(x) -> _NodeType | None:
 
 class PyTreeDef:
     """The structure of a pytree: hashable, comparable, and able to rebuild a tree from leaves."""
-    __slots__ = ("node_type", "aux", "children", "num_leaves", "_key", "_hash")
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_key", "_hash", "_matcher")
 
     def __init__(self, node_type, aux, children):
         self.node_type = node_type  # None for a leaf
@@ -108,6 +112,7 @@ class PyTreeDef:
             self.num_leaves = count
         self._key = (node_type, aux, children)
         self._hash = None
+        self._matcher = None
 
     def __eq__(self, other):
         return self is other or (isinstance(other, PyTreeDef) and self._key == other._key)
@@ -135,6 +140,14 @@ class PyTreeDef:
             return "None"
         return f"{self.node_type.__name__}({inner})"
 
+    def match(self, tree: Any) -> list[Any] | None:
+        """tree's leaves if tree has exactly this structure, else None: what tree_flatten would
+        say, without building a structure to compare (jit checks its arguments with this on every
+        call). The check is Python code generated for this structure on first use."""
+        if self._matcher is None:
+            self._matcher = _compile_matcher(self)
+        return self._matcher(tree)
+
     def unflatten(self, leaves: Iterable[Any]) -> Any:
         leaves = list(leaves)
         if len(leaves) != self.num_leaves:
@@ -151,6 +164,60 @@ class PyTreeDef:
 
 
 _LEAF = PyTreeDef(None, None, ())
+
+
+def _compile_matcher(treedef: PyTreeDef) -> Callable[[Any], list[Any] | None]:
+    """Straight-line code that walks a tree along treedef: every node's type and size, every
+    dict's keys and every custom node's aux are checked; any difference returns None."""
+    lines: list[str] = []
+    consts: dict[str, Any] = {"_registry": _registry}
+    leaves: list[str] = []
+    counter = itertools.count()
+
+    def const(value) -> str:
+        name = f"k{len(consts)}"
+        consts[name] = value
+        return name
+
+    def walk(var: str, d: PyTreeDef) -> None:
+        t = d.node_type
+        if t is None:  # still a leaf: not a node (tuples include namedtuples)
+            lines.append(f"if type({var}) in _registry or isinstance({var}, tuple): return None")
+            leaves.append(var)
+            return
+        if t is type(None):
+            lines.append(f"if {var} is not None: return None")
+            return
+        n = len(d.children)
+        lines.append(f"if type({var}) is not {const(t)}: return None")
+        node = _registry.get(t)
+        if t is tuple or t is list:
+            lines.append(f"if len({var}) != {n}: return None")
+            children = var
+        elif t is dict:
+            lines.append(f"if {var}.keys() != {const(set(d.aux))}: return None")
+            children = f"[{var}[k] for k in {const(d.aux)}]"
+        elif node is None:  # a namedtuple: its type fixes its length
+            children = var
+        elif node.match is not None:
+            lines.append(f"c = {const(node.match)}({var}, {const(d.aux)})")
+            lines.append(f"if c is None or len(c) != {n}: return None")
+            children = "c"
+        else:
+            lines.append(f"c, a = {const(node.flatten)}({var})")
+            lines.append("c = tuple(c)")
+            lines.append(f"if len(c) != {n} or not (a == {const(d.aux)}): return None")
+            children = "c"
+        names = [f"v{next(counter)}" for _ in range(n)]
+        if n:
+            lines.append(f"{', '.join(names)}{',' if n == 1 else ''} = {children}")
+        for name, child in zip(names, d.children):
+            walk(name, child)
+
+    walk("x", treedef)
+    source = "def match(x):\n" + "".join(f"    {line}\n" for line in lines) + f"    return [{', '.join(leaves)}]\n"
+    exec(compile(source, "<funcgrad.tree.match>", "exec"), consts)  # noqa: S102  (our generated code)
+    return consts["match"]
 
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], PyTreeDef]:

@@ -3,6 +3,8 @@ import dataclasses
 from collections import namedtuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import funcgrad as fg
 
@@ -69,3 +71,53 @@ def test_register_dataclass_with_static_fields():
 
 def test_treedef_repr_is_readable():
     assert repr(fg.tree_structure({"a": [1, (2,)], "b": None})) == "PyTreeDef({'a': [*, (*,)], 'b': None})"
+
+
+# ---- PyTreeDef.match: what jit checks its arguments with instead of flattening ---------------------
+_leaf = st.one_of(st.integers(-3, 3), st.floats(allow_nan=False), st.text(max_size=2))
+_trees = st.recursive(_leaf | st.none(), lambda kids: st.one_of(
+    st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple),
+    st.dictionaries(st.sampled_from("abc"), kids, max_size=3), st.builds(Point, kids, kids)), max_leaves=8)
+
+
+@given(_trees, _trees)
+@settings(max_examples=300, deadline=None)
+def test_match_agrees_with_flattening(a, b):
+    leaves_a, def_a = fg.tree_flatten(a)
+    leaves_b, def_b = fg.tree_flatten(b)
+    assert def_a.match(a) == leaves_a
+    assert def_a.match(b) == (leaves_b if def_b == def_a else None)
+
+
+def test_match_checks_custom_nodes_by_their_aux():
+    class Box:
+        def __init__(self, items, tag):
+            self.items, self.tag = items, tag
+
+    fg.register_pytree_node(Box, lambda b: (b.items, b.tag), lambda tag, ch: Box(list(ch), tag))
+    treedef = fg.tree_structure([Box([1, 2], "x")])
+    assert treedef.match([Box([5, 6], "x")]) == [5, 6]
+    assert treedef.match([Box([5, 6], "y")]) is None  # another aux
+    assert treedef.match([Box([5], "x")]) is None  # another child count
+    assert treedef.match([Box([5, [6]], "x")]) is None  # a leaf became a node
+    assert treedef.match((Box([5, 6], "x"),)) is None  # a tuple, not a list
+
+
+def test_match_of_modules_follows_their_layout():
+    from funcgrad import nn
+    k1, k2 = fg.random.split(fg.random.key(0))
+    model = nn.Sequential([nn.Linear(3, 4, key=k1), nn.relu, nn.Linear(4, 2, key=k2)])
+    leaves, treedef = fg.tree_flatten(model)
+    assert treedef.match(model) == leaves
+    copy = fg.tree_map(lambda x: x * 2, model)
+    assert [id(x) for x in treedef.match(copy)] == [id(x) for x in fg.tree_leaves(copy)]
+    other = nn.Sequential([nn.Linear(3, 4, key=k1), nn.tanh, nn.Linear(4, 2, key=k2)])
+    assert treedef.match(other) is None  # another activation (a static leaf)
+    assert treedef.match(nn.Sequential([nn.Linear(3, 4, key=k1), nn.relu])) is None
+    assert treedef.match(nn.Sequential([nn.Linear(3, 5, key=k1), nn.relu, nn.Linear(5, 2, key=k2)])) is None
+    no_bias = model.layers[0].replace(bias=None)
+    assert fg.tree_structure(no_bias) != fg.tree_structure(model.layers[0])
+    assert fg.tree_structure(model.layers[0]).match(no_bias) is None  # an array became a static None
+    grown = fg.tree_map(lambda x: x, model)
+    grown.layers.append(nn.relu)  # a list inside a module can change in place
+    assert treedef.match(grown) is None

@@ -52,7 +52,8 @@ class Module:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         register_pytree_node(cls, _flatten_module, lambda aux, leaves, cls=cls: _unflatten_module(cls, aux, leaves),
-                             lambda module, aux: ["." + name for name, _ in module.named_parameters()])
+                             lambda module, aux: ["." + name for name, _ in module.named_parameters()],
+                             _match_module)
 
     # ---- introspection -----------------------------------------------------------------------
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -159,6 +160,7 @@ def _named(value, name: str):
 
 _ARRAY = "array"  # layout marker: the attribute is one array leaf
 _SCALARS = (bool, int, float, str)
+_EQ_BY_VALUE = frozenset(_SCALARS)
 
 
 def _flatten_module(module: Module):
@@ -184,6 +186,41 @@ def _flatten_module(module: Module):
                 kept.append(_Static(leaf))
         layout.append((name, treedef, tuple(kept)))
     return children, tuple(layout)
+
+
+def _match_module(module: Module, layout) -> list | None:
+    """module's array leaves if _flatten_module(module) gives `layout`, else None. jit checks its
+    arguments with this on every call, so it is stricter than the layout's equality where that is
+    cheaper (a static equal in value but not in type, or an equal array that is not the same
+    object, gives None, and jit then flattens and compares)."""
+    fields = vars(module)
+    if len(fields) != len(layout):
+        return None
+    children = []
+    for (name, treedef, kept), (field, value) in zip(layout, fields.items()):
+        if name != field:
+            return None
+        if treedef is _ARRAY:
+            if not _is_array(value):
+                return None
+            children.append(value)
+        elif treedef is None:
+            old = kept.value
+            if old is not value and not (type(old) is type(value) and type(old) in _EQ_BY_VALUE and old == value):
+                return None
+        else:
+            leaves = treedef.match(value)
+            if leaves is None:
+                return None
+            for leaf, static in zip(leaves, kept):
+                if static is None:
+                    if not _is_array(leaf):
+                        return None
+                    children.append(leaf)
+                elif static.value is not leaf and not (type(leaf) is type(static.value) and
+                                                       type(leaf) in _EQ_BY_VALUE and leaf == static.value):
+                    return None
+    return children
 
 
 def _unflatten_module(cls, layout, children):
