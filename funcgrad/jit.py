@@ -335,7 +335,7 @@ class Jitted:
         for i in donated:
             if type(leaves[i]) is Array:
                 leaves[i]._value = _Donated()
-        return compiled.out_tree.unflatten([Array(o) if isinstance(o, (np.ndarray, np.generic, ExternalValue)) else o
+        return compiled.out_tree.builder()([Array(o) if isinstance(o, (np.ndarray, np.generic, ExternalValue)) else o
                                             for o in outs])
 
     def lower(self, *args, **kwargs) -> Program:

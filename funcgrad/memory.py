@@ -17,27 +17,31 @@ TRACK_MIN_BYTES = 1024  # smaller buffers are too cheap to count and too many to
 
 
 class _Stats:
-    """live: the buffers counted now, by id, each with its weak reference (whose callback, when the
-    buffer is freed, takes its bytes off) and its size. A plain weakref with a shared callback
-    costs a third of weakref.finalize, and a jitted step wraps a dozen buffers per call."""
-    __slots__ = ("allocated", "peak", "live", "by_ref")
+    """live: the buffers counted now, by id, each with its weak reference, whose callback takes
+    the buffer's bytes off when it is freed. A weakref (with the id and size on it) and one dict
+    entry: a jitted step wraps a dozen buffers per call, and weakref.finalize costs three times as
+    much."""
+    __slots__ = ("allocated", "peak", "live")
 
     def __init__(self):
         self.allocated = 0
         self.peak = 0
-        self.live: dict[int, int] = {}  # id(buffer) -> bytes
-        self.by_ref: dict[int, tuple] = {}  # id(weakref) -> (weakref, id(buffer))
+        self.live: dict[int, _BufferRef] = {}  # id(buffer) -> its weak reference
 
     def reset_peak(self) -> None:
         self.peak = self.allocated
 
 
+class _BufferRef(weakref.ref):
+    __slots__ = ("key", "nbytes")
+
+
 _cpu = _Stats()
 
 
-def _release(ref) -> None:
-    _, key = _cpu.by_ref.pop(id(ref))
-    _cpu.allocated -= _cpu.live.pop(key)
+def _release(ref: _BufferRef) -> None:
+    del _cpu.live[ref.key]
+    _cpu.allocated -= ref.nbytes
 
 
 def track(value) -> None:
@@ -48,9 +52,9 @@ def track(value) -> None:
     key = id(value)
     if nbytes < TRACK_MIN_BYTES or key in _cpu.live:
         return
-    ref = weakref.ref(value, _release)
-    _cpu.by_ref[id(ref)] = (ref, key)
-    _cpu.live[key] = nbytes
+    ref = _BufferRef(value, _release)
+    ref.key, ref.nbytes = key, nbytes
+    _cpu.live[key] = ref
     _cpu.allocated += nbytes
     if _cpu.allocated > _cpu.peak:
         _cpu.peak = _cpu.allocated

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, Callable, Hashable, Iterable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple, Sequence
 
 __all__ = [
     "PyTreeDef", "register_pytree_node", "register_dataclass", "static_field",
@@ -21,23 +21,28 @@ class _NodeType(NamedTuple):
     unflatten: Callable[[Hashable, list[Any]], Any]
     keys: Callable[[Any, Hashable], list[str]]
     match: Callable[[Any, Hashable], list[Any] | None] | None = None
+    unflatten_for: Callable[[Hashable], Callable[..., Any]] | None = None
 
 
 _registry: dict[type, _NodeType] = {}
 
 
 def register_pytree_node(nodetype: type, flatten: Callable, unflatten: Callable,
-                         keys: Callable | None = None, match: Callable | None = None) -> None:
+                         keys: Callable | None = None, match: Callable | None = None,
+                         unflatten_for: Callable | None = None) -> None:
     """Make `nodetype` a pytree node: flatten(x) -> (children, aux); unflatten(aux, children) -> x.
 
     `keys(x, aux)` optionally names each child for error messages and `named_parameters`.
     `match(x, aux)` optionally returns x's children when flattening x would give exactly `aux`,
     else None: a faster check than flattening and comparing (PyTreeDef.match uses it).
+    `unflatten_for(aux)` optionally returns a function of the children as positional arguments
+    that does what unflatten(aux, children) does, made once per structure (PyTreeDef.builder).
     """
     if nodetype in _registry:
         raise ValueError(f"{nodetype.__name__} is already registered as a pytree node")
     _registry[nodetype] = _NodeType(flatten, unflatten,
-                                    keys or (lambda x, aux: [f"[{i}]" for i in range(len(flatten(x)[0]))]), match)
+                                    keys or (lambda x, aux: [f"[{i}]" for i in range(len(flatten(x)[0]))]), match,
+                                    unflatten_for)
 
 
 def _dict_flatten(d):
@@ -97,7 +102,7 @@ def _node_type(x) -> _NodeType | None:
 
 class PyTreeDef:
     """The structure of a pytree: hashable, comparable, and able to rebuild a tree from leaves."""
-    __slots__ = ("node_type", "aux", "children", "num_leaves", "_key", "_hash", "_matcher")
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_key", "_hash", "_matcher", "_builder")
 
     def __init__(self, node_type, aux, children):
         self.node_type = node_type  # None for a leaf
@@ -113,6 +118,7 @@ class PyTreeDef:
         self._key = (node_type, aux, children)
         self._hash = None
         self._matcher = None
+        self._builder = None
 
     def __eq__(self, other):
         return self is other or (isinstance(other, PyTreeDef) and self._key == other._key)
@@ -148,6 +154,16 @@ class PyTreeDef:
             self._matcher = _compile_matcher(self)
         return self._matcher(tree)
 
+    def builder(self) -> Callable[[Sequence[Any]], Any]:
+        """A function of a sequence of exactly num_leaves leaves that does what unflatten does,
+        as Python code generated for this structure (jit rebuilds its outputs with it)."""
+        if self._builder is None:
+            try:
+                self._builder = _compile_builder(self)
+            except (SyntaxError, RecursionError, MemoryError):  # nested too deep for one expression
+                self._builder = self.unflatten
+        return self._builder
+
     def unflatten(self, leaves: Iterable[Any]) -> Any:
         leaves = list(leaves)
         if len(leaves) != self.num_leaves:
@@ -166,18 +182,59 @@ class PyTreeDef:
 _LEAF = PyTreeDef(None, None, ())
 
 
+class SourceBuilder:
+    """Generated code under construction: objects it refers to become named constants."""
+
+    def __init__(self):
+        self.namespace: dict[str, Any] = {"_registry": _registry}
+
+    def const(self, value) -> str:
+        name = f"k{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def function(self, name: str, args: str, lines: list[str]) -> Callable:
+        source = f"def {name}({args}):\n" + "".join(f"    {line}\n" for line in lines)
+        exec(compile(source, f"<funcgrad.{name}>", "exec"), self.namespace)  # noqa: S102  (our generated code)
+        return self.namespace[name]
+
+
+def _compile_builder(treedef: PyTreeDef) -> Callable[[Sequence[Any]], Any]:
+    """One expression that builds the tree from L, its leaves in order."""
+    src = SourceBuilder()
+    position = itertools.count()
+
+    def expr(d: PyTreeDef) -> str:
+        t = d.node_type
+        if t is None:
+            return f"L[{next(position)}]"
+        kids = [expr(c) for c in d.children]
+        node = _registry.get(t)
+        if t is tuple:
+            return "(" + "".join(f"{k}, " for k in kids) + ")"
+        if t is list:
+            return "[" + ", ".join(kids) + "]"
+        if t is type(None):
+            return "None"
+        if t is dict:
+            return "{" + ", ".join(f"{src.const(k)}: {v}" for k, v in zip(d.aux, kids)) + "}"
+        if node is None:  # a namedtuple
+            return f"{src.const(t)}({', '.join(kids)})"
+        if node.unflatten_for is not None:
+            return f"{src.const(node.unflatten_for(d.aux))}({', '.join(kids)})"
+        return f"{src.const(node.unflatten)}({src.const(d.aux)}, [{', '.join(kids)}])"
+
+    return src.function("build", "L", [f"return {expr(treedef)}"])
+
+
 def _compile_matcher(treedef: PyTreeDef) -> Callable[[Any], list[Any] | None]:
     """Straight-line code that walks a tree along treedef: every node's type and size, every
     dict's keys and every custom node's aux are checked; any difference returns None."""
     lines: list[str] = []
-    consts: dict[str, Any] = {"_registry": _registry}
+    src = SourceBuilder()
+    const = src.const
     leaves: list[str] = []
     counter = itertools.count()
-
-    def const(value) -> str:
-        name = f"k{len(consts)}"
-        consts[name] = value
-        return name
 
     def walk(var: str, d: PyTreeDef) -> None:
         t = d.node_type
@@ -215,9 +272,7 @@ def _compile_matcher(treedef: PyTreeDef) -> Callable[[Any], list[Any] | None]:
             walk(name, child)
 
     walk("x", treedef)
-    source = "def match(x):\n" + "".join(f"    {line}\n" for line in lines) + f"    return [{', '.join(leaves)}]\n"
-    exec(compile(source, "<funcgrad.tree.match>", "exec"), consts)  # noqa: S102  (our generated code)
-    return consts["match"]
+    return src.function("match", "x", lines + [f"return [{', '.join(leaves)}]"])
 
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], PyTreeDef]:

@@ -121,3 +121,30 @@ def test_match_of_modules_follows_their_layout():
     grown = fg.tree_map(lambda x: x, model)
     grown.layers.append(nn.relu)  # a list inside a module can change in place
     assert treedef.match(grown) is None
+
+
+@given(_trees)
+@settings(max_examples=200, deadline=None)
+def test_builder_rebuilds_what_unflatten_does(tree):
+    leaves, treedef = fg.tree_flatten(tree)
+    rebuilt = treedef.builder()(leaves)
+    assert rebuilt == tree == treedef.unflatten(leaves)
+    assert fg.tree_structure(rebuilt) == treedef
+
+
+def test_builder_of_modules_and_of_very_deep_trees():
+    from funcgrad import nn
+    k1, k2 = fg.random.split(fg.random.key(0))
+    model = nn.Sequential([nn.Linear(3, 4, key=k1), nn.relu, nn.Linear(4, 2, key=k2)])
+    leaves, treedef = fg.tree_flatten(model)
+    new = [fg.numpy.zeros_like(x) for x in leaves]
+    built, reference = treedef.builder()(new), treedef.unflatten(new)
+    assert type(built) is nn.Sequential and built.layers[1] is nn.relu
+    assert [vars(m).keys() for m in built.layers[::2]] == [vars(m).keys() for m in reference.layers[::2]]
+    assert [id(x) for x in fg.tree_leaves(built)] == [id(x) for x in new]
+    assert built.layers[0].in_features == 3 and built.layers[2].out_features == 2
+    deep = 7
+    for _ in range(400):  # deeper than one Python expression may nest
+        deep = [deep]
+    leaves, treedef = fg.tree_flatten(deep)
+    assert treedef.builder()([8]) == treedef.unflatten([8])

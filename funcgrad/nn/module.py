@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..array import ArrayBase
-from ..tree import register_pytree_node, tree_flatten
+from ..tree import SourceBuilder, register_pytree_node, tree_flatten
 
 
 def _is_array(x) -> bool:
@@ -53,7 +53,7 @@ class Module:
         super().__init_subclass__(**kwargs)
         register_pytree_node(cls, _flatten_module, lambda aux, leaves, cls=cls: _unflatten_module(cls, aux, leaves),
                              lambda module, aux: ["." + name for name, _ in module.named_parameters()],
-                             _match_module)
+                             _match_module, lambda aux, cls=cls: _module_builder(cls, aux))
 
     # ---- introspection -----------------------------------------------------------------------
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -221,6 +221,30 @@ def _match_module(module: Module, layout) -> list | None:
                                                        type(leaf) in _EQ_BY_VALUE and leaf == static.value):
                     return None
     return children
+
+
+def _module_builder(cls, layout):
+    """A function of the module's leaves that builds it with `layout`, as generated code (jit
+    rebuilds its output modules with it on every call)."""
+    src = SourceBuilder()
+    src.namespace.update(new=object.__new__, cls=cls)
+    lines = ["obj = new(cls)", "fields = obj.__dict__"]  # filled directly: modules are frozen
+    args: list[str] = []
+
+    def child() -> str:
+        args.append(f"c{len(args)}")
+        return args[-1]
+
+    for name, treedef, kept in layout:
+        if treedef is _ARRAY:
+            value = child()
+        elif treedef is None:
+            value = src.const(kept.value)
+        else:
+            parts = [child() if k is None else src.const(k.value) for k in kept]
+            value = f"{src.const(treedef.builder())}([{', '.join(parts)}])"
+        lines.append(f"fields[{name!r}] = {value}")
+    return src.function("build_module", ", ".join(args), lines + ["return obj"])
 
 
 def _unflatten_module(cls, layout, children):
