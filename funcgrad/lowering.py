@@ -18,7 +18,7 @@ from .array import Array, ExternalValue
 from .cpu import fusion
 from .ops import linalg as L
 from .ops import shape as S
-from .program import (Const, Eqn, Program, Var, fold_transposes, last_uses, optimize, schedule,
+from .program import (Const, Eqn, Program, Var, fold_broadcasts, fold_transposes, last_uses, optimize, schedule,
                       transpose_matmul_outputs)
 
 __all__ = ["lower", "python_runner", "device_runner"]
@@ -98,6 +98,7 @@ def _fusion_key(eqn: Eqn):
 def lower(program: Program) -> Program:
     """The passes between tracing and code generation."""
     program = fold_transposes(transpose_matmul_outputs(optimize(program), L.matmul_p, S.transpose_p), S.transpose_p)
+    program = fold_broadcasts(program, S.broadcast_to_p, S.reshape_p, lambda e: e.prim.name in fusion.TEMPLATES)
     return schedule(program, _fusion_key)
 
 

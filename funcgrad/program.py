@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from typing import Any
+import math
+from typing import Any, Callable
 
 import numpy as np
 
@@ -298,3 +299,33 @@ def fold_transposes(program: Program, transpose) -> Program:
         eqns.append(e)
     outs = [alias.get(o.id, o) if isinstance(o, Var) else o for o in program.outs]
     return eliminate_dead_code(Program(program.in_vars, eqns, outs))
+
+
+def fold_broadcasts(program: Program, broadcast, reshape, elementwise: Callable[[Eqn], bool]) -> Program:
+    """An elementwise equation reads x where it read broadcast(x), or a reshape of a one-element x:
+    it broadcasts its operands itself, so the broadcast array need not be made (a gradient of a
+    mean is a scalar broadcast to the summed shape). Only where the operands left still give the
+    output its shape."""
+    origin: dict[int, Var] = {}  # var id -> the smaller var it broadcasts
+    eqns = []
+    for e in program.eqns:
+        x = e.inputs[0] if e.inputs else None
+        if isinstance(x, Var) and (e.prim is broadcast or (e.prim is reshape and math.prod(x.aval.shape) == 1)):
+            origin[e.out.id] = origin.get(x.id, x)
+        elif elementwise(e) and any(isinstance(x, Var) and x.id in origin for x in e.inputs):
+            inputs = list(e.inputs)
+            for i, x in enumerate(e.inputs):
+                if isinstance(x, Var) and x.id in origin:
+                    trial = inputs[:i] + [origin[x.id]] + inputs[i + 1:]
+                    if _broadcast_shape(trial) == e.out.aval.shape:
+                        inputs = trial
+            e = Eqn(e.prim, inputs, e.params, e.out)
+        eqns.append(e)
+    return eliminate_dead_code(Program(program.in_vars, eqns, program.outs))
+
+
+def _broadcast_shape(operands: list) -> tuple | None:
+    try:
+        return np.broadcast_shapes(*(x.aval.shape if isinstance(x, Var) else np.shape(x.value) for x in operands))
+    except ValueError:
+        return None

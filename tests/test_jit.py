@@ -209,6 +209,28 @@ def test_transposes_of_transposes_fold():
     assert [e.prim.name for e in identity.eqns] == ["add"]
 
 
+def test_broadcasts_into_elementwise_operands_fold():
+    x, b, s = RNG.standard_normal((3, 4)), RNG.standard_normal(4), RNG.standard_normal(())
+
+    def f(a, b, s):
+        return fnp.broadcast_to(b, (3, 4)) * a + fnp.broadcast_to(fnp.reshape(s, (1, 1)), (3, 4))
+    names = [e.prim.name for e in fg.make_program(f, optimized=True)(x, b, s).eqns]
+    assert "broadcast_to" not in names and "reshape" not in names
+    assert_close(fg.jit(f)(x, b, s), b * x + s)
+    # the broadcast stays where the other operands do not give the output its shape
+    g = lambda b: fnp.broadcast_to(b, (3, 4)) + 1.0  # noqa: E731
+    assert "broadcast_to" in [e.prim.name for e in fg.make_program(g, optimized=True)(b).eqns]
+    assert_close(fg.jit(g)(b), np.broadcast_to(b + 1, (3, 4)))
+    # a reshape that moves elements is not a broadcast: (4, 1) -> (1, 4) against a (4, 4) operand
+    c, d = RNG.standard_normal((4, 1)), RNG.standard_normal((4, 4))
+    h = lambda c, d: fnp.reshape(c, (1, 4)) * d  # noqa: E731
+    assert_close(fg.jit(h)(c, d), c.reshape(1, 4) * d)
+    # the gradient of a mean is a scalar broadcast to the input's shape
+    mean_grad = fg.grad(lambda a: fnp.mean(a * a))
+    assert "broadcast_to" not in [e.prim.name for e in fg.make_program(mean_grad, optimized=True)(x).eqns]
+    assert_close(fg.jit(mean_grad)(x), 2 * x / x.size)
+
+
 def test_generated_code_writes_the_epilogue_into_the_matmul_buffer():
     def f(x, y):
         h = x @ y
