@@ -329,6 +329,30 @@ def test_random_sampling_traces():
     assert_close(g(k, fg.array(5)), fg.random.uniform(fg.random.fold_in(k, 5), (4,)))
 
 
+def test_fused_float32_exp_sigmoid_and_softplus_are_within_two_ulp():
+    # float32 kernels compute exp as a polynomial (vecmath.exp32), so the loops vectorise
+    x = np.concatenate([np.linspace(-110, 95, 200001), [0.0, -0.0, 1e-30, 88.72283, 88.7229, -87.33655,
+                                                         -103.9, -104.5, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    wide = x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = np.exp(wide)
+        exp = np.asarray(fg.jit(lambda a: fnp.exp(a * 1.0) * 1.0)(x))
+        assert exp.dtype == np.float32
+        normal = np.isfinite(want.astype(np.float32)) & (want > np.finfo(np.float32).tiny)
+        ulp = np.spacing(want[normal].astype(np.float32)).astype(np.float64)
+        assert np.max(np.abs(exp[normal] - want[normal]) / ulp) <= 1.5
+        subnormal = (want > 0) & ~normal & (want < 1)
+        assert np.max(np.abs(exp[subnormal] - want[subnormal])) <= 1.5e-45  # a subnormal's step
+        assert np.array_equal(exp[~np.isfinite(want.astype(np.float32))], want[~np.isfinite(want.astype(np.float32))]
+                              .astype(np.float32), equal_nan=True)  # inf, 0 below -103.97, nan
+        assert exp[-3] == np.inf and exp[-2] == 0 and np.isnan(exp[-1])
+        for fn, ref in [(nn.sigmoid, 1 / (1 + np.exp(-wide))), (nn.softplus, np.logaddexp(0, wide))]:
+            got = np.asarray(fg.jit(lambda a, fn=fn: fn(a * 1.0) * 1.0)(x))
+            finite = np.isfinite(ref)
+            assert_close(got[finite], ref[finite], rtol=3e-7, atol=1e-45)
+            assert np.array_equal(got[~finite], ref[~finite].astype(np.float32), equal_nan=True)
+
+
 def test_fused_float32_erf_and_gelu_match_the_exact_functions():
     # float32 kernels use a rational erf (no libm call, so the loop vectorises): within a few ulp
     from math import erf, sqrt, tanh

@@ -44,21 +44,13 @@ def _clip(a, p, c, d):
     return out if c[2] else f"np.minimum({out}, {hi})"
 
 
-def _erf(x: str, d) -> str:
-    return f"_erf32({x})" if d == dtypes.float32 else f"math.erf({x})"
-
-
-def _tanh(x: str, d) -> str:
-    return f"_tanh32({x})" if d == dtypes.float32 else f"np.tanh({x})"
-
-
 def _gelu(a, p, c, d):
     x = a[0]
     f = "np.float32" if d == dtypes.float32 else "float"  # float32 stays float32 (and vectorises)
     if p["approximate"]:
         inner = f"{f}({math.sqrt(2 / math.pi)!r}) * ({x} + {f}(0.044715) * {x} * {x} * {x})"
-        return f"({f}(0.5) * {x} * ({f}(1.0) + {_tanh(inner, d)}))"
-    return f"({f}(0.5) * {x} * ({f}(1.0) + {_erf(f'{x} * {f}({1 / math.sqrt(2)!r})', d)}))"
+        return f"({f}(0.5) * {x} * ({f}(1.0) + vm.tanh({inner})))"
+    return f"({f}(0.5) * {x} * ({f}(1.0) + vm.erf({x} * {f}({1 / math.sqrt(2)!r}))))"
 
 
 # primitive name -> expression(args: list[str], params, is_none_const: list[bool], out dtype) -> str
@@ -74,18 +66,17 @@ TEMPLATES = {
     "left_shift": _op("<<"), "right_shift": _op(">>"),
     "not": lambda a, p, c, d: f"({a[0]} == 0)", "neg": lambda a, p, c, d: f"(-{a[0]})",
     "abs": _call("np.abs"), "sign": _call("np.sign"), "floor": _call("np.floor"), "ceil": _call("np.ceil"),
-    "trunc": _call("np.trunc"), "exp": _call("np.exp"), "expm1": _call("np.expm1"), "log": _call("np.log"),
+    "trunc": _call("np.trunc"), "exp": _call("vm.exp"), "expm1": _call("np.expm1"), "log": _call("np.log"),
     "log1p": _call("np.log1p"), "log2": _call("np.log2"), "log10": _call("np.log10"), "sqrt": _call("np.sqrt"),
     "square": lambda a, p, c, d: f"({a[0]} * {a[0]})", "reciprocal": lambda a, p, c, d: f"(1.0 / {a[0]})",
-    "sin": _call("np.sin"), "cos": _call("np.cos"), "tan": _call("np.tan"), "tanh": lambda a, p, c, d: _tanh(a[0], d),
+    "sin": _call("np.sin"), "cos": _call("np.cos"), "tan": _call("np.tan"), "tanh": _call("vm.tanh"),
     "sinh": _call("np.sinh"), "cosh": _call("np.cosh"), "arctan": _call("np.arctan"),
     "arcsin": _call("np.arcsin"), "arccos": _call("np.arccos"), "arcsinh": _call("np.arcsinh"),
-    "arccosh": _call("np.arccosh"), "arctanh": _call("np.arctanh"), "erf": lambda a, p, c, d: _erf(a[0], d),
+    "arccosh": _call("np.arccosh"), "arctanh": _call("np.arctanh"), "erf": _call("vm.erf"),
     "isnan": _call("np.isnan"), "isinf": _call("np.isinf"), "isfinite": _call("np.isfinite"),
     "relu": lambda a, p, c, d: f"np.maximum({a[0]}, 0)",
-    "sigmoid": lambda a, p, c, d: f"(1.0 / (1.0 + np.exp(-{a[0]})) if {a[0]} >= 0 else "
-                               f"np.exp({a[0]}) / (1.0 + np.exp({a[0]})))",
-    "softplus": lambda a, p, c, d: f"(np.maximum({a[0]}, 0) + np.log1p(np.exp(-np.abs({a[0]}))))",
+    "sigmoid": _call("vm.sigmoid"),
+    "softplus": lambda a, p, c, d: f"(np.maximum({a[0]}, 0) + np.log1p(vm.exp(-np.abs({a[0]}))))",
     "gelu": _gelu, "clip": _clip,
     "select": lambda a, p, c, d: f"({a[1]} if {a[0]} else {a[2]})",
     "convert": lambda a, p, c, d: f"({a[0]} != 0)" if p["dtype"] == dtypes.bool_ else a[0],
@@ -93,45 +84,9 @@ TEMPLATES = {
 }
 
 
-# float32 tanh as a rational function (Eigen's and XLA's): no libm call, so loops vectorise.
-# Accurate to a few ulp; inputs beyond +-7.905 saturate to +-1.
-TANH32 = """@njit(inline="always", error_model="numpy")
-def _tanh32(x):
-    small = abs(x) < np.float32(0.0004)
-    big = abs(x) >= np.float32(7.90531110763549805)
-    x = np.float32(min(max(x, np.float32(-7.90531110763549805)), np.float32(7.90531110763549805)))
-    x2 = x * x
-    p = x2 * np.float32(-2.76076847742355e-16) + np.float32(2.00018790482477e-13)
-    p = x2 * p + np.float32(-8.60467152213735e-11)
-    p = x2 * p + np.float32(5.12229709037114e-08)
-    p = x2 * p + np.float32(1.48572235717979e-05)
-    p = x2 * p + np.float32(6.37261928875436e-04)
-    p = x2 * p + np.float32(4.89352455891786e-03)
-    q = x2 * np.float32(1.19825839466702e-06) + np.float32(1.18534705686654e-04)
-    q = x2 * q + np.float32(2.26843463243900e-03)
-    q = x2 * q + np.float32(4.89352518554385e-03)
-    r = np.float32(1.0) if x > 0 else np.float32(-1.0)
-    return x if small else (r if big else np.float32(x * p / q))"""
-
-
-# float32 erf as x * P(x^2) / Q(x^2) on [-4, 4] (Eigen's and XLA's), saturating beyond: no libm call
-# (math.erf cost ~15 ns an element, this ~0.7, which made a transformer's GELU kernels 60% of its
-# step). Within 5 ulp of the correctly rounded erf, the error largest near |x| = 3.9.
-ERF32 = """@njit(inline="always", error_model="numpy")
-def _erf32(x):
-    x = np.float32(min(max(x, np.float32(-4.0)), np.float32(4.0)))
-    x2 = x * x
-    p = x2 * np.float32(-2.72614225801306e-10) + np.float32(2.77068142495902e-08)
-    p = x2 * p + np.float32(-2.10102402082508e-06)
-    p = x2 * p + np.float32(-5.69250639462346e-05)
-    p = x2 * p + np.float32(-7.34990630326855e-04)
-    p = x2 * p + np.float32(-2.95459980854025e-03)
-    p = x2 * p + np.float32(-1.60960333262415e-02)
-    q = x2 * np.float32(-1.45660718464996e-05) + np.float32(-2.13374055278905e-04)
-    q = x2 * q + np.float32(-1.68282697438203e-03)
-    q = x2 * q + np.float32(-7.37332916720468e-03)
-    q = x2 * q + np.float32(-1.42647390514189e-02)
-    return np.float32(x * p / q)"""
+# Kernels call vecmath's exp, tanh, erf and sigmoid (float32 without libm calls); a kernel's source
+# names vecmath's digest, so kernels cached on disk are rebuilt when vecmath changes.
+_VECMATH = hashlib.sha256(Path(__file__).with_name("vecmath.py").read_bytes()).hexdigest()[:16]
 
 
 def _cast(dtype: np.dtype) -> str:
@@ -194,7 +149,8 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     args = [f"in{i}" for i in range(len(kinds))] + [name for name in stores if name.startswith("out")]
     loop = "prange" if parallel else "range"
     lines = ["import math", "import numpy as np", "from numba import njit, prange", "",
-             f"FASTMATH = set({sorted(FASTMATH)!r})", "", TANH32, "", ERF32, "",
+             f"from funcgrad.cpu import vecmath as vm  # {_VECMATH}", "",
+             f"FASTMATH = set({sorted(FASTMATH)!r})", "",
              f"@njit(cache=True, nogil=True, parallel={parallel}, fastmath=FASTMATH, error_model=\"numpy\")",
              f"def kernel({', '.join(args + (['n_inner'] if nested else []))}):"]
     # Runtime scalars are read once, before the loop: read inside it, LLVM must assume a store to an

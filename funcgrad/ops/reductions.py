@@ -44,7 +44,8 @@ def unbroadcast(g, shape):
 
 # ---- sum -------------------------------------------------------------------------------------
 def _sum_impl(x, axes, keepdims):
-    out = np.sum(_accumulate(x), axis=axes, keepdims=keepdims)
+    # the ufunc's reduce is np.sum (same dtypes, same pairwise sums) without np.sum's Python layer
+    out = np.add.reduce(_accumulate(x), axis=axes, keepdims=keepdims)
     return out.astype(x.dtype) if x.dtype in dtypes.low_precision else out
 
 
