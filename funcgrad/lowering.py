@@ -2,7 +2,8 @@
 
 On the CPU, straight-line Python (generated source, one line per equation) that calls the NumPy
 implementations directly, with each run of elementwise equations fused into one generated numba
-kernel (a trailing or leading broadcast operand, like a bias, fuses too); intermediates are
+kernel (a trailing or leading broadcast operand, like a bias, fuses too, and so does a sum of a
+fused value over its leading axes or over all of a small one); intermediates are
 released after their last use and a kernel writes into a dead intermediate's buffer, or a donated
 argument's, when one of its shape is free. On a GPU, an interpreter of the program whose
 elementwise runs become generated CUDA kernels.
@@ -64,26 +65,58 @@ def _common(a, b):
     return b if a is None else a if b is None else a & b
 
 
-def _groups(eqns: list[Eqn], scalars: bool = True) -> list[list[Eqn]]:
+# A fused kernel also sums one of its values: over every element for groups up to this size (the
+# float64 sum is serial), or over the leading axes (NumPy's row-by-row order, vectorised) at any size.
+SUM_ALL_MAX = 4096
+
+
+def _sum_kind(eqn: Eqn, shape: tuple, allowed) -> tuple[str, Any] | None:
+    """('all' or 'lead', the splits the group allows with it) if eqn sums a value of a group of
+    this shape in a way its kernel can, else None."""
+    x = eqn.inputs[0] if eqn.prim.name == "sum" else None
+    if not isinstance(x, Var) or x.aval.shape != shape or x.aval.dtype not in (np.float32, np.float64) \
+            or eqn.out.aval.dtype != x.aval.dtype:
+        return None
+    axes = tuple(sorted(a % len(shape) for a in eqn.params["axes"])) if shape else ()
+    if axes == tuple(range(len(shape))):
+        return ("all", allowed) if 0 < int(np.prod(shape, dtype=np.int64)) <= SUM_ALL_MAX else None
+    if axes != tuple(range(len(axes))):
+        return None
+    allowed = _common(allowed, frozenset([len(axes)]))
+    return None if allowed == frozenset() else ("lead", allowed)
+
+
+def _groups(eqns: list[Eqn], scalars: bool = True, sums: bool = True) -> list[list[Eqn]]:
     """Runs of consecutive fusable equations of one output shape whose operands one loop can read
-    (fusion.loop_splits); other equations stand alone. scalars: whether 0-d equations fuse too (on
-    the CPU a chain of them, an optimiser's bias corrections, is one kernel call instead of a
+    (fusion.loop_splits), and with sums=True the sums of their values (_sum_kind) that nothing
+    later in the run reads; other equations stand alone. scalars: whether 0-d equations fuse too
+    (on the CPU a chain of them, an optimiser's bias corrections, is one kernel call instead of a
     NumPy call each)."""
     groups: list[list[Eqn]] = []
     current: list[Eqn] = []
     allowed = None
+    produced: set[int] = set()
+    summed: set[int] = set()  # sums are complete only after the loop: no member may read one
     for eqn in eqns:
         splits = _splits(eqn) if scalars or eqn.out.aval.shape != () else False
+        reads_sum = any(isinstance(x, Var) and x.id in summed for x in eqn.inputs)
         if splits is not False and current and eqn.out.aval.shape == current[0].out.aval.shape \
-                and _common(allowed, splits) != frozenset():
+                and _common(allowed, splits) != frozenset() and not reads_sum:
             current.append(eqn)
+            produced.add(eqn.out.id)
             allowed = _common(allowed, splits)
+            continue
+        how = _sum_kind(eqn, current[0].out.aval.shape, allowed) if sums and current else None
+        if how is not None and eqn.inputs[0].id in produced:
+            current.append(eqn)
+            summed.add(eqn.out.id)
+            allowed = how[1]
             continue
         if current:
             groups.append(current)
             current = []
         if splits is not False:
-            current, allowed = [eqn], splits
+            current, allowed, produced, summed = [eqn], splits, {eqn.out.id}, set()
         else:
             groups.append([eqn])
     if current:
@@ -92,7 +125,10 @@ def _groups(eqns: list[Eqn], scalars: bool = True) -> list[list[Eqn]]:
 
 
 def _fusion_key(eqn: Eqn):
-    return eqn.out.aval.shape if _splits(eqn) is not False else None
+    if _splits(eqn) is not False:
+        return eqn.out.aval.shape
+    shape = eqn.inputs[0].aval.shape if eqn.prim.name == "sum" and isinstance(eqn.inputs[0], Var) else None
+    return shape if shape is not None and _sum_kind(eqn, shape, None) is not None else None
 
 
 def lower(program: Program) -> Program:
@@ -152,7 +188,15 @@ class _Codegen:
         index: dict = {}
         steps = []
         local: dict[int, str] = {}
+        sums: list[tuple[Eqn, int, str]] = []  # (the sum, the step it sums, 'all' or 'lead')
+        shape = group[0].out.aval.shape
+        allowed = None
         for eqn in group:
+            if eqn.prim.name not in fusion.TEMPLATES:  # a sum of a member's value (_groups)
+                how, allowed = _sum_kind(eqn, shape, allowed)
+                sums.append((eqn, int(local[eqn.inputs[0].id][1:]), how))
+                continue
+            allowed = _common(allowed, _splits(eqn))
             refs, none_consts = [], []
             # a literal takes its operands' dtype; select's branches take the output's (its first
             # operand is the boolean condition)
@@ -173,11 +217,8 @@ class _Codegen:
             local[eqn.out.id] = f"t{len(steps)}"
             dtype = eqn.out.aval.dtype
             steps.append((fusion.TEMPLATES[eqn.prim.name](refs, eqn.params, none_consts, dtype), dtype))
-        outputs = [i for i, e in enumerate(group) if self.last.get(e.out.id, -1) > end]
-        shape = group[0].out.aval.shape
-        allowed = None
-        for eqn in group:
-            allowed = _common(allowed, _splits(eqn))
+        members = [e for e in group if e.prim.name in fusion.TEMPLATES]
+        outputs = [i for i, e in enumerate(members) if self.last.get(e.out.id, -1) > end]
         split = None if allowed is None else min(allowed)
         kinds = [fusion.operand_layout(x.aval.shape if isinstance(x, Var) else np.shape(x.value), shape, split)
                  for x in inputs]
@@ -187,7 +228,7 @@ class _Codegen:
         free = [x for x in inputs if isinstance(x, Var) and self._reusable(x, end)]
         out_names, in_place = [], {}
         for k, i in enumerate(outputs):
-            var = group[i].out
+            var = members[i].out
             name = self.name(var)
             buf = next((x for x in free if x.aval == var.aval), None)
             if buf is None:
@@ -201,10 +242,19 @@ class _Codegen:
             self.lines.append(f"{name} = {src} if {check}({src}) else np.array({src}, order='C')")
             in_place[k] = inputs.index(buf)
             in_refs[in_place[k]] = f"{name}.reshape(-1)"
+        sum_names = []
+        for eqn, _, how in sums:
+            name, aval = self.name(eqn.out), eqn.out.aval
+            fill = "np.zeros" if how == "lead" else "np.empty"
+            self.lines.append(f"{name} = {fill}({aval.shape!r}, {self.const(aval.dtype)})")
+            sum_names.append(f"{name}.reshape(-1)")
+        size = [str(int(np.prod(shape, dtype=np.int64)))] if sums else []
         parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
-        kernel = self.const(_LazyKernel(fusion.kernel_source(kinds, steps, outputs, parallel, in_place)))
+        source = fusion.kernel_source(kinds, steps, outputs, parallel, in_place,
+                                      [(step, how) for _, step, how in sums], nested=split is not None)
+        kernel = self.const(_LazyKernel(source))
         n_inner = [] if split is None else [str(int(np.prod(shape[split:], dtype=np.int64)))]
-        self.lines.append(f"{kernel}({', '.join(in_refs + out_names + n_inner)})")
+        self.lines.append(f"{kernel}({', '.join(in_refs + out_names + sum_names + size + n_inner)})")
 
     def _reusable(self, x: Var, end: int) -> bool:
         owned = self.roots.get(x.id) == frozenset([x.id]) and (x.id in self.donated or x.id not in
@@ -292,7 +342,7 @@ def device_runner(program: Program, platform: str) -> Callable:
                 used_later[x.id] = position
     outs = {o.id for o in program.outs if isinstance(o, Var)}
     runs, position = [], 0
-    for group in _groups(program.eqns, scalars=False):
+    for group in _groups(program.eqns, scalars=False, sums=False):
         end = position + len(group)
         if len(group) >= 2:
             needed = {e.out.id for e in group if e.out.id in outs or used_later.get(e.out.id, -1) >= end}

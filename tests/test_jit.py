@@ -155,11 +155,16 @@ def test_fused_chains_match_unfused(data):
     x = RNG.standard_normal(shape).astype(np.float32)
     y = RNG.standard_normal(other).astype(np.float32)
 
+    total = data.draw(st.sampled_from([None, (), (0,), (-1,)]))  # a sum fuses into the chain's kernel too
+
     def f(a, b):
         for i in chain:
             a = ops[i](a, b)
-        return a
-    assert_close(fg.jit(f)(x, y), f(x, y), rtol=2e-5, atol=2e-6)
+        if total is None or (total and not shape):
+            return (a,)
+        return a, fnp.sum(a * 2.0, axis=total or None)
+    for got, want in zip(fg.jit(f)(x, y), f(x, y)):
+        assert_close(got, want, rtol=2e-5, atol=2e-5)
 
 
 def test_broadcast_operands_fuse_into_one_loop():
@@ -180,6 +185,33 @@ def test_broadcast_operands_fuse_into_one_loop():
     assert_close(g(y, s), np.tanh(y * s) + s)
     empty = fg.jit(lambda y, b: fnp.exp(y + b) * 2.0)(np.zeros((0, 4)), np.ones(4))
     assert empty.shape == (0, 4)
+
+
+def test_sums_fuse_into_the_kernel_of_what_they_sum():
+    x, b = RNG.standard_normal((6, 5)).astype(np.float32), RNG.standard_normal(5).astype(np.float32)
+
+    def f(x, b):
+        h = fnp.tanh(x + b)
+        return h * 2.0, fnp.sum(h * x, axis=0), fnp.sum(h), fnp.sum(h - 1.0, axis=0, keepdims=True)
+    jf = fg.jit(f)
+    for got, want in zip(jf(x, b), f(x, b)):
+        assert_close(got, want, rtol=1e-6, atol=1e-6)
+    source = next(iter(jf.cache.values())).run.source
+    calls = [line for line in source.splitlines()[1:-1] if "(" in line and "np.empty" not in line
+             and "np.zeros" not in line]
+    assert len(calls) == 1, source  # one kernel: the chain, its two sums over rows and its total
+    # a later step that reads a sum cannot be in the loop that makes it; a big total stays NumPy's
+    g = lambda x: fnp.exp(x) - fnp.sum(fnp.exp(x), axis=0)  # noqa: E731
+    assert_close(fg.jit(g)(x), g(x), rtol=1e-6)
+    big = RNG.standard_normal((3, 4000))
+    h = lambda x: (fnp.sum(x * x), fnp.sum(x * 3.0, axis=(0, 1)), fnp.sum(x + 1.0, axis=-2))  # noqa: E731
+    for got, want in zip(fg.jit(h)(big), h(big)):
+        assert_close(got, want, rtol=1e-12)
+    cube = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    k = lambda c: fnp.sum(c * c, axis=(1, 0))  # noqa: E731  (the two leading axes, in any order)
+    assert_close(fg.jit(k)(cube), np.sum(cube * cube, axis=(0, 1)), rtol=1e-6)
+    assert_close(fg.jit(fg.grad(lambda c: fnp.sum(fnp.sum(c * c, axis=0) ** 2)))(cube),
+                 4 * cube * np.sum(cube * cube, axis=0), rtol=1e-5)
 
 
 def test_program_is_optimised_and_printable():

@@ -135,19 +135,26 @@ def loop_splits(in_shapes: list[tuple], out_shape: tuple) -> frozenset[int] | No
 
 
 def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: list[int],
-                  parallel: bool, in_place: dict[int, int] | None = None) -> str:
+                  parallel: bool, in_place: dict[int, int] | None = None,
+                  sums: list[tuple[int, str]] = (), nested: bool = False) -> str:
     """One loop over flat, contiguous arrays. kinds: each input's operand_layout; with an 'inner' or
     'outer' input the loop nests (outer rows, then n_inner elements: the kernel's last argument).
     steps: (expression over x0.. and t0.., dtype); outputs: the step indices to store;
     in_place: output k -> input i whose buffer it overwrites. Such an output is stored through the
     input's own parameter: LLVM then sees a load and a store at the same index and vectorises, where
     two parameters that turn out to overlap fail its runtime alias check and run the scalar loop (4x
-    slower for an AdamW update)."""
+    slower for an AdamW update).
+    sums: (step, 'all' or 'lead') for each step also summed, into sum{k}: over every element (in
+    float64, then rounded), or over the outer dimensions into n_inner zeroed sums (the kernel then
+    nests, and adds row after row as NumPy's sum over leading axes does). The loop's length is
+    then the argument `size`, and the loop is serial."""
     in_place = in_place or {}
-    nested = any(kind in ("inner", "outer") for kind in kinds)
+    nested = nested or any(kind in ("inner", "outer") for kind in kinds)
     stores = [f"in{in_place[k]}" if k in in_place else f"out{k}" for k in range(len(outputs))]
     args = [f"in{i}" for i in range(len(kinds))] + [name for name in stores if name.startswith("out")]
-    loop = "prange" if parallel else "range"
+    args += [f"sum{k}" for k in range(len(sums))] + (["size"] if sums else [])
+    size = "size" if sums else f"{stores[0]}.size"
+    loop = "prange" if parallel and not sums else "range"
     lines = ["import math", "import numpy as np", "from numba import njit, prange", "",
              f"from funcgrad.cpu import vecmath as vm  # {_VECMATH}", "",
              f"FASTMATH = set({sorted(FASTMATH)!r})", "",
@@ -156,21 +163,25 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     # Runtime scalars are read once, before the loop: read inside it, LLVM must assume a store to an
     # output could change them, and then it will not vectorise the loop.
     lines += [f"    x{i} = in{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
+    lines += [f"    acc{k} = 0.0" for k, (_, how) in enumerate(sums) if how == "all"]
     indent = "        "
     if nested:
-        lines.append(f"    for o in {loop}({stores[0]}.size // n_inner if n_inner else 0):")
+        lines.append(f"    for o in {loop}({size} // n_inner if n_inner else 0):")
         lines += [f"        x{i} = in{i}[o]" for i, kind in enumerate(kinds) if kind == "outer"]
         lines.append("        for j in range(n_inner):")
         indent = "            "
         lines.append(f"{indent}i = o * n_inner + j")
         lines += [f"{indent}x{i} = in{i}[j]" for i, kind in enumerate(kinds) if kind == "inner"]
     else:
-        lines.append(f"    for i in {loop}({stores[0]}.size):")
+        lines.append(f"    for i in {loop}({size}):")
     lines += [f"{indent}x{i} = in{i}[i]" for i, kind in enumerate(kinds) if kind == "full"]
     for j, (expr, dtype) in enumerate(steps):
         lines.append(f"{indent}t{j} = {_cast(dtype)}({expr})")
     for store, j in zip(stores, outputs):
         lines.append(f"{indent}{store}[i] = t{j}")
+    for k, (j, how) in enumerate(sums):
+        lines.append(f"{indent}acc{k} += t{j}" if how == "all" else f"{indent}sum{k}[j] += t{j}")
+    lines += [f"    sum{k}[0] = acc{k}" for k, (_, how) in enumerate(sums) if how == "all"]
     return "\n".join(lines) + "\n"
 
 
