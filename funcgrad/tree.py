@@ -20,7 +20,7 @@ class _NodeType(NamedTuple):
     flatten: Callable[[Any], tuple[Iterable[Any], Hashable]]
     unflatten: Callable[[Hashable, list[Any]], Any]
     keys: Callable[[Any, Hashable], list[str]]
-    match: Callable[[Any, Hashable], list[Any] | None] | None = None
+    match_for: Callable[[Hashable], Callable[[Any], list[Any] | None]] | None = None
     unflatten_for: Callable[[Hashable], Callable[..., Any]] | None = None
 
 
@@ -28,20 +28,21 @@ _registry: dict[type, _NodeType] = {}
 
 
 def register_pytree_node(nodetype: type, flatten: Callable, unflatten: Callable,
-                         keys: Callable | None = None, match: Callable | None = None,
+                         keys: Callable | None = None, match_for: Callable | None = None,
                          unflatten_for: Callable | None = None) -> None:
     """Make `nodetype` a pytree node: flatten(x) -> (children, aux); unflatten(aux, children) -> x.
 
     `keys(x, aux)` optionally names each child for error messages and `named_parameters`.
-    `match(x, aux)` optionally returns x's children when flattening x would give exactly `aux`,
-    else None: a faster check than flattening and comparing (PyTreeDef.match uses it).
+    `match_for(aux)` optionally returns a function of x that gives x's children when flattening x
+    would give exactly `aux`, else None: a faster check than flattening and comparing, made once
+    per structure (PyTreeDef.match uses it).
     `unflatten_for(aux)` optionally returns a function of the children as positional arguments
     that does what unflatten(aux, children) does, made once per structure (PyTreeDef.builder).
     """
     if nodetype in _registry:
         raise ValueError(f"{nodetype.__name__} is already registered as a pytree node")
     _registry[nodetype] = _NodeType(flatten, unflatten,
-                                    keys or (lambda x, aux: [f"[{i}]" for i in range(len(flatten(x)[0]))]), match,
+                                    keys or (lambda x, aux: [f"[{i}]" for i in range(len(flatten(x)[0]))]), match_for,
                                     unflatten_for)
 
 
@@ -256,8 +257,8 @@ def _compile_matcher(treedef: PyTreeDef) -> Callable[[Any], list[Any] | None]:
             children = f"[{var}[k] for k in {const(d.aux)}]"
         elif node is None:  # a namedtuple: its type fixes its length
             children = var
-        elif node.match is not None:
-            lines.append(f"c = {const(node.match)}({var}, {const(d.aux)})")
+        elif node.match_for is not None:
+            lines.append(f"c = {const(node.match_for(d.aux))}({var})")
             lines.append(f"if c is None or len(c) != {n}: return None")
             children = "c"
         else:

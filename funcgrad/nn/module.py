@@ -53,7 +53,8 @@ class Module:
         super().__init_subclass__(**kwargs)
         register_pytree_node(cls, _flatten_module, lambda aux, leaves, cls=cls: _unflatten_module(cls, aux, leaves),
                              lambda module, aux: ["." + name for name, _ in module.named_parameters()],
-                             _match_module, lambda aux, cls=cls: _module_builder(cls, aux))
+                             lambda aux, cls=cls: _module_matcher(cls, aux),
+                             lambda aux, cls=cls: _module_builder(cls, aux))
 
     # ---- introspection -----------------------------------------------------------------------
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -188,39 +189,42 @@ def _flatten_module(module: Module):
     return children, tuple(layout)
 
 
-def _match_module(module: Module, layout) -> list | None:
-    """module's array leaves if _flatten_module(module) gives `layout`, else None. jit checks its
-    arguments with this on every call, so it is stricter than the layout's equality where that is
-    cheaper (a static equal in value but not in type, or an equal array that is not the same
-    object, gives None, and jit then flattens and compares)."""
-    fields = vars(module)
-    if len(fields) != len(layout):
-        return None
-    children = []
-    for (name, treedef, kept), (field, value) in zip(layout, fields.items()):
-        if name != field:
-            return None
+def _module_matcher(cls, layout):
+    """A function of a module that returns its array leaves if _flatten_module would give it
+    `layout`, else None, as generated code (jit checks its arguments with it on every call). It is
+    stricter than the layout's equality where that is cheaper: a static equal in value but not in
+    type, or an equal array that is not the same object, gives None, and jit then flattens."""
+    src = SourceBuilder()
+    arrays = src.const((ArrayBase, np.ndarray))
+
+    def same(value: str, old) -> str:
+        """Source that is true when value is the static `old` (a scalar may be an equal one)."""
+        k = src.const(old)
+        return f"({value} is {k} or (type({value}) is {src.const(type(old))} and {value} == {k}))" \
+            if type(old) in _EQ_BY_VALUE else f"{value} is {k}"
+
+    names = tuple(name for name, _, _ in layout)
+    lines = ["fields = module.__dict__", f"if tuple(fields) != {src.const(names)}: return None"]
+    leaves: list[str] = []
+    for i, (name, treedef, kept) in enumerate(layout):
+        value = f"f{i}"
+        lines.append(f"{value} = fields[{name!r}]")
         if treedef is _ARRAY:
-            if not _is_array(value):
-                return None
-            children.append(value)
+            lines.append(f"if not isinstance({value}, {arrays}): return None")
+            leaves.append(value)
         elif treedef is None:
-            old = kept.value
-            if old is not value and not (type(old) is type(value) and type(old) in _EQ_BY_VALUE and old == value):
-                return None
+            lines.append(f"if not {same(value, kept.value)}: return None")
         else:
-            leaves = treedef.match(value)
-            if leaves is None:
-                return None
-            for leaf, static in zip(leaves, kept):
+            lines.append(f"c{i} = {src.const(treedef.match)}({value})")
+            lines.append(f"if c{i} is None: return None")
+            for k, static in enumerate(kept):
+                leaf = f"c{i}[{k}]"
                 if static is None:
-                    if not _is_array(leaf):
-                        return None
-                    children.append(leaf)
-                elif static.value is not leaf and not (type(leaf) is type(static.value) and
-                                                       type(leaf) in _EQ_BY_VALUE and leaf == static.value):
-                    return None
-    return children
+                    lines.append(f"if not isinstance({leaf}, {arrays}): return None")
+                    leaves.append(leaf)
+                else:
+                    lines.append(f"if isinstance({leaf}, {arrays}) or not {same(leaf, static.value)}: return None")
+    return src.function("match_module", "module", lines + [f"return [{', '.join(leaves)}]"])
 
 
 def _module_builder(cls, layout):
