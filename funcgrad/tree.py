@@ -129,6 +129,9 @@ class PyTreeDef:
             self._hash = hash(self._key)
         return self._hash
 
+    def __reduce__(self):  # pickled without its generated matcher and builder
+        return PyTreeDef, (self.node_type, self.aux, self.children)
+
     def __repr__(self):
         return f"PyTreeDef({self._describe()})"
 

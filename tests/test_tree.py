@@ -1,5 +1,6 @@
 """Pytrees: flatten / unflatten / map over the built-in and registered containers."""
 import dataclasses
+import pickle
 from collections import namedtuple
 
 import pytest
@@ -143,6 +144,7 @@ def test_builder_of_modules_and_of_very_deep_trees():
     assert [vars(m).keys() for m in built.layers[::2]] == [vars(m).keys() for m in reference.layers[::2]]
     assert [id(x) for x in fg.tree_leaves(built)] == [id(x) for x in new]
     assert built.layers[0].in_features == 3 and built.layers[2].out_features == 2
+    assert pickle.loads(pickle.dumps(treedef)) == treedef  # its generated code is not pickled
     deep = 7
     for _ in range(400):  # deeper than one Python expression may nest
         deep = [deep]
