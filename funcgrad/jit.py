@@ -167,9 +167,10 @@ def trace_program(fun: Callable, avals: Sequence[ShapedArray], rebuild: Callable
 def _platform(values) -> str:
     """Where a call's arrays live: 'cpu', or the GPU platform when any does (then all must, but
     0-d host scalars, which combine with any device as in PyTorch)."""
-    device = next((v.device for v in values if isinstance(v, ExternalValue)), None)
-    if device is None:
+    devices = [v.device for v in values if isinstance(v, ExternalValue)]
+    if not devices:
         return "cpu"
+    device = devices[0]
     for i, v in enumerate(values):
         if not isinstance(v, ExternalValue) and np.ndim(v):
             raise DeviceMismatchError(f"jit: argument leaf {i} is on cpu but others are on {device}; "
@@ -228,6 +229,8 @@ class Jitted:
         self.trees: list[PyTreeDef] = []  # argument structures seen, the latest first
 
     def _split(self, args, kwargs):
+        if not kwargs and not self.static_argnums:  # the common call: every argument is dynamic
+            return (), list(args), {}, ()
         static_nums = _normalize(self.static_argnums, len(args), "static_argnums")
         statics = tuple((i, args[i]) for i in static_nums) + tuple(
             (k, kwargs[k]) for k in sorted(kwargs) if k in self.static_argnames)
@@ -250,7 +253,7 @@ class Jitted:
         if any(isinstance(leaf, Tracer) for leaf in leaves):
             return None
         values = [leaf._value if type(leaf) is Array else to_numpy(leaf) for leaf in leaves]
-        key = (in_tree, tuple((v.shape, v.dtype) for v in values), statics, _platform(values))
+        key = (in_tree, tuple([(v.shape, v.dtype) for v in values]), statics, _platform(values))
         return key, leaves, values, in_tree, statics, static_nums, dyn_args, dyn_kwargs
 
     def _flatten(self, tree) -> tuple[list, PyTreeDef]:
