@@ -29,10 +29,10 @@ def median_seconds(fn: Callable[[], object], repeats: int = 30, warmup: int = 3,
     return statistics.median(samples)
 
 
-def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int = 7, block: float = 0.25,
-                        settle: float = 0.25) -> dict[str, float]:
-    """Median time per call of each fn, measured in turns: every round times a block of calls
-    (block seconds) of each fn, starting from a different one, so drift in a shared machine's
+def interleaved_samples(fns: dict[str, Callable[[], object]], rounds: int = 7, block: float = 0.25,
+                        settle: float = 0.25) -> dict[str, list[float]]:
+    """Time per call of each fn in every round, measured in turns: every round times a block of
+    calls (block seconds) of each fn, starting from a different one, so drift in a shared machine's
     speed during the run hits all of them alike and their ratios stay fair. Before each block the
     process idles for `settle` seconds (long enough for the previous library's spinning thread
     pool, OpenBLAS's or OpenMP's, to go to sleep) and makes one untimed call (caches refilled)."""
@@ -50,7 +50,19 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int = 7, b
                 if elapsed >= block:
                     break
             samples[name].append(elapsed / n)
-    return {name: statistics.median(times) for name, times in samples.items()}
+    return samples
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int = 7, block: float = 0.25,
+                        settle: float = 0.25) -> dict[str, float]:
+    """Median time per call of each fn over interleaved_samples' rounds."""
+    return {name: statistics.median(times) for name, times in interleaved_samples(fns, rounds, block, settle).items()}
+
+
+def paired_ratio(samples: dict[str, list[float]], name: str, base: str) -> float:
+    """The median over rounds of name's time / base's time in the same round: a machine whose speed
+    drifts between rounds moves both alike, so this is steadier than a ratio of medians."""
+    return statistics.median(t / b for t, b in zip(samples[name], samples[base]))
 
 
 def print_table(title: str, rows: list[tuple[str, str, float | None]], baseline: str = "funcgrad") -> None:

@@ -10,19 +10,21 @@ and HIPS autograd, whichever are installed, on the same data in one run.
     python benchmarks/step.py [--rounds N] [--no-compile]
 Each case is timed for every implementation in turns (blocks of calls, a pause between them so
 one library's spinning threads do not slow the next), so drift in the machine's speed hits all
-alike; medians of the blocks' time per call. Ratios are time / funcgrad jit (above 1: slower).
+alike; medians of the blocks' time per call. Ratios are time / funcgrad jit in the same round, the
+median over rounds (above 1: slower): steadier than a ratio of medians on a machine whose speed drifts.
 """
 from __future__ import annotations
 
 import argparse
 import functools
 import os
+import statistics
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.common import have, interleaved_medians  # noqa: E402
+from benchmarks.common import have, interleaved_samples, paired_ratio  # noqa: E402
 
 LR, BATCH = 1e-3, 128
 CASES = ["a: MLP step (AdamW)", "b: grad of 200-op chain", "c: CNN step", "d: transformer step",
@@ -299,17 +301,19 @@ def main(argv=None):
                 fns[name] = cases[i]
             except Exception as e:  # noqa: BLE001
                 print(f"{name}: case {case!r} failed ({type(e).__name__}: {str(e)[:120]})")
-        for name, seconds in interleaved_medians(fns, args.rounds).items():
-            results[name][i] = seconds
-    print(f"\nTraining-step medians of {args.rounds} interleaved blocks, {os.cpu_count()} CPU cores")
+        samples = interleaved_samples(fns, args.rounds)
+        for name, times in samples.items():
+            results[name][i] = (statistics.median(times),
+                                paired_ratio(samples, name, "funcgrad jit") if "funcgrad jit" in samples else None)
+    print(f"\nTraining-step medians of {args.rounds} interleaved blocks, {os.cpu_count()} CPU cores; ratios to "
+          "funcgrad jit are medians of the per-round ratios (above 1: slower)")
     print(f"{'case':<30}" + "".join(f"{n:>16}" for n in results))
-    base = results["funcgrad jit"]
     for i, case in enumerate(CASES):
         cells = []
         for name in results:
-            t = results[name][i]
-            ratio = f"{t / base[i]:>5.1f}x" if t is not None and base[i] else " " * 6
-            cells.append(f"{'n/a':>16}" if t is None else f"{t * 1e3:>9.3f}ms{ratio}")
+            t, ratio = results[name][i] or (None, None)
+            ratio = f"{ratio:>5.2f}x" if ratio is not None else " " * 6
+            cells.append(f"{'n/a':>16}" if t is None else f"{t * 1e3:>8.3f}ms{ratio}")
         print(f"{case:<30}" + "".join(cells))
 
 
