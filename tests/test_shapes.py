@@ -124,6 +124,20 @@ def test_matmul_random_shapes(data):
         fg.check_grads(fnp.matmul, (a, b), order=1)
 
 
+def test_matmul_over_a_length_one_axis_is_numpys():
+    # nothing to sum: computed as a broadcast multiply, which must agree with np.matmul in value and dtype
+    rng = np.random.default_rng(3)
+    for a, b in [(rng.standard_normal((5, 3, 1)).astype(np.float32), rng.standard_normal((5, 1, 4)).astype(np.float32)),
+                 (rng.standard_normal((2, 1, 3, 1)), rng.standard_normal((4, 1, 2))),
+                 (np.arange(3).reshape(3, 1), np.arange(4, dtype=np.int32).reshape(1, 4)),
+                 (np.array([[True], [False]]), np.array([[True, False, True]]))]:
+        got, want = np.asarray(fnp.matmul(a, b)), np.matmul(a, b)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want)
+    a, b = rng.standard_normal((3, 1)), rng.standard_normal((1, 2))
+    fg.check_grads(fnp.matmul, (a, b), order=2)
+
+
 def test_slicing_reads_like_numpy():
     x = np.arange(24.0).reshape(2, 3, 4)
     a = fg.asarray(x)
