@@ -191,3 +191,6 @@ def test_col2im_adds_every_window_back(stride, dilation, dtype):
     assert_close(got, want, rtol=1e-3 if dtype == np.float16 else 1e-6, atol=1e-2 if dtype == np.float16 else 1e-6)
     transposed = np.ascontiguousarray(cols.transpose(0, 2, 3, 1, 4, 5)).transpose(0, 3, 1, 2, 4, 5)  # strided input
     assert_close(conv._col2im_impl(transposed, (2, 3, h, w), (kh, kw), stride, dilation), got, rtol=0, atol=0)
+    # the layout an einsum over the channels leaves: window offsets outside the batch in memory
+    offsets_outside = np.ascontiguousarray(cols.transpose(1, 4, 5, 0, 2, 3)).transpose(3, 0, 4, 5, 1, 2)
+    assert_close(conv._col2im_impl(offsets_outside, (2, 3, h, w), (kh, kw), stride, dilation), got, rtol=0, atol=0)
