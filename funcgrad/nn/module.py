@@ -53,7 +53,7 @@ class Module:
         super().__init_subclass__(**kwargs)
         register_pytree_node(cls, _flatten_module, lambda aux, leaves, cls=cls: _unflatten_module(cls, aux, leaves),
                              lambda module, aux: ["." + name for name, _ in module.named_parameters()],
-                             lambda aux, cls=cls: _module_matcher(cls, aux),
+                             _module_matcher,
                              lambda aux, cls=cls: _module_builder(cls, aux))
 
     # ---- introspection -----------------------------------------------------------------------
@@ -189,7 +189,7 @@ def _flatten_module(module: Module):
     return children, tuple(layout)
 
 
-def _module_matcher(cls, layout):
+def _module_matcher(layout):
     """A function of a module that returns its array leaves if _flatten_module would give it
     `layout`, else None, as generated code (jit checks its arguments with it on every call). It is
     stricter than the layout's equality where that is cheaper: a static equal in value but not in
