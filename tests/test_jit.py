@@ -361,7 +361,7 @@ def test_random_sampling_traces():
     assert_close(g(k, fg.array(5)), fg.random.uniform(fg.random.fold_in(k, 5), (4,)))
 
 
-def test_fused_float32_exp_sigmoid_and_softplus_are_within_two_ulp():
+def test_fused_float32_exp_sigmoid_and_softplus_are_within_a_few_ulp():
     # float32 kernels compute exp as a polynomial (vecmath.exp32), so the loops vectorise
     x = np.concatenate([np.linspace(-110, 95, 200001), [0.0, -0.0, 1e-30, 88.72283, 88.7229, -87.33655,
                                                          -103.9, -104.5, np.inf, -np.inf, np.nan]]).astype(np.float32)

@@ -155,7 +155,7 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     args += [f"sum{k}" for k in range(len(sums))] + (["size"] if sums else [])
     size = "size" if sums else f"{stores[0]}.size"
     loop = "prange" if parallel and not sums else "range"
-    lines = ["import math", "import numpy as np", "from numba import njit, prange", "",
+    lines = ["import numpy as np", "from numba import njit, prange", "",
              f"from funcgrad.cpu import vecmath as vm  # {_VECMATH}", "",
              f"FASTMATH = set({sorted(FASTMATH)!r})", "",
              f"@njit(cache=True, nogil=True, parallel={parallel}, fastmath=FASTMATH, error_model=\"numpy\")",

@@ -232,7 +232,7 @@ def _module_builder(cls, layout):
     rebuilds its output modules with it on every call)."""
     src = SourceBuilder()
     src.namespace.update(new=object.__new__, cls=cls)
-    lines = ["obj = new(cls)", "fields = obj.__dict__"]  # filled directly: modules are frozen
+    lines = ["obj = new(cls)", "fields = obj.__dict__"]  # filled directly, not through setattr: this runs on every jit call
     args: list[str] = []
 
     def child() -> str:
@@ -253,7 +253,7 @@ def _module_builder(cls, layout):
 
 def _unflatten_module(cls, layout, children):
     obj = object.__new__(cls)
-    fields = obj.__dict__  # filled directly: modules are frozen, and this runs on every jit call
+    fields = obj.__dict__  # filled directly, not through setattr: this runs on every jit call
     it = iter(children)
     for name, treedef, kept in layout:
         if treedef is _ARRAY:
