@@ -6,8 +6,8 @@
 """
 from .cpu import host_memory
 host_memory.keep_freed_memory()  # before the first big array: see cpu/host_memory.py
-from . import numpy  # noqa: F401  (attaches Array's operators)
-from . import memory  # noqa: F401  (counts the buffers Arrays hold)
+from . import numpy  # noqa: F401
+from . import _methods  # noqa: F401  (Array's operators and methods: funcgrad.numpy's functions)
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
 from . import amp, checkpoint, cuda, data, lax, nn, optim, profiler, random, tree  # noqa: F401
 from .array import Array, Device
@@ -24,8 +24,9 @@ from .tree import (register_dataclass, register_pytree_node, static_field, tree_
 from .control import cond, fori_loop, scan, switch, while_loop
 from .jit import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_program
 from .vmap import vmap
-from .vjp import (checkpoint as remat, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, linearize,
-                  value_and_grad, vjp)
+from .custom import checkpoint as remat, custom_jvp, custom_vjp
+from .jvp import hessian, jacfwd, jvp, linearize
+from .vjp import grad, jacrev, value_and_grad, vjp
 
 tree_util = tree  # jax.tree_util's name for the same functions
 jacobian = jacrev

@@ -1,4 +1,6 @@
-"""Array: an immutable value on a device. Operators are attached by funcgrad.numpy."""
+"""Array: an immutable value on a device. Its operators and NumPy-style methods (x + y, x @ w, x.sum())
+are funcgrad.numpy's functions, which sit above this module: funcgrad/_methods.py attaches them
+when funcgrad is imported, as JAX attaches jax.numpy's to its arrays."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .host_buffers import track
 
 
 class Device:
@@ -102,8 +105,8 @@ class Array(ArrayBase):
 
     def __init__(self, value: Any):
         self._value = value
-        if type(value) is np.ndarray and value.nbytes >= 1024:  # memory statistics (funcgrad.memory)
-            _track(value)
+        if type(value) is np.ndarray and value.nbytes >= 1024:  # memory statistics (host_buffers.py)
+            track(value)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -173,10 +176,6 @@ class Array(ArrayBase):
 
     def __reduce__(self):  # pickles (checkpoints, other processes) carry host data
         return (Array, (np.asarray(host(self._value)),))
-
-
-def _track(value) -> None:
-    """Replaced by funcgrad.memory.track when that module loads (it sits above this one)."""
 
 
 def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.ndarray:

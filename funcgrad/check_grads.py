@@ -8,7 +8,8 @@ import numpy as np
 from . import dtypes
 from .array import Array
 from .tree import tree_flatten, tree_map
-from .vjp import jvp, vjp
+from .jvp import jvp
+from .vjp import vjp
 
 # (finite-difference step, tolerance) by dtype; DESIGN.md: float64 tight, float32 at 2e-3.
 _SETTINGS = {dtypes.float64: (1e-4, 1e-5), dtypes.float32: (1e-2, 2e-3),

@@ -27,7 +27,7 @@ import numpy as np
 from . import dtypes
 from .array import Array, ArrayBase, to_numpy
 from .tree import tree_flatten, tree_flatten_with_path
-from .vjp import checkpoint as remat
+from .custom import checkpoint as remat
 
 _TAGS = {dtypes.bool_: "BOOL", dtypes.uint8: "U8", dtypes.int8: "I8", dtypes.int16: "I16",
          dtypes.float16: "F16", dtypes.bfloat16: "BF16", dtypes.int32: "I32", dtypes.uint32: "U32",

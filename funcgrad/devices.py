@@ -7,17 +7,13 @@ from typing import Any
 import numpy as np
 
 from .array import CPU, Array, Device, ExternalValue, host, parse_device, to_numpy
-from .errors import DeviceMismatchError
-from .trace import Tracer, hooks
+from .trace import Tracer
 from .tree import tree_map
 
 
 def _cuda_backend():
-    """The CUDA backend, loaded on first use: kernels registered, per-call placement switched on."""
-    from .cuda import buffer, impls, runtime
-    if hooks.placement is None:
-        impls.register()
-        hooks.placement = _placement
+    """The CUDA backend's runtime and buffers, loaded on first use."""
+    from .cuda import buffer, runtime
     return runtime, buffer
 
 
@@ -48,30 +44,6 @@ def arange(n: int, dtype, device: Device = CPU) -> Array:
 def device_of(x) -> Device:
     value = x._value if type(x) is Array else None
     return value.device if isinstance(value, ExternalValue) else CPU
-
-
-def _placement(prim, args):
-    """The implementation of prim for the device its array arguments are on. As in PyTorch, a 0-d
-    array on the CPU combines with arrays on any device (it is passed to the kernel as a scalar)."""
-    device, first = None, None
-    for i, a in enumerate(args):
-        if type(a) is Array:
-            value = a._value
-            if isinstance(value, ExternalValue):
-                here = value.device
-            elif value.ndim == 0:
-                continue
-            else:
-                here = CPU
-            if device is None:
-                device, first = here, i
-            elif here != device:
-                raise DeviceMismatchError(
-                    f"{prim.name}: argument {first} is on {device} but argument {i} is on {here}; "
-                    f"move one explicitly with fg.device_put(x, device) or x.to(device)")
-    if device is None or device.platform == "cpu":
-        return prim.impl
-    return prim.impls["cuda"]
 
 
 def device_put(tree: Any, device: "str | Device" = "cpu") -> Any:

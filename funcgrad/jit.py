@@ -24,7 +24,8 @@ from .array import CPU, Array, Device, ExternalValue, to_numpy
 from .config import config
 from .errors import ConcretizationError, DeviceMismatchError
 from .lowering import device_runner, lower, python_runner
-from .program import Const, Eqn, Program, ShapedArray, Var, fresh_var
+from .ops.core import ShapedArray, aval
+from .program import Const, Eqn, Program, Var, fresh_var
 from .trace import Trace, Tracer, annotate, impl_error, user_frame
 from .tree import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_map
 
@@ -66,28 +67,13 @@ class _ClosedOverTracer(Exception):
     """The function reads a value traced by an outer transform: run it eagerly instead."""
 
 
-def _dummy(aval: ShapedArray) -> np.ndarray:
-    """A stand-in value for abstract evaluation: ones for floats (no 0/0), zeros for indices."""
-    return (np.ones if dtypes.is_float(aval.dtype) else np.zeros)(aval.shape, aval.dtype)
-
-
 def abstract_eval(prim, inputs: list, params: dict) -> ShapedArray:
-    """The output shape and dtype of prim, by running its implementation on stand-in values."""
-    if prim.shape_rule is not None:
-        shape, dtype = prim.shape_rule(*[(x.aval.shape, x.aval.dtype) if isinstance(x, Var) else
-                                         (tuple(x.value.shape), x.value.dtype) if hasattr(x.value, "dtype") else
-                                         (np.shape(x.value), np.asarray(x.value).dtype) for x in inputs], **params)
-        return ShapedArray(tuple(shape), np.dtype(dtype))
-    values = [_dummy(x.aval) if isinstance(x, Var) else
-              _dummy(ShapedArray(x.value.shape, x.value.dtype)) if isinstance(x.value, ExternalValue) else x.value
-              for x in inputs]
+    """The output shape and dtype of prim on these inputs, by its shape rule."""
+    avals = [x.aval if isinstance(x, Var) else aval(x.value) for x in inputs]
     try:
-        with np.errstate(all="ignore"):
-            out = prim.impl(*values, **params)
+        return prim.shape_rule(*avals, **params)
     except (ValueError, IndexError, TypeError) as e:
-        raise impl_error(prim, [v if not isinstance(x, Var) else x.aval for v, x in zip(values, inputs)], e) from None
-    out = np.asarray(out)
-    return ShapedArray(out.shape, out.dtype)
+        raise impl_error(prim, avals, e) from None
 
 
 class JitTrace(Trace):

@@ -17,19 +17,12 @@ import numpy as np
 
 from .array import Array, ExternalValue
 from .cpu import fusion
+from .ops import layout, scalar
 from .ops import linalg as L
-from .ops import shape as S
 from .program import (Const, Eqn, Program, Var, fold_broadcasts, fold_transposes, last_uses, optimize, schedule,
                       transpose_matmul_outputs)
 
 __all__ = ["lower", "python_runner", "device_runner"]
-
-
-# Primitives whose output is always a fresh buffer (never a view of an input), so it may be overwritten
-# once dead. Everything else is assumed to alias its inputs.
-_FRESH = frozenset(set(fusion.TEMPLATES) - {"stop_gradient", "convert"}) | {
-    "matmul", "softmax", "log_softmax", "logsumexp", "pick", "unpick", "concatenate", "pad", "scatter_add", "col2im",
-    "cumsum", "threefry2x32"}
 
 
 def _operand_shapes(eqn: Eqn) -> list[tuple] | None:
@@ -51,7 +44,7 @@ def _operand_shapes(eqn: Eqn) -> list[tuple] | None:
 def _splits(eqn: Eqn):
     """The loop splits eqn can fuse at (fusion.loop_splits), or False if it cannot fuse."""
     shape = eqn.out.aval.shape
-    if eqn.prim.name not in fusion.TEMPLATES or eqn.out.aval.dtype not in fusion.FUSABLE_DTYPES:
+    if eqn.prim.scalar is None or eqn.out.aval.dtype not in fusion.FUSABLE_DTYPES:
         return False
     shapes = _operand_shapes(eqn)
     if shapes is None:
@@ -73,7 +66,7 @@ SUM_ALL_MAX = 4096
 def _sum_kind(eqn: Eqn, shape: tuple, allowed) -> tuple[str, Any] | None:
     """('all' or 'lead', the splits the group allows with it) if eqn sums a value of a group of
     this shape in a way its kernel can, else None."""
-    x = eqn.inputs[0] if eqn.prim.name == "sum" else None
+    x = eqn.inputs[0] if eqn.prim is layout.sum_p else None
     if not isinstance(x, Var) or x.aval.shape != shape or x.aval.dtype not in (np.float32, np.float64) \
             or eqn.out.aval.dtype != x.aval.dtype:
         return None
@@ -127,14 +120,14 @@ def _groups(eqns: list[Eqn], scalars: bool = True, sums: bool = True) -> list[li
 def _fusion_key(eqn: Eqn):
     if _splits(eqn) is not False:
         return eqn.out.aval.shape
-    shape = eqn.inputs[0].aval.shape if eqn.prim.name == "sum" and isinstance(eqn.inputs[0], Var) else None
+    shape = eqn.inputs[0].aval.shape if eqn.prim is layout.sum_p and isinstance(eqn.inputs[0], Var) else None
     return shape if shape is not None and _sum_kind(eqn, shape, None) is not None else None
 
 
 def lower(program: Program) -> Program:
     """The passes between tracing and code generation."""
-    program = fold_transposes(transpose_matmul_outputs(optimize(program), L.matmul_p, S.transpose_p), S.transpose_p)
-    program = fold_broadcasts(program, S.broadcast_to_p, S.reshape_p, lambda e: e.prim.name in fusion.TEMPLATES)
+    program = fold_transposes(transpose_matmul_outputs(optimize(program), L.matmul_p, layout.transpose_p), layout.transpose_p)
+    program = fold_broadcasts(program, layout.broadcast_to_p, layout.reshape_p, lambda e: e.prim.scalar is not None)
     return schedule(program, _fusion_key)
 
 
@@ -155,7 +148,7 @@ class _Codegen:
         """For each var, the buffers it may alias; for each owned buffer, its last reader."""
         roots: dict[int, frozenset] = {v.id: frozenset([v.id]) for v in self.program.in_vars}
         for eqn in self.program.eqns:
-            if eqn.prim.name in _FRESH:
+            if eqn.prim.fresh:
                 roots[eqn.out.id] = frozenset([eqn.out.id])
             else:
                 roots[eqn.out.id] = frozenset().union(*(roots.get(x.id, frozenset()) for x in eqn.inputs
@@ -184,51 +177,68 @@ class _Codegen:
         self.lines.append(f"{self.name(eqn.out)} = {fn}({args})")
 
     def emit_group(self, group: list[Eqn], end: int):
-        inputs: list[Var | Const] = []
-        index: dict = {}
-        steps = []
-        local: dict[int, str] = {}
-        sums: list[tuple[Eqn, int, str]] = []  # (the sum, the step it sums, 'all' or 'lead')
+        """A run of fusable equations (and sums of their values) as one generated kernel call."""
         shape = group[0].out.aval.shape
-        allowed = None
-        for eqn in group:
-            if eqn.prim.name not in fusion.TEMPLATES:  # a sum of a member's value (_groups)
-                how, allowed = _sum_kind(eqn, shape, allowed)
-                sums.append((eqn, int(local[eqn.inputs[0].id][1:]), how))
-                continue
-            allowed = _common(allowed, _splits(eqn))
-            refs, none_consts = [], []
-            # a literal takes its operands' dtype; select's branches take the output's (its first
-            # operand is the boolean condition)
-            operand_dtype = eqn.out.aval.dtype if eqn.prim.name == "select" else next(
-                (x.aval.dtype for x in eqn.inputs if isinstance(x, Var)), eqn.out.aval.dtype)
-            for x in eqn.inputs:
-                none_consts.append(isinstance(x, Const) and x.value is None)
-                if isinstance(x, Var) and x.id in local:
-                    refs.append(local[x.id])
-                elif isinstance(x, Const) and (x.value is None or np.ndim(x.value) == 0):
-                    refs.append("None" if x.value is None else fusion.literal(x.value, operand_dtype))
-                else:
-                    key = x.id if isinstance(x, Var) else ("c", id(x.value))
-                    if key not in index:
-                        index[key] = len(inputs)
-                        inputs.append(x)
-                    refs.append(f"x{index[key]}")
-            local[eqn.out.id] = f"t{len(steps)}"
-            dtype = eqn.out.aval.dtype
-            steps.append((fusion.TEMPLATES[eqn.prim.name](refs, eqn.params, none_consts, dtype), dtype))
-        members = [e for e in group if e.prim.name in fusion.TEMPLATES]
+        inputs, steps, members, sums, split = self._kernel_steps(group, shape)
         outputs = [i for i, e in enumerate(members) if self.last.get(e.out.id, -1) > end]
-        split = None if allowed is None else min(allowed)
         kinds = [fusion.operand_layout(x.aval.shape if isinstance(x, Var) else np.shape(x.value), shape, split)
                  for x in inputs]
         in_refs = [self.const(np.ascontiguousarray(x.value).reshape(-1)) if isinstance(x, Const) else
                    f"_scalar({self.names[x.id]})" if kind == "scalar" else f"_flat({self.names[x.id]})"
                    for x, kind in zip(inputs, kinds)]
+        out_names, in_place = self._output_buffers([members[i].out for i in outputs], inputs, in_refs, end)
+        sum_names = self._sum_buffers(sums)
+        size = [str(int(np.prod(shape, dtype=np.int64)))] if sums else []
+        parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
+        source = fusion.kernel_source(kinds, steps, outputs, parallel, in_place,
+                                      [(step, how) for _, step, how in sums], nested=split is not None)
+        kernel = self.const(_LazyKernel(source))
+        n_inner = [] if split is None else [str(int(np.prod(shape[split:], dtype=np.int64)))]
+        self.lines.append(f"{kernel}({', '.join(in_refs + out_names + sum_names + size + n_inner)})")
+
+    def _kernel_steps(self, group: list[Eqn], shape: tuple):
+        """The kernel's external inputs (each read once), its steps as (source, dtype), the members
+        that are steps, the sums as (eqn, summed step, how), and the loop split every step allows."""
+        inputs: list[Var | Const] = []
+        index: dict = {}
+        steps, members, sums = [], [], []
+        local: dict[int, str] = {}
+        allowed = None
+        for eqn in group:
+            if eqn.prim.scalar is None:  # a sum of a member's value (_groups)
+                how, allowed = _sum_kind(eqn, shape, allowed)
+                sums.append((eqn, int(local[eqn.inputs[0].id][1:]), how))
+                continue
+            allowed = _common(allowed, _splits(eqn))
+            refs, dtypes = [], []
+            for x in eqn.inputs:
+                if isinstance(x, Const) and (x.value is None or np.ndim(x.value) == 0):
+                    refs.append(None if x.value is None else x.value)  # a literal, typed below
+                    dtypes.append(None if x.value is None else type(x.value) if type(x.value) in (bool, int, float)
+                                  else np.asarray(x.value).dtype)
+                    continue
+                if not (isinstance(x, Var) and x.id in local):
+                    key = x.id if isinstance(x, Var) else ("c", id(x.value))
+                    if key not in index:
+                        index[key] = len(inputs)
+                        inputs.append(x)
+                refs.append(local[x.id] if isinstance(x, Var) and x.id in local else f"x{index[key]}")
+                dtypes.append(x.aval.dtype if isinstance(x, Var) else np.asarray(x.value).dtype)
+            dtype = eqn.out.aval.dtype
+            literal_dtype = scalar.compute_dtype(dtypes, dtype)
+            refs = [fusion.literal(r, literal_dtype) if r is not None and not isinstance(r, str) else r for r in refs]
+            local[eqn.out.id] = f"t{len(steps)}"
+            steps.append((fusion.step_source(eqn.prim, refs, dtypes, eqn.params, dtype), dtype))
+            members.append(eqn)
+        return inputs, steps, members, sums, None if allowed is None else min(allowed)
+
+    def _output_buffers(self, outs: list[Var], inputs: list, in_refs: list[str], end: int):
+        """Where each stored value goes: a new buffer, or a dead input of its shape that the kernel
+        overwrites (then read and written through that input's parameter). Returns the output
+        arguments and {output k: input i it overwrites}."""
         free = [x for x in inputs if isinstance(x, Var) and self._reusable(x, end)]
         out_names, in_place = [], {}
-        for k, i in enumerate(outputs):
-            var = members[i].out
+        for k, var in enumerate(outs):
             name = self.name(var)
             buf = next((x for x in free if x.aval == var.aval), None)
             if buf is None:
@@ -242,19 +252,17 @@ class _Codegen:
             self.lines.append(f"{name} = {src} if {check}({src}) else np.array({src}, order='C')")
             in_place[k] = inputs.index(buf)
             in_refs[in_place[k]] = f"{name}.reshape(-1)"
-        sum_names = []
+        return out_names, in_place
+
+    def _sum_buffers(self, sums) -> list[str]:
+        """The sums' results: zeroed for sums over the leading axes (added row by row), else empty."""
+        names = []
         for eqn, _, how in sums:
             name, aval = self.name(eqn.out), eqn.out.aval
-            fill = "np.zeros" if how == "lead" else "np.empty"
-            self.lines.append(f"{name} = {fill}({aval.shape!r}, {self.const(aval.dtype)})")
-            sum_names.append(f"{name}.reshape(-1)")
-        size = [str(int(np.prod(shape, dtype=np.int64)))] if sums else []
-        parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
-        source = fusion.kernel_source(kinds, steps, outputs, parallel, in_place,
-                                      [(step, how) for _, step, how in sums], nested=split is not None)
-        kernel = self.const(_LazyKernel(source))
-        n_inner = [] if split is None else [str(int(np.prod(shape[split:], dtype=np.int64)))]
-        self.lines.append(f"{kernel}({', '.join(in_refs + out_names + sum_names + size + n_inner)})")
+            self.lines.append(f"{name} = {'np.zeros' if how == 'lead' else 'np.empty'}({aval.shape!r}, "
+                              f"{self.const(aval.dtype)})")
+            names.append(f"{name}.reshape(-1)")
+        return names
 
     def _reusable(self, x: Var, end: int) -> bool:
         owned = self.roots.get(x.id) == frozenset([x.id]) and (x.id in self.donated or x.id not in
@@ -304,7 +312,7 @@ def _device_group(group: list[Eqn], needed: set[int], device_const) -> Callable:
                 index[key] = len(externals)
                 externals.append(x if isinstance(x, Var) else device_const(x))
             refs.append(("in", index[key]))
-        steps.append((eqn.prim.name, tuple(sorted(eqn.params.items())), tuple(refs), eqn.out.aval.dtype))
+        steps.append((eqn.prim.scalar, tuple(sorted(eqn.params.items())), tuple(refs), eqn.out.aval.dtype))
     outputs = tuple(j for j, eqn in enumerate(group) if eqn.out.id in needed)
     shape = group[0].out.aval.shape
 
@@ -349,7 +357,7 @@ def device_runner(program: Program, platform: str) -> Callable:
             runs.append(_device_group(group, needed, device_const))
         else:
             eqn = group[0]
-            impl = eqn.prim.impls[platform]
+            impl = eqn.prim.impl_for(platform)
             inputs = [x if isinstance(x, Var) else device_const(x) for x in eqn.inputs]
             runs.append(lambda env, impl=impl, inputs=inputs, params=eqn.params, out=eqn.out: env.__setitem__(
                 out, impl(*[env[x] if isinstance(x, Var) else x for x in inputs], **params)))

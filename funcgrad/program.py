@@ -11,32 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .array import ExternalValue
-from .ops.core import Primitive
-
-
-class ShapedArray:
-    """What is known of a value while tracing abstractly: its shape and dtype."""
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
-
-    def __eq__(self, other):
-        return isinstance(other, ShapedArray) and (self.shape, self.dtype) == (other.shape, other.dtype)
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype))
-
-    def __repr__(self) -> str:
-        return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
-
-
-def _short_dtype(dtype: np.dtype) -> str:
-    names = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64",
-             "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32", "uint64": "u64",
-             "bool": "bool"}
-    return names.get(dtype.name, dtype.name)
+from .ops.core import Primitive, ShapedArray, short_dtype
 
 
 class Var:
@@ -70,7 +45,7 @@ class Const:
     def __repr__(self) -> str:
         v = self.value
         if isinstance(v, np.ndarray) and v.size > 6:
-            return f"const:{_short_dtype(v.dtype)}[{','.join(map(str, v.shape))}]"
+            return f"const:{short_dtype(v.dtype)}[{','.join(map(str, v.shape))}]"
         return repr(v.tolist() if isinstance(v, np.ndarray) else v)
 
 
@@ -92,7 +67,7 @@ class Eqn:
 
 def _param_repr(v) -> str:
     if isinstance(v, np.dtype):
-        return _short_dtype(v)
+        return short_dtype(v)
     if callable(v) and hasattr(v, "__name__"):
         return v.__name__
     return repr(v)
@@ -130,7 +105,7 @@ def fold_constants(program: Program) -> Program:
         if all(isinstance(x, Const) for x in inputs):
             values = [x.value for x in inputs]
             device = next((v.device for v in values if isinstance(v, ExternalValue)), None)
-            impl = eqn.prim.impl if device is None else eqn.prim.impls[device.platform]
+            impl = eqn.prim.impl_for("cpu" if device is None else device.platform)
             with np.errstate(all="ignore"):
                 known[eqn.out.id] = Const(impl(*values, **eqn.params))
             continue

@@ -1,4 +1,4 @@
-"""Tracers, trace levels, the tape, and bind(): the single entry to every primitive.
+"""Tracers, trace levels and bind(): the single entry to every primitive.
 
 Tracing happens on concrete values (as in HIPS autograd): each transform opens a trace with a
 fresh level; a tracer carries its trace and the value one level down. bind() finds the
@@ -16,10 +16,9 @@ from time import perf_counter_ns
 import numpy as np
 
 from . import dtypes
-from .array import Array, ArrayBase, host
+from .array import CPU, Array, ArrayBase, ExternalValue, host
 from .config import config
-from .errors import NonFiniteError, ShapeError, TracerLeakError
-from .ops import core
+from .errors import DeviceMismatchError, NonFiniteError, ShapeError, TracerLeakError
 
 _levels = itertools.count(1)  # a newer trace is always nested inside the live older ones
 
@@ -141,16 +140,37 @@ def _check_nans(prim, out):
 
 
 class Hooks:
-    """Installed by higher layers: the profiler (funcgrad.profiler) observes bind; placement
-    (funcgrad.devices, once an array lives on a GPU) picks each call's backend implementation."""
-    __slots__ = ("profiler", "placement")
+    """Observers higher layers install: the profiler (funcgrad.profiler) watches every bind."""
+    __slots__ = ("profiler",)
 
     def __init__(self):
         self.profiler = None
-        self.placement = None
 
 
 hooks = Hooks()
+
+
+def device_impl(prim, args):
+    """The implementation of prim for the device its array arguments are on (bind calls this only
+    when one of them holds device data). As in PyTorch, a 0-d array on the CPU combines with arrays
+    on any device (it is passed to the kernel as a scalar), and so do the small host constants
+    derivative rules make (np.eye): only an Array says where data lives."""
+    device, first = None, None
+    for i, a in enumerate(args):
+        value = a._value if type(a) is Array else a
+        if isinstance(value, ExternalValue):
+            here = value.device
+        elif type(a) is Array and value.ndim:
+            here = CPU
+        else:
+            continue
+        if device is None:
+            device, first = here, i
+        elif here != device:
+            raise DeviceMismatchError(
+                f"{prim.name}: argument {first} is on {device} but argument {i} is on {here}; "
+                f"move one explicitly with fg.device_put(x, device) or x.to(device)")
+    return prim.impl if device is None else prim.impl_for(device.platform)
 
 
 def annotate(name: str):
@@ -171,13 +191,19 @@ def bind(prim, *args, **params):
         return top.process(prim, args, params)
     if len(args) == 2:  # unrolled: a comprehension costs more than the NumPy call on small arrays
         a, b = args
-        vals = (a._value if type(a) is Array else a, b._value if type(b) is Array else b)
+        va = a._value if type(a) is Array else a
+        vb = b._value if type(b) is Array else b
+        vals = (va, vb)
+        on_device = isinstance(va, ExternalValue) or isinstance(vb, ExternalValue)
     elif len(args) == 1:
         a = args[0]
-        vals = (a._value if type(a) is Array else a,)
+        va = a._value if type(a) is Array else a
+        vals = (va,)
+        on_device = isinstance(va, ExternalValue)
     else:
         vals = [a._value if type(a) is Array else a for a in args]
-    impl = prim.impl if hooks.placement is None else hooks.placement(prim, args)
+        on_device = any(isinstance(v, ExternalValue) for v in vals)
+    impl = device_impl(prim, args) if on_device else prim.impl
     prof = hooks.profiler
     if prof is not None:
         start = perf_counter_ns()
@@ -191,8 +217,6 @@ def bind(prim, *args, **params):
         prof.record_op(prim.name, start, perf_counter_ns(), vals, out)
     return Array(out)
 
-
-core.install_bind(bind)
 
 
 def is_differentiable_output(prim, out) -> bool:

@@ -6,7 +6,6 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import nn
 from funcgrad.nn import functional as F
-from funcgrad.vmap import LOOPED
 
 from .helpers import assert_close
 from .test_elementwise import BINARY, UNARY
@@ -122,10 +121,6 @@ def test_vmap_errors():
     with pytest.raises(fg.ConcretizationError, match="vmap"):
         fg.vmap(lambda a: a if a > 0 else -a)(np.ones(3))
     assert_close(fg.vmap(lambda a: fnp.where(a > 0, a, -a))(np.array([-1.0, 2.0])), [1, 2])
-
-
-def test_no_primitive_falls_back_to_a_loop():
-    assert LOOPED == []
 
 
 @pytest.mark.parametrize("name", sorted(n for n in CASES if n.startswith(("take", "pad", "getitem", "split",

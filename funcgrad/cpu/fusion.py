@@ -1,10 +1,10 @@
 """Fused elementwise kernels: a chain of elementwise equations becomes one numba loop.
 
-Each primitive that can fuse has a scalar expression template here. A kernel reads each input
-once per element, computes every step with the result rounded to that step's dtype (so it agrees
-with the unfused NumPy program), and writes the values the rest of the program needs. Kernel
-source goes to a file in the cache directory, so numba's on-disk cache (cache=True) serves
-later processes too.
+Each step is its primitive's scalar expression (funcgrad.ops.scalar) rendered as numba source. A
+kernel reads each input once per element, computes every step with the result rounded to that
+step's dtype (so it agrees with the unfused NumPy program), and writes the values the rest of the
+program needs. Kernel source goes to a file in the cache directory, so numba's on-disk cache
+(cache=True) serves later processes too.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import dtypes
+from ..ops import scalar
 
 # LLVM may contract a * b + c into one fused multiply-add (as XLA does); nothing else is relaxed,
 # so NaN and inf propagate as they do in NumPy. Kernels use numba's NumPy error model: x / 0 is
@@ -30,61 +31,31 @@ FUSABLE_DTYPES = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes
                             dtypes.uint64, dtypes.uint8, dtypes.bool_})
 
 
-def _call(fn):
-    return lambda a, p, c, d: f"{fn}({', '.join(a)})"
+class _Numba(scalar.Dialect):
+    """Scalar expressions as numba source: NumPy's functions, except vecmath's exp, tanh and erf, which
+    compute float32 without a libm call, so the loops vectorise."""
+    VECMATH = {"exp": "vm.exp", "tanh": "vm.tanh", "erf": "vm.erf"}
+
+    def literal(self, value, dtype: np.dtype) -> str:
+        return literal(value, dtype)
+
+    def call(self, name: str, args: list[str], exprs: tuple) -> str:
+        return f"{self.VECMATH.get(name, 'np.' + name)}({', '.join(args)})"
 
 
-def _op(symbol):
-    return lambda a, p, c, d: f"({a[0]} {symbol} {a[1]})"
+NUMBA = _Numba()
 
 
-def _clip(a, p, c, d):
-    x, lo, hi = a
-    out = x if c[1] else f"np.maximum({x}, {lo})"
-    return out if c[2] else f"np.minimum({out}, {hi})"
+def step_source(prim, refs: list, operand_dtypes: list, params: dict, out_dtype: np.dtype) -> str:
+    """One fused step: prim's scalar expression over operands named refs (None: an absent one), with
+    its literals in the step's compute dtype (the kernel then rounds the value to out_dtype)."""
+    ct = scalar.compute_dtype(operand_dtypes, out_dtype)
+    operands = [None if r is None else scalar.operand(r, d if isinstance(d, np.dtype) else ct)
+                for r, d in zip(refs, operand_dtypes)]
+    return NUMBA.render(scalar.evaluate(prim.scalar, operands, params), ct)
 
 
-def _gelu(a, p, c, d):
-    x = a[0]
-    f = "np.float32" if d == dtypes.float32 else "float"  # float32 stays float32 (and vectorises)
-    if p["approximate"]:
-        inner = f"{f}({math.sqrt(2 / math.pi)!r}) * ({x} + {f}(0.044715) * {x} * {x} * {x})"
-        return f"({f}(0.5) * {x} * ({f}(1.0) + vm.tanh({inner})))"
-    return f"({f}(0.5) * {x} * ({f}(1.0) + vm.erf({x} * {f}({1 / math.sqrt(2)!r}))))"
-
-
-# primitive name -> expression(args: list[str], params, is_none_const: list[bool], out dtype) -> str
-TEMPLATES = {
-    "add": _op("+"), "sub": _op("-"), "mul": _op("*"), "div": _op("/"), "pow": _op("**"),
-    "remainder": _op("%"), "floor_divide": _op("//"),
-    "maximum": _call("np.maximum"), "minimum": _call("np.minimum"), "arctan2": _call("np.arctan2"),
-    "eq": _op("=="), "ne": _op("!="), "lt": _op("<"), "le": _op("<="), "gt": _op(">"), "ge": _op(">="),
-    "and": lambda a, p, c, d: f"(({a[0]} != 0) & ({a[1]} != 0))",
-    "or": lambda a, p, c, d: f"(({a[0]} != 0) | ({a[1]} != 0))",
-    "xor": lambda a, p, c, d: f"(({a[0]} != 0) ^ ({a[1]} != 0))",
-    "bitwise_and": _op("&"), "bitwise_or": _op("|"), "bitwise_xor": _op("^"),
-    "left_shift": _op("<<"), "right_shift": _op(">>"),
-    "not": lambda a, p, c, d: f"({a[0]} == 0)", "neg": lambda a, p, c, d: f"(-{a[0]})",
-    "abs": _call("np.abs"), "sign": _call("np.sign"), "floor": _call("np.floor"), "ceil": _call("np.ceil"),
-    "trunc": _call("np.trunc"), "exp": _call("vm.exp"), "expm1": _call("np.expm1"), "log": _call("np.log"),
-    "log1p": _call("np.log1p"), "log2": _call("np.log2"), "log10": _call("np.log10"), "sqrt": _call("np.sqrt"),
-    "square": lambda a, p, c, d: f"({a[0]} * {a[0]})", "reciprocal": lambda a, p, c, d: f"(1.0 / {a[0]})",
-    "sin": _call("np.sin"), "cos": _call("np.cos"), "tan": _call("np.tan"), "tanh": _call("vm.tanh"),
-    "sinh": _call("np.sinh"), "cosh": _call("np.cosh"), "arctan": _call("np.arctan"),
-    "arcsin": _call("np.arcsin"), "arccos": _call("np.arccos"), "arcsinh": _call("np.arcsinh"),
-    "arccosh": _call("np.arccosh"), "arctanh": _call("np.arctanh"), "erf": _call("vm.erf"),
-    "isnan": _call("np.isnan"), "isinf": _call("np.isinf"), "isfinite": _call("np.isfinite"),
-    "relu": lambda a, p, c, d: f"np.maximum({a[0]}, 0)",
-    "sigmoid": _call("vm.sigmoid"),
-    "softplus": lambda a, p, c, d: f"(np.maximum({a[0]}, 0) + np.log1p(vm.exp(-np.abs({a[0]}))))",
-    "gelu": _gelu, "clip": _clip,
-    "select": lambda a, p, c, d: f"({a[1]} if {a[0]} else {a[2]})",
-    "convert": lambda a, p, c, d: f"({a[0]} != 0)" if p["dtype"] == dtypes.bool_ else a[0],
-    "stop_gradient": lambda a, p, c, d: a[0],
-}
-
-
-# Kernels call vecmath's exp, tanh, erf and sigmoid (float32 without libm calls); a kernel's source
+# Kernels call vecmath's exp, tanh and erf (float32 without libm calls); a kernel's source
 # names vecmath's digest, so kernels cached on disk are rebuilt when vecmath changes.
 _VECMATH = hashlib.sha256(Path(__file__).with_name("vecmath.py").read_bytes()).hexdigest()[:16]
 

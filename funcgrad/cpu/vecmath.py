@@ -1,8 +1,8 @@
-"""float32 exp, tanh, erf and sigmoid for numba kernels, without libm calls, so loops vectorise.
+"""float32 exp, tanh and erf for numba kernels, without libm calls, so loops vectorise.
 
 numba has no vector math library here (its SVML needs a patched LLVM that the pip wheels lack), so
 np.exp in a kernel is a scalar libm call: ~7-15 ns an element against NumPy's ~1 ns. These are the
-polynomial and rational forms XLA and Eigen use. `exp`, `tanh`, `erf` and `sigmoid` pick the
+polynomial and rational forms XLA and Eigen use. `exp`, `tanh` and `erf` pick the
 float32 form for a float32 argument and the libm function for any other type; fused kernels
 (cpu/fusion.py) and the row kernels (cpu/rows.py) call them. Importing this imports numba.
 """
@@ -75,14 +75,6 @@ def erf32(x):
     return np.float32(x * p / q)
 
 
-@njit(inline="always", error_model="numpy")
-def sigmoid32(x):
-    """1 / (1 + e^-x) from e = exp(-|x|), which cannot overflow."""
-    e = exp32(-abs(x))
-    s = np.float32(1.0) / (np.float32(1.0) + e)
-    return s if x >= 0 else e * s
-
-
 # ---- what kernels call: the float32 form for float32, libm for the rest ------------------------------
 def exp(x):
     return np.exp(x)
@@ -96,22 +88,12 @@ def erf(x):
     return math.erf(x)
 
 
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def _by_type(fast, other):
     def choose(x):
         return (lambda x: fast(x)) if x == types.float32 else (lambda x: other(x))
     return choose
 
 
-@njit(inline="always", error_model="numpy")
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x)) if x >= 0 else np.exp(x) / (1.0 + np.exp(x))
-
-
 overload(exp)(_by_type(exp32, np.exp))
 overload(tanh)(_by_type(tanh32, np.tanh))
 overload(erf)(_by_type(erf32, math.erf))
-overload(sigmoid)(_by_type(sigmoid32, _sigmoid))

@@ -88,9 +88,8 @@ def from_cuda_array(obj):
     """An fg.Array viewing a CuPy array, PyTorch CUDA tensor or any object with
     ``__cuda_array_interface__`` or a CUDA ``__dlpack__``: no copy, the owner is kept alive."""
     from ..array import Array
-    from ..devices import _cuda_backend
-    _, buffer = _cuda_backend()
-    return Array(buffer.from_foreign(obj))
+    from .buffer import from_foreign
+    return Array(from_foreign(obj))
 
 
 __all__ = ["from_cuda_array", "is_available", "device_count", "synchronize", "simulator", "memory_allocated", "max_memory_allocated",

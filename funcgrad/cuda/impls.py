@@ -1,22 +1,26 @@
-"""The CUDA implementation of every primitive in funcgrad.ops, registered as prim.impls["cuda"].
+"""The CUDA implementations of funcgrad.ops' primitives: each primitive names its own here (its
+`cuda` attribute), and Primitive.impl_for('cuda') imports this module on first use.
 
 An implementation receives what the CPU one does, with device buffers in place of NumPy arrays:
 DeviceValues, Python scalars, and small NumPy constants the derivative rules make (a 0-d constant
 is passed to the kernel as a scalar; a larger one is copied over, and counted). Output shapes and
-dtypes follow the CPU implementation exactly: where a rule is more than broadcasting, the dtype
-comes from running the CPU implementation on one-element stand-ins.
+dtypes are the primitive's shape rule's. A name marked per_primitive is a builder: called with the
+primitive, it returns the implementation (one builder serves every elementwise primitive).
 """
 from __future__ import annotations
-
-from functools import cache
 
 import numpy as np
 
 from .. import dtypes
-from ..ops import core, shape as S
+from ..ops import shape as S
 from ..ops.conv import output_size
+from ..ops.core import aval
+from ..ops.elementwise import add_p, convert_p
+from ..ops.linalg import contraction_dtype
+from ..ops.reductions import cumsum_p
 from .buffer import DeviceValue, contiguous_strides, from_host
-from .kernels import decompositions as D, elementwise, indexing, matmul as M, random, reduce as R, scan, sort
+from .kernels import decompositions as D, elementwise as elementwise_kernels, indexing, matmul as M, random, reduce as R
+from .kernels import scan, sort
 from .kernels.copy import arange, compact, contiguous, copy_into, fill
 from .kernels.indexing import basic_view
 
@@ -39,31 +43,35 @@ def _scalar_or_device(x):
     return from_host(np.asarray(x))
 
 
-@cache
-def _dtype_rule(prim_name: str, signature: tuple, params: tuple) -> np.dtype:
-    stand_ins = [np.ones((1,) * nd, dt) if isinstance(dt, np.dtype) else dt for nd, dt in signature]
-    with np.errstate(all="ignore"):
-        return np.asarray(core.registry[prim_name].impl(*stand_ins, **dict(params))).dtype
-
-
 def out_dtype(prim, args, params) -> np.dtype:
-    """The dtype prim's CPU implementation gives these operands."""
-    signature = tuple((x.ndim, x.dtype) if isinstance(x, DeviceValue) else
-                      ((x.ndim, x.dtype) if isinstance(x, np.ndarray) else (0, x)) for x in args)
-    return _dtype_rule(prim.name, signature, tuple(sorted(params.items())))  # params are hashable (jit keys on them)
+    """The dtype of prim's result on these operands, by its shape rule."""
+    return prim.shape_rule(*map(aval, args), **params).dtype
+
+
+def per_primitive(builder):
+    """Mark a builder: Primitive.impl_for calls it with the primitive to get the implementation."""
+    builder.per_primitive = True
+    return builder
 
 
 # ---- elementwise ------------------------------------------------------------------------------
-def _elementwise(prim):
+@per_primitive
+def elementwise(prim):
+    """Any elementwise primitive: one generated kernel from its scalar expression."""
     def impl(*args, **params):
         operands = [_scalar_or_device(x) for x in args]
         shape = np.broadcast_shapes(*(x.shape for x in operands if hasattr(x, "shape")))
-        return elementwise.apply(prim.name, operands, out_dtype(prim, args, params), params, shape=shape)
+        return elementwise_kernels.apply(prim, operands, out_dtype(prim, args, params), params, shape=shape)
     return impl
 
 
+def identity(x):
+    """stop_gradient: the value itself (no copy, as on the CPU)."""
+    return x
+
+
 # ---- structure: views where NumPy would give a view ------------------------------------------------
-def _reshape(x, shape):
+def reshape(x, shape):
     shape = list(shape)
     if shape.count(-1) > 1:
         raise ValueError("can only specify one unknown dimension")
@@ -77,28 +85,28 @@ def _reshape(x, shape):
     return x.view(shape, contiguous_strides(shape))
 
 
-def _broadcast_to(x, shape):
+def broadcast_to(x, shape):
     shape = tuple(shape)
     if np.broadcast_shapes(x.shape, shape) != shape:
         raise ValueError(f"operands could not be broadcast together with remapped shapes "
                          f"[original->remapped]: {x.shape} and requested shape {shape}")
-    return x.view(shape, elementwise.broadcast_strides(x, shape))
+    return x.view(shape, elementwise_kernels.broadcast_strides(x, shape))
 
 
-def _transpose(x, perm):
+def transpose(x, perm):
     if sorted(perm) != list(range(x.ndim)):
         raise ValueError(f"axes {perm} don't match array of rank {x.ndim}")
     return x.view(tuple(x.shape[p] for p in perm), tuple(x.strides[p] for p in perm))
 
 
-def _pad(x, widths, value):
+def pad(x, widths, value):
     widths = [(int(lo), int(hi)) for lo, hi in widths]
     out = fill(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths)), x.dtype, value)
     copy_into(basic_view(out, tuple(slice(lo, lo + d) for d, (lo, _) in zip(x.shape, widths))), x)
     return out
 
 
-def _concatenate(*xs, axis):
+def concatenate(*xs, axis):
     xs = [_device(x) for x in xs]
     first = xs[0]
     axis = axis % first.ndim
@@ -116,13 +124,13 @@ def _concatenate(*xs, axis):
     return out
 
 
-def _gather(x, *arrays, spec):
+def gather(x, *arrays, spec):
     if not arrays:
         return basic_view(x, S.build_index(spec, []))
     return indexing.gather(x, spec, [_device(a) for a in arrays])
 
 
-def _scatter_add(g, *arrays, spec, shape):
+def scatter_add(g, *arrays, spec, shape):
     g = _device(g)
     if not arrays:
         out = fill(shape, g.dtype, 0)
@@ -133,23 +141,23 @@ def _scatter_add(g, *arrays, spec, shape):
 
 def _label_index(labels) -> list:
     """Index vectors (row, label) over the flattened leading axes, for pick and unpick."""
-    labels = _reshape(_device(labels), (-1,))
+    labels = reshape(_device(labels), (-1,))
     return [arange(labels.size, labels.dtype), labels]
 
 
-def _pick(x, labels):
+def pick(x, labels):
     x = _device(x)
-    out = indexing.gather(_reshape(x, (-1, x.shape[-1])), (("a",), ("a",)), _label_index(labels))
-    return _reshape(out, x.shape[:-1])
+    out = indexing.gather(reshape(x, (-1, x.shape[-1])), (("a",), ("a",)), _label_index(labels))
+    return reshape(out, x.shape[:-1])
 
 
-def _unpick(g, labels, classes):
+def unpick(g, labels, classes):
     g = _device(g)
-    out = indexing.scatter_add(_reshape(g, (-1,)), (("a",), ("a",)), _label_index(labels), (g.size, classes))
-    return _reshape(out, g.shape + (classes,))
+    out = indexing.scatter_add(reshape(g, (-1,)), (("a",), ("a",)), _label_index(labels), (g.size, classes))
+    return reshape(out, g.shape + (classes,))
 
 
-def _im2col(x, kernel, stride, dilation):
+def im2col(x, kernel, stride, dilation):
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
     n, c, h, w = x.shape
     ho, wo = output_size(h, kh, sh, dh), output_size(w, kw, sw, dw)
@@ -159,7 +167,7 @@ def _im2col(x, kernel, stride, dilation):
     return x.view((n, c, ho, wo, kh, kw), (s[0], s[1], s[2] * sh, s[3] * sw, s[2] * dh, s[3] * dw))
 
 
-def _col2im(cols, image_shape, kernel, stride, dilation):
+def col2im(cols, image_shape, kernel, stride, dilation):
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
     ho, wo = cols.shape[2], cols.shape[3]
     out = fill(tuple(image_shape), cols.dtype, 0)
@@ -167,11 +175,12 @@ def _col2im(cols, image_shape, kernel, stride, dilation):
         for j in range(kw):
             dest = basic_view(out, (slice(None), slice(None), slice(i * dh, i * dh + sh * (ho - 1) + 1, sh),
                                     slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)))
-            elementwise.apply("add", [dest, basic_view(cols, (Ellipsis, i, j))], out.dtype, out=dest, shape=dest.shape)
+            elementwise_kernels.apply(add_p, [dest, basic_view(cols, (Ellipsis, i, j))], out.dtype, out=dest,
+                                      shape=dest.shape)
     return out
 
 
-def _bitcast(x, dtype):
+def bitcast(x, dtype):
     dtype = np.dtype(dtype)
     if dtype.itemsize == x.dtype.itemsize:
         return x.view(x.shape, x.strides, dtype=dtype)
@@ -194,20 +203,25 @@ def _normalise_axes(x, axes):
     return tuple(sorted(a % x.ndim if x.ndim else a for a in axes))
 
 
-def _reduction(prim, op):
-    def impl(x, axes, keepdims):
-        axes = _normalise_axes(x, axes)
-        if op in ("max", "min") and any(x.shape[a] == 0 for a in axes):
-            raise ValueError(f"zero-size array to reduction operation {op}imum which has no identity")
-        dtype = out_dtype(prim, [x], {"axes": axes, "keepdims": keepdims})
-        return R.reduce(op, x, axes, _reduced_shape(x, axes, keepdims), dtype)
-    return impl
+def _reduction(op: str):
+    """The builder of the reduction whose monoid the reduce kernels call `op`."""
+    @per_primitive
+    def build(prim):
+        def impl(x, axes, keepdims):
+            shaped = prim.shape_rule(aval(x), axes=axes, keepdims=keepdims)  # checks the axes and empty maxima
+            return R.reduce(op, x, _normalise_axes(x, axes), shaped.shape, shaped.dtype)
+        return impl
+    return build
+
+
+reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_all, reduce_any = map(
+    _reduction, ("sum", "prod", "max", "min", "all", "any"))
 
 
 def _arg_reduction(op):
     def impl(x, axis, keepdims):
         if axis is None:
-            flat = _reshape(x, (-1,))
+            flat = reshape(x, (-1,))
             out = R.arg_reduce(op, flat, 0, ())
             return out.view((1,) * x.ndim, (0,) * x.ndim) if keepdims else out
         axis = axis % x.ndim
@@ -215,7 +229,7 @@ def _arg_reduction(op):
     return impl
 
 
-def _logsumexp(x, axes, keepdims):
+def logsumexp(x, axes, keepdims):
     axes = _normalise_axes(x, axes)
     return R.softmax_family("logsumexp", x, axes, _reduced_shape(x, axes, keepdims))
 
@@ -226,23 +240,16 @@ def _softmax(mode):
     return impl
 
 
-def _cumsum(x, axis, reverse):
-    dtype = out_dtype(core.registry["cumsum"], [x], {"axis": axis, "reverse": reverse})
+def cumsum(x, axis, reverse):
+    dtype = out_dtype(cumsum_p, [x], {"axis": axis, "reverse": reverse})
     return scan.cumsum(x, axis % x.ndim, reverse, dtype)
 
 
 # ---- contractions -----------------------------------------------------------------------------
-def _contraction_dtype(operands, precision, out_dtype_):
-    dtype = precision or operands[0].dtype
-    if dtype in dtypes.low_precision:
-        return np.dtype(out_dtype_ or dtype)
-    return np.result_type(*(o.dtype for o in operands))
-
-
-def _matmul(a, b, precision=None, out_dtype=None):
+def matmul(a, b, precision=None, out_dtype=None):
     a, b = _device(a), _device(b)
     precision = np.dtype(precision) if precision is not None else None
-    return M.matmul(a, b, _contraction_dtype([a, b], precision, out_dtype), precision)
+    return M.matmul(a, b, contraction_dtype([a.dtype, b.dtype], precision, out_dtype), precision)
 
 
 def _diagonal(x, subs: str):
@@ -267,7 +274,7 @@ def _sum_letters(x, subs: str, keep: set):
 
 
 def _permute(x, subs: str, order: str):
-    return _transpose(x, tuple(subs.index(c) for c in order))
+    return transpose(x, tuple(subs.index(c) for c in order))
 
 
 def _merge(x, groups: list[int]):
@@ -276,7 +283,7 @@ def _merge(x, groups: list[int]):
     for g in groups:
         shape.append(int(np.prod(x.shape[start:start + g], dtype=np.int64)))
         start += g
-    return _reshape(x, tuple(shape))
+    return reshape(x, tuple(shape))
 
 
 def _contract_pair(a, sa, b, sb, keep: set, out_dtype_, precision):
@@ -290,15 +297,15 @@ def _contract_pair(a, sa, b, sb, keep: set, out_dtype_, precision):
     prod = M.matmul(a2, b2, out_dtype_, precision)
     sizes = dict(zip(sa, a.shape)) | dict(zip(sb, b.shape))
     letters = batch + left + right
-    return _reshape(prod, tuple(sizes[c] for c in letters)), "".join(letters)
+    return reshape(prod, tuple(sizes[c] for c in letters)), "".join(letters)
 
 
-def _einsum(*operands, spec, precision=None, out_dtype=None):
+def einsum(*operands, spec, precision=None, out_dtype=None):
     operands = [_device(o) for o in operands]
     inputs, output = spec.split("->")
     subs = inputs.split(",")
     precision = np.dtype(precision) if precision is not None else None
-    dtype = _contraction_dtype(operands, precision, out_dtype)
+    dtype = contraction_dtype([o.dtype for o in operands], precision, out_dtype)
     work_dtype = np.dtype(np.float32) if dtype in dtypes.low_precision else dtype
     terms = [_diagonal(o, s) for o, s in zip(operands, subs)]
     x, sx = terms[0]
@@ -310,47 +317,37 @@ def _einsum(*operands, spec, precision=None, out_dtype=None):
     x, sx = _sum_letters(x, sx, set(output))
     result = contiguous(_permute(x, sx, output))
     if result.dtype != dtype:
-        result = elementwise.apply("convert", [result], dtype, {"dtype": dtype})
+        result = elementwise_kernels.apply(convert_p, [result], dtype, {"dtype": dtype})
     return result
 
 
 # ---- random bits and sorting -------------------------------------------------------------------
-def _threefry(key, x0, x1):
+def threefry2x32(key, x0, x1):
     return random.threefry2x32(_device(key), _device(np.asarray(x0, np.uint32) if not isinstance(x0, DeviceValue) else x0),
                                _device(np.asarray(x1, np.uint32) if not isinstance(x1, DeviceValue) else x1))
 
 
-def _argsort(x, axis):
+def argsort(x, axis):
     if axis is None:
-        return sort.argsort(_reshape(x, (-1,)), 0)
+        return sort.argsort(reshape(x, (-1,)), 0)
     return sort.argsort(x, axis % x.ndim)
 
 
-IMPLS = {
-    "reshape": _reshape, "broadcast_to": _broadcast_to, "transpose": _transpose, "pad": _pad,
-    "concatenate": _concatenate, "gather": _gather, "scatter_add": _scatter_add,
-    "pick": _pick, "unpick": _unpick,
-    "argmax": _arg_reduction("argmax"), "argmin": _arg_reduction("argmin"),
-    "cumsum": _cumsum, "logsumexp": _logsumexp, "softmax": _softmax("softmax"),
-    "log_softmax": _softmax("log_softmax"), "matmul": _matmul, "einsum": _einsum,
-    "im2col": _im2col, "col2im": _col2im, "threefry2x32": _threefry, "bitcast": _bitcast,
-    "argsort": _argsort, "stop_gradient": lambda x: x,
-    "solve": lambda a, b: D.solve(_device(a), _device(b)), "slogdet": lambda a: D.slogdet(_device(a)),
-    "cholesky": lambda a: D.cholesky(_device(a)), "eigh": lambda a: D.eigh(_device(a)),
-}
+def solve(a, b):
+    return D.solve(_device(a), _device(b))
 
 
-def register() -> None:
-    """Give every primitive its CUDA implementation (idempotent)."""
-    for name, prim in core.registry.items():
-        if name in IMPLS:
-            prim.impls["cuda"] = IMPLS[name]
-        elif name in R.COMBINE:
-            prim.impls["cuda"] = _reduction(prim, name)
-        elif name in elementwise.TEMPLATES:
-            prim.impls["cuda"] = _elementwise(prim)
+def slogdet(a):
+    return D.slogdet(_device(a))
 
 
-def missing() -> list[str]:
-    """Primitives without a CUDA implementation (the tests require none)."""
-    return sorted(name for name, prim in core.registry.items() if "cuda" not in prim.impls)
+def cholesky(a):
+    return D.cholesky(_device(a))
+
+
+def eigh(a):
+    return D.eigh(_device(a))
+
+
+argmax, argmin = _arg_reduction("argmax"), _arg_reduction("argmin")
+softmax, log_softmax = _softmax("softmax"), _softmax("log_softmax")

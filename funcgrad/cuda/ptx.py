@@ -9,88 +9,84 @@ funcgrad[cuda]`), not a GPU.
 """
 from __future__ import annotations
 
+import inspect
+import itertools
 import sys
 import time
 
 import numpy as np
 
 from .. import dtypes
+from ..ops import elementwise as E
+from ..ops.core import Primitive, ShapedArray, registry
 from .kernels import decompositions, elementwise, indexing, matmul, random, reduce, scan, sort
-from .impls import _dtype_rule
 
 CANDIDATES = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
               dtypes.uint32, dtypes.uint8, dtypes.bool_]
-_ARITY = {"select": 3, "clip": 3, "iota": 0}
+PARAM_VALUES = {"approximate": (False, True), "dtype": tuple(map(np.dtype, CANDIDATES))}  # keyword params' values
 
 
-def _arity(name: str) -> int:
-    from ..ops import core
-    if name in _ARITY:
-        return _ARITY[name]
-    if name in ("copy", "convert"):
-        return 1
-    prim = core.registry[name]
-    for n in (1, 2):
-        for probe in (np.ones((1,), np.float32), np.ones((1,), np.int64)):
-            try:
-                with np.errstate(all="ignore"):
-                    prim.impl(*[probe] * n, **_PARAMS.get(name, {}))
-                return n
-            except TypeError:
-                continue
-    raise ValueError(f"cannot tell the arity of {name}")
+def _signature(fn) -> tuple[int, list[str]]:
+    """(number of operands, keyword parameter names) of a scalar expression."""
+    params = inspect.signature(fn).parameters.values()
+    return (sum(1 for p in params if p.kind is p.POSITIONAL_OR_KEYWORD),
+            [p.name for p in params if p.kind is p.KEYWORD_ONLY])
 
 
-_PARAMS = {"gelu": {"approximate": False}}
+def _operand_kinds(n: int, dt: np.dtype) -> list[tuple]:
+    """The operand kinds jit and eager calls give an n-ary step: all arrays; a weak Python scalar
+    second (x * 2); for three operands, a boolean first (a condition) or absent and scalar bounds."""
+    if n == 2:
+        return [(dt, dt), (dt, int)]
+    if n == 3:
+        return [(dt, dt, dt), (np.dtype(np.bool_), dt, dt), (dt, None, float)]
+    return [(dt,) * n]
+
+
+def _out_dtype(op, kinds: tuple, params: dict):
+    """The step's output dtype by op's shape rule, or None where the primitive rejects these operands."""
+    if not isinstance(op, Primitive):
+        return kinds[0] if kinds else None
+    avals = [None if k is None else ShapedArray((1,), k) if isinstance(k, np.dtype) else k(0) for k in kinds]
+    try:
+        return op.shape_rule(*avals, **params).dtype
+    except (TypeError, ValueError):
+        return None
 
 
 def _elementwise_cases():
-    for name in elementwise.TEMPLATES:
-        n = _arity(name)
-        for dt in CANDIDATES:
-            dt = np.dtype(dt)
-            if name in ("copy", "iota"):
-                yield name, (dt,) * n, dt, {}
-                continue
-            if name == "convert":
-                for target in CANDIDATES:
-                    yield name, (dt,), np.dtype(target), {"dtype": np.dtype(target)}
-                continue
-            if name == "select":
-                yield name, (np.dtype(np.bool_), dt, dt), dt, {}
-                continue
-            if name == "clip":
-                yield name, (dt, dt, dt), dt, {}
-                yield name, (dt, None, float), dt, {}
-                continue
-            for params in ([{"approximate": False}, {"approximate": True}] if name == "gelu" else [{}]):
-                try:
-                    out = _dtype_rule(name, tuple((1, d) for d in (dt,) * n), tuple(sorted(params.items())))
-                except (TypeError, ValueError):
-                    continue  # the CPU implementation does not take this dtype: neither does the GPU
-                yield name, (dt,) * n, out, params
-                if n == 2:
-                    yield name, (dt, int), out, params
+    ops = [p for p in registry.values() if p.scalar is not None] + [elementwise.copy]
+    for op in ops:
+        n, keywords = _signature(elementwise.scalar_of(op))
+        for params in (dict(zip(keywords, v)) for v in itertools.product(*(PARAM_VALUES[k] for k in keywords))):
+            for dt in map(np.dtype, CANDIDATES):
+                for kinds in _operand_kinds(n, dt):
+                    out = _out_dtype(op, kinds, params)
+                    if out is not None:
+                        yield op, kinds, out, params
+    for dt in (dtypes.int32, dtypes.int64):
+        yield elementwise.iota, (), np.dtype(dt), {}
 
 
 def _fused_cases():
     """Chains like those jit fuses: an AdamW update (two outputs) and a bias + GELU epilogue."""
     for dt in (np.dtype(np.float32), np.dtype(np.float64)):
-        adam = (("mul", (), (("in", 0), ("in", 1)), dt), ("mul", (), (("in", 2), ("in", 3)), dt),
-                ("add", (), (("t", 0), ("t", 1)), dt), ("sqrt", (), (("t", 2),), dt),
-                ("add", (), (("t", 3), ("in", 4)), dt), ("div", (), (("in", 5), ("t", 4)), dt),
-                ("sub", (), (("in", 6), ("t", 5)), dt))
+        adam = ((E.mul_p, (), (("in", 0), ("in", 1)), dt), (E.mul_p, (), (("in", 2), ("in", 3)), dt),
+                (E.add_p, (), (("t", 0), ("t", 1)), dt), (E.sqrt_p, (), (("t", 2),), dt),
+                (E.add_p, (), (("t", 3), ("in", 4)), dt), (E.div_p, (), (("in", 5), ("t", 4)), dt),
+                (E.sub_p, (), (("in", 6), ("t", 5)), dt))
         yield f"fused adamw[{dt.name}]", (dt, float, dt, float, float, dt, dt), adam, (2, 6)
-        gelu = (("add", (), (("in", 0), ("in", 1)), dt), ("gelu", (("approximate", True),), (("t", 0),), dt),
-                ("gt", (), (("t", 1), ("in", 2)), np.dtype(np.bool_)))
+        gelu = ((E.add_p, (), (("in", 0), ("in", 1)), dt), (E.gelu_p, (("approximate", True),), (("t", 0),), dt),
+                (E.gt_p, (), (("t", 1), ("in", 2)), np.dtype(np.bool_)))
         yield f"fused bias+gelu[{dt.name}]", (dt, dt, int), gelu, (1, 2)
 
 
 def cases():
     """(name, numba kernel, argument types) for every kernel and dtype."""
-    for name, kinds, out, params in _elementwise_cases():
+    for op, kinds, out, params in _elementwise_cases():
+        name = getattr(op, "name", getattr(op, "__name__", "?"))
         label = f"{name}[{', '.join(getattr(k, 'name', getattr(k, '__name__', 'None')) for k in kinds)} -> {out.name}]"
-        yield label, elementwise.kernel_for(name, tuple(sorted(params.items())), kinds, out), \
+        yield label, elementwise.kernel_for(op, tuple(sorted(params.items())), kinds, out), \
             elementwise.ptx_signature(kinds, out, 2)
     for name, kinds, steps, outputs in _fused_cases():
         yield name, elementwise.chain_kernel(kinds, steps, outputs), elementwise.chain_signature(kinds, outputs, steps, 2)

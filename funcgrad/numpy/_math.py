@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import dtypes
-from .. import numpy as fnp
+from . import _base as fnp
 from ..array import Array, ArrayBase
 from ..ops import prng
 from ..trace import bind

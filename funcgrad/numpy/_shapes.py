@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtypes
-from .. import numpy as fnp
+from . import _base as fnp
 from ..array import Array, ArrayBase
 from ..errors import ShapeError
 from ._util import _axis_index, _concrete

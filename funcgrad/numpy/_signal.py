@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from .. import numpy as fnp
+from . import _base as fnp
 from ..array import Array
 from ..errors import ShapeError
 from ..tree import tree_map

@@ -11,7 +11,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes
-from .. import numpy as fnp
+from . import _base as fnp
 from ..array import Array
 from ..errors import ShapeError
 from ._shapes import atleast_2d, cumprod, diagonal, diff, unravel_index

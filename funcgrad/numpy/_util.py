@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import numpy as fnp
 from ..array import ArrayBase
+from ..devices import device_put
+from . import _base as fnp
 
 
 def _concrete(x, what: str) -> np.ndarray:
     """x's values on the host; inside jit this raises ConcretizationError naming `what`."""
     if isinstance(x, ArrayBase):
-        x = fnp.device_put(x, "cpu") if x.device.platform != "cpu" else x
+        x = device_put(x, "cpu") if x.device.platform != "cpu" else x
         try:
             return np.asarray(x)
         except Exception as e:  # ConcretizationError, re-raised with the function named

@@ -17,7 +17,8 @@ from .. import dtypes
 from ..errors import ShapeError
 from ..ops import decompositions as D
 from ..trace import bind
-from .. import numpy as fnp
+from . import _base as fnp
+from . import _shapes, _signal
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "qr", "QRResult", "eigvalsh", "norm", "vector_norm", "matrix_norm",
            "matrix_power", "multi_dot", "cond", "matmul", "outer", "cross", "tensordot", "trace", "diagonal",
@@ -286,20 +287,20 @@ matmul, outer, tensordot = fnp.matmul, fnp.outer, fnp.tensordot
 
 
 def cross(x1, x2, /, *, axis: int = -1):
-    return fnp.cross(x1, x2, axis=axis)
+    return _signal.cross(x1, x2, axis=axis)
 
 
 def trace(x, /, *, offset: int = 0, dtype=None):
-    return fnp.trace(x, offset, -2, -1, dtype=dtype)
+    return _shapes.trace(x, offset, -2, -1, dtype=dtype)
 
 
 def diagonal(x, /, *, offset: int = 0):
-    return fnp.diagonal(x, offset, -2, -1)
+    return _shapes.diagonal(x, offset, -2, -1)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1):
-    return fnp.vecdot(x1, x2, axis=axis)
+    return _shapes.vecdot(x1, x2, axis=axis)
 
 
 def matrix_transpose(x, /):
-    return fnp.matrix_transpose(x)
+    return _shapes.matrix_transpose(x)

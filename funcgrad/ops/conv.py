@@ -10,7 +10,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..cpu import windows
-from .core import Primitive, deflinear
+from .core import Primitive, ShapedArray, deflinear
+from .layout import batch_first, reshape_p
 
 
 def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
@@ -37,8 +38,43 @@ def _col2im_impl(cols, image_shape, kernel, stride, dilation):
     return out
 
 
-im2col_p = Primitive("im2col", _im2col_impl)
-col2im_p = Primitive("col2im", _col2im_impl)
+def _im2col_shape(x, *, kernel, stride, dilation):
+    if len(x.shape) != 4:
+        raise ValueError(f"im2col takes an (N, C, H, W) batch, got shape {x.shape}")
+    n, c, h, w = x.shape
+    ho, wo = (output_size(size, k, s, d) for size, k, s, d in zip((h, w), kernel, stride, dilation))
+    if ho <= 0 or wo <= 0:
+        raise ValueError(f"window {tuple(kernel)} with dilation {tuple(dilation)} is larger than the input {x.shape}")
+    return ShapedArray((n, c, ho, wo) + tuple(kernel), x.dtype)
+
+
+def _col2im_shape(cols, *, image_shape, kernel, stride, dilation):
+    expected = _im2col_shape(ShapedArray(image_shape, cols.dtype), kernel=kernel, stride=stride, dilation=dilation)
+    if cols.shape != expected.shape:
+        raise ValueError(f"col2im: windows of shape {cols.shape} do not come from an image of shape "
+                         f"{tuple(image_shape)} (expected {expected.shape})")
+    return ShapedArray(image_shape, cols.dtype)
+
+
+def _merge_batch(x):
+    return reshape_p(x, shape=(x.shape[0] * x.shape[1],) + tuple(x.shape[2:]))
+
+
+def _im2col_batch(size, prim, vals, dims, **params):
+    x = batch_first(vals[0], dims[0], size)
+    out = prim(_merge_batch(x), **params)
+    return reshape_p(out, shape=(size, x.shape[1]) + tuple(out.shape[1:])), 0
+
+
+def _col2im_batch(size, prim, vals, dims, image_shape, **params):
+    cols = batch_first(vals[0], dims[0], size)
+    out = prim(_merge_batch(cols), image_shape=(size * image_shape[0],) + tuple(image_shape[1:]), **params)
+    return reshape_p(out, shape=(size,) + tuple(image_shape)), 0
+
+
+im2col_p = Primitive("im2col", _im2col_impl, shape_rule=_im2col_shape, batch_rule=_im2col_batch, cuda="im2col")
+col2im_p = Primitive("col2im", _col2im_impl, shape_rule=_col2im_shape, batch_rule=_col2im_batch, cuda="col2im",
+                     fresh=True)
 deflinear(im2col_p, lambda g, out, x, kernel, stride, dilation: col2im_p(
     g, image_shape=x.shape, kernel=kernel, stride=stride, dilation=dilation))
 deflinear(col2im_p, lambda g, out, cols, image_shape, kernel, stride, dilation: im2col_p(

@@ -1,39 +1,98 @@
-"""The primitive registry: one Primitive per operation, with its rules.
+"""The Primitive: one operation and every rule the transforms and backends read, in one object.
 
-A primitive's implementation works on raw backend values (NumPy arrays on the CPU). Its
-derivative rules are written with primitives, so derivatives of derivatives work:
+    impl(*args, **params)              the CPU implementation, on NumPy arrays and Python scalars
+    shape_rule(*avals, **params)       -> ShapedArray: the output's shape and dtype (jit traces with
+                                       it, the GPU allocates by it); it raises on operands that
+                                       cannot fit, as the implementation would
+    batch_rule(size, prim, vals, dims, **params) -> (out, out_dim): vmap's rule
+    cuda                               the name of the CUDA implementation in funcgrad/cuda/impls.py,
+                                       imported on first use (numba.cuda loads only for device data)
+    scalar(*operands, **params)        elementwise primitives only: the value of one element, written
+                                       with ops/scalar.py's symbolic scalars; the CPU fusion and the
+                                       CUDA code generator both render their kernels from it
+    vjp / jvp rules                    set with defvjp / defjvp / deflinear beside the definition
+
+Derivative rules are written with primitives, so derivatives of derivatives work:
 
   vjp rule for argument i:  rule(g, out, *args, **params) -> cotangent of args[i]
   jvp rule for argument i:  rule(t, out, *args, **params) -> tangent of the output
 
-funcgrad.trace installs `bind` as Primitive.__call__, so calling a Primitive dispatches through
-the active transforms without this layer importing the tracing machinery.
+Calling a Primitive binds it (funcgrad.trace.bind): it runs under whatever transforms are active.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Callable
 
 import numpy as np
 
+from ..trace import bind
+
 registry: dict[str, "Primitive"] = {}
 
 
-def install_bind(bind: Callable) -> None:
-    """Called once by funcgrad.trace: prim(*args, **params) becomes bind(prim, *args, **params)."""
-    Primitive.__call__ = bind
+class ShapedArray:
+    """What is known of a value while tracing abstractly: its shape and dtype."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __eq__(self, other):
+        return isinstance(other, ShapedArray) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+_SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32",
+          "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32", "uint64": "u64", "bool": "bool"}
+
+
+def short_dtype(dtype: np.dtype) -> str:
+    return _SHORT.get(dtype.name, dtype.name)
+
+
+def aval(x):
+    """What a shape rule sees of an operand: a ShapedArray for anything with a shape and dtype (NumPy
+    scalars included: they take part in promotion with their dtype), the value itself for a Python
+    scalar or None (weak: a Python float beside a float32 array stays float32)."""
+    if x is None or type(x) in (bool, int, float) or isinstance(x, ShapedArray):
+        return x
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapedArray(x.shape, x.dtype)
+    value = np.asarray(x)
+    return ShapedArray(value.shape, value.dtype)
 
 
 class Primitive:
-    """An operation and everything the transforms need to know about it."""
-    __slots__ = ("name", "impls", "impl", "differentiable", "vjps", "vjp_argnum",
-                 "jvps", "jvp_argnum", "jvp_joint", "shape_rule")
+    """An operation and everything the transforms and backends need to know about it."""
+    __slots__ = ("name", "impl", "shape_rule", "batch_rule", "cuda", "_cuda_impl", "scalar", "fresh",
+                 "differentiable", "vjps", "vjp_argnum", "jvps", "jvp_argnum", "jvp_joint")
 
-    def __init__(self, name: str, impl: Callable, differentiable: bool = True):
+    __call__ = bind  # prim(*args, **params) is bind(prim, *args, **params)
+
+    def __init__(self, name: str, impl: Callable, *, shape_rule: Callable, batch_rule: Callable, cuda: str,
+                 scalar: Callable | None = None, fresh: bool = False, differentiable: bool = True):
         if name in registry:
             raise ValueError(f"primitive {name!r} is defined twice")
         self.name = name
-        self.impls = {"cpu": impl}  # the CUDA backend adds its kernels under "cuda"
         self.impl = impl
+        self.shape_rule = shape_rule
+        self.batch_rule = batch_rule
+        self.cuda = cuda
+        self._cuda_impl: Callable | None = None
+        self.scalar = scalar
+        # fresh: the output never shares memory with an input, so jit may overwrite it once dead
+        self.fresh = fresh
         self.differentiable = differentiable
         self.vjps: tuple | None = None
         self.vjp_argnum: Callable | None = None
@@ -42,17 +101,19 @@ class Primitive:
         # jvp_joint(tangents, out, *args, **params): one rule for all tangents at once, for
         # variadic linear primitives (concatenate) where per-argument rules would waste work.
         self.jvp_joint: Callable | None = None
-        # shape_rule(*shapes_and_dtypes, **params) -> (shape, dtype), for primitives whose
-        # implementation cannot run on stand-in values (a matrix of ones is singular); the rest
-        # are evaluated abstractly by running the implementation on stand-ins.
-        self.shape_rule: Callable | None = None
         registry[name] = self
-
-    def __call__(self, *args, **params):
-        raise RuntimeError("import funcgrad (which installs funcgrad.trace.bind) before calling primitives")
 
     def __repr__(self) -> str:
         return f"Primitive({self.name})"
+
+    def impl_for(self, platform: str) -> Callable:
+        """The implementation on 'cpu' or 'cuda' (the CUDA one is imported on first use)."""
+        if platform == "cpu":
+            return self.impl
+        if self._cuda_impl is None:
+            impl = getattr(importlib.import_module("funcgrad.cuda.impls"), self.cuda)
+            self._cuda_impl = impl(self) if getattr(impl, "per_primitive", False) else impl
+        return self._cuda_impl
 
     def vjp(self, i: int, g, out, args, params):
         """Cotangent of argument i; None means zero."""
@@ -86,6 +147,21 @@ def deflinear(prim: Primitive, transpose: Callable) -> None:
     is `transpose(g, out, *args, **params)`."""
     prim.jvps = (lambda t, out, *args, **params: prim(t, *args[1:], **params),)
     prim.vjps = (transpose,)
+
+
+def incomplete() -> list[str]:
+    """Primitives that lack a rule, as 'name: what is missing' (funcgrad.ops asserts there are none)."""
+    problems = []
+    for prim in registry.values():
+        for attr in ("impl", "shape_rule", "batch_rule", "cuda"):
+            if getattr(prim, attr) is None:
+                problems.append(f"{prim.name}: no {attr}")
+        if prim.differentiable:
+            if prim.vjps is None and prim.vjp_argnum is None:
+                problems.append(f"{prim.name}: differentiable but no VJP rule")
+            if prim.jvps is None and prim.jvp_argnum is None and prim.jvp_joint is None:
+                problems.append(f"{prim.name}: differentiable but no JVP rule")
+    return problems
 
 
 def shape_of(x) -> tuple[int, ...]:

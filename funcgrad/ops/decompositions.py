@@ -15,9 +15,9 @@ import numpy as np
 
 from . import elementwise as E
 from . import linalg as L
-from . import reductions as R
-from . import shape as S
-from .core import Primitive, defjvp, defvjp
+from .core import Primitive, ShapedArray, aval, defjvp, defvjp
+from .layout import batch_elementwise, batch_leading, broadcast_to_p, reshape_p, sum_p, transpose_p, unbroadcast
+from .shape import concatenate_p, gather_p
 
 LINALG_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -30,7 +30,7 @@ def _check_square(name: str, shape, dtype) -> None:
 
 
 def _mT(x):
-    return S.transpose_p(x, perm=tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2))
+    return transpose_p(x, perm=tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2))
 
 
 def _eye(n: int, dtype) -> np.ndarray:
@@ -39,37 +39,36 @@ def _eye(n: int, dtype) -> np.ndarray:
 
 def _rows(x, start, stop):
     """x[..., start:stop, :]."""
-    return S.gather_p(x, spec=(("e",), ("s", start, stop, 1), ("s", None, None, None)))
+    return gather_p(x, spec=(("e",), ("s", start, stop, 1), ("s", None, None, None)))
 
 
 # ---- solve -------------------------------------------------------------------------------------------
 def _solve_shape(a, b):
-    (a_shape, a_dtype), (b_shape, b_dtype) = a, b
+    (a_shape, a_dtype), (b_shape, b_dtype) = (a.shape, a.dtype), (b.shape, b.dtype)
     _check_square("solve", a_shape, a_dtype)
     if len(b_shape) < 2 or b_shape[-2] != a_shape[-1]:
         raise ValueError(f"solve: right-hand side of shape {tuple(b_shape)} does not match matrices of shape "
                          f"{tuple(a_shape)}")
     if np.dtype(b_dtype) != np.dtype(a_dtype):
         raise TypeError(f"solve: matrix dtype {a_dtype} and right-hand side dtype {b_dtype} differ")
-    return np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + tuple(b_shape[-2:]), a_dtype
+    return ShapedArray(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + tuple(b_shape[-2:]), a_dtype)
 
 
 def _solve_impl(a, b):
-    _solve_shape((a.shape, a.dtype), (b.shape, b.dtype))
+    _solve_shape(aval(a), aval(b))
     return np.linalg.solve(a, b).astype(a.dtype, copy=False)
 
 
-solve_p = Primitive("solve", _solve_impl)
-solve_p.shape_rule = _solve_shape
+solve_p = Primitive("solve", _solve_impl, shape_rule=_solve_shape, batch_rule=batch_elementwise, cuda="solve")
 
 
 def _solve_vjp_b(g, out, a, b):
-    return R.unbroadcast(solve_p(_mT(a), g), b.shape)
+    return unbroadcast(solve_p(_mT(a), g), b.shape)
 
 
 def _solve_vjp_a(g, out, a, b):
     gb = solve_p(_mT(a), g)
-    return R.unbroadcast(E.neg_p(L.matmul_p(gb, _mT(out))), a.shape)
+    return unbroadcast(E.neg_p(L.matmul_p(gb, _mT(out))), a.shape)
 
 
 defvjp(solve_p, _solve_vjp_a, _solve_vjp_b)
@@ -79,13 +78,13 @@ defjvp(solve_p, lambda t, out, a, b: solve_p(a, E.neg_p(L.matmul_p(t, out))), la
 def inverse_transpose(a):
     """inv(a).T, batched, as a solve against the identity."""
     n = a.shape[-1]
-    return solve_p(_mT(a), S.broadcast_to_p(_eye(n, a.dtype), shape=tuple(a.shape)))
+    return solve_p(_mT(a), broadcast_to_p(_eye(n, a.dtype), shape=tuple(a.shape)))
 
 
 # ---- slogdet -----------------------------------------------------------------------------------------------
 def _slogdet_shape(a):
-    _check_square("slogdet", *a)
-    return tuple(a[0][:-2]) + (2,), a[1]
+    _check_square("slogdet", a.shape, a.dtype)
+    return ShapedArray(a.shape[:-2] + (2,), a.dtype)
 
 
 def _slogdet_impl(a):
@@ -94,22 +93,21 @@ def _slogdet_impl(a):
     return np.stack([sign, logdet], axis=-1).astype(a.dtype, copy=False)
 
 
-slogdet_p = Primitive("slogdet", _slogdet_impl)
-slogdet_p.shape_rule = _slogdet_shape
+slogdet_p = Primitive("slogdet", _slogdet_impl, shape_rule=_slogdet_shape, batch_rule=batch_leading, cuda="slogdet")
 
 
 def _slogdet_vjp(g, out, a):
-    g_logdet = S.gather_p(g, spec=(("e",), ("i", 1)))
-    weight = S.reshape_p(g_logdet, shape=tuple(g_logdet.shape) + (1, 1))
+    g_logdet = gather_p(g, spec=(("e",), ("i", 1)))
+    weight = reshape_p(g_logdet, shape=tuple(g_logdet.shape) + (1, 1))
     return E.mul_p(weight, inverse_transpose(a))
 
 
 def _slogdet_jvp(t, out, a):
     n = a.shape[-1]
-    eye = S.broadcast_to_p(_eye(n, a.dtype), shape=tuple(a.shape))
-    trace = R.sum_p(E.mul_p(solve_p(a, t), eye), axes=(len(a.shape) - 2, len(a.shape) - 1), keepdims=False)
-    trace = S.reshape_p(trace, shape=tuple(trace.shape) + (1,))
-    return S.concatenate_p(E.mul_p(trace, 0.0), trace, axis=len(trace.shape) - 1)
+    eye = broadcast_to_p(_eye(n, a.dtype), shape=tuple(a.shape))
+    trace = sum_p(E.mul_p(solve_p(a, t), eye), axes=(len(a.shape) - 2, len(a.shape) - 1), keepdims=False)
+    trace = reshape_p(trace, shape=tuple(trace.shape) + (1,))
+    return concatenate_p(E.mul_p(trace, 0.0), trace, axis=len(trace.shape) - 1)
 
 
 defvjp(slogdet_p, _slogdet_vjp)
@@ -118,7 +116,7 @@ defjvp(slogdet_p, _slogdet_jvp)
 
 # ---- cholesky --------------------------------------------------------------------------------------------------
 def _cholesky_shape(a):
-    _check_square("cholesky", *a)
+    _check_square("cholesky", a.shape, a.dtype)
     return a
 
 
@@ -127,8 +125,8 @@ def _cholesky_impl(a):
     return np.linalg.cholesky(a).astype(a.dtype, copy=False)
 
 
-cholesky_p = Primitive("cholesky", _cholesky_impl)
-cholesky_p.shape_rule = _cholesky_shape
+cholesky_p = Primitive("cholesky", _cholesky_impl, shape_rule=_cholesky_shape, batch_rule=batch_leading,
+                       cuda="cholesky")
 
 
 def _phi(x):
@@ -160,9 +158,8 @@ defjvp(cholesky_p, _cholesky_jvp)
 
 # ---- eigh -----------------------------------------------------------------------------------------------------------
 def _eigh_shape(a):
-    _check_square("eigh", *a)
-    shape = tuple(a[0])
-    return shape[:-2] + (shape[-1] + 1, shape[-1]), a[1]
+    _check_square("eigh", a.shape, a.dtype)
+    return ShapedArray(a.shape[:-2] + (a.shape[-1] + 1, a.shape[-1]), a.dtype)
 
 
 def _eigh_impl(a):
@@ -171,21 +168,20 @@ def _eigh_impl(a):
     return np.concatenate([w[..., None, :], v], axis=-2).astype(a.dtype, copy=False)
 
 
-eigh_p = Primitive("eigh", _eigh_impl)
-eigh_p.shape_rule = _eigh_shape
+eigh_p = Primitive("eigh", _eigh_impl, shape_rule=_eigh_shape, batch_rule=batch_leading, cuda="eigh")
 
 
 def _eigh_parts(packed):
     n = packed.shape[-1]
-    w = S.gather_p(packed, spec=(("e",), ("i", 0), ("s", None, None, None)))
+    w = gather_p(packed, spec=(("e",), ("i", 0), ("s", None, None, None)))
     return w, _rows(packed, 1, n + 1)
 
 
 def _gaps(w):
     """F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it (inf for repeated eigenvalues, as JAX)."""
     n = w.shape[-1]
-    diff = E.sub_p(S.reshape_p(w, shape=tuple(w.shape[:-1]) + (1, n)),
-                   S.reshape_p(w, shape=tuple(w.shape[:-1]) + (n, 1)))
+    diff = E.sub_p(reshape_p(w, shape=tuple(w.shape[:-1]) + (1, n)),
+                   reshape_p(w, shape=tuple(w.shape[:-1]) + (n, 1)))
     off = ~np.eye(n, dtype=bool)
     safe = E.select_p(off, diff, np.ones((), w.dtype))
     return E.select_p(off, E.reciprocal_p(safe), np.zeros((), w.dtype))
@@ -193,7 +189,7 @@ def _gaps(w):
 
 def _diag_embed(w):
     n = w.shape[-1]
-    return E.mul_p(S.reshape_p(w, shape=tuple(w.shape[:-1]) + (1, n)), _eye(n, w.dtype))
+    return E.mul_p(reshape_p(w, shape=tuple(w.shape[:-1]) + (1, n)), _eye(n, w.dtype))
 
 
 def _eigh_vjp(g, out, a):
@@ -207,9 +203,9 @@ def _eigh_jvp(t, out, a):
     w, v = _eigh_parts(out)
     m = L.matmul_p(L.matmul_p(_mT(v), t), v)
     n = w.shape[-1]
-    dw = R.sum_p(E.mul_p(m, _eye(n, w.dtype)), axes=(len(m.shape) - 2,), keepdims=True)
+    dw = sum_p(E.mul_p(m, _eye(n, w.dtype)), axes=(len(m.shape) - 2,), keepdims=True)
     dv = L.matmul_p(v, E.mul_p(_gaps(w), m))
-    return S.concatenate_p(dw, dv, axis=len(m.shape) - 2)
+    return concatenate_p(dw, dv, axis=len(m.shape) - 2)
 
 
 defvjp(eigh_p, _eigh_vjp)

@@ -1,33 +1,103 @@
-"""Elementwise primitives: one derivative formula serves both the JVP and the VJP."""
+"""Elementwise primitives. Each is one definition: its NumPy implementation, its scalar expression
+(which the CPU fusion and the CUDA code generator render), its shape rule, and one derivative
+formula that serves both the JVP and the VJP."""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
+from .. import dtypes
 from ..cpu.special import erf as _erf_impl
-from . import reductions as R
-from .core import Primitive, defjvp, defvjp, dtype_of, shape_of
+from . import scalar as X
+from .core import Primitive, ShapedArray, defjvp, defvjp, dtype_of, shape_of
+from .layout import batch_elementwise, broadcast_like, unbroadcast
 
 
-def _unary(name: str, impl, deriv=None) -> Primitive:
-    """deriv(x, out) -> d out / d x, built from primitives."""
-    prim = Primitive(name, impl, differentiable=deriv is not None)
+# ---- shape rules ----------------------------------------------------------------------------------
+def _broadcast(args) -> tuple:
+    return np.broadcast_shapes(*(a.shape for a in args if isinstance(a, ShapedArray)))
+
+
+def _weak(a):
+    """An operand as NumPy's dtype resolution takes it: a dtype, or a Python scalar's type (weak)."""
+    if isinstance(a, ShapedArray):
+        return a.dtype
+    return np.dtype(np.bool_) if isinstance(a, bool) else type(a)
+
+
+def ufunc_shape(ufunc: np.ufunc):
+    """The broadcast shape, and the dtype NumPy's ufunc gives these operands."""
+    def rule(*args, **params):
+        return ShapedArray(_broadcast(args), ufunc.resolve_dtypes(tuple(map(_weak, args)) + (None,))[-1])
+    return rule
+
+
+def _same_dtype(x, **params):
+    """Functions that keep their operand's dtype (the activations, which NumPy lacks as ufuncs)."""
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _select_shape(c, x, y):
+    """np.where's: the broadcast shape and NumPy's promotion of the two branches."""
+    dtype = np.result_type(*(a.dtype if isinstance(a, ShapedArray) else a for a in (x, y)))
+    return ShapedArray(_broadcast((c, x, y)), dtype)
+
+
+def _clip_shape(x, lo, hi):
+    """np.clip's: maximum with the lower bound, then minimum with the upper (ufunc promotion)."""
+    out = x
+    for ufunc, bound in ((np.maximum, lo), (np.minimum, hi)):
+        if bound is not None:
+            out = ufunc_shape(ufunc)(out, bound)
+    return out
+
+
+def _float_only(x, **params):
+    if not dtypes.is_float(x.dtype):
+        raise TypeError(f"needs a floating-point array, got {x.dtype}")
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _round_shape(x):
+    """np.round keeps an integer dtype; a boolean rounds as np.rint does, to float16."""
+    return ShapedArray(x.shape, np.rint.resolve_dtypes((x.dtype, None))[-1] if x.dtype == np.bool_ else x.dtype)
+
+
+def _softplus_shape(x):
+    return ufunc_shape(np.logaddexp)(x, x)  # its implementation: logaddexp(0, x)
+
+
+def _convert_shape(x, *, dtype):
+    return ShapedArray(x.shape, dtype)
+
+
+# ---- how a primitive is made -------------------------------------------------------------------------
+def _elementwise(name: str, impl, scalar, shape_rule=None, differentiable: bool = True,
+                 fresh: bool = True) -> Primitive:
+    return Primitive(name, impl, shape_rule=shape_rule or ufunc_shape(impl), batch_rule=batch_elementwise,
+                     cuda="elementwise", scalar=scalar, fresh=fresh, differentiable=differentiable)
+
+
+def _unary(name: str, impl, scalar, deriv=None, shape_rule=None) -> Primitive:
+    """deriv(x, out) -> d out / d x, built from primitives; None: not differentiable."""
+    prim = _elementwise(name, impl, scalar, shape_rule, differentiable=deriv is not None)
     if deriv is not None:
         defvjp(prim, lambda g, out, x: mul_p(g, deriv(x, out)))
         defjvp(prim, lambda t, out, x: mul_p(t, deriv(x, out)))
     return prim
 
 
-def _binary(name: str, impl, dx=None, dy=None) -> Primitive:
+def _binary(name: str, impl, scalar, dx=None, dy=None) -> Primitive:
     """dx(g, out, x, y) / dy(...) -> cotangent before un-broadcasting; None: not differentiable."""
-    prim = Primitive(name, impl, differentiable=dx is not None)
+    prim = _elementwise(name, impl, scalar, differentiable=dx is not None)
     if dx is not None:
-        defvjp(prim, lambda g, out, x, y: R.unbroadcast(dx(g, out, x, y), shape_of(x)),
-               lambda g, out, x, y: R.unbroadcast(dy(g, out, x, y), shape_of(y)))
+        defvjp(prim, lambda g, out, x, y: unbroadcast(dx(g, out, x, y), shape_of(x)),
+               lambda g, out, x, y: unbroadcast(dy(g, out, x, y), shape_of(y)))
         # Tangents are linear: the same formula maps a tangent forward, without un-broadcasting.
-        defjvp(prim, lambda t, out, x, y: R.broadcast_like(dx(t, out, x, y), out),
-               lambda t, out, x, y: R.broadcast_like(dy(t, out, x, y), out))
+        defjvp(prim, lambda t, out, x, y: broadcast_like(dx(t, out, x, y), out),
+               lambda t, out, x, y: broadcast_like(dy(t, out, x, y), out))
     return prim
 
 
@@ -39,11 +109,11 @@ def const(value, dtype) -> np.ndarray:
     return np.asarray(value, dtype)
 
 
-# ---- arithmetic ---------------------------------------------------------------------------
-add_p = _binary("add", np.add, lambda g, o, x, y: g, lambda g, o, x, y: g)
-sub_p = _binary("sub", np.subtract, lambda g, o, x, y: g, lambda g, o, x, y: neg_p(g))
-mul_p = _binary("mul", np.multiply, lambda g, o, x, y: mul_p(g, y), lambda g, o, x, y: mul_p(g, x))
-div_p = _binary("div", np.true_divide, lambda g, o, x, y: div_p(g, y),
+# ---- arithmetic ---------------------------------------------------------------------------------------
+add_p = _binary("add", np.add, operator.add, lambda g, o, x, y: g, lambda g, o, x, y: g)
+sub_p = _binary("sub", np.subtract, operator.sub, lambda g, o, x, y: g, lambda g, o, x, y: neg_p(g))
+mul_p = _binary("mul", np.multiply, operator.mul, lambda g, o, x, y: mul_p(g, y), lambda g, o, x, y: mul_p(g, x))
+div_p = _binary("div", np.true_divide, operator.truediv, lambda g, o, x, y: div_p(g, y),
                 lambda g, o, x, y: neg_p(mul_p(g, div_p(o, y))))
 
 
@@ -70,7 +140,7 @@ def _pow_dy(g, out, x, y):
     return mul_p(g, mul_p(out, select_p(x_is_zero, zero(dtype_of(out)), log_p(safe_x))))
 
 
-pow_p = _binary("pow", np.power, _pow_dx, _pow_dy)
+pow_p = _binary("pow", np.power, operator.pow, _pow_dx, _pow_dy)
 
 
 def _tie_mask(winner, tie, dtype):
@@ -78,10 +148,10 @@ def _tie_mask(winner, tie, dtype):
     return add_p(convert_p(winner, dtype=dtype), mul_p(convert_p(tie, dtype=dtype), const(0.5, dtype)))
 
 
-maximum_p = _binary("maximum", np.maximum,
+maximum_p = _binary("maximum", np.maximum, X.maximum,
                     lambda g, o, x, y: mul_p(g, _tie_mask(gt_p(x, y), eq_p(x, y), g.dtype)),
                     lambda g, o, x, y: mul_p(g, _tie_mask(lt_p(x, y), eq_p(x, y), g.dtype)))
-minimum_p = _binary("minimum", np.minimum,
+minimum_p = _binary("minimum", np.minimum, X.minimum,
                     lambda g, o, x, y: mul_p(g, _tie_mask(lt_p(x, y), eq_p(x, y), g.dtype)),
                     lambda g, o, x, y: mul_p(g, _tie_mask(gt_p(x, y), eq_p(x, y), g.dtype)))
 
@@ -91,93 +161,109 @@ def _atan2_common(x, y):
 
 
 # arctan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
-arctan2_p = _binary("arctan2", np.arctan2,
+arctan2_p = _binary("arctan2", np.arctan2, X.arctan2,
                     lambda g, o, a, b: mul_p(g, div_p(b, _atan2_common(a, b))),
                     lambda g, o, a, b: neg_p(mul_p(g, div_p(a, _atan2_common(a, b)))))
-remainder_p = _binary("remainder", np.remainder, lambda g, o, x, y: g,
+remainder_p = _binary("remainder", np.remainder, operator.mod, lambda g, o, x, y: g,
                       lambda g, o, x, y: neg_p(mul_p(g, floor_p(div_p(x, y)))))
-floor_divide_p = _binary("floor_divide", np.floor_divide)
-
-# ---- comparisons and logic (no gradient) ----------------------------------------------------
-eq_p = _binary("eq", np.equal)
-ne_p = _binary("ne", np.not_equal)
-lt_p = _binary("lt", np.less)
-le_p = _binary("le", np.less_equal)
-gt_p = _binary("gt", np.greater)
-ge_p = _binary("ge", np.greater_equal)
-and_p = _binary("and", np.logical_and)
-or_p = _binary("or", np.logical_or)
-xor_p = _binary("xor", np.logical_xor)
-bitwise_and_p = _binary("bitwise_and", np.bitwise_and)
-bitwise_or_p = _binary("bitwise_or", np.bitwise_or)
-bitwise_xor_p = _binary("bitwise_xor", np.bitwise_xor)
-left_shift_p = _binary("left_shift", np.left_shift)
-right_shift_p = _binary("right_shift", np.right_shift)
-not_p = _unary("not", np.logical_not)
-invert_p = _unary("invert", np.invert)
-isnan_p = _unary("isnan", np.isnan)
-isinf_p = _unary("isinf", np.isinf)
-isfinite_p = _unary("isfinite", np.isfinite)
-sign_p = _unary("sign", np.sign)
-floor_p = _unary("floor", np.floor)
-ceil_p = _unary("ceil", np.ceil)
-round_p = _unary("round", np.round)
-trunc_p = _unary("trunc", np.trunc)
-
-# ---- unary math -------------------------------------------------------------------------------
-neg_p = Primitive("neg", np.negative)
-defvjp(neg_p, lambda g, out, x: neg_p(g))
-defjvp(neg_p, lambda t, out, x: neg_p(t))
+floor_divide_p = _binary("floor_divide", np.floor_divide, operator.floordiv)
 
 
+# ---- comparisons and logic (no gradient) -----------------------------------------------------------------
+def _truth(x):
+    return x != 0
+
+
+eq_p = _binary("eq", np.equal, operator.eq)
+ne_p = _binary("ne", np.not_equal, operator.ne)
+lt_p = _binary("lt", np.less, operator.lt)
+le_p = _binary("le", np.less_equal, operator.le)
+gt_p = _binary("gt", np.greater, operator.gt)
+ge_p = _binary("ge", np.greater_equal, operator.ge)
+and_p = _binary("and", np.logical_and, lambda x, y: _truth(x) & _truth(y))
+or_p = _binary("or", np.logical_or, lambda x, y: _truth(x) | _truth(y))
+xor_p = _binary("xor", np.logical_xor, lambda x, y: _truth(x) ^ _truth(y))
+bitwise_and_p = _binary("bitwise_and", np.bitwise_and, operator.and_)
+bitwise_or_p = _binary("bitwise_or", np.bitwise_or, operator.or_)
+bitwise_xor_p = _binary("bitwise_xor", np.bitwise_xor, operator.xor)
+left_shift_p = _binary("left_shift", np.left_shift, operator.lshift)
+right_shift_p = _binary("right_shift", np.right_shift, operator.rshift)
+not_p = _unary("not", np.logical_not, lambda x: x == 0)
+invert_p = _unary("invert", np.invert, lambda x: x == 0 if x.is_bool else ~x)
+isnan_p = _unary("isnan", np.isnan, lambda x: X.isnan(x) if x.is_float else False)
+isinf_p = _unary("isinf", np.isinf, lambda x: X.isinf(x) if x.is_float else False)
+isfinite_p = _unary("isfinite", np.isfinite, lambda x: X.isfinite(x) if x.is_float else True)
+# np.sign: 1, -1, 0 for either zero, NaN for NaN
+sign_p = _unary("sign", np.sign, lambda x: X.where(x > 0, 1, X.where(x < 0, -1, X.where(x == 0, 0, x))))
+floor_p = _unary("floor", np.floor, lambda x: X.floor(x) if x.is_float else x)
+ceil_p = _unary("ceil", np.ceil, lambda x: X.ceil(x) if x.is_float else x)
+round_p = _unary("round", np.round, lambda x: X.rint(x) if x.is_float else x,  # half to even, as np.round
+                 shape_rule=_round_shape)
+trunc_p = _unary("trunc", np.trunc, lambda x: X.trunc(x) if x.is_float else x)
+
+
+# ---- unary math -------------------------------------------------------------------------------------------
 def _reciprocal_sqrt_one_minus_sq(x):
     return pow_p(sub_p(const(1, x.dtype), mul_p(x, x)), -0.5)
 
 
-abs_p = _unary("abs", np.abs, lambda x, out: sign_p(x))  # PyTorch: gradient 0 at 0
-exp_p = _unary("exp", np.exp, lambda x, out: out)
-expm1_p = _unary("expm1", np.expm1, lambda x, out: add_p(out, const(1, out.dtype)))
-log_p = _unary("log", np.log, lambda x, out: reciprocal_p(x))
-log1p_p = _unary("log1p", np.log1p, lambda x, out: reciprocal_p(add_p(x, const(1, x.dtype))))
-log2_p = _unary("log2", np.log2, lambda x, out: reciprocal_p(mul_p(x, const(math.log(2), x.dtype))))
-log10_p = _unary("log10", np.log10, lambda x, out: reciprocal_p(mul_p(x, const(math.log(10), x.dtype))))
-sqrt_p = _unary("sqrt", np.sqrt, lambda x, out: div_p(const(0.5, out.dtype), out))
-square_p = _unary("square", np.square, lambda x, out: mul_p(x, const(2, x.dtype)))
-reciprocal_p = _unary("reciprocal", np.reciprocal, lambda x, out: neg_p(mul_p(out, out)))
-sin_p = _unary("sin", np.sin, lambda x, out: cos_p(x))
-cos_p = _unary("cos", np.cos, lambda x, out: neg_p(sin_p(x)))
-tan_p = _unary("tan", np.tan, lambda x, out: add_p(const(1, out.dtype), mul_p(out, out)))
-tanh_p = _unary("tanh", np.tanh, lambda x, out: sub_p(const(1, out.dtype), mul_p(out, out)))
-sinh_p = _unary("sinh", np.sinh, lambda x, out: cosh_p(x))
-cosh_p = _unary("cosh", np.cosh, lambda x, out: sinh_p(x))
-arctan_p = _unary("arctan", np.arctan,
+neg_p = _elementwise("neg", np.negative, operator.neg)
+defvjp(neg_p, lambda g, out, x: neg_p(g))
+defjvp(neg_p, lambda t, out, x: neg_p(t))
+
+abs_p = _unary("abs", np.abs, abs, lambda x, out: sign_p(x))  # PyTorch: gradient 0 at 0
+exp_p = _unary("exp", np.exp, X.exp, lambda x, out: out)
+expm1_p = _unary("expm1", np.expm1, X.expm1, lambda x, out: add_p(out, const(1, out.dtype)))
+log_p = _unary("log", np.log, X.log, lambda x, out: reciprocal_p(x))
+log1p_p = _unary("log1p", np.log1p, X.log1p, lambda x, out: reciprocal_p(add_p(x, const(1, x.dtype))))
+log2_p = _unary("log2", np.log2, X.log2, lambda x, out: reciprocal_p(mul_p(x, const(math.log(2), x.dtype))))
+log10_p = _unary("log10", np.log10, X.log10, lambda x, out: reciprocal_p(mul_p(x, const(math.log(10), x.dtype))))
+sqrt_p = _unary("sqrt", np.sqrt, X.sqrt, lambda x, out: div_p(const(0.5, out.dtype), out))
+square_p = _unary("square", np.square, lambda x: x * x, lambda x, out: mul_p(x, const(2, x.dtype)))
+reciprocal_p = _unary("reciprocal", np.reciprocal, lambda x: 1 / x if x.is_float else X.where(abs(x) == 1, x, 0),
+                      lambda x, out: neg_p(mul_p(out, out)))
+sin_p = _unary("sin", np.sin, X.sin, lambda x, out: cos_p(x))
+cos_p = _unary("cos", np.cos, X.cos, lambda x, out: neg_p(sin_p(x)))
+tan_p = _unary("tan", np.tan, X.tan, lambda x, out: add_p(const(1, out.dtype), mul_p(out, out)))
+tanh_p = _unary("tanh", np.tanh, X.tanh, lambda x, out: sub_p(const(1, out.dtype), mul_p(out, out)))
+sinh_p = _unary("sinh", np.sinh, X.sinh, lambda x, out: cosh_p(x))
+cosh_p = _unary("cosh", np.cosh, X.cosh, lambda x, out: sinh_p(x))
+arctan_p = _unary("arctan", np.arctan, X.arctan,
                   lambda x, out: reciprocal_p(add_p(const(1, x.dtype), mul_p(x, x))))
-arcsin_p = _unary("arcsin", np.arcsin, lambda x, out: _reciprocal_sqrt_one_minus_sq(x))
-arccos_p = _unary("arccos", np.arccos, lambda x, out: neg_p(_reciprocal_sqrt_one_minus_sq(x)))
-arcsinh_p = _unary("arcsinh", np.arcsinh,
+arcsin_p = _unary("arcsin", np.arcsin, X.arcsin, lambda x, out: _reciprocal_sqrt_one_minus_sq(x))
+arccos_p = _unary("arccos", np.arccos, X.arccos, lambda x, out: neg_p(_reciprocal_sqrt_one_minus_sq(x)))
+arcsinh_p = _unary("arcsinh", np.arcsinh, X.arcsinh,
                    lambda x, out: pow_p(add_p(mul_p(x, x), const(1, x.dtype)), -0.5))
-arccosh_p = _unary("arccosh", np.arccosh,
+arccosh_p = _unary("arccosh", np.arccosh, X.arccosh,
                    lambda x, out: pow_p(sub_p(mul_p(x, x), const(1, x.dtype)), -0.5))
-arctanh_p = _unary("arctanh", np.arctanh,
+arctanh_p = _unary("arctanh", np.arctanh, X.arctanh,
                    lambda x, out: reciprocal_p(sub_p(const(1, x.dtype), mul_p(x, x))))
-erf_p = _unary("erf", _erf_impl, lambda x, out: mul_p(const(2 / math.sqrt(math.pi), x.dtype),
-                                                      exp_p(neg_p(mul_p(x, x)))))
+erf_p = _unary("erf", _erf_impl, X.erf, lambda x, out: mul_p(const(2 / math.sqrt(math.pi), x.dtype),
+                                                              exp_p(neg_p(mul_p(x, x)))), shape_rule=_same_dtype)
 
 
-# ---- activations --------------------------------------------------------------------------------
+# ---- activations --------------------------------------------------------------------------------------------
 def _sigmoid_impl(x):
     e = np.exp(-np.abs(x))  # never overflows
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _sigmoid_scalar(x):
+    e = X.exp(-abs(x))
+    return X.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 def _softplus_impl(x):
     return np.logaddexp(np.zeros((), x.dtype), x)
 
 
-sigmoid_p = _unary("sigmoid", _sigmoid_impl, lambda x, out: mul_p(out, sub_p(const(1, out.dtype), out)))
-softplus_p = _unary("softplus", _softplus_impl, lambda x, out: sigmoid_p(x))
-relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
-                lambda x, out: convert_p(gt_p(x, zero(x.dtype)), dtype=x.dtype))  # 0 at 0, as PyTorch
+sigmoid_p = _unary("sigmoid", _sigmoid_impl, _sigmoid_scalar,
+                   lambda x, out: mul_p(out, sub_p(const(1, out.dtype), out)), shape_rule=_same_dtype)
+softplus_p = _unary("softplus", _softplus_impl, lambda x: X.maximum(x, 0) + X.log1p(X.exp(-abs(x))),
+                    lambda x, out: sigmoid_p(x), shape_rule=_softplus_shape)
+relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), lambda x: X.maximum(x, 0),
+                lambda x, out: convert_p(gt_p(x, zero(x.dtype)), dtype=x.dtype),  # 0 at 0, as PyTorch
+                shape_rule=_same_dtype)
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _GELU_C = 0.044715
@@ -188,6 +274,12 @@ def _gelu_impl(x, approximate):
         inner = _SQRT_2_OVER_PI * (x + _GELU_C * x ** 3)
         return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype, copy=False)
     return (0.5 * x * (1 + _erf_impl(x * np.asarray(1 / math.sqrt(2), x.dtype)))).astype(x.dtype, copy=False)
+
+
+def _gelu_scalar(x, *, approximate):
+    if approximate:
+        return 0.5 * x * (1 + X.tanh(_SQRT_2_OVER_PI * (x + _GELU_C * x * x * x)))
+    return 0.5 * x * (1 + X.erf(x * (1 / math.sqrt(2))))
 
 
 def _gelu_deriv(x, out, approximate):
@@ -203,23 +295,25 @@ def _gelu_deriv(x, out, approximate):
     return add_p(cdf, mul_p(x, pdf))
 
 
-gelu_p = Primitive("gelu", _gelu_impl)
+gelu_p = _elementwise("gelu", _gelu_impl, _gelu_scalar, _float_only)
 defvjp(gelu_p, lambda g, out, x, approximate: mul_p(g, _gelu_deriv(x, out, approximate)))
 defjvp(gelu_p, lambda t, out, x, approximate: mul_p(t, _gelu_deriv(x, out, approximate)))
 
 
-# ---- selection and casting ------------------------------------------------------------------------
-select_p = Primitive("select", np.where)  # select(cond, x, y) == where(cond, x, y)
+# ---- selection and casting ---------------------------------------------------------------------------------------
+select_p = _elementwise("select", np.where, X.where, _select_shape)  # select(cond, x, y) == where(cond, x, y)
 defvjp(select_p, None,
-       lambda g, out, c, x, y: R.unbroadcast(select_p(c, g, zero(g.dtype)), shape_of(x)),
-       lambda g, out, c, x, y: R.unbroadcast(select_p(c, zero(g.dtype), g), shape_of(y)))
+       lambda g, out, c, x, y: unbroadcast(select_p(c, g, zero(g.dtype)), shape_of(x)),
+       lambda g, out, c, x, y: unbroadcast(select_p(c, zero(g.dtype), g), shape_of(y)))
 defjvp(select_p, None,
-       lambda t, out, c, x, y: R.broadcast_like(select_p(c, t, zero(t.dtype)), out),
-       lambda t, out, c, x, y: R.broadcast_like(select_p(c, zero(t.dtype), t), out))
+       lambda t, out, c, x, y: broadcast_like(select_p(c, t, zero(t.dtype)), out),
+       lambda t, out, c, x, y: broadcast_like(select_p(c, zero(t.dtype), t), out))
 
 
-def _clip_impl(x, lo, hi):
-    return np.clip(x, lo, hi)
+def _clip_scalar(x, lo, hi):
+    if lo is not None:
+        x = X.maximum(x, lo)
+    return x if hi is None else X.minimum(x, hi)
 
 
 def _in_range(x, lo, hi):
@@ -232,32 +326,32 @@ def _in_range(x, lo, hi):
     return inside
 
 
-# PyTorch's clamp: the gradient flows to x where lo <= x <= hi, else to the bound that won.
-clip_p = Primitive("clip", _clip_impl)
-defvjp(clip_p,
-       lambda g, out, x, lo, hi: select_p(_in_range(x, lo, hi), g, zero(g.dtype)),
-       lambda g, out, x, lo, hi: R.unbroadcast(select_p(lt_p(x, lo), g, zero(g.dtype)), shape_of(lo)),
-       lambda g, out, x, lo, hi: R.unbroadcast(
-           select_p(and_p(gt_p(x, hi), _not_below(x, lo)), g, zero(g.dtype)), shape_of(hi)))
-defjvp(clip_p,
-       lambda t, out, x, lo, hi: R.broadcast_like(select_p(_in_range(x, lo, hi), t, zero(t.dtype)), out),
-       lambda t, out, x, lo, hi: R.broadcast_like(select_p(lt_p(x, lo), t, zero(t.dtype)), out),
-       lambda t, out, x, lo, hi: R.broadcast_like(
-           select_p(and_p(gt_p(x, hi), _not_below(x, lo)), t, zero(t.dtype)), out))
-
-
 def _not_below(x, lo):
     return True if lo is None else ge_p(x, lo)
+
+
+# PyTorch's clamp: the gradient flows to x where lo <= x <= hi, else to the bound that won.
+clip_p = _elementwise("clip", np.clip, _clip_scalar, _clip_shape)
+defvjp(clip_p,
+       lambda g, out, x, lo, hi: select_p(_in_range(x, lo, hi), g, zero(g.dtype)),
+       lambda g, out, x, lo, hi: unbroadcast(select_p(lt_p(x, lo), g, zero(g.dtype)), shape_of(lo)),
+       lambda g, out, x, lo, hi: unbroadcast(
+           select_p(and_p(gt_p(x, hi), _not_below(x, lo)), g, zero(g.dtype)), shape_of(hi)))
+defjvp(clip_p,
+       lambda t, out, x, lo, hi: broadcast_like(select_p(_in_range(x, lo, hi), t, zero(t.dtype)), out),
+       lambda t, out, x, lo, hi: broadcast_like(select_p(lt_p(x, lo), t, zero(t.dtype)), out),
+       lambda t, out, x, lo, hi: broadcast_like(
+           select_p(and_p(gt_p(x, hi), _not_below(x, lo)), t, zero(t.dtype)), out))
 
 
 def _convert_impl(x, dtype):
     return np.asarray(x).astype(dtype, copy=False)
 
 
-def _convert_tangent(g, x):
-    return convert_p(g, dtype=dtype_of(x))
-
-
-convert_p = Primitive("convert", _convert_impl)
-defvjp(convert_p, lambda g, out, x, dtype: _convert_tangent(g, x))
+convert_p = _elementwise("convert", _convert_impl, lambda x, *, dtype: _truth(x) if dtype == np.bool_ else x,
+                         _convert_shape, fresh=False)  # a conversion to the same dtype is the input itself
+defvjp(convert_p, lambda g, out, x, dtype: convert_p(g, dtype=dtype_of(x)))
 defjvp(convert_p, lambda t, out, x, dtype: convert_p(t, dtype=dtype))
+
+stop_gradient_p = _elementwise("stop_gradient", lambda x: x, lambda x: x, _same_dtype, differentiable=False,
+                               fresh=False)

@@ -6,9 +6,17 @@ from functools import lru_cache
 import numpy as np
 
 from .. import dtypes
-from . import reductions as R
-from . import shape as S
-from .core import Primitive, defjvp, defvjp
+from .core import Primitive, ShapedArray, defjvp, defvjp
+from .layout import batch_elementwise, batch_first, transpose_p, unbroadcast
+
+
+def contraction_dtype(operand_dtypes, precision=None, out_dtype=None) -> np.dtype:
+    """A contraction's result dtype: under a low precision (autocast's, or the operands' own) its
+    out_dtype or that precision; otherwise NumPy's promotion of the operands."""
+    dtype = np.dtype(precision) if precision is not None else np.dtype(operand_dtypes[0])
+    if dtype in dtypes.low_precision:
+        return np.dtype(out_dtype or dtype)
+    return np.result_type(*operand_dtypes)
 
 
 def _low_precision_matmul(fn):
@@ -31,7 +39,17 @@ def _cotangent_params(params: dict, operand) -> dict:
 
 def _swap_last(x):
     perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
-    return S.transpose_p(x, perm=perm)
+    return transpose_p(x, perm=perm)
+
+
+def _matmul_shape(a, b, *, precision=None, out_dtype=None):
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise ValueError(f"matmul_p takes operands of rank >= 2, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul: shapes {a.shape} and {b.shape} do not align: {a.shape[-1]} (dim {len(a.shape) - 1}) "
+                         f"!= {b.shape[-2]} (dim {len(b.shape) - 2})")
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return ShapedArray(batch + (a.shape[-2], b.shape[-1]), contraction_dtype([a.dtype, b.dtype], precision, out_dtype))
 
 
 # matmul_p takes operands of rank >= 2 with broadcastable batch dimensions.
@@ -42,10 +60,11 @@ def _matmul(a, b):
     return np.matmul(a, b)
 
 
-matmul_p = Primitive("matmul", _low_precision_matmul(_matmul))
+matmul_p = Primitive("matmul", _low_precision_matmul(_matmul), shape_rule=_matmul_shape, batch_rule=batch_elementwise,
+                     cuda="matmul", fresh=True)
 defvjp(matmul_p,
-       lambda g, out, a, b, **p: R.unbroadcast(matmul_p(g, _swap_last(b), **_cotangent_params(p, a)), a.shape),
-       lambda g, out, a, b, **p: R.unbroadcast(matmul_p(_swap_last(a), g, **_cotangent_params(p, b)), b.shape))
+       lambda g, out, a, b, **p: unbroadcast(matmul_p(g, _swap_last(b), **_cotangent_params(p, a)), a.shape),
+       lambda g, out, a, b, **p: unbroadcast(matmul_p(_swap_last(a), g, **_cotangent_params(p, b)), b.shape))
 defjvp(matmul_p, lambda t, out, a, b, **p: matmul_p(t, b, **p), lambda t, out, a, b, **p: matmul_p(a, t, **p))
 
 
@@ -102,6 +121,43 @@ def _einsum_tangent(i, t, out, *operands, spec, **params):
     return einsum_p(*replaced, spec=spec, **params)
 
 
-einsum_p = Primitive("einsum", _low_precision_matmul(_einsum_impl))
+def _einsum_shape(*operands, spec, precision=None, out_dtype=None):
+    inputs, output = spec.split("->")
+    subs = inputs.split(",")
+    if len(subs) != len(operands):
+        raise ValueError(f"einsum {spec!r} names {len(subs)} operands but was given {len(operands)}")
+    sizes: dict[str, int] = {}
+    for letters, x in zip(subs, operands):
+        if len(letters) != len(x.shape):
+            raise ValueError(f"einsum {spec!r}: operand subscripts {letters!r} do not match an operand of shape {x.shape}")
+        for c, n in zip(letters, x.shape):
+            seen = sizes.get(c)
+            if seen is None or seen == 1:
+                sizes[c] = n
+            elif n not in (1, seen):
+                raise ValueError(f"einsum {spec!r}: size of label {c!r} is {seen} in one operand and {n} in another")
+    missing = [c for c in output if c not in sizes]
+    if missing:
+        raise ValueError(f"einsum {spec!r}: output subscripts {missing} appear in no input")
+    return ShapedArray(tuple(sizes[c] for c in output),
+                       contraction_dtype([x.dtype for x in operands], precision, out_dtype))
+
+
+def _einsum_batch(size, prim, vals, dims, spec, **params):
+    inputs, output = spec.split("->")
+    letter = next(c for c in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in spec)
+    subs = inputs.split(",")
+    moved = []
+    for i, (v, d) in enumerate(zip(vals, dims)):
+        if d is None:
+            moved.append(v)
+        else:
+            moved.append(batch_first(v, d, size))
+            subs[i] = letter + subs[i]
+    return prim(*moved, spec=",".join(subs) + "->" + letter + output, **params), 0
+
+
+einsum_p = Primitive("einsum", _low_precision_matmul(_einsum_impl), shape_rule=_einsum_shape, batch_rule=_einsum_batch,
+                     cuda="einsum")
 einsum_p.vjp_argnum = _einsum_transpose
 einsum_p.jvp_argnum = _einsum_tangent

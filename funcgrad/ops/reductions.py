@@ -1,4 +1,5 @@
-"""Reductions over an axis set, scans, and the fused softmax family."""
+"""Reductions over an axis set (sum lives in layout.py, as broadcasting's transpose), scans, the
+fused softmax family, and picking each row's label."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,52 +7,60 @@ import numpy as np
 from .. import dtypes
 from ..cpu import rows
 from . import elementwise as E
-from . import shape as S
-from .core import Primitive, deflinear, defjvp, defvjp, shape_of
+from .core import Primitive, ShapedArray, aval, deflinear, defjvp, defvjp, shape_of
+from .layout import (accumulate, accumulated_dtype, batch_axes, batch_axis, batch_leading, expand_reduced,
+                     normalized_axes, reduced_shape, reshape_p, sum_p, transpose_p)
+from .shape import flip_last, pad_p, slice_last
 
 
-def _accumulate(x):
-    """Low-precision floats accumulate in float32, as PyTorch does."""
-    return x.astype(np.float32) if x.dtype in dtypes.low_precision else x
+# ---- shape rules ------------------------------------------------------------------------------------
+def _reduction_shape(dtype_of, identity: bool = True):
+    """Shape rule of a reduction over `axes`: the kept axes, and dtype_of(input dtype). Without an
+    identity (max, min) an empty reduced axis is an error, as in NumPy."""
+    def rule(x, *, axes, keepdims):
+        axes = normalized_axes(axes, len(x.shape))
+        if not identity and any(x.shape[a] == 0 for a in axes):
+            raise ValueError("zero-size array to reduction operation which has no identity")
+        return ShapedArray(reduced_shape(x.shape, axes, keepdims), dtype_of(x.dtype))
+    return rule
 
 
-def _kept_shape(shape, axes):
-    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+def _same(dtype):
+    return dtype
 
 
-def expand_reduced(g, x_shape, axes, keepdims):
-    """Reshape a reduced result so it broadcasts against the input again."""
-    return g if keepdims else S.reshape_p(g, shape=_kept_shape(x_shape, axes))
+def _boolean(dtype):
+    return np.dtype(np.bool_)
 
 
-def broadcast_like(t, out):
-    shape = shape_of(out)
-    return t if shape_of(t) == shape else S.broadcast_to_p(t, shape=shape)
+def _arg_reduction(name: str) -> Primitive:
+    def shape_rule(x, *, axis, keepdims):
+        axes = normalized_axes(axis, len(x.shape))
+        if any(x.shape[a] == 0 for a in axes):
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        if axis is None:
+            return ShapedArray((1,) * len(x.shape) if keepdims else (), dtypes.int64)
+        return ShapedArray(reduced_shape(x.shape, axes, keepdims), dtypes.int64)
+    impl = getattr(np, name)
+    return Primitive(name, lambda x, axis, keepdims: impl(x, axis=axis, keepdims=keepdims), shape_rule=shape_rule,
+                     batch_rule=batch_axis, cuda=name, differentiable=False)
 
 
-def unbroadcast(g, shape):
-    """Sum a cotangent over the axes NumPy broadcasting added or stretched."""
-    g_shape = g.shape
-    if g_shape == shape:
-        return g
-    lead = len(g_shape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and g_shape[lead + i] != 1)
-    if axes:
-        g = sum_p(g, axes=axes, keepdims=False)
-    return g if g.shape == shape else S.reshape_p(g, shape=shape)
+def _cumsum_shape(x, *, axis, reverse):
+    shape = x.shape if axis is not None else (int(np.prod(x.shape, dtype=np.int64)),)
+    normalized_axes(axis, len(x.shape))
+    return ShapedArray(shape, x.dtype if dtypes.is_float(x.dtype) else accumulated_dtype(x.dtype))
 
 
-# ---- sum -------------------------------------------------------------------------------------
-def _sum_impl(x, axes, keepdims):
-    # the ufunc's reduce is np.sum (same dtypes, same pairwise sums) without np.sum's Python layer
-    out = np.add.reduce(_accumulate(x), axis=axes, keepdims=keepdims)
-    return out.astype(x.dtype) if x.dtype in dtypes.low_precision else out
+def _softmax_shape(x, *, axes):
+    normalized_axes(axes, len(x.shape))
+    return ShapedArray(x.shape, x.dtype)
 
 
-sum_p = Primitive("sum", _sum_impl)
-deflinear(sum_p, lambda g, out, x, axes, keepdims: S.broadcast_to_p(
-    expand_reduced(g, x.shape, axes, keepdims), shape=x.shape))
+def _reduction(name: str, impl, dtype_of, cuda: str, identity: bool = True, differentiable: bool = True,
+               fresh: bool = False) -> Primitive:
+    return Primitive(name, impl, shape_rule=_reduction_shape(dtype_of, identity), batch_rule=batch_axes, cuda=cuda,
+                     differentiable=differentiable, fresh=fresh)
 
 
 # ---- max / min: the gradient is shared evenly among tied maxima (as PyTorch's amax) --------------
@@ -61,7 +70,7 @@ def _chooser_weights(x, out, axes, keepdims):
 
 
 def _chooser(name, impl):
-    prim = Primitive(name, impl)
+    prim = _reduction(name, impl, _same, f"reduce_{name}", identity=False)
     defvjp(prim, lambda g, out, x, axes, keepdims: E.mul_p(
         expand_reduced(g, x.shape, axes, keepdims), _chooser_weights(x, out, axes, keepdims)))
     defjvp(prim, lambda t, out, x, axes, keepdims: sum_p(
@@ -71,14 +80,12 @@ def _chooser(name, impl):
 
 max_p = _chooser("max", lambda x, axes, keepdims: np.max(x, axis=axes, keepdims=keepdims))
 min_p = _chooser("min", lambda x, axes, keepdims: np.min(x, axis=axes, keepdims=keepdims))
-argmax_p = Primitive("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims),
-                     differentiable=False)
-argmin_p = Primitive("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims),
-                     differentiable=False)
-all_p = Primitive("all", lambda x, axes, keepdims: np.all(x, axis=axes, keepdims=keepdims),
-                  differentiable=False)
-any_p = Primitive("any", lambda x, axes, keepdims: np.any(x, axis=axes, keepdims=keepdims),
-                  differentiable=False)
+argmax_p = _arg_reduction("argmax")
+argmin_p = _arg_reduction("argmin")
+all_p = _reduction("all", lambda x, axes, keepdims: np.all(x, axis=axes, keepdims=keepdims), _boolean, "reduce_all",
+                   differentiable=False)
+any_p = _reduction("any", lambda x, axes, keepdims: np.any(x, axis=axes, keepdims=keepdims), _boolean, "reduce_any",
+                   differentiable=False)
 
 
 # ---- prod: exact with zeros, via products of the other elements --------------------------------
@@ -86,10 +93,10 @@ def _exclusive_cumprod(x):
     """Along the last axis, out[..., i] = prod(x[..., :i]); log-depth scan of multiplications."""
     n = x.shape[-1]
     pad_front = ((0, 0),) * (x.ndim - 1)
-    acc = S.pad_p(S.slice_last(x, 0, n - 1), widths=pad_front + ((1, 0),), value=1)
+    acc = pad_p(slice_last(x, 0, n - 1), widths=pad_front + ((1, 0),), value=1)
     shift = 1
     while shift < n:
-        shifted = S.pad_p(S.slice_last(acc, 0, n - shift), widths=pad_front + ((shift, 0),), value=1)
+        shifted = pad_p(slice_last(acc, 0, n - shift), widths=pad_front + ((shift, 0),), value=1)
         acc = E.mul_p(acc, shifted)
         shift *= 2
     return acc
@@ -99,23 +106,23 @@ def _prod_of_others(x, axes):
     """For each element, the product of the other elements of its reduction group."""
     keep = [i for i in range(x.ndim) if i not in axes]
     perm = tuple(keep) + tuple(axes)
-    xt = S.transpose_p(x, perm=perm)
+    xt = transpose_p(x, perm=perm)
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    flat = S.reshape_p(xt, shape=tuple(x.shape[i] for i in keep) + (n,))
+    flat = reshape_p(xt, shape=tuple(x.shape[i] for i in keep) + (n,))
     if n == 0:
         return x
     left = _exclusive_cumprod(flat)
-    right = S.flip_last(_exclusive_cumprod(S.flip_last(flat)))
-    others = S.reshape_p(E.mul_p(left, right), shape=xt.shape)
-    return S.transpose_p(others, perm=tuple(np.argsort(perm)))
+    right = flip_last(_exclusive_cumprod(flip_last(flat)))
+    others = reshape_p(E.mul_p(left, right), shape=xt.shape)
+    return transpose_p(others, perm=tuple(np.argsort(perm)))
 
 
 def _prod_impl(x, axes, keepdims):
-    out = np.prod(_accumulate(x), axis=axes, keepdims=keepdims)
+    out = np.prod(accumulate(x), axis=axes, keepdims=keepdims)
     return out.astype(x.dtype) if x.dtype in dtypes.low_precision else out
 
 
-prod_p = Primitive("prod", _prod_impl)
+prod_p = _reduction("prod", _prod_impl, accumulated_dtype, "reduce_prod")
 defvjp(prod_p, lambda g, out, x, axes, keepdims: E.mul_p(
     expand_reduced(g, x.shape, axes, keepdims), _prod_of_others(x, axes)))
 defjvp(prod_p, lambda t, out, x, axes, keepdims: sum_p(
@@ -124,7 +131,7 @@ defjvp(prod_p, lambda t, out, x, axes, keepdims: sum_p(
 
 # ---- cumsum ------------------------------------------------------------------------------------
 def _cumsum_impl(x, axis, reverse):
-    acc = _accumulate(x)
+    acc = accumulate(x)
     if reverse:
         out = np.flip(np.cumsum(np.flip(acc, axis), axis=axis), axis)
     else:
@@ -132,7 +139,8 @@ def _cumsum_impl(x, axis, reverse):
     return out.astype(x.dtype) if x.dtype != out.dtype and dtypes.is_float(x.dtype) else out
 
 
-cumsum_p = Primitive("cumsum", _cumsum_impl)
+cumsum_p = Primitive("cumsum", _cumsum_impl, shape_rule=_cumsum_shape, batch_rule=batch_axis, cuda="cumsum",
+                     fresh=True)
 deflinear(cumsum_p, lambda g, out, x, axis, reverse: cumsum_p(g, axis=axis, reverse=not reverse))
 
 
@@ -147,7 +155,7 @@ def _logsumexp_impl(x, axes, keepdims):
         fast = rows.logsumexp_last_axis(np.asarray(x))
         if fast is not None:
             return fast
-    x32 = _accumulate(x)
+    x32 = accumulate(x)
     m = _stable_max(x32, axes)
     with np.errstate(divide="ignore"):
         out = np.log(np.sum(np.exp(x32 - m), axis=axes, keepdims=True)) + m
@@ -160,7 +168,7 @@ def _softmax_of(x, out, axes, keepdims):
     return E.exp_p(E.sub_p(x, expand_reduced(out, x.shape, axes, keepdims)))
 
 
-logsumexp_p = Primitive("logsumexp", _logsumexp_impl)
+logsumexp_p = _reduction("logsumexp", _logsumexp_impl, _same, "logsumexp", fresh=True)
 defvjp(logsumexp_p, lambda g, out, x, axes, keepdims: E.mul_p(
     expand_reduced(g, x.shape, axes, keepdims), _softmax_of(x, out, axes, keepdims)))
 defjvp(logsumexp_p, lambda t, out, x, axes, keepdims: sum_p(
@@ -172,7 +180,7 @@ def _softmax_impl(x, axes):
         fast = rows.last_axis(np.asarray(x), log=False)
         if fast is not None:
             return fast
-    x32 = _accumulate(x)
+    x32 = accumulate(x)
     e = np.exp(x32 - _stable_max(x32, axes))
     return (e / np.sum(e, axis=axes, keepdims=True)).astype(x.dtype, copy=False)
 
@@ -182,7 +190,7 @@ def _log_softmax_impl(x, axes):
         fast = rows.last_axis(np.asarray(x), log=True)
         if fast is not None:
             return fast
-    x32 = _accumulate(x)
+    x32 = accumulate(x)
     shifted = x32 - _stable_max(x32, axes)
     with np.errstate(divide="ignore"):
         out = shifted - np.log(np.sum(np.exp(shifted), axis=axes, keepdims=True))
@@ -202,10 +210,12 @@ def _log_softmax_jvp(t, out, axes):
     return E.sub_p(t, sum_p(E.mul_p(E.exp_p(out), t), axes=axes, keepdims=True))
 
 
-softmax_p = Primitive("softmax", _softmax_impl)
+softmax_p = Primitive("softmax", _softmax_impl, shape_rule=_softmax_shape, batch_rule=batch_axes, cuda="softmax",
+                      fresh=True)
 defvjp(softmax_p, lambda g, out, x, axes: _softmax_linear(g, out, axes))
 defjvp(softmax_p, lambda t, out, x, axes: _softmax_linear(t, out, axes))
-log_softmax_p = Primitive("log_softmax", _log_softmax_impl)
+log_softmax_p = Primitive("log_softmax", _log_softmax_impl, shape_rule=_softmax_shape, batch_rule=batch_axes,
+                          cuda="log_softmax", fresh=True)
 defvjp(log_softmax_p, lambda g, out, x, axes: _log_softmax_vjp(g, out, axes))
 defjvp(log_softmax_p, lambda t, out, x, axes: _log_softmax_jvp(t, out, axes))
 
@@ -213,8 +223,7 @@ defjvp(log_softmax_p, lambda t, out, x, axes: _log_softmax_jvp(t, out, axes))
 # ---- picking each row's label (the likelihood term of classification losses) --------------------
 def _check_labels(labels, shape: tuple) -> np.ndarray:
     labels = np.asarray(labels)
-    if labels.shape != tuple(shape):
-        raise ValueError(f"labels of shape {labels.shape} do not match the leading axes {tuple(shape)}")
+    _labels_match(aval(labels), shape)
     return labels
 
 
@@ -231,7 +240,27 @@ def _unpick_impl(g, labels, classes):
 # pick(x, labels) = x[..., labels]: one entry per row of the last axis (the logit of each example's
 # class, so cross-entropy is logsumexp - pick without a log-probability array); unpick, its
 # transpose, puts each row's value at its label in zeros (the one-hot part of the gradient).
-pick_p = Primitive("pick", _pick_impl)
-unpick_p = Primitive("unpick", _unpick_impl)
+def _labels_match(labels, shape: tuple) -> None:
+    if not isinstance(labels, ShapedArray) or labels.dtype.kind not in "iu":
+        raise TypeError("labels must be an integer array")
+    if labels.shape != tuple(shape):
+        raise ValueError(f"labels of shape {labels.shape} do not match the leading axes {tuple(shape)}")
+
+
+def _pick_shape(x, labels):
+    if not x.shape:
+        raise ValueError("pick needs an array with a class axis last, got a 0-d array")
+    _labels_match(labels, x.shape[:-1])
+    return ShapedArray(x.shape[:-1], x.dtype)
+
+
+def _unpick_shape(g, labels, *, classes):
+    _labels_match(labels, g.shape)
+    return ShapedArray(g.shape + (int(classes),), g.dtype)
+
+
+pick_p = Primitive("pick", _pick_impl, shape_rule=_pick_shape, batch_rule=batch_leading, cuda="pick", fresh=True)
+unpick_p = Primitive("unpick", _unpick_impl, shape_rule=_unpick_shape, batch_rule=batch_leading, cuda="unpick",
+                     fresh=True)
 deflinear(pick_p, lambda g, out, x, labels: unpick_p(g, labels, classes=shape_of(x)[-1]))
 deflinear(unpick_p, lambda g, out, ct, labels, classes: pick_p(g, labels))

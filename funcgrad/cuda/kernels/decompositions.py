@@ -16,6 +16,7 @@ from ... import dtypes
 from ..buffer import DeviceValue, empty
 from ..runtime import launch_shape
 from .common import INDEX, array_type, cast, compile_source, scalar_type
+from . import elementwise
 from .copy import compact
 
 SWEEPS = 60  # Jacobi sweeps; convergence is quadratic, so float64 needs well under 20 in practice
@@ -191,8 +192,7 @@ def kernel(work, out, batch, n):
 
 def _batched_copy(x: DeviceValue, shape: tuple) -> DeviceValue:
     """A fresh contiguous copy of x broadcast to shape (the kernels work in place on it)."""
-    from .elementwise import apply
-    return apply("copy", [x], x.dtype, shape=tuple(shape))
+    return elementwise.apply(elementwise.copy, [x], x.dtype, shape=tuple(shape))
 
 
 def _batch(shape: tuple) -> int:

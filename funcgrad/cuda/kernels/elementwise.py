@@ -1,107 +1,59 @@
 """Elementwise kernels: one generated kernel per (operation, operand dtypes, output dtype), for any
-rank (numba specialises on the length of the shape tuple), NumPy broadcasting and any strides.
+rank (numba specialises on the length of the shape tuple), NumPy broadcasting and any strides. A
+step's source is its primitive's scalar expression (funcgrad.ops.scalar) in CUDA's dialect.
 
 The output may itself be a strided view (a slice of a larger array): copies into concatenations and
 paddings, and col2im's accumulation, are elementwise kernels too.
 """
 from __future__ import annotations
 
-import math
 from functools import cache
 
 import numpy as np
 
 from ... import dtypes
+from ...ops import scalar
 from ..buffer import DeviceValue, empty
 from ..runtime import launch_shape
 from .common import (HALF, INDEX, array_type, broadcast_strides, cast, collapse, compile_source, compute_dtype,
                      literal, narrow, round_to, scalar_type, tuple_type, widen)
 
 
-def _op(symbol):
-    return lambda a, p, ct: f"({a[0]} {symbol} {a[1]})"
+class _Cuda(scalar.Dialect):
+    """Scalar expressions as numba.cuda source: scalar.py's functions (libdevice on a GPU, NumPy's in
+    the simulator), and NumPy's NaN-propagating maximum and minimum as comparisons."""
+    NAMES = {"arctan": "atan", "arcsin": "asin", "arccos": "acos", "arcsinh": "asinh", "arccosh": "acosh",
+             "arctanh": "atanh", "arctan2": "atan2"}
+
+    def literal(self, value, dtype: np.dtype) -> str:
+        return literal(value, dtype)
+
+    def call(self, name: str, args: list[str], exprs: tuple) -> str:
+        if name == "abs":
+            return f"abs({args[0]})"
+        if name in ("maximum", "minimum"):
+            a, b = args
+            return f"({a} if ({a} {'>=' if name == 'maximum' else '<='} {b} or {a} != {a}) else {b})"
+        if name == "rint":  # round half to even, as NumPy
+            return f"S.rint{exprs[0].dtype.itemsize * 8}({args[0]})"
+        return f"S.{self.NAMES.get(name, name)}({', '.join(args)})"
 
 
-def _call(fn):
-    return lambda a, p, ct: f"S.{fn}({', '.join(a)})"
+CUDA = _Cuda()
 
 
-def _float_only(fn, otherwise):
-    """fn for floats; for integers and booleans, `otherwise(arg)`."""
-    return lambda a, p, ct: f"S.{fn}({a[0]})" if ct.kind == "f" else otherwise(a[0])
-
-
-def _sign(a, p, ct):
-    x = a[0]
-    if ct.kind == "f":
-        return f"({literal(1, ct)} if {x} > 0 else ({literal(-1, ct)} if {x} < 0 else {x}))"
-    return f"(({x} > 0) - ({x} < 0))"
-
-
-def _gelu(a, p, ct):
-    x = a[0]
-    if p["approximate"]:
-        c = literal(math.sqrt(2 / math.pi), ct)
-        return f"({literal(0.5, ct)} * {x} * ({literal(1, ct)} + S.tanh({c} * ({x} + {literal(0.044715, ct)} * {x} * {x} * {x}))))"
-    return f"({literal(0.5, ct)} * {x} * ({literal(1, ct)} + S.erf({x} * {literal(1 / math.sqrt(2), ct)})))"
-
-
-def _clip(a, p, ct):
-    x, lo, hi = a
-    if lo != "None":
-        x = f"({lo} if {x} < {lo} else {x})"
-    if hi != "None":
-        x = f"({hi} if {x} > {hi} else {x})"
+def copy(x):
+    """The scalar expression of a copy (and of a fill, from a scalar operand)."""
     return x
 
 
-def _sigmoid(a, p, ct):
-    x, one = a[0], literal(1, ct)
-    return f"({one} / ({one} + S.exp(-{x})) if {x} >= 0 else S.exp({x}) / ({one} + S.exp({x})))"
+def iota():
+    """The element's flat index: arange, into a fresh contiguous output (chain_source spells it)."""
 
 
-# name -> expression(args as compute-typed source, params, compute dtype). NaN propagates as in NumPy.
-TEMPLATES = {
-    "add": _op("+"), "sub": _op("-"), "mul": _op("*"), "div": _op("/"), "pow": _op("**"),
-    "remainder": _op("%"), "floor_divide": _op("//"),
-    "maximum": lambda a, p, ct: f"({a[0]} if ({a[0]} >= {a[1]} or {a[0]} != {a[0]}) else {a[1]})",
-    "minimum": lambda a, p, ct: f"({a[0]} if ({a[0]} <= {a[1]} or {a[0]} != {a[0]}) else {a[1]})",
-    "arctan2": _call("atan2"),
-    "eq": _op("=="), "ne": _op("!="), "lt": _op("<"), "le": _op("<="), "gt": _op(">"), "ge": _op(">="),
-    "and": lambda a, p, ct: f"(({a[0]} != 0) & ({a[1]} != 0))",
-    "or": lambda a, p, ct: f"(({a[0]} != 0) | ({a[1]} != 0))",
-    "xor": lambda a, p, ct: f"(({a[0]} != 0) ^ ({a[1]} != 0))",
-    "bitwise_and": _op("&"), "bitwise_or": _op("|"), "bitwise_xor": _op("^"),
-    "left_shift": _op("<<"), "right_shift": _op(">>"),
-    "not": lambda a, p, ct: f"({a[0]} == 0)",
-    "invert": lambda a, p, ct: f"({a[0]} == 0)" if ct == dtypes.bool_ else f"(~{a[0]})",
-    "neg": lambda a, p, ct: f"(-{a[0]})", "abs": lambda a, p, ct: f"abs({a[0]})", "sign": _sign,
-    "isnan": _float_only("isnan", lambda x: "False"), "isinf": _float_only("isinf", lambda x: "False"),
-    "isfinite": _float_only("isfinite", lambda x: "True"),
-    "floor": _float_only("floor", lambda x: x), "ceil": _float_only("ceil", lambda x: x),
-    "trunc": _float_only("trunc", lambda x: x),
-    "round": lambda a, p, ct: (f"S.rint{ct.itemsize * 8}({a[0]})" if ct.kind == "f" else a[0]),
-    "square": lambda a, p, ct: f"({a[0]} * {a[0]})",
-    "reciprocal": lambda a, p, ct: f"({literal(1, ct)} / {a[0]})",
-    **{name: _call(fn) for name, fn in [
-        ("exp", "exp"), ("expm1", "expm1"), ("log", "log"), ("log1p", "log1p"), ("log2", "log2"),
-        ("log10", "log10"), ("sqrt", "sqrt"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("tanh", "tanh"),
-        ("sinh", "sinh"), ("cosh", "cosh"), ("arctan", "atan"), ("arcsin", "asin"), ("arccos", "acos"),
-        ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"), ("erf", "erf")]},
-    "relu": lambda a, p, ct: f"({a[0]} if ({a[0]} > 0 or {a[0]} != {a[0]}) else {literal(0, ct)})",
-    "sigmoid": _sigmoid,
-    "softplus": lambda a, p, ct: (f"(({a[0]} if {a[0]} > 0 else {literal(0, ct)}) + "
-                                  f"S.log1p(S.exp(-abs({a[0]}))))"),
-    "gelu": _gelu, "clip": _clip,
-    "select": lambda a, p, ct: f"({a[1]} if {a[0]} else {a[2]})",
-    "convert": lambda a, p, ct: f"({a[0]} != 0)" if p["dtype"] == dtypes.bool_ else a[0],
-    "copy": lambda a, p, ct: a[0],
-    "stop_gradient": lambda a, p, ct: a[0],
-    "iota": lambda a, p, ct: "i",  # the element's flat index (arange, into a fresh contiguous output)
-}
-# Operands keep their own dtype here; elsewhere they are cast to one compute dtype first.
-_OWN_DTYPE = {"convert", "copy", "and", "or", "xor", "not", "isnan", "isinf", "isfinite",
-              "left_shift", "right_shift"}
+def scalar_of(op):
+    """A step's scalar expression: a primitive's, or one of this module's own (copy, iota)."""
+    return getattr(op, "scalar", op)
 
 
 def _kind(x) -> object:
@@ -109,16 +61,6 @@ def _kind(x) -> object:
     if isinstance(x, DeviceValue):
         return x.dtype
     return None if x is None else type(x)
-
-
-def _compute_dtype(name: str, kinds: tuple, out_dtype: np.dtype) -> np.dtype:
-    """Operands are cast to the output's dtype (widened), except for tests and comparisons,
-    which compare in the operands' common dtype."""
-    if out_dtype != dtypes.bool_ or name in ("select", "clip", "convert", "copy", "iota"):
-        return compute_dtype(out_dtype)
-    arrays = [k for k in kinds if isinstance(k, np.dtype)]
-    weak = [{bool: False, int: 0, float: 0.0}[k] for k in kinds if isinstance(k, type)]
-    return compute_dtype(np.result_type(*arrays, *weak))
 
 
 def _step_value(expr: str, dtype: np.dtype, consumed: bool) -> str:
@@ -134,7 +76,7 @@ def chain_source(kinds: tuple, steps: tuple, outputs: tuple) -> str:
     """One kernel for a chain of elementwise steps over a broadcast shape.
 
     kinds: each external operand's dtype (an array, read through its strides), Python scalar type,
-    or None; steps: (name, params, refs, out dtype) with refs ("in", k) or ("t", j) for an earlier
+    or None; steps: (scalar expression, params, refs, out dtype) with refs ("in", k) or ("t", j) for an earlier
     step; outputs: the steps whose values are stored, in the order of the output arguments."""
     args = ["n", "shape"] + [f"o{k}{suffix}" for k in range(len(outputs)) for suffix in ("", "_off", "_st")]
     hoisted, loads = [], []
@@ -147,19 +89,21 @@ def chain_source(kinds: tuple, steps: tuple, outputs: tuple) -> str:
             hoisted.append(f"    x{k} = a{k}")
     consumed = {r[1] for _, _, refs, _ in steps for r in refs if r[0] == "t"}
     body = []
-    for j, (name, params, refs, out_dtype) in enumerate(steps):
+    for j, (op, params, refs, out_dtype) in enumerate(steps):
         arg_kinds = tuple(kinds[r[1]] if r[0] == "in" else steps[r[1]][3] for r in refs)
-        ct = _compute_dtype(name, arg_kinds, out_dtype)
-        names = []
-        for pos, (ref, kind) in enumerate(zip(refs, arg_kinds)):
+        ct = compute_dtype(scalar.compute_dtype(list(arg_kinds), out_dtype))
+        operands = []
+        for ref, kind in zip(refs, arg_kinds):
             if kind is None:
-                names.append("None")
+                operands.append(None)
                 continue
+            # booleans stay booleans (a condition, a logical operand); the rest compute in ct
+            target = np.dtype(np.bool_) if kind in (bool, dtypes.bool_) else ct
             source = f"x{ref[1]}" if ref[0] == "in" else f"t{ref[1]}"
-            own = name in _OWN_DTYPE or (name == "select" and pos == 0)
-            target = (kind if isinstance(kind, np.dtype) else np.result_type(kind(0))) if own else ct
-            names.append(f"{cast(compute_dtype(target))}({source})")
-        body.append(f"        t{j} = {_step_value(TEMPLATES[name](names, dict(params), ct), out_dtype, j in consumed)}")
+            operands.append(scalar.operand(f"{cast(target)}({source})", target))
+        fn = scalar_of(op)
+        expr = "i" if fn is iota else CUDA.render(scalar.evaluate(fn, operands, dict(params)), ct)
+        body.append(f"        t{j} = {_step_value(expr, out_dtype, j in consumed)}")
     stores = [f"        o{k}[S.element(i, shape, o{k}_st, o{k}_off)] = {narrow(f't{j}', steps[j][3])}"
               for k, j in enumerate(outputs)]
     lines = ["@cuda.jit(cache=True)", f"def kernel({', '.join(args)}):", *hoisted,
@@ -167,12 +111,10 @@ def chain_source(kinds: tuple, steps: tuple, outputs: tuple) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _source(name: str, params: tuple, kinds: tuple, out_dtype: np.dtype) -> str:
-    return chain_source(kinds, ((name, params, tuple(("in", k) for k in range(len(kinds))), out_dtype),), (0,))
-
-
-def kernel_for(name: str, params: tuple, kinds: tuple, out_dtype: np.dtype):
-    return compile_source(_source(name, params, kinds, np.dtype(out_dtype)))
+def kernel_for(op, params: tuple, kinds: tuple, out_dtype: np.dtype):
+    """The kernel of one step (op: a primitive, or copy / iota) over operands of these kinds."""
+    step = (scalar_of(op), params, tuple(("in", k) for k in range(len(kinds))), np.dtype(out_dtype))
+    return compile_source(chain_source(kinds, (step,), (0,)))
 
 
 def chain_kernel(kinds: tuple, steps: tuple, outputs: tuple):
@@ -207,10 +149,11 @@ def run_chain(kinds: tuple, steps: tuple, outputs: tuple, operands: list, shape:
     return outs
 
 
-def apply(name: str, operands: list, out_dtype: np.dtype, params: dict | None = None,
+def apply(op, operands: list, out_dtype: np.dtype, params: dict | None = None,
           out: DeviceValue | None = None, shape: tuple | None = None) -> DeviceValue:
-    """out = op(*operands), broadcasting; operands are DeviceValues, Python scalars or None.
-    out may be a view that is also an operand (accumulation in place: col2im)."""
+    """out = op(*operands), broadcasting; op is a primitive, or copy / iota; operands are
+    DeviceValues, Python scalars or None. out may be a view that is also an operand (accumulation in
+    place: col2im)."""
     params = params or {}
     operands = [_scalar_value(x) for x in operands]
     if shape is None:
@@ -218,7 +161,7 @@ def apply(name: str, operands: list, out_dtype: np.dtype, params: dict | None = 
     if out is None:
         out = empty(shape, out_dtype)
     kinds = tuple(_kind(x) for x in operands)
-    step = (name, tuple(sorted(params.items())), tuple(("in", k) for k in range(len(kinds))), out.dtype)
+    step = (scalar_of(op), tuple(sorted(params.items())), tuple(("in", k) for k in range(len(kinds))), out.dtype)
     return run_chain(kinds, (step,), (0,), operands, tuple(shape), [out])[0]
 
 

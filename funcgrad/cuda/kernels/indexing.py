@@ -12,8 +12,11 @@ from functools import cache
 import numpy as np
 
 from ... import dtypes
+from ...ops.elementwise import convert_p
 from ..buffer import DeviceValue, empty
 from ..runtime import launch_shape
+from . import elementwise
+from .copy import compact, fill
 from .common import (INDEX, array_type, broadcast_strides, compile_source, scalar_type, tuple_type,
                      widen)
 
@@ -148,7 +151,6 @@ def gather(x: DeviceValue, spec: tuple, arrays: list) -> DeviceValue:
 
 def scatter_add(g: DeviceValue, spec: tuple, arrays: list, shape: tuple) -> DeviceValue:
     """zeros(shape) with g added at the positions x[index] reads, for an index with arrays."""
-    from .copy import compact, fill
     acc_dtype = np.dtype(np.float32) if g.dtype in (dtypes.float16, dtypes.bfloat16) else g.dtype
     acc = fill(shape, acc_dtype, 0)
     layout = AdvancedIndex(acc, spec, arrays)
@@ -163,8 +165,7 @@ def scatter_add(g: DeviceValue, spec: tuple, arrays: list, shape: tuple) -> Devi
                                 base.data, *_index_args(layout))
     if acc_dtype == g.dtype:
         return acc
-    from . import elementwise
-    return elementwise.apply("convert", [acc], g.dtype, {"dtype": g.dtype})
+    return elementwise.apply(convert_p, [acc], g.dtype, {"dtype": g.dtype})
 
 
 def ptx_cases():

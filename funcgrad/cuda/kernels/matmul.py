@@ -16,6 +16,7 @@ import numpy as np
 from ... import dtypes
 from ..buffer import DeviceValue, empty
 from ..runtime import SIMULATOR
+from .copy import fill
 from .common import (INDEX, array_type, cast, compile_source, compute_dtype, narrow, round_to, scalar_type,
                      tuple_type, widen)
 
@@ -101,7 +102,6 @@ def matmul(a: DeviceValue, b: DeviceValue, out_dtype: np.dtype, precision: np.dt
     if out.size == 0:
         return out
     if k == 0:
-        from .copy import fill
         return fill(out.shape, out.dtype, 0)
 
     def batch_strides(x):

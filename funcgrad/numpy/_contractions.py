@@ -1,0 +1,119 @@
+"""Contractions: matmul, einsum and what is built on them (dot, tensordot, outer, inner, vdot)."""
+from __future__ import annotations
+
+import builtins
+import string
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..ops import linalg as L
+from ..trace import bind
+from ._creation import _common, _normalize_axis, _precision, asarray
+from ._elementwise import multiply
+from ._layout import ravel, reshape, squeeze
+from ._reductions import sum
+
+__all__ = [
+    "dot", "einsum", "inner", "matmul", "outer", "tensordot", "vdot",
+]
+
+
+def matmul(a, b):
+    """NumPy's matmul: 1-D operands are promoted to matrices, batch dimensions broadcast."""
+    precision = _precision(a, b)
+    a, b = (asarray(a), asarray(b)) if precision else _common((a, b))
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul needs operands of rank >= 1, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not line up "
+                         f"({a.shape[-1]} != {b.shape[-2 if b.ndim > 1 else 0]})")
+    a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
+    b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
+    try:
+        np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise ShapeError(f"matmul: batch dimensions of {a.shape} and {b.shape} do not broadcast") from None
+    out = bind(L.matmul_p, a2, b2, **precision)
+    if a.ndim == 1:
+        out = squeeze(out, -2)
+    if b.ndim == 1:
+        out = squeeze(out, -1)
+    return out
+
+
+def einsum(subscripts: str, *operands):
+    """Einstein summation (NumPy's notation, including '...' and implicit output)."""
+    precision = _precision(*operands)
+    xs = [asarray(x) for x in operands] if precision else _common(operands)
+    spec = _explicit_einsum(subscripts, [x.shape for x in xs])
+    return bind(L.einsum_p, *xs, spec=spec, **precision)
+
+
+def _explicit_einsum(subscripts: str, shapes) -> str:
+    subscripts = subscripts.replace(" ", "")
+    inputs, arrow, output = subscripts.partition("->")
+    subs = inputs.split(",")
+    if len(subs) != len(shapes):
+        raise ValueError(f"einsum: {subscripts!r} names {len(subs)} operands but {len(shapes)} were given")
+    free = [c for c in string.ascii_letters if c not in subscripts]
+    n_ell = builtins.max((len(s) - len(sub.replace("...", "")) for sub, s in zip(subs, shapes) if "..." in sub),
+                         default=0)
+    ell = "".join(free[:n_ell])
+    expanded = []
+    for sub, shape in zip(subs, shapes):
+        if "..." in sub:
+            k = len(shape) - len(sub.replace("...", ""))
+            sub = sub.replace("...", ell[n_ell - k:] if k else "")
+        if len(sub) != len(shape):
+            raise ShapeError(f"einsum: subscripts {sub!r} name {len(sub)} axes but the operand has shape {shape}")
+        expanded.append(sub)
+    dims: dict[str, int] = {}
+    for sub, shape in zip(expanded, shapes):
+        for c, d in zip(sub, shape):
+            if dims.setdefault(c, d) != d:
+                raise ShapeError(f"einsum: index {c!r} has sizes {dims[c]} and {d} in {subscripts!r}")
+    if arrow:
+        out = output.replace("...", ell)
+    else:
+        joined = "".join(expanded)
+        out = ell + "".join(sorted(c for c in set(joined) if joined.count(c) == 1 and c not in ell))
+    return ",".join(expanded) + "->" + out
+
+
+def tensordot(a, b, axes=2):
+    a, b = asarray(a), asarray(b)
+    if isinstance(axes, int):
+        axes_a, axes_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
+    else:
+        axes_a, axes_b = [np.atleast_1d(v).tolist() for v in axes]
+    axes_a = [_normalize_axis(x, a.ndim) for x in axes_a]
+    axes_b = [_normalize_axis(x, b.ndim) for x in axes_b]
+    letters = iter(string.ascii_letters)
+    sa = [next(letters) for _ in range(a.ndim)]
+    sb = [next(letters) for _ in range(b.ndim)]
+    for i, j in zip(axes_a, axes_b):
+        sb[j] = sa[i]
+    out = [c for i, c in enumerate(sa) if i not in axes_a] + [c for j, c in enumerate(sb) if j not in axes_b]
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
+
+
+def dot(a, b):
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    if a.ndim <= 2 and b.ndim <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, ((a.ndim - 1,), (builtins.max(b.ndim - 2, 0),)))
+
+
+def outer(a, b):
+    return multiply(reshape(ravel(a), (-1, 1)), reshape(ravel(b), (1, -1)))
+
+
+def inner(a, b):
+    return tensordot(a, b, ((-1,), (-1,)))
+
+
+def vdot(a, b):
+    return sum(multiply(ravel(a), ravel(b)))

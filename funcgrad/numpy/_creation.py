@@ -1,0 +1,233 @@
+"""Making arrays, converting values, and the dtype promotion every function applies (PyTorch's
+rule: Python scalars are weak, x_float32 * 2.5 stays float32)."""
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import devices, dtypes
+from ..array import Array, ArrayBase, parse_device, to_numpy
+from ..config import autocast_state
+from ..devices import device_put
+from ..dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
+                      uint32, uint64)
+from ..errors import ConcretizationError, ShapeError
+from ..ops import elementwise as E
+from ..trace import bind
+
+pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
+
+__all__ = [
+    "allclose", "arange", "array", "asarray", "astype", "bfloat16", "bool_",
+    "e", "eye", "float16", "float32", "float64", "full", "full_like", "inf", "int16",
+    "int32", "int64", "int8", "linspace", "nan", "ndim", "newaxis", "ones", "ones_like", "pi", "shape", "size",
+    "uint32", "uint64", "uint8", "zeros", "zeros_like",
+]
+
+
+def asarray(x: Any, dtype=None) -> Array:
+    """x as an Array (no copy when it already is one of the right dtype)."""
+    if isinstance(x, ArrayBase):
+        return x if dtype is None else astype(x, dtype)
+    return Array(to_numpy(x, dtype=dtype))
+
+
+def array(x: Any, dtype=None, copy: bool = True) -> Array:
+    """A new Array holding a copy of x (Python floats become float32, ints int64). An Array is
+    copied too (as np.array and jnp.array do), so donating one never invalidates the other."""
+    if isinstance(x, ArrayBase):
+        out = asarray(x, dtype)
+        if not copy or out is not x or type(x) is not Array:  # a conversion already made a new array
+            return out
+        value = x._value
+        return Array(value.copy()) if isinstance(value, np.ndarray) else bind(E.convert_p, x, dtype=x.dtype)
+    return Array(to_numpy(x, dtype=dtype, copy=copy))
+
+
+def astype(x, dtype) -> Array:
+    x = asarray(x)
+    dtype = dtypes.canonicalize(dtype)
+    return x if x.dtype == dtype else E.convert_p(x, dtype=dtype)
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(x, ArrayBase)
+
+
+def _weak(s, dtype):
+    """A Python scalar next to an array of `dtype`: it takes the array's dtype if its category
+    (bool < int < float) is no higher, as in PyTorch."""
+    s = s.item() if isinstance(s, np.generic) else s
+    if dtypes.scalar_category(s) > dtypes._category(dtype):
+        return None
+    return np.asarray(s, dtype) if dtype in dtypes.low_precision or dtype.kind == "u" else s
+
+
+_NATIVE_WEAK = {float: frozenset({float32, float64}),
+                int: frozenset({float32, float64, int32, int64})}  # NumPy already treats these weakly
+
+
+def _pair(x, y):
+    """Operands of a binary op, promoted to one dtype (scalars stay weak)."""
+    if isinstance(x, ArrayBase):
+        native = _NATIVE_WEAK.get(type(y))
+        if native is not None and x.dtype in native:
+            return x, y
+        if isinstance(y, ArrayBase):
+            dx, dy = x.dtype, y.dtype
+            if dx == dy:
+                return x, y
+            d = dtypes.promote(dx, dy)
+            return (x if dx == d else E.convert_p(x, dtype=d)), (y if dy == d else E.convert_p(y, dtype=d))
+        if _is_scalar(y):
+            w = _weak(y, x.dtype)
+            if w is not None:
+                return x, w
+            return astype(x, dtypes.scalar_dtype(y.item() if isinstance(y, np.generic) else y)), y
+        return _pair(x, asarray(y))
+    if isinstance(y, ArrayBase):
+        b, a = _pair(y, x)
+        return a, b
+    return _pair(asarray(x), y)
+
+
+def _float_arg(x):
+    """Math functions of integers compute in the default float dtype (PyTorch: exp(int) -> float32)."""
+    if isinstance(x, ArrayBase) and x.dtype in dtypes.float_dtypes:
+        return x
+    x = asarray(x)
+    return x if dtypes.is_float(x.dtype) else E.convert_p(x, dtype=dtypes.default_float)
+
+
+def _shape(x):
+    return x.shape if hasattr(x, "shape") else ()
+
+
+def _precision(*operands) -> dict:
+    """Under autocast, contractions of float32 (or already low) operands compute in the low dtype:
+    {"precision": dtype}; the operands are then rounded inside the kernel, not copied first."""
+    low = autocast_state.dtype
+    if low is None or not builtins.all(asarray(x).dtype in (dtypes.float32, low) for x in operands):
+        return {}
+    return {"precision": low}
+
+
+def autocast_to_float32(x):
+    """Under autocast, low-precision inputs of reductions, norms and losses widen to float32."""
+    if autocast_state.dtype is not None and isinstance(x, ArrayBase) and x.dtype in dtypes.low_precision:
+        return E.convert_p(x, dtype=dtypes.float32)
+    return x
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    a = operator.index(axis)
+    if not -ndim <= a < ndim:
+        raise ShapeError(f"axis {axis} is out of range for an array of rank {ndim}")
+    return a % ndim
+
+
+def _axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        out = tuple(_normalize_axis(a, ndim) for a in axis)
+        if len(set(out)) != len(out):
+            raise ShapeError(f"repeated axis in {tuple(axis)}")
+        return tuple(sorted(out))
+    return (_normalize_axis(axis, ndim),)
+
+
+
+
+def _common(xs: Sequence) -> list:
+    xs = [asarray(x) for x in xs]
+    dtype = xs[0].dtype
+    for x in xs[1:]:
+        dtype = dtypes.promote(dtype, x.dtype)
+    return [astype(x, dtype) for x in xs]
+
+
+def concrete_or_none(x):
+    """x's NumPy value, or None when it is only known abstractly (inside jit) or lives on a GPU
+    (reading it back would stall the device: checks of values there are skipped)."""
+    if isinstance(x, ArrayBase) and x.device.platform != "cpu":
+        return None
+    try:
+        return np.asarray(x)
+    except ConcretizationError:
+        return None
+
+
+def _shape_arg(shape) -> tuple[int, ...]:
+    return (operator.index(shape),) if np.ndim(shape) == 0 else tuple(operator.index(d) for d in shape)
+
+
+def _placed(x: Array, device) -> Array:
+    return x if device is None else device_put(x, device)
+
+
+def zeros(shape, dtype=float32, device=None) -> Array:
+    """device: 'cpu' (default) or 'cuda'; on a GPU the fill runs there, with no host copy."""
+    return full(shape, 0, dtype, device)
+
+
+def ones(shape, dtype=float32, device=None) -> Array:
+    return full(shape, 1, dtype, device)
+
+
+def full(shape, fill_value, dtype=None, device=None) -> Array:
+    value = to_numpy(fill_value, dtype=dtype)
+    return devices.full(_shape_arg(shape), value, value.dtype, parse_device(device or "cpu"))
+
+
+def _device_like(x, device):
+    return device if device is not None else (x.device if isinstance(x, ArrayBase) else None)
+
+
+def zeros_like(x, dtype=None, device=None) -> Array:
+    """On x's device unless told otherwise (as torch.zeros_like)."""
+    return zeros(_shape(x), dtype or asarray(x).dtype, _device_like(x, device))
+
+
+def ones_like(x, dtype=None, device=None) -> Array:
+    return ones(_shape(x), dtype or asarray(x).dtype, _device_like(x, device))
+
+
+def full_like(x, fill_value, dtype=None, device=None) -> Array:
+    return full(_shape(x), fill_value, dtype or asarray(x).dtype, _device_like(x, device))
+
+
+def arange(start, stop=None, step=1, dtype=None, device=None) -> Array:
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        is_int = builtins.all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
+        dtype = dtypes.default_int if is_int else dtypes.default_float
+    return _placed(Array(np.arange(start, stop, step, dtype=dtypes.canonicalize(dtype))), device)
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=float32, device=None) -> Array:
+    return _placed(Array(np.linspace(start, stop, num, endpoint=endpoint).astype(dtypes.canonicalize(dtype))), device)
+
+
+def eye(n: int, m: int | None = None, k: int = 0, dtype=float32, device=None) -> Array:
+    return _placed(Array(np.eye(n, m, k, dtype=dtypes.canonicalize(dtype))), device)
+
+
+def shape(x) -> tuple[int, ...]:
+    return tuple(_shape(asarray(x)))
+
+
+def ndim(x) -> int:
+    return len(shape(x))
+
+
+def size(x) -> int:
+    return int(np.prod(shape(x), dtype=np.int64))
+
+
+def allclose(a, b, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    return bool(np.allclose(np.asarray(asarray(a)), np.asarray(asarray(b)), rtol=rtol, atol=atol))

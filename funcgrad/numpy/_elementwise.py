@@ -1,0 +1,169 @@
+"""Elementwise arithmetic, comparisons, logic and math functions: one primitive each, operands
+promoted first."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..array import Array, ArrayBase
+from ..ops import elementwise as E
+from ..ops import stop_gradient_p
+from ..trace import bind
+from ._creation import _float_arg, _is_scalar, _pair, asarray, astype
+from ..dtypes import bool_
+
+__all__ = [
+    "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "ceil", "clip", "cos", "cosh", "divide", "equal", "exp",
+    "expm1", "floor", "floor_divide", "greater", "greater_equal", "invert", "isfinite", "isinf", "isnan",
+    "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "power",
+    "reciprocal", "remainder", "right_shift", "round", "sign", "sin", "sinh", "sqrt", "square", "stop_gradient",
+    "subtract", "tan", "tanh", "true_divide", "trunc", "where",
+]
+
+
+def _binary_fn(prim, name):
+    def fn(x, y):
+        return bind(prim, *_pair(x, y))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with NumPy broadcasting."
+    return fn
+
+
+def _unary_float_fn(prim, name):
+    def fn(x):
+        return bind(prim, _float_arg(x))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}; integer inputs compute in float32."
+    return fn
+
+
+def _unary_fn(prim, name):
+    def fn(x):
+        return bind(prim, asarray(x))
+    fn.__name__ = name
+    return fn
+
+
+add = _binary_fn(E.add_p, "add")
+subtract = _binary_fn(E.sub_p, "subtract")
+multiply = _binary_fn(E.mul_p, "multiply")
+maximum = _binary_fn(E.maximum_p, "maximum")
+minimum = _binary_fn(E.minimum_p, "minimum")
+floor_divide = _binary_fn(E.floor_divide_p, "floor_divide")
+remainder = mod = _binary_fn(E.remainder_p, "remainder")
+equal = _binary_fn(E.eq_p, "equal")
+not_equal = _binary_fn(E.ne_p, "not_equal")
+less = _binary_fn(E.lt_p, "less")
+less_equal = _binary_fn(E.le_p, "less_equal")
+greater = _binary_fn(E.gt_p, "greater")
+greater_equal = _binary_fn(E.ge_p, "greater_equal")
+logical_and = _binary_fn(E.and_p, "logical_and")
+logical_or = _binary_fn(E.or_p, "logical_or")
+logical_xor = _binary_fn(E.xor_p, "logical_xor")
+bitwise_and = _binary_fn(E.bitwise_and_p, "bitwise_and")
+bitwise_or = _binary_fn(E.bitwise_or_p, "bitwise_or")
+bitwise_xor = _binary_fn(E.bitwise_xor_p, "bitwise_xor")
+left_shift = _binary_fn(E.left_shift_p, "left_shift")
+right_shift = _binary_fn(E.right_shift_p, "right_shift")
+
+negative = _unary_fn(E.neg_p, "negative")
+abs = absolute = _unary_fn(E.abs_p, "abs")  # noqa: A001
+sign = _unary_fn(E.sign_p, "sign")
+square = _unary_fn(E.square_p, "square")
+logical_not = _unary_fn(E.not_p, "logical_not")
+invert = _unary_fn(E.invert_p, "invert")
+isnan = _unary_fn(E.isnan_p, "isnan")
+isinf = _unary_fn(E.isinf_p, "isinf")
+isfinite = _unary_fn(E.isfinite_p, "isfinite")
+floor = _unary_float_fn(E.floor_p, "floor")
+ceil = _unary_float_fn(E.ceil_p, "ceil")
+trunc = _unary_float_fn(E.trunc_p, "trunc")
+exp = _unary_float_fn(E.exp_p, "exp")
+expm1 = _unary_float_fn(E.expm1_p, "expm1")
+log = _unary_float_fn(E.log_p, "log")
+log1p = _unary_float_fn(E.log1p_p, "log1p")
+log2 = _unary_float_fn(E.log2_p, "log2")
+log10 = _unary_float_fn(E.log10_p, "log10")
+sqrt = _unary_float_fn(E.sqrt_p, "sqrt")
+reciprocal = _unary_float_fn(E.reciprocal_p, "reciprocal")
+sin = _unary_float_fn(E.sin_p, "sin")
+cos = _unary_float_fn(E.cos_p, "cos")
+tan = _unary_float_fn(E.tan_p, "tan")
+tanh = _unary_float_fn(E.tanh_p, "tanh")
+sinh = _unary_float_fn(E.sinh_p, "sinh")
+cosh = _unary_float_fn(E.cosh_p, "cosh")
+arctan = _unary_float_fn(E.arctan_p, "arctan")
+arcsin = _unary_float_fn(E.arcsin_p, "arcsin")
+arccos = _unary_float_fn(E.arccos_p, "arccos")
+arcsinh = _unary_float_fn(E.arcsinh_p, "arcsinh")
+arccosh = _unary_float_fn(E.arccosh_p, "arccosh")
+arctanh = _unary_float_fn(E.arctanh_p, "arctanh")
+
+
+def divide(x, y):
+    """True division; integers divide in float32 (as PyTorch)."""
+    x, y = _pair(x, y)
+    if not dtypes.is_float(_dtype(x)) and not dtypes.is_float(_dtype(y)):
+        x, y = _float_arg(x), (float(y) if _is_scalar(y) else _float_arg(y))
+    return bind(E.div_p, x, y)
+
+
+true_divide = divide
+
+
+def _dtype(x):
+    return x.dtype if hasattr(x, "dtype") else dtypes.scalar_dtype(x)
+
+
+def power(x, y):
+    if _is_scalar(y) and isinstance(x, ArrayBase):
+        y = y.item() if isinstance(y, np.generic) else y
+        if dtypes.scalar_category(y) <= dtypes._category(x.dtype) or isinstance(y, int):
+            if isinstance(y, int) and not dtypes.is_float(x.dtype) and y < 0:
+                raise ValueError("integers to negative integer powers are not allowed")
+            return bind(E.pow_p, x, y)  # an exponent that keeps x's dtype
+    return bind(E.pow_p, *_pair(x, y))
+
+
+def arctan2(y, x):
+    y, x = _pair(_float_arg(y), x)
+    return bind(E.arctan2_p, y, _float_arg(x) if isinstance(x, ArrayBase) else x)
+
+
+def round(x, decimals: int = 0):  # noqa: A001
+    x = asarray(x)
+    if decimals == 0:
+        return bind(E.round_p, x)
+    scale = 10.0 ** decimals
+    return divide(bind(E.round_p, multiply(x, scale)), scale)
+
+
+def where(condition, x=None, y=None):
+    """where(c, x, y) selects elementwise; where(c) returns the indices of the true elements."""
+    if x is None and y is None:
+        return tuple(Array(i) for i in np.nonzero(np.asarray(condition)))
+    if x is None or y is None:
+        raise TypeError("where takes either one argument or three")
+    c = astype(condition, bool_)
+    x, y = _pair(x, y)
+    return bind(E.select_p, c, x, y)
+
+
+def clip(x, min=None, max=None):  # noqa: A002
+    """Clamp to [min, max]; the gradient flows where min <= x <= max (PyTorch's clamp)."""
+    x = asarray(x)
+    if min is None and max is None:
+        return x
+    lo = None if min is None else _pair(x, min)[1]
+    hi = None if max is None else _pair(x, max)[1]
+    if isinstance(lo, ArrayBase) and lo.dtype != x.dtype or isinstance(hi, ArrayBase) and hi.dtype != x.dtype:
+        x = astype(x, dtypes.promote(x.dtype, (lo if isinstance(lo, ArrayBase) else hi).dtype))
+    return bind(E.clip_p, x, lo, hi)
+
+
+def stop_gradient(x):
+    """x, with a zero derivative under every transform (jax.lax.stop_gradient, torch .detach())."""
+    from ..tree import tree_map
+    return tree_map(lambda leaf: bind(stop_gradient_p, asarray(leaf)), x)

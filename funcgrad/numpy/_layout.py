@@ -1,0 +1,262 @@
+"""Reshaping, transposing, broadcasting, joining, splitting, padding and indexing along axes."""
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Sequence
+
+import numpy as np
+
+from .. import devices, dtypes
+from ..array import Array, ArrayBase, parse_device
+from ..dtypes import bool_
+from ..errors import ShapeError
+from ..ops import layout as Ly
+from ..ops import prng
+from ..ops import shape as S
+from ..trace import bind
+from ._creation import _axes, _common, _normalize_axis, _placed, _shape, asarray, astype
+from ._elementwise import where
+
+__all__ = [
+    "argsort", "broadcast_arrays", "broadcast_to", "concatenate", "expand_dims", "flip", "moveaxis", "pad",
+    "ravel", "reshape", "sort", "split", "squeeze", "stack", "swapaxes", "take", "take_along_axis", "transpose",
+    "tri", "tril", "triu",
+]
+
+
+def _resolve_shape(shape, size: int, old_shape) -> tuple[int, ...]:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(operator.index(d) for d in shape)
+    unknown = [i for i, d in enumerate(shape) if d == -1]
+    if len(unknown) > 1:
+        raise ShapeError(f"reshape: only one dimension can be -1, got {shape}")
+    known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    if unknown:
+        if known == 0 or size % known:
+            raise ShapeError(f"cannot reshape an array of shape {old_shape} (size {size}) into {shape}")
+        shape = tuple(size // known if d == -1 else d for d in shape)
+    elif known != size:
+        raise ShapeError(f"cannot reshape an array of shape {old_shape} (size {size}) into {shape}")
+    return shape
+
+
+def reshape(x, shape, *more):
+    x = asarray(x)
+    if more:
+        shape = (shape,) + more
+    shape = _resolve_shape(shape, x.size, x.shape)
+    return x if shape == x.shape else bind(Ly.reshape_p, x, shape=shape)
+
+
+def ravel(x):
+    return reshape(x, (-1,))
+
+
+def transpose(x, axes=None):
+    x = asarray(x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(_normalize_axis(a, x.ndim) for a in axes)
+    if sorted(perm) != list(range(x.ndim)):
+        raise ShapeError(f"transpose: axes {axes} are not a permutation of the {x.ndim} axes")
+    return x if perm == tuple(range(x.ndim)) else bind(Ly.transpose_p, x, perm=perm)
+
+
+def swapaxes(x, axis1: int, axis2: int):
+    x = asarray(x)
+    perm = list(range(x.ndim))
+    a, b = _normalize_axis(axis1, x.ndim), _normalize_axis(axis2, x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
+def moveaxis(x, source, destination):
+    x = asarray(x)
+    src = [_normalize_axis(a, x.ndim) for a in np.atleast_1d(source)]
+    dst = [_normalize_axis(a, x.ndim) for a in np.atleast_1d(destination)]
+    if len(src) != len(dst):
+        raise ShapeError("moveaxis: source and destination need the same number of axes")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(x, order)
+
+
+def expand_dims(x, axis):
+    x = asarray(x)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    ndim = x.ndim + len(axes)
+    axes = sorted(_normalize_axis(a, ndim) for a in axes)
+    shape = list(x.shape)
+    for a in axes:
+        shape.insert(a, 1)
+    return bind(Ly.reshape_p, x, shape=tuple(shape))
+
+
+def squeeze(x, axis=None):
+    x = asarray(x)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = _axes(axis, x.ndim)
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ShapeError(f"cannot squeeze axis {a} of shape {x.shape}: its size is not 1")
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def broadcast_to(x, shape):
+    x = asarray(x)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    try:
+        if np.broadcast_shapes(x.shape, shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ShapeError(f"cannot broadcast an array of shape {x.shape} to shape {shape}") from None
+    return x if x.shape == shape else bind(Ly.broadcast_to_p, x, shape=shape)
+
+
+def broadcast_arrays(*xs):
+    shape = np.broadcast_shapes(*(_shape(asarray(x)) for x in xs))
+    return [broadcast_to(x, shape) for x in xs]
+
+
+
+
+def concatenate(arrays: Sequence, axis: int | None = 0):
+    if not len(arrays):
+        raise ValueError("concatenate needs at least one array")
+    xs = _common(arrays)
+    if axis is None:
+        xs, axis = [ravel(x) for x in xs], 0
+    ndim = xs[0].ndim
+    if ndim == 0:
+        raise ShapeError("zero-dimensional arrays cannot be concatenated")
+    axis = _normalize_axis(axis, ndim)
+    for x in xs[1:]:
+        if x.ndim != ndim or builtins.any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != axis):
+            raise ShapeError(f"concatenate along axis {axis}: shapes {[tuple(x.shape) for x in xs]} differ "
+                             f"off that axis")
+    return xs[0] if len(xs) == 1 else bind(S.concatenate_p, *xs, axis=axis)
+
+
+def stack(arrays: Sequence, axis: int = 0):
+    xs = _common(arrays) if len(arrays) else []
+    if not xs:
+        raise ValueError("stack needs at least one array")
+    shapes = {tuple(x.shape) for x in xs}
+    if len(shapes) > 1:
+        raise ShapeError(f"stack needs arrays of one shape; got {sorted(shapes)}")
+    axis = _normalize_axis(axis, xs[0].ndim + 1)
+    return concatenate([expand_dims(x, axis) for x in xs], axis=axis)
+
+
+def split(x, indices_or_sections, axis: int = 0) -> list:
+    x = asarray(x)
+    axis = _normalize_axis(axis, x.ndim)
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0 or n % sections:
+            raise ShapeError(f"array split does not result in an equal division: axis {axis} has "
+                             f"size {n}, asked for {sections} sections")
+        bounds = [i * (n // sections) for i in range(sections + 1)]
+    else:
+        bounds = [0] + [builtins.min(builtins.max(int(i) if i >= 0 else n + int(i), 0), n)
+                        for i in indices_or_sections] + [n]
+    lead = (("s", None, None, None),) * axis
+    return [bind(S.gather_p, x, spec=lead + (("s", lo, builtins.max(lo, hi), 1),))
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def flip(x, axis=None):
+    x = asarray(x)
+    axes = _axes(axis, x.ndim)
+    spec = tuple(("s", None, None, -1) if i in axes else ("s", None, None, None) for i in range(x.ndim))
+    return bind(S.gather_p, x, spec=spec)
+
+
+def pad(x, pad_width, mode: str = "constant", constant_values=0):
+    """NumPy's pad for modes constant, edge, reflect, symmetric and wrap (all differentiable)."""
+    x = asarray(x)
+    widths = tuple(tuple(int(v) for v in w) for w in np.broadcast_to(np.asarray(pad_width, dtype=np.int64),
+                                                                       (x.ndim, 2)))
+    if builtins.any(v < 0 for w in widths for v in w):
+        raise ValueError(f"pad widths must be non-negative, got {widths}")
+    if mode == "constant":
+        return bind(S.pad_p, x, widths=widths, value=constant_values)
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise ValueError(f"pad mode {mode!r} is not supported; use constant, edge, reflect, symmetric or wrap")
+    for axis, (lo, hi) in enumerate(widths):
+        if lo or hi:
+            source = np.pad(np.arange(x.shape[axis]), (lo, hi), mode=mode)
+            x = take(x, source, axis=axis)
+    return x
+
+
+def take(a, indices, axis: int | None = None):
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _normalize_axis(axis, a.ndim)
+    idx = _index_array(indices, a.device)
+    return bind(S.gather_p, a, idx, spec=(("s", None, None, None),) * axis + (("a",),))
+
+
+def take_along_axis(a, indices, axis: int):
+    a = asarray(a)
+    idx = _index_array(indices, a.device)
+    axis = _normalize_axis(axis, a.ndim)
+    if idx.ndim != a.ndim:
+        raise ShapeError(f"take_along_axis: indices of rank {idx.ndim} for an array of rank {a.ndim}")
+    arrays = []
+    for d in range(a.ndim):
+        if d == axis:
+            arrays.append(idx)
+        else:
+            shape = [1] * a.ndim
+            shape[d] = a.shape[d]
+            arrays.append(reshape(devices.arange(a.shape[d], dtypes.int64, a.device), shape))
+    return bind(S.gather_p, a, *arrays, spec=(("a",),) * a.ndim)
+
+
+def _index_array(indices, device=None):
+    """Integer indices as an Array (or a tracer, under jit); lists and NumPy arrays convert, and
+    go to `device` (the indexed array's) when given: index constants follow the data."""
+    idx = indices if isinstance(indices, ArrayBase) else _placed(asarray(np.asarray(indices)), device)
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"indices must be integers, got dtype {idx.dtype}")
+    return idx
+
+
+
+
+def argsort(x, axis: int = -1):
+    x = asarray(x)
+    return bind(prng.argsort_p, x, axis=_normalize_axis(axis, x.ndim))
+
+
+def sort(x, axis: int = -1):
+    """Sorted along axis (stable); the gradient flows back through the permutation."""
+    x = asarray(x)
+    return take_along_axis(x, argsort(x, axis), axis)
+
+
+def tri(n: int, m: int | None = None, k: int = 0, dtype=bool_, device=None) -> Array:
+    """Ones at and below diagonal k (jnp.tri), built where it is used: on a GPU, from two
+    index vectors made there."""
+    m = n if m is None else m
+    place = parse_device(device or "cpu")
+    rows = reshape(devices.arange(n, dtypes.int64, place), (n, 1))
+    cols = reshape(devices.arange(m, dtypes.int64, place), (1, m))
+    return astype(rows + k >= cols, dtype)
+
+
+def tril(x, k: int = 0):
+    x = asarray(x)
+    mask = tri(x.shape[-2], x.shape[-1], k, device=x.device)
+    return where(mask, x, np.zeros((), x.dtype))
+
+
+def triu(x, k: int = 0):
+    x = asarray(x)
+    mask = ~tri(x.shape[-2], x.shape[-1], k - 1, device=x.device)
+    return where(mask, x, np.zeros((), x.dtype))

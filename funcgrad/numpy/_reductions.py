@@ -1,0 +1,114 @@
+"""Reductions over axes (sum, mean, var, max, argmax, logsumexp...) and cumulative sums."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..ops import layout as Ly
+from ..ops import reductions as R
+from ..trace import bind
+from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32
+from ._elementwise import divide, multiply, sqrt, square, subtract
+from ._layout import ravel, reshape
+
+__all__ = [
+    "all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "logsumexp", "max", "mean", "min", "prod",
+    "std", "sum", "var",
+]
+
+
+def _reduce(prim, x, axis, keepdims):
+    x = autocast_to_float32(asarray(x))
+    return bind(prim, x, axes=_axes(axis, x.ndim), keepdims=bool(keepdims))
+
+
+def sum(x, axis=None, keepdims: bool = False, dtype=None):  # noqa: A001
+    x = asarray(x) if dtype is None else astype(x, dtype)
+    return _reduce(Ly.sum_p, x, axis, keepdims)
+
+
+def prod(x, axis=None, keepdims: bool = False, dtype=None):
+    x = asarray(x) if dtype is None else astype(x, dtype)
+    return _reduce(R.prod_p, x, axis, keepdims)
+
+
+def max(x, axis=None, keepdims: bool = False):  # noqa: A001
+    x = asarray(x)
+    if x.size == 0 and (axis is None or builtins.any(x.shape[a] == 0 for a in _axes(axis, x.ndim))):
+        raise ShapeError(f"max of an empty selection (shape {x.shape}) has no identity")
+    return _reduce(R.max_p, x, axis, keepdims)
+
+
+def min(x, axis=None, keepdims: bool = False):  # noqa: A001
+    x = asarray(x)
+    if x.size == 0 and (axis is None or builtins.any(x.shape[a] == 0 for a in _axes(axis, x.ndim))):
+        raise ShapeError(f"min of an empty selection (shape {x.shape}) has no identity")
+    return _reduce(R.min_p, x, axis, keepdims)
+
+
+amax, amin = max, min
+
+
+def all(x, axis=None, keepdims: bool = False):  # noqa: A001
+    return _reduce(R.all_p, x, axis, keepdims)
+
+
+def any(x, axis=None, keepdims: bool = False):  # noqa: A001
+    return _reduce(R.any_p, x, axis, keepdims)
+
+
+def _count(x, axes) -> int:
+    return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+
+
+def mean(x, axis=None, keepdims: bool = False, dtype=None):
+    x = autocast_to_float32(_float_arg(x)) if dtype is None else astype(x, dtype)
+    axes = _axes(axis, x.ndim)
+    total = bind(Ly.sum_p, x, axes=axes, keepdims=bool(keepdims))
+    n = _count(x, axes)
+    return multiply(total, 1.0 / n) if n else divide(total, 0.0)
+
+
+def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None):
+    """Variance with NumPy's default ddof=0 (torch.var's default is correction=1)."""
+    x = _float_arg(x)
+    ddof = ddof if correction is None else correction
+    axes = _axes(axis, x.ndim)
+    centered = subtract(x, mean(x, axes, keepdims=True))
+    n = _count(x, axes)
+    return divide(sum(square(centered), axes, keepdims=keepdims), float(builtins.max(n - ddof, 0)))
+
+
+def std(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None):
+    return sqrt(var(x, axis, ddof=ddof, keepdims=keepdims, correction=correction))
+
+
+def logsumexp(x, axis=None, keepdims: bool = False):
+    return _reduce(R.logsumexp_p, _float_arg(x), axis, keepdims)
+
+
+def _arg_reduce(prim, x, axis, keepdims):
+    x = asarray(x)
+    if x.size == 0:
+        raise ShapeError(f"{prim.name} of an empty array (shape {x.shape})")
+    if axis is None:
+        out = bind(prim, Ly.reshape_p(x, shape=(-1,)), axis=0, keepdims=False)
+        return reshape(out, (1,) * x.ndim) if keepdims else out
+    return bind(prim, x, axis=_normalize_axis(axis, x.ndim), keepdims=bool(keepdims))
+
+
+def argmax(x, axis=None, keepdims: bool = False):
+    return _arg_reduce(R.argmax_p, x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims: bool = False):
+    return _arg_reduce(R.argmin_p, x, axis, keepdims)
+
+
+def cumsum(x, axis=None, dtype=None):
+    x = asarray(x) if dtype is None else astype(x, dtype)
+    if axis is None:
+        x, axis = ravel(x), 0
+    return bind(R.cumsum_p, x, axis=_normalize_axis(axis, x.ndim), reverse=False)

@@ -1,0 +1,164 @@
+"""Symbolic scalars: an elementwise primitive's value per element, written once for every backend.
+
+A primitive's `scalar` function takes an Expr per operand (None for an absent optional one) and its
+params, and returns an Expr built with Python's operators and the functions below:
+
+    gelu: lambda x, *, approximate: 0.5 * x * (1 + erf(x * (1 / math.sqrt(2))))
+
+A backend renders the Expr to source in its dialect (cpu/fusion.py for numba, cuda/kernels/
+elementwise.py for CUDA): it names the operands, spells the functions (numba calls np.exp or a
+vectorising float32 exp, CUDA libdevice's) and types the literals in the step's compute dtype.
+Branching is `where(c, a, b)`; a Python `if` on an Expr raises, since its value is unknown.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import dtypes
+
+_BOOL = np.dtype(np.bool_)
+
+
+class Expr:
+    """A node: op is 'operand' (args: its source), 'literal' (args: the value), a Python operator
+    symbol, 'call' (args: function name, operands) or 'where'. dtype: the operand's dtype (what
+    dtype-dependent expressions branch on in Python), None for untyped literals."""
+    __slots__ = ("op", "args", "dtype")
+
+    def __init__(self, op: str, args: tuple, dtype: np.dtype | None):
+        self.op, self.args, self.dtype = op, args, dtype
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype is not None and dtypes.is_float(self.dtype)
+
+    @property
+    def is_bool(self) -> bool:
+        return self.dtype == _BOOL
+
+    def __bool__(self):
+        raise TypeError("a symbolic scalar has no truth value: branch with scalar.where(c, a, b)")
+
+    __hash__ = object.__hash__
+
+    # arithmetic, bitwise and comparison operators build nodes
+    def __add__(self, o): return _binary("+", self, o)
+    def __radd__(self, o): return _binary("+", o, self)
+    def __sub__(self, o): return _binary("-", self, o)
+    def __rsub__(self, o): return _binary("-", o, self)
+    def __mul__(self, o): return _binary("*", self, o)
+    def __rmul__(self, o): return _binary("*", o, self)
+    def __truediv__(self, o): return _binary("/", self, o)
+    def __rtruediv__(self, o): return _binary("/", o, self)
+    def __floordiv__(self, o): return _binary("//", self, o)
+    def __mod__(self, o): return _binary("%", self, o)
+    def __pow__(self, o): return _binary("**", self, o)
+    def __and__(self, o): return _binary("&", self, o)
+    def __or__(self, o): return _binary("|", self, o)
+    def __xor__(self, o): return _binary("^", self, o)
+    def __lshift__(self, o): return _binary("<<", self, o)
+    def __rshift__(self, o): return _binary(">>", self, o)
+    def __eq__(self, o): return _binary("==", self, o)  # type: ignore[override]
+    def __ne__(self, o): return _binary("!=", self, o)  # type: ignore[override]
+    def __lt__(self, o): return _binary("<", self, o)
+    def __le__(self, o): return _binary("<=", self, o)
+    def __gt__(self, o): return _binary(">", self, o)
+    def __ge__(self, o): return _binary(">=", self, o)
+    def __neg__(self): return Expr("-", (self,), self.dtype)
+    def __invert__(self): return Expr("~", (self,), self.dtype)
+    def __abs__(self): return call("abs", self)
+
+
+def operand(source: str, dtype: np.dtype) -> Expr:
+    return Expr("operand", (source,), np.dtype(dtype))
+
+
+def _lift(x) -> Expr:
+    return x if isinstance(x, Expr) else Expr("literal", (x,), None)
+
+
+_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
+
+
+def _binary(op: str, a, b) -> Expr:
+    a, b = _lift(a), _lift(b)
+    dtype = _BOOL if op in _COMPARISONS else (a.dtype if a.dtype is not None else b.dtype)
+    return Expr(op, (a, b), dtype)
+
+
+def call(name: str, *args) -> Expr:
+    """A function of the backends' math library: every name below, spelled by each dialect."""
+    args = tuple(_lift(a) for a in args)
+    return Expr("call", (name,) + args, next((a.dtype for a in args if a.dtype is not None), None))
+
+
+def where(c, a, b) -> Expr:
+    a, b = _lift(a), _lift(b)
+    return Expr("where", (_lift(c), a, b), a.dtype if a.dtype is not None else b.dtype)
+
+
+def _function(name: str) -> Callable[..., Expr]:
+    def fn(*args):
+        return call(name, *args)
+    fn.__name__ = name
+    return fn
+
+
+# Every function a dialect must spell; abs is Python's abs(x) (Expr.__abs__).
+FUNCTIONS = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh",
+             "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "erf", "floor", "ceil", "trunc", "rint",
+             "isnan", "isinf", "isfinite", "maximum", "minimum", "arctan2", "abs")
+(exp, expm1, log, log1p, log2, log10, sqrt, sin, cos, tan, tanh, sinh, cosh, arctan, arcsin, arccos, arcsinh,
+ arccosh, arctanh, erf, floor, ceil, trunc, rint, isnan, isinf, isfinite, maximum, minimum,
+ arctan2) = map(_function, FUNCTIONS[:-1])
+
+
+_WEAK = {bool: False, int: 0, float: 0.0}
+
+
+def compute_dtype(operand_dtypes: list, out_dtype: np.dtype) -> np.dtype:
+    """The dtype a step computes in: its output's, except that a test or comparison (a boolean out
+    of non-boolean operands) compares in its operands' common dtype. operand_dtypes: dtypes, the
+    types of Python scalars (weak, as in NumPy), or None for absent operands."""
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype != _BOOL:
+        return out_dtype
+    typed = [d for d in operand_dtypes if isinstance(d, np.dtype)]
+    weak = [_WEAK[d] for d in operand_dtypes if isinstance(d, type)]
+    return np.result_type(*typed, *weak) if typed or weak else out_dtype
+
+
+class Dialect:
+    """How a backend spells Exprs: subclasses give literal() and call(); operators and where are
+    Python's syntax, which numba and numba.cuda share."""
+
+    def literal(self, value, dtype: np.dtype) -> str:
+        raise TypeError(f"{type(self).__name__} must define literal()")
+
+    def call(self, name: str, args: list[str], exprs: tuple) -> str:
+        raise TypeError(f"{type(self).__name__} must define call()")
+
+    def render(self, expr: Expr, dtype: np.dtype) -> str:
+        """Source for expr; untyped literals take `dtype` (booleans stay True / False)."""
+        op, args = expr.op, expr.args
+        if op == "operand":
+            return args[0]
+        if op == "literal":
+            value = args[0]
+            return repr(value) if isinstance(value, bool) else self.literal(value, dtype)
+        if op == "call":
+            return self.call(args[0], [self.render(a, dtype) for a in args[1:]], args[1:])
+        if op == "where":
+            c, a, b = (self.render(x, dtype) for x in args)
+            return f"({a} if {c} else {b})"
+        if len(args) == 1:
+            return f"({op}{self.render(args[0], dtype)})"
+        return f"({self.render(args[0], dtype)} {op} {self.render(args[1], dtype)})"
+
+
+def evaluate(scalar: Callable, operands: list, params: dict) -> Expr:
+    """A primitive's scalar expression over these operand Exprs (None: an absent operand)."""
+    return _lift(scalar(*operands, **params))
+
