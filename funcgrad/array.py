@@ -99,6 +99,20 @@ class ArrayBase(Shaped):
     __hash__ = None  # arrays are values compared elementwise, like NumPy's
 
 
+class _Deleted:
+    """What a deleted Array holds instead of data: every use raises, saying why it was deleted."""
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"this array was deleted: {self.reason}")
+
+    def __array__(self, *args, **kwargs):
+        self.__getattr__("data")
+
+
 class Array(ArrayBase):
     """An immutable n-dimensional array. Build one with fg.array / fg.asarray, not directly."""
     __slots__ = ("_value",)
@@ -120,6 +134,14 @@ class Array(ArrayBase):
     def device(self) -> Device:
         value = self._value
         return value.device if isinstance(value, ExternalValue) else CPU
+
+    def delete(self, reason: str = "Array.delete() was called") -> None:
+        """Release this array's data now (jax.Array.delete); any later use raises. jit deletes the
+        arrays donated to it, whose buffers it may have reused."""
+        self._value = _Deleted(reason)
+
+    def is_deleted(self) -> bool:
+        return type(self._value) is _Deleted
 
     def numpy(self) -> np.ndarray:
         """A read-only NumPy view of the data (copy it to modify)."""

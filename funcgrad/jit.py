@@ -15,6 +15,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import sys
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -165,15 +166,39 @@ def _platform(values) -> str:
 
 
 
-class _Donated:
-    """What a donated Array holds once its buffer belongs to the jitted function."""
+class Signature(NamedTuple):
+    """What a compiled program is specialised to, and so the cache key of a jitted function."""
+    structure: Any    # the dynamic arguments' PyTreeDef; for a call of Arrays only, their count
+    leaves: tuple     # (shape, dtype) of each array leaf
+    statics: tuple    # (position or name, value) of each static argument
+    platform: str     # 'cpu', or the GPU platform the arrays are on
 
-    def __getattr__(self, name):
-        raise RuntimeError("this array was donated to a jitted function (donate_argnums), which may have "
-                           "reused its buffer; use the function's outputs instead")
 
-    def __array__(self, *args, **kwargs):
-        self.__getattr__("data")
+class _Call:
+    """One call taken apart: its signature, its array leaves and their values, and what tracing
+    needs to call the function again with tracers in place of the dynamic arguments."""
+    __slots__ = ("signature", "leaves", "values", "args", "kwargs", "in_tree", "static_nums", "dyn_args",
+                 "dyn_kwargs")
+
+    def __init__(self, signature: Signature, leaves: list, values: list, args, kwargs, in_tree, static_nums,
+                 dyn_args, dyn_kwargs):
+        self.signature, self.leaves, self.values = signature, leaves, values
+        self.args, self.kwargs, self.in_tree, self.static_nums = args, kwargs, in_tree, static_nums
+        self.dyn_args, self.dyn_kwargs = dyn_args, dyn_kwargs
+
+    def avals(self) -> list[ShapedArray]:
+        return [ShapedArray(shape, dtype) for shape, dtype in self.signature.leaves]
+
+    def rebuild(self, fun: Callable) -> Callable:
+        """tracers -> fun called with them in place of the dynamic arguments."""
+        in_tree = self.in_tree or tree_flatten((self.dyn_args, self.dyn_kwargs))[1]
+
+        def rebuilt(tracers):
+            dyn_args, dyn_kwargs = in_tree.unflatten(tracers)
+            it = iter(dyn_args)
+            full = [self.args[i] if i in self.static_nums else next(it) for i in range(len(self.args))]
+            return fun(*full, **{**self.kwargs, **dyn_kwargs})
+        return rebuilt
 
 
 class _Compiled:
@@ -192,14 +217,20 @@ def _normalize(nums, n: int, what: str) -> tuple[int, ...]:
     return tuple(sorted(a % n for a in nums))
 
 
-def _rebuilder(fun, args, kwargs, in_tree, static_nums) -> Callable:
-    """tracers -> fun called with them in place of the dynamic arguments."""
-    def rebuild(tracers):
-        dyn_args, dyn_kwargs = in_tree.unflatten(tracers)
-        it = iter(dyn_args)
-        full = [args[i] if i in static_nums else next(it) for i in range(len(args))]
-        return fun(*full, **{**kwargs, **dyn_kwargs})
-    return rebuild
+def _other_references(values: list, i: int) -> int:
+    """References to values[i] beyond its Array's and the list's own."""
+    return sys.getrefcount(values[i]) - _SOLE_REFERENCES
+
+
+def _sole_references() -> int:
+    """sys.getrefcount of a buffer that only its Array and a values list hold, measured with the
+    same expression as _other_references (interpreters differ in the references a call takes)."""
+    kept = Array(np.empty(1))
+    values = [kept._value]
+    return sys.getrefcount(values[0])
+
+
+_SOLE_REFERENCES = _sole_references()
 
 
 class Jitted:
@@ -211,11 +242,25 @@ class Jitted:
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
-        self.cache: dict[Any, _Compiled] = {}
+        self.cache: dict[Signature, _Compiled] = {}
         self.trees: list[PyTreeDef] = []  # argument structures seen, the latest first
 
+    def _take_apart(self, args, kwargs) -> _Call | None:
+        """The call's signature and leaves; None when an argument is being traced by another transform."""
+        if not kwargs and not self.static_argnums and all(type(a) is Array for a in args):
+            values = [a._value for a in args]  # the common case, keyed without flattening
+            signature = Signature(len(args), tuple((v.shape, v.dtype) for v in values), (), _platform(values))
+            return _Call(signature, list(args), values, args, kwargs, None, (), list(args), {})
+        statics, dyn_args, dyn_kwargs, static_nums = self._split(args, kwargs)
+        leaves, in_tree = self._flatten((dyn_args, dyn_kwargs))
+        if any(isinstance(leaf, Tracer) for leaf in leaves):
+            return None
+        values = [leaf._value if type(leaf) is Array else to_numpy(leaf) for leaf in leaves]
+        signature = Signature(in_tree, tuple([(v.shape, v.dtype) for v in values]), statics, _platform(values))
+        return _Call(signature, leaves, values, args, kwargs, in_tree, static_nums, dyn_args, dyn_kwargs)
+
     def _split(self, args, kwargs):
-        if not kwargs and not self.static_argnums:  # the common call: every argument is dynamic
+        if not kwargs and not self.static_argnums:  # every argument is dynamic
             return (), list(args), {}, ()
         static_nums = _normalize(self.static_argnums, len(args), "static_argnums")
         statics = tuple((i, args[i]) for i in static_nums) + tuple(
@@ -229,19 +274,6 @@ class Jitted:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return statics, dyn_args, dyn_kwargs, static_nums
 
-    def _prepare(self, args, kwargs):
-        if not kwargs and not self.static_argnums and all(type(a) is Array for a in args):
-            values = [a._value for a in args]  # the common case, keyed without flattening
-            key = (len(args), tuple((v.shape, v.dtype) for v in values), (), _platform(values))
-            return key, list(args), values, None, (), (), list(args), {}
-        statics, dyn_args, dyn_kwargs, static_nums = self._split(args, kwargs)
-        leaves, in_tree = self._flatten((dyn_args, dyn_kwargs))
-        if any(isinstance(leaf, Tracer) for leaf in leaves):
-            return None
-        values = [leaf._value if type(leaf) is Array else to_numpy(leaf) for leaf in leaves]
-        key = (in_tree, tuple([(v.shape, v.dtype) for v in values]), statics, _platform(values))
-        return key, leaves, values, in_tree, statics, static_nums, dyn_args, dyn_kwargs
-
     def _flatten(self, tree) -> tuple[list, PyTreeDef]:
         """tree_flatten, but a structure seen before is checked by its generated matcher and comes
         back as the same object, so the cache lookup compares it by identity."""
@@ -253,23 +285,32 @@ class Jitted:
         self.trees = [in_tree] + self.trees[:_KNOWN_TREES - 1]
         return leaves, in_tree
 
-    def _compile(self, key, args, kwargs, in_tree, static_nums, dyn_args, dyn_kwargs) -> _Compiled:
-        avals = tuple(ShapedArray(shape, dtype) for shape, dtype in key[1])
-        if in_tree is None:
-            in_tree = tree_flatten((dyn_args, dyn_kwargs))[1]
-        if config.log_compiles:
-            log.warning("jit: compiling %s for %s%s", getattr(self.fun, "__name__", "function"),
-                        ", ".join(map(repr, avals)), self._retrace_reason(key))
+    def _trace(self, call: _Call):
+        """(Program, output tree) of the function for this call's shapes and dtypes."""
+        return trace_program(self.fun, call.avals(), call.rebuild(self.fun),
+                             _leaf_origins(self.fun, call.dyn_args, call.dyn_kwargs), Device(call.signature.platform))
 
-        rebuild = _rebuilder(self.fun, args, kwargs, in_tree, static_nums)
-        platform = key[3]
-        program, out_tree = trace_program(self.fun, avals, rebuild, _leaf_origins(self.fun, dyn_args, dyn_kwargs),
-                                          Device(platform))
-        program = lower(program)
-        if platform != "cpu":
-            return _Compiled(program, device_runner(program, platform), out_tree)
-        donated = self._donated_leaves(args, static_nums)
-        return _Compiled(program, python_runner(program, donated), out_tree, frozenset(donated))
+    def _compiled(self, call: _Call) -> _Compiled | None:
+        """The cached program for this call's signature, compiled on a miss; None when the function
+        reads a value another transform traces (it must then run eagerly, under that transform)."""
+        compiled = self.cache.get(call.signature)
+        if compiled is None:
+            if config.log_compiles:
+                log.warning("jit: compiling %s for %s%s", getattr(self.fun, "__name__", "function"),
+                            ", ".join(map(repr, call.avals())), self._retrace_reason(call.signature))
+            try:
+                program, out_tree = self._trace(call)
+            except _ClosedOverTracer:
+                return None
+            program = lower(program)
+            platform = call.signature.platform
+            if platform != "cpu":
+                compiled = _Compiled(program, device_runner(program, platform), out_tree)
+            else:
+                donated = self._donated_leaves(call.args, call.static_nums)
+                compiled = _Compiled(program, python_runner(program, donated), out_tree, frozenset(donated))
+            self.cache[call.signature] = compiled
+        return compiled
 
     def _donated_leaves(self, args, static_nums) -> set[int]:
         if not self.donate_argnums:
@@ -285,56 +326,56 @@ class Jitted:
             offset += n
         return positions
 
-    def _retrace_reason(self, key) -> str:
-        same_tree = [k for k in self.cache if k[0] == key[0]]
+    def _retrace_reason(self, signature: Signature) -> str:
+        same_tree = [k for k in self.cache if k.structure == signature.structure]
         if not self.cache:
             return " (first call)"
         if not same_tree:
             return " (retrace: the argument structure changed)"
         old = same_tree[-1]
-        for i, (a, b) in enumerate(zip(old[1], key[1])):
+        for i, (a, b) in enumerate(zip(old.leaves, signature.leaves)):
             if a != b:
-                return (f" (retrace: leaf {i} changed from {ShapedArray(*a)!r} to {ShapedArray(*b)!r})")
-        if old[3] != key[3]:
-            return f" (retrace: the arrays are now on {key[3]}, not {old[3]})"
-        return f" (retrace: static arguments changed from {old[2]!r} to {key[2]!r})"
+                return f" (retrace: leaf {i} changed from {ShapedArray(*a)!r} to {ShapedArray(*b)!r})"
+        if old.platform != signature.platform:
+            return f" (retrace: the arrays are now on {signature.platform}, not {old.platform})"
+        return f" (retrace: static arguments changed from {old.statics!r} to {signature.statics!r})"
+
+    def _donate(self, call: _Call, donated: frozenset) -> list:
+        """The values the program may overwrite: a donated buffer that anything else still reads (a
+        view of it, another argument, the caller's own NumPy array) is copied first, so no other
+        array changes behind its owner's back. The donated Arrays are deleted (as in JAX)."""
+        values = call.values
+        for i in donated:
+            if _other_references(values, i) > 0:
+                if config.log_compiles:
+                    log.warning("jit: %s: donated argument leaf %d is also used elsewhere (a view, another "
+                                "argument); copying it instead of reusing it", getattr(self.fun, "__name__", "?"), i)
+                values[i] = values[i].copy()
+        for i in donated:
+            if type(call.leaves[i]) is Array:
+                call.leaves[i].delete("it was donated to a jitted function (donate_argnums), which may reuse its "
+                                      "buffer; use the function's outputs instead")
+        return values
 
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
             return self.fun(*args, **kwargs)
-        prepared = self._prepare(args, kwargs)
-        if prepared is None:  # called under another transform: trace through it
+        call = self._take_apart(args, kwargs)
+        compiled = None if call is None else self._compiled(call)
+        if compiled is None:  # called under another transform: trace through it
             return self.fun(*args, **kwargs)
-        key, leaves, values, in_tree, statics, static_nums, dyn_args, dyn_kwargs = prepared
-        compiled = self.cache.get(key)
-        if compiled is None:
-            try:
-                compiled = self._compile(key, args, kwargs, in_tree, static_nums, dyn_args, dyn_kwargs)
-            except _ClosedOverTracer:
-                return self.fun(*args, **kwargs)
-            self.cache[key] = compiled
-        donated = compiled.donated  # the cache key fixes the structure, so the positions are the compiled ones
-        if donated:  # a buffer passed twice (mu and nu both zeros_like(p), say) must not be written
-            counts: dict[int, int] = {}
-            for v in values:
-                counts[id(v)] = counts.get(id(v), 0) + 1
-            values = [v.copy() if i in donated and counts[id(v)] > 1 else v for i, v in enumerate(values)]
+        values = self._donate(call, compiled.donated) if compiled.donated else call.values
         with annotate(f"jit:{getattr(self.fun, '__name__', 'function')}"):
             outs = compiled.run(*values)
-        for i in donated:
-            if type(leaves[i]) is Array:
-                leaves[i]._value = _Donated()
         return compiled.out_tree.builder()([Array(o) if isinstance(o, (np.ndarray, np.generic, ExternalValue)) else o
                                             for o in outs])
 
     def lower(self, *args, **kwargs) -> Program:
         """The optimised Program jit runs for these arguments."""
-        prepared = self._prepare(args, kwargs)
-        if prepared is None:
+        call = self._take_apart(args, kwargs)
+        compiled = None if call is None else self._compiled(call)
+        if compiled is None:
             raise TypeError("lower needs concrete arguments, not tracers")
-        key, leaves, values, in_tree, statics, static_nums, dyn_args, dyn_kwargs = prepared
-        compiled = self.cache.get(key) or self._compile(key, args, kwargs, in_tree, static_nums, dyn_args, dyn_kwargs)
-        self.cache[key] = compiled
         return compiled.program
 
 
@@ -354,14 +395,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
 def _trace_abstractly(fun: Callable, static_argnums, args, kwargs):
     """(Program, output tree) of fun for these arguments' shapes and dtypes."""
     jitted = Jitted(fun, static_argnums)
-    prepared = jitted._prepare(args, kwargs)
-    if prepared is None:
+    call = jitted._take_apart(args, kwargs)
+    if call is None:
         raise TypeError("tracing a program needs concrete arguments, not tracers")
-    key, _, _, in_tree, _, static_nums, dyn_args, dyn_kwargs = prepared
-    in_tree = in_tree or tree_flatten((dyn_args, dyn_kwargs))[1]
-    rebuild = _rebuilder(fun, args, kwargs, in_tree, static_nums)
-    avals = [ShapedArray(shape, dtype) for shape, dtype in key[1]]
-    return trace_program(fun, avals, rebuild, _leaf_origins(fun, dyn_args, dyn_kwargs), Device(key[3]))
+    return jitted._trace(call)
 
 
 def make_program(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: bool = False) -> Callable:

@@ -121,8 +121,8 @@ class AdamState(NamedTuple):
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad: bool = False) -> GradientTransformation:
     """m_hat / (sqrt(v_hat) + eps) with bias-corrected moments (torch.optim.Adam)."""
     def init(params):
-        zeros = _tree_zeros_like(params)
-        return AdamState(_count(), zeros, (zeros, zeros) if amsgrad else zeros)
+        nu = _tree_zeros_like(params)
+        return AdamState(_count(), _tree_zeros_like(params), (nu, _tree_zeros_like(params)) if amsgrad else nu)
 
     def update(updates, state, params=None):
         t = concrete_int(state.count) + 1  # exact Python arithmetic eagerly, as PyTorch
@@ -224,8 +224,7 @@ def scale_by_rms(alpha: float = 0.99, eps: float = 1e-8, centered: bool = False,
                  momentum: float = 0.0) -> GradientTransformation:
     """torch.optim.RMSprop without its learning rate: g / (sqrt(E[g^2] - centered E[g]^2) + eps)."""
     def init(params):
-        zeros = _tree_zeros_like(params)
-        return RMSState(zeros, zeros, zeros)
+        return RMSState(_tree_zeros_like(params), _tree_zeros_like(params), _tree_zeros_like(params))
 
     def update(updates, state, params=None):
         sq = tree_map(lambda s, g: alpha * s + (1 - alpha) * (g * g), state.square_avg, updates)

@@ -177,6 +177,32 @@ def test_modules_are_pytrees_with_named_parameters():
     assert "Linear(in_features=4" in repr(model) and "relu" in repr(model)
 
 
+def test_modules_are_immutable_once_constructed():
+    class Scaled(nn.Module):
+        def __init__(self, key):
+            self.inner = nn.Linear(2, 3, key=key)  # fields, sub-modules included, are set while __init__ runs
+            self.scale = 2.0
+
+        def __call__(self, x):
+            return self.inner(x) * self.scale
+
+    model = Scaled(fg.random.key(0))
+    with pytest.raises(AttributeError, match="immutable.*replace"):
+        model.scale = 3.0
+    with pytest.raises(AttributeError, match="immutable"):
+        model.inner.weight = fnp.zeros((3, 2))
+    with pytest.raises(AttributeError, match="immutable"):
+        del model.scale
+    bigger = model.replace(scale=3.0)
+    assert model.scale == 2.0 and bigger.scale == 3.0
+    x = fnp.ones((1, 2))
+    assert_close(bigger(x), model(x).numpy() * 1.5, rtol=1e-6)
+    leaves, treedef = fg.tree_flatten(model)
+    rebuilt = treedef.unflatten(leaves)  # jit and the optimisers rebuild modules: they stay immutable
+    with pytest.raises(AttributeError, match="immutable"):
+        rebuilt.scale = 1.0
+
+
 def test_state_dict_round_trip_and_errors():
     model = nn.MLP(3, [5], 2, key=fg.random.key(0))
     other = nn.MLP(3, [5], 2, key=fg.random.key(1))

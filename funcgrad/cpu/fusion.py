@@ -113,8 +113,7 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     steps: (expression over x0.. and t0.., dtype); outputs: the step indices to store;
     in_place: output k -> input i whose buffer it overwrites. Such an output is stored through the
     input's own parameter: LLVM then sees a load and a store at the same index and vectorises, where
-    two parameters that turn out to overlap fail its runtime alias check and run the scalar loop (4x
-    slower for an AdamW update).
+    two parameters that turn out to overlap fail its runtime alias check and run the scalar loop.
     sums: (step, 'all' or 'lead') for each step also summed, into sum{k}: over every element (in
     float64, then rounded), or over the outer dimensions into n_inner zeroed sums (the kernel then
     nests, and adds row after row as NumPy's sum over leading axes does). The loop's length is

@@ -21,8 +21,8 @@ if SIMULATOR:
     # Simulated kernels compute on NumPy scalars: log(0) is -inf on a GPU, not a warning.
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="funcgrad_fused_")
     # The simulator's scheduler polls its block's threads while holding the GIL; with Python's
-    # default 5 ms switch interval the threads it waits for barely run (measured: a simulated
-    # training step takes 5x longer). Only simulated runs change it.
+    # default 5 ms switch interval the threads it waits for barely run and a simulated step
+    # crawls. Only simulated runs change it.
     sys.setswitchinterval(5e-4)
 
 

@@ -188,8 +188,8 @@ _ONLY_LISTED = _refcount_when_only_listed()
 
 class _Recycler:
     """Output buffers of earlier all-reduces, handed out again once nothing refers to them.
-    A fresh 100 MiB array costs ~20 ms of page faults on first touch, a fifth of the whole
-    all-reduce here; gradients are dropped after each step, so their buffers come back."""
+    A fresh large array pays a page fault per page on first touch, a large part of an all-reduce;
+    gradients are dropped after each step, so their buffers come back."""
     MIN_BYTES = 1 << 20  # smaller arrays come from malloc's heap without faults
     MAX_BYTES = 256 << 20  # what the group may hold on to
 

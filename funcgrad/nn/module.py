@@ -44,10 +44,37 @@ class _Static:
             return id(type(self.value))
 
 
-class Module:
-    """Base class of layers and models. Subclass it, set attributes in __init__, define __call__."""
+_initialising: set[int] = set()  # ids of the modules whose constructor is running
+
+
+class _ModuleMeta(type):
+    """Constructs modules: attributes may be set while __init__ runs, never after (equinox's rule),
+    because jit and the optimisers treat a module as a value."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = cls.__new__(cls)
+        _initialising.add(id(obj))
+        try:
+            obj.__init__(*args, **kwargs)
+        finally:
+            _initialising.discard(id(obj))
+        return obj
+
+
+class Module(metaclass=_ModuleMeta):
+    """Base class of layers and models. Subclass it, set attributes in __init__, define __call__.
+    A module is immutable once constructed: `module.replace(field=value)` makes an updated copy."""
 
     static_fields: tuple[str, ...] = ()
+
+    def __setattr__(self, name: str, value) -> None:
+        if id(self) not in _initialising:
+            raise AttributeError(f"{type(self).__name__} is immutable once constructed: set {name!r} in __init__, "
+                                 f"or make an updated copy with module.replace({name}=...)")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable once constructed: it cannot lose {name!r}")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -232,7 +259,7 @@ def _module_builder(cls, layout):
     rebuilds its output modules with it on every call)."""
     src = SourceBuilder()
     src.namespace.update(new=object.__new__, cls=cls)
-    lines = ["obj = new(cls)", "fields = obj.__dict__"]  # filled directly, not through setattr: this runs on every jit call
+    lines = ["obj = new(cls)", "fields = obj.__dict__"]  # a constructed module's fields: filled directly
     args: list[str] = []
 
     def child() -> str:
@@ -253,7 +280,7 @@ def _module_builder(cls, layout):
 
 def _unflatten_module(cls, layout, children):
     obj = object.__new__(cls)
-    fields = obj.__dict__  # filled directly, not through setattr: this runs on every jit call
+    fields = obj.__dict__  # a constructed module's fields: filled directly
     it = iter(children)
     for name, treedef, kept in layout:
         if treedef is _ARRAY:
