@@ -154,16 +154,17 @@ def trace_program(fun: Callable, avals: Sequence[ShapedArray], rebuild: Callable
 def _platform(values) -> str:
     """Where a call's arrays live: 'cpu', or the GPU platform when any does (then all must, but
     0-d host scalars, which combine with any device as in PyTorch)."""
-    devices = [v.device for v in values if isinstance(v, ExternalValue)]
-    if not devices:
+    for v in values:
+        if isinstance(v, ExternalValue):
+            device = v.device
+            break
+    else:
         return "cpu"
-    device = devices[0]
     for i, v in enumerate(values):
         if not isinstance(v, ExternalValue) and np.ndim(v):
             raise DeviceMismatchError(f"jit: argument leaf {i} is on cpu but others are on {device}; "
                                       f"move it with fg.device_put(x, '{device}')")
     return device.platform
-
 
 
 class Signature(NamedTuple):
@@ -290,26 +291,24 @@ class Jitted:
         return trace_program(self.fun, call.avals(), call.rebuild(self.fun),
                              _leaf_origins(self.fun, call.dyn_args, call.dyn_kwargs), Device(call.signature.platform))
 
-    def _compiled(self, call: _Call) -> _Compiled | None:
-        """The cached program for this call's signature, compiled on a miss; None when the function
-        reads a value another transform traces (it must then run eagerly, under that transform)."""
-        compiled = self.cache.get(call.signature)
-        if compiled is None:
-            if config.log_compiles:
-                log.warning("jit: compiling %s for %s%s", getattr(self.fun, "__name__", "function"),
-                            ", ".join(map(repr, call.avals())), self._retrace_reason(call.signature))
-            try:
-                program, out_tree = self._trace(call)
-            except _ClosedOverTracer:
-                return None
-            program = lower(program)
-            platform = call.signature.platform
-            if platform != "cpu":
-                compiled = _Compiled(program, device_runner(program, platform), out_tree)
-            else:
-                donated = self._donated_leaves(call.args, call.static_nums)
-                compiled = _Compiled(program, python_runner(program, donated), out_tree, frozenset(donated))
-            self.cache[call.signature] = compiled
+    def _compile(self, call: _Call) -> _Compiled | None:
+        """Trace, optimise and lower the function for this call's signature, and cache it; None when
+        the function reads a value another transform traces (it must then run eagerly, under it)."""
+        if config.log_compiles:
+            log.warning("jit: compiling %s for %s%s", getattr(self.fun, "__name__", "function"),
+                        ", ".join(map(repr, call.avals())), self._retrace_reason(call.signature))
+        try:
+            program, out_tree = self._trace(call)
+        except _ClosedOverTracer:
+            return None
+        program = lower(program)
+        platform = call.signature.platform
+        if platform != "cpu":
+            compiled = _Compiled(program, device_runner(program, platform), out_tree)
+        else:
+            donated = self._donated_leaves(call.args, call.static_nums)
+            compiled = _Compiled(program, python_runner(program, donated), out_tree, frozenset(donated))
+        self.cache[call.signature] = compiled
         return compiled
 
     def _donated_leaves(self, args, static_nums) -> set[int]:
@@ -361,7 +360,7 @@ class Jitted:
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         call = self._take_apart(args, kwargs)
-        compiled = None if call is None else self._compiled(call)
+        compiled = None if call is None else self.cache.get(call.signature) or self._compile(call)
         if compiled is None:  # called under another transform: trace through it
             return self.fun(*args, **kwargs)
         values = self._donate(call, compiled.donated) if compiled.donated else call.values
@@ -373,7 +372,7 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Program:
         """The optimised Program jit runs for these arguments."""
         call = self._take_apart(args, kwargs)
-        compiled = None if call is None else self._compiled(call)
+        compiled = None if call is None else self.cache.get(call.signature) or self._compile(call)
         if compiled is None:
             raise TypeError("lower needs concrete arguments, not tracers")
         return compiled.program

@@ -192,7 +192,8 @@ class _Codegen:
         parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
         source = fusion.kernel_source(kinds, steps, outputs, parallel, in_place,
                                       [(step, how) for _, step, how in sums], nested=split is not None)
-        kernel = self.const(_LazyKernel(source))
+        kernel = self.const(None)
+        self.namespace[kernel] = _LazyKernel(source, self.namespace, kernel)
         n_inner = [] if split is None else [str(int(np.prod(shape[split:], dtype=np.int64)))]
         self.lines.append(f"{kernel}({', '.join(in_refs + out_names + sum_names + size + n_inner)})")
 
@@ -378,16 +379,17 @@ def python_runner(program: Program, donated: set[int]) -> Callable:
 
 
 class _LazyKernel:
-    """Compiles its numba kernel on first call (so tracing and printing stay cheap)."""
-    __slots__ = ("source", "kernel")
+    """Compiles its numba kernel on first call (so tracing and printing stay cheap), then puts the
+    kernel in its place in the generated code's namespace, so later calls go to it directly."""
+    __slots__ = ("source", "namespace", "name")
 
-    def __init__(self, source: str):
-        self.source, self.kernel = source, None
+    def __init__(self, source: str, namespace: dict, name: str):
+        self.source, self.namespace, self.name = source, namespace, name
 
     def __call__(self, *args):
-        if self.kernel is None:
-            self.kernel = fusion.compile_kernel(self.source)
-        return self.kernel(*args)
+        kernel = fusion.compile_kernel(self.source)
+        self.namespace[self.name] = kernel
+        return kernel(*args)
 
 
 def _flat(x) -> np.ndarray:
