@@ -203,19 +203,19 @@ def _normalise_axes(x, axes):
     return tuple(sorted(a % x.ndim if x.ndim else a for a in axes))
 
 
-def _reduction(op: str):
-    """The builder of the reduction whose monoid the reduce kernels call `op`."""
+def _reduction(monoid: R.Monoid):
+    """The builder of the reduction kernel of this monoid."""
     @per_primitive
     def build(prim):
         def impl(x, axes, keepdims):
             shaped = prim.shape_rule(aval(x), axes=axes, keepdims=keepdims)  # checks the axes and empty maxima
-            return R.reduce(op, x, _normalise_axes(x, axes), shaped.shape, shaped.dtype)
+            return R.reduce(monoid, x, _normalise_axes(x, axes), shaped.shape, shaped.dtype)
         return impl
     return build
 
 
 reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_all, reduce_any = map(
-    _reduction, ("sum", "prod", "max", "min", "all", "any"))
+    _reduction, (R.SUM, R.PROD, R.MAX, R.MIN, R.ALL, R.ANY))
 
 
 def _arg_reduction(op):
@@ -269,7 +269,7 @@ def _sum_letters(x, subs: str, keep: set):
     axes = tuple(i for i, c in enumerate(subs) if c not in keep)
     if not axes:
         return x, subs
-    acc = R.reduce("sum", x, axes, tuple(n for i, n in enumerate(x.shape) if i not in axes), x.dtype)
+    acc = R.reduce(R.SUM, x, axes, tuple(n for i, n in enumerate(x.shape) if i not in axes), x.dtype)
     return acc, "".join(c for c in subs if c in keep)
 
 

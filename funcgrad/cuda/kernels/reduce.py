@@ -8,44 +8,61 @@ simulator has no warp operations, so there the tree runs to the end in shared me
 """
 from __future__ import annotations
 
+import math
+import operator
 from functools import cache
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from ... import dtypes
+from ...ops import scalar
 from ..buffer import DeviceValue, contiguous_strides, empty
 from ..runtime import BLOCK, MAX_BLOCKS, SIMULATOR
 from .common import (INDEX, array_type, cast, compile_source, compute_dtype, literal, narrow, scalar_type,
                      tuple_type, widen)
+from .elementwise import CUDA
 
-# op -> (identity, combine(a, b)); values accumulate in `accumulator_dtype`.
-COMBINE = {
-    "sum": ("0", "({a} + {b})"),
-    "prod": ("1", "({a} * {b})"),
-    "max": ("-inf", "({a} if ({a} >= {b} or {a} != {a}) else {b})"),
-    "min": ("inf", "({a} if ({a} <= {b} or {a} != {a}) else {b})"),
-    "all": ("1", "({a} & {b})"),
-    "any": ("0", "({a} | {b})"),
-}
+class Monoid(NamedTuple):
+    """A reduction: its identity, and how two partial results combine (a scalar expression, as an
+    elementwise primitive's). logical: elements count as their truth (all, any)."""
+    name: str
+    identity: float
+    combine: Callable
+    logical: bool = False
 
 
-def accumulator_dtype(op: str, dtype: np.dtype) -> np.dtype:
-    """A type warp shuffles take (32- and 64-bit signed integers and floats)."""
-    if op in ("all", "any"):
+SUM = Monoid("sum", 0, operator.add)
+PROD = Monoid("prod", 1, operator.mul)
+MAX = Monoid("max", -math.inf, scalar.maximum)
+MIN = Monoid("min", math.inf, scalar.minimum)
+ALL = Monoid("all", 1, operator.and_, logical=True)
+ANY = Monoid("any", 0, operator.or_, logical=True)
+MONOIDS = (SUM, PROD, MAX, MIN, ALL, ANY)
+
+
+def accumulator_dtype(monoid: Monoid, out_dtype: np.dtype) -> np.dtype:
+    """A type warp shuffles take (32- and 64-bit signed integers and floats) that holds every
+    partial result: int32 for truths, 64-bit for integers of 4 bytes or more."""
+    if monoid.logical:
         return np.dtype(np.int32)
-    if dtype.kind in "biu":  # NumPy sums small integers as 64-bit; max / min widen losslessly
-        return np.dtype(np.int64 if op in ("sum", "prod") or dtype.itemsize >= 4 else np.int32)
-    return compute_dtype(dtype)
+    if out_dtype.kind in "biu":
+        return np.dtype(np.int64 if out_dtype.itemsize >= 4 else np.int32)
+    return compute_dtype(out_dtype)
 
 
-def _identity(op: str, acc: np.dtype) -> str:
-    ident = COMBINE[op][0]
-    if ident in ("inf", "-inf"):
-        if acc.kind == "f":
-            return literal(float(ident), acc)
-        info = np.iinfo(acc) if acc.kind in "iu" else None
-        return literal(info.min if ident == "-inf" else info.max, acc) if info else literal(ident == "inf", acc)
-    return literal(int(ident), acc)
+def _identity(monoid: Monoid, acc: np.dtype) -> str:
+    value = monoid.identity
+    if math.isinf(value) and acc.kind != "f":
+        info = np.iinfo(acc)
+        value = info.min if value < 0 else info.max
+    return literal(value, acc)
+
+
+def _combine(monoid: Monoid, acc: np.dtype) -> str:
+    """The combine expression over {a} and {b}, for str.format."""
+    expr = scalar.evaluate(monoid.combine, [scalar.operand("{a}", acc), scalar.operand("{b}", acc)], {})
+    return CUDA.render(expr, acc)
 
 
 def _tree(combine: str, acc: str) -> list[str]:
@@ -72,13 +89,13 @@ def _indent(lines: list[str], by: int = 4) -> list[str]:
 
 
 @cache
-def _reduce_source(op: str, dtype: np.dtype, out_dtype: np.dtype) -> str:
-    acc = accumulator_dtype(op, dtype)
-    combine = COMBINE[op][1]
+def _reduce_source(monoid: Monoid, dtype: np.dtype, out_dtype: np.dtype) -> str:
+    acc = accumulator_dtype(monoid, out_dtype)
+    combine = _combine(monoid, acc)
     value = widen("x[S.element(j, rshape, rstrides, base)]", dtype)
-    if op in ("all", "any"):
+    if monoid.logical:
         value = f"np.int32({value} != 0)"
-    body = [f"v = {_identity(op, acc)}",
+    body = [f"v = {_identity(monoid, acc)}",
             "for j in range(t, ncols, cuda.blockDim.x):",
             f"    v = {combine.format(a='v', b=f'{cast(acc)}({value})')}"]
     body += [line[4:] for line in _tree(combine, cast(acc))]
@@ -103,14 +120,14 @@ def _grid(nrows: int) -> tuple[int, int]:
     return max(1, min(MAX_BLOCKS, nrows)), BLOCK
 
 
-def reduce(op: str, x: DeviceValue, axes: tuple, out_shape: tuple, out_dtype: np.dtype) -> DeviceValue:
+def reduce(monoid: Monoid, x: DeviceValue, axes: tuple, out_shape: tuple, out_dtype: np.dtype) -> DeviceValue:
     out = empty(out_shape, out_dtype)
     kshape, kstrides, rshape, rstrides = rows_and_columns(x.shape, x.strides, axes)
     nrows = int(np.prod(kshape, dtype=np.int64))
     ncols = int(np.prod(rshape, dtype=np.int64))
     if nrows == 0 or out.size == 0:
         return out
-    kernel = compile_source(_reduce_source(op, x.dtype, np.dtype(out_dtype)))
+    kernel = compile_source(_reduce_source(monoid, x.dtype, np.dtype(out_dtype)))
     kernel[_grid(nrows)](x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, out.data)
     return out
 
@@ -170,7 +187,7 @@ def _softmax_source(mode: str, dtype: np.dtype) -> str:
     ct = compute_dtype(dtype)
     c = cast(ct)
     load = f"{c}(" + widen("x[S.element(j, rshape, rstrides, base)]", dtype) + ")"
-    big = COMBINE["max"][1]
+    big = _combine(MAX, ct)
     lines = ["@cuda.jit(cache=True)",
              "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out, o_kstrides, o_rstrides):",
              f"    sh = cuda.shared.array({BLOCK}, np.{ct.name})", *_ROW_LOOP]
@@ -180,7 +197,7 @@ def _softmax_source(mode: str, dtype: np.dtype) -> str:
     body += ["m = sh[0]", "if not S.isfinite(m):", f"    m = {literal(0, ct)}", "cuda.syncthreads()",
              f"v = {literal(0, ct)}", "for j in range(t, ncols, cuda.blockDim.x):",
              f"    v += S.exp({load} - m)"]
-    body += [line[4:] for line in _tree("({a} + {b})", c)]
+    body += [line[4:] for line in _tree(_combine(SUM, ct), c)]
     body += ["total = sh[0]", "cuda.syncthreads()"]
     if mode == "logsumexp":
         body += ["if t == 0:", "    out[S.element(row, kshape, o_kstrides, 0)] = " + narrow("S.log(total) + m", dtype)]
@@ -218,11 +235,12 @@ def ptx_cases():
     def head(dt):  # x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols
         return (array_type(dt), scalar_type(INDEX), t1, t1, tuple_type(2), tuple_type(2),
                 scalar_type(INDEX), scalar_type(INDEX))
-    for op in COMBINE:
+    for monoid in MONOIDS:
         for dt in floats + ints:
-            out_dt = np.dtype(np.bool_) if op in ("all", "any") else (
-                accumulator_dtype(op, dt) if dt.kind in "biu" else dt)
-            yield (f"{op}[{dt.name}]", compile_source(_reduce_source(op, dt, out_dt)), head(dt) + (array_type(out_dt),))
+            out_dt = np.dtype(np.bool_) if monoid.logical else (
+                np.dtype(np.int64) if dt.kind in "biu" and monoid in (SUM, PROD) else dt)
+            yield (f"{monoid.name}[{dt.name}]", compile_source(_reduce_source(monoid, dt, out_dt)),
+                   head(dt) + (array_type(out_dt),))
     for op in ("argmax", "argmin"):
         for dt in floats + ints[:3]:
             yield f"{op}[{dt.name}]", compile_source(_arg_source(op, dt)), head(dt) + (array_type(INDEX),)

@@ -10,12 +10,12 @@ from ... import dtypes
 from ..buffer import DeviceValue, contiguous_strides, empty
 from ..runtime import launch_shape
 from .common import INDEX, array_type, cast, compile_source, compute_dtype, narrow, scalar_type, tuple_type, widen
-from .reduce import accumulator_dtype, rows_and_columns
+from .reduce import SUM, accumulator_dtype, rows_and_columns
 
 
 @cache
 def _source(dtype: np.dtype, out_dtype: np.dtype) -> str:
-    acc = accumulator_dtype("sum", dtype) if dtype.kind in "biu" else compute_dtype(dtype)
+    acc = accumulator_dtype(SUM, np.dtype(np.int64)) if dtype.kind in "biu" else compute_dtype(dtype)
     return f"""@cuda.jit(cache=True)
 def kernel(x, x_off, kshape, kstrides, stride, out, o_kstrides, o_stride, nrows, length, reverse):
     for row in range(cuda.grid(1), nrows, cuda.gridsize(1)):
