@@ -16,7 +16,8 @@ from .config import config
 from .devices import device_put, devices
 from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint32
 from . import errors  # noqa: F401
-from .errors import ConcretizationError, DeviceMismatchError, NonFiniteError, ShapeError, TracerLeakError
+from .errors import (ConcretizationError, DeviceMismatchError, GradientCutWarning, NonFiniteError, ShapeError,
+                     TracerLeakError)
 from .numpy import (arange, array, asarray, eye, full, full_like, linspace, ones, ones_like,
                     stop_gradient, zeros, zeros_like)
 from .tree import (register_dataclass, register_pytree_node, static_field, tree_flatten,
@@ -41,7 +42,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "Device", "config", "check_grads",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32",
-    "ConcretizationError", "DeviceMismatchError", "NonFiniteError", "ShapeError", "TracerLeakError",
+    "ConcretizationError", "DeviceMismatchError", "GradientCutWarning", "NonFiniteError", "ShapeError",
+    "TracerLeakError",
     "arange", "array", "asarray", "eye", "full", "full_like", "linspace", "ones", "ones_like",
     "stop_gradient", "zeros", "zeros_like",
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",

@@ -9,6 +9,7 @@ import numpy as np
 from . import dtypes
 from .array import CPU, Array, to_numpy
 from .devices import device_put, full
+from .errors import ShapeError
 from .ops import layout
 from .ops import shape as S
 from .trace import Tracer
@@ -79,6 +80,18 @@ def args_result(in_tree, leaves, argnums):
     """Per-leaf results regrouped by argument: one argument's tree for an int argnums, else a tuple."""
     per_arg = in_tree.unflatten(leaves)
     return per_arg[0] if isinstance(argnums, int) else tuple(per_arg)
+
+
+def checked_rule_leaf(value, shape, dtype, rule: str, where: str):
+    """One leaf of what a custom rule returned, held to the shape and dtype of the primal it stands
+    for (JAX's check): NumPy arrays and Python numbers take that dtype, arrays must already have it."""
+    if not isinstance(value, (Array, Tracer)):
+        value = Array(to_numpy(value, dtype=dtype))
+    if tuple(value.shape) != tuple(shape):
+        raise ShapeError(f"{rule} returned shape {tuple(value.shape)} for {where}, which has shape {tuple(shape)}")
+    if value.dtype != dtype:
+        raise TypeError(f"{rule} returned dtype {value.dtype} for {where}, which has dtype {dtype}")
+    return value
 
 
 class Aux:

@@ -21,5 +21,10 @@ class ConcretizationError(FuncgradError, TypeError):
     """A Python value (bool, int, float) was asked of an array traced abstractly by jit."""
 
 
+class GradientCutWarning(UserWarning):
+    """float(), int() or .item() of a value being differentiated: the number is a constant, so no
+    gradient flows through it (fg.stop_gradient says that on purpose, without the warning)."""
+
+
 class DeviceMismatchError(FuncgradError, RuntimeError):
     """A primitive was given arrays on different devices (funcgrad never moves them implicitly)."""

@@ -23,7 +23,7 @@ import numpy as np
 from . import dtypes
 from .array import CPU, Array, Device, ExternalValue, to_numpy
 from .config import config
-from .errors import ConcretizationError, DeviceMismatchError
+from .errors import ConcretizationError, DeviceMismatchError, NonFiniteError
 from .lowering import device_runner, lower, python_runner
 from .ops.core import ShapedArray, aval
 from .program import Const, Eqn, Program, Var, fresh_var
@@ -363,11 +363,27 @@ class Jitted:
         compiled = None if call is None else self.cache.get(call.signature) or self._compile(call)
         if compiled is None:  # called under another transform: trace through it
             return self.fun(*args, **kwargs)
+        if config.debug_nans:
+            return self._checked_call(compiled, call)
         values = self._donate(call, compiled.donated) if compiled.donated else call.values
         with annotate(f"jit:{getattr(self.fun, '__name__', 'function')}"):
             outs = compiled.run(*values)
         return compiled.out_tree.builder()([Array(o) if isinstance(o, (np.ndarray, np.generic, ExternalValue)) else o
                                             for o in outs])
+
+    def _checked_call(self, compiled: _Compiled, call: _Call):
+        """debug_nans under jit (JAX's way): the compiled program runs (donating nothing) and its
+        outputs are checked; if one holds a NaN the function runs again op by op, where the first
+        primitive that makes a NaN raises NonFiniteError naming itself and the user's line."""
+        outs = [Array(o) if isinstance(o, (np.ndarray, np.generic, ExternalValue)) else o
+                for o in compiled.run(*[v.copy() if i in compiled.donated else v for i, v in enumerate(call.values)])]
+        for k, out in enumerate(outs):
+            if isinstance(out, Array) and dtypes.is_float(out.dtype) and np.isnan(out.numpy().astype(np.float32)).any():
+                with disable_jit():
+                    self.fun(*call.args, **call.kwargs)
+                raise NonFiniteError(f"jit: output {k} of {getattr(self.fun, '__name__', 'function')} holds NaN "
+                                     f"(debug_nans is on), though running it op by op made none")
+        return compiled.out_tree.builder()(outs)
 
     def lower(self, *args, **kwargs) -> Program:
         """The optimised Program jit runs for these arguments."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from .arguments import Aux, args_result, flat_transform, input_leaves, one_hot, stack_jacobian, zeros, zeros_like
+import numpy as np
+
+from .arguments import (Aux, args_result, checked_rule_leaf, flat_transform, input_leaves, one_hot, stack_jacobian,
+                        zeros, zeros_like)
 from .array import Array, to_numpy
 from .errors import ShapeError
 from .ops import elementwise as E
@@ -18,6 +21,7 @@ __all__ = ["jvp", "jacfwd", "hessian", "linearize"]
 
 class JVPTracer(Tracer):
     __slots__ = ("_primal", "tangent")
+    differentiated = True
 
     def __init__(self, trace, primal, tangent):
         self._trace = trace
@@ -85,9 +89,11 @@ class JVPTrace(Trace):
         out, t_out = fn.jvp_rule(*nondiff, tuple(in_tree.unflatten(primals)), tuple(in_tree.unflatten(tangents)))
         out_leaves, out_tree = tree_flatten(out)
         t_leaves, t_tree = tree_flatten(t_out)
+        rule = f"the custom_jvp rule of {fn.__name__}"
         if t_tree != out_tree:
-            raise TypeError(f"custom_jvp rule of {fn.__name__} returned tangents of structure {t_tree} for outputs "
-                            f"of structure {out_tree}")
+            raise TypeError(f"{rule} returned tangents of structure {t_tree} for outputs of structure {out_tree}")
+        t_leaves = [checked_rule_leaf(t, np.shape(o), o.dtype, rule, f"output {k}")
+                    for k, (o, t) in enumerate(zip(out_leaves, t_leaves))]
         return out_tree.unflatten([JVPTracer(self, o, t) for o, t in zip(out_leaves, t_leaves)])
 
 

@@ -136,7 +136,7 @@ class _Codegen:
 
     def __init__(self, program: Program, donated: set[int]):
         self.program = program
-        self.namespace: dict[str, Any] = {"np": np, "_flat": _flat, "_scalar": _scalar, "_writable": _writable,
+        self.namespace: dict[str, Any] = {"__name__": "funcgrad.program", "np": np, "_flat": _flat, "_scalar": _scalar, "_writable": _writable,
                                           "_is_array": _is_array}
         self.lines: list[str] = []
         self.names: dict[int, str] = {v.id: f"a{i}" for i, v in enumerate(program.in_vars)}

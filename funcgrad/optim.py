@@ -46,6 +46,18 @@ def _value(lr: ScalarOrSchedule, count):
     return float(lr(count)) if isinstance(count, int) else lr(count)
 
 
+def _at_least(value: float, lowest: float, what: str) -> None:
+    """PyTorch's check and message for a hyperparameter that must not fall below `lowest`."""
+    if not float(value) >= lowest:  # NaN fails too
+        raise ValueError(f"Invalid {what}: {value}")
+
+
+def _betas(b1: float, b2: float) -> None:
+    for index, beta in enumerate((b1, b2)):
+        if not 0.0 <= float(beta) < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
+
+
 def _need_params(params, name: str):
     if params is None:
         raise ValueError(f"{name} needs the current parameters: call update(grads, state, params)")
@@ -78,6 +90,9 @@ class CountState(NamedTuple):
 
 def scale_by_learning_rate(learning_rate: ScalarOrSchedule) -> GradientTransformation:
     """Multiply by -learning_rate (a schedule is evaluated at this transformation's step count)."""
+    if not callable(learning_rate):
+        _at_least(learning_rate, 0.0, "learning rate")
+
     def update(updates, state, params=None):
         lr = _value(learning_rate, state.count)
         return tree_map(lambda u: u * -lr, updates), CountState(state.count + 1)
@@ -86,6 +101,8 @@ def scale_by_learning_rate(learning_rate: ScalarOrSchedule) -> GradientTransform
 
 def add_decayed_weights(weight_decay: float) -> GradientTransformation:
     """updates + weight_decay * params: L2 before a scaling rule, decoupled decay after one."""
+    _at_least(weight_decay, 0.0, "weight_decay value")
+
     def update(updates, state, params=None):
         if not weight_decay:
             return updates, state
@@ -101,8 +118,9 @@ class TraceState(NamedTuple):
 
 def trace(momentum: float, dampening: float = 0.0, nesterov: bool = False) -> GradientTransformation:
     """PyTorch SGD momentum: buf = g on the first step, then momentum * buf + (1 - dampening) * g."""
+    _at_least(momentum, 0.0, "momentum value")
     if nesterov and (momentum <= 0 or dampening != 0):
-        raise ValueError("nesterov momentum needs momentum > 0 and dampening = 0")
+        raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 
     def update(updates, state, params=None):
         buf = cond(state.count == 0, lambda: updates,
@@ -120,6 +138,9 @@ class AdamState(NamedTuple):
 
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad: bool = False) -> GradientTransformation:
     """m_hat / (sqrt(v_hat) + eps) with bias-corrected moments (torch.optim.Adam)."""
+    _betas(b1, b2)
+    _at_least(eps, 0.0, "epsilon value")
+
     def init(params):
         nu = _tree_zeros_like(params)
         return AdamState(_count(), _tree_zeros_like(params), (nu, _tree_zeros_like(params)) if amsgrad else nu)
@@ -144,6 +165,9 @@ class AdamaxState(NamedTuple):
 
 def scale_by_adamax(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> GradientTransformation:
     """torch.optim.Adamax: m / (1 - b1^t) / u, u = max(b2 u, |g| + eps)."""
+    _betas(b1, b2)
+    _at_least(eps, 0.0, "epsilon value")
+
     def init(params):
         return AdamaxState(_count(), _tree_zeros_like(params), _tree_zeros_like(params))
 
@@ -167,6 +191,10 @@ def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
                    momentum_decay: float = 4e-3) -> GradientTransformation:
     """torch.optim.NAdam: Nesterov momentum with the momentum schedule
     mu_t = b1 (1 - 0.5 * 0.96^(t * momentum_decay))."""
+    _betas(b1, b2)
+    _at_least(eps, 0.0, "epsilon value")
+    _at_least(momentum_decay, 0.0, "momentum_decay value")
+
     def init(params):
         return NadamState(_count(), fnp.ones((), dtype=np.float64), _tree_zeros_like(params),
                           _tree_zeros_like(params))
@@ -192,6 +220,8 @@ def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
 def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> GradientTransformation:
     """torch.optim.RAdam: Adam with the variance rectification term, plain momentum while the
     variance estimate is unreliable (rho_t <= 5)."""
+    _betas(b1, b2)
+    _at_least(eps, 0.0, "epsilon value")
     rho_inf = 2 / (1 - b2) - 1
 
     def update(updates, state, params=None):
@@ -223,6 +253,10 @@ class RMSState(NamedTuple):
 def scale_by_rms(alpha: float = 0.99, eps: float = 1e-8, centered: bool = False,
                  momentum: float = 0.0) -> GradientTransformation:
     """torch.optim.RMSprop without its learning rate: g / (sqrt(E[g^2] - centered E[g]^2) + eps)."""
+    _at_least(alpha, 0.0, "alpha value")
+    _at_least(eps, 0.0, "epsilon value")
+    _at_least(momentum, 0.0, "momentum value")
+
     def init(params):
         return RMSState(_tree_zeros_like(params), _tree_zeros_like(params), _tree_zeros_like(params))
 
@@ -248,6 +282,10 @@ class AdagradState(NamedTuple):
 def scale_by_adagrad(lr_decay: float = 0.0, eps: float = 1e-10,
                      initial_accumulator_value: float = 0.0) -> GradientTransformation:
     """torch.optim.Adagrad without its learning rate: g / (sqrt(sum g^2) + eps) / (1 + (t-1) lr_decay)."""
+    _at_least(lr_decay, 0.0, "lr_decay value")
+    _at_least(initial_accumulator_value, 0.0, "initial_accumulator_value value")
+    _at_least(eps, 0.0, "epsilon value")
+
     def init(params):
         return AdagradState(_count(), tree_map(lambda p: fnp.full_like(p, initial_accumulator_value), params))
 
@@ -265,6 +303,8 @@ class LionState(NamedTuple):
 
 def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
     """Lion (Chen et al. 2023): sign(b1 m + (1 - b1) g), then m = b2 m + (1 - b2) g."""
+    _betas(b1, b2)
+
     def update(updates, state, params=None):
         direction = tree_map(lambda m, g: fnp.sign(b1 * m + (1 - b1) * g), state.mu, updates)
         mu = tree_map(lambda m, g: b2 * m + (1 - b2) * g, state.mu, updates)
@@ -299,6 +339,7 @@ def clip(max_delta: float) -> GradientTransformation:
 # ---- the optimisers -----------------------------------------------------------------------------
 def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
         weight_decay: float = 0.0) -> GradientTransformation:
+    _at_least(momentum, 0.0, "momentum value")
     parts = [add_decayed_weights(weight_decay)]
     if momentum:
         parts.append(trace(momentum, dampening, nesterov))

@@ -7,6 +7,7 @@ Counter domains: 0 for sampling, 1 for split, 2 for fold_in, so they never colli
 """
 from __future__ import annotations
 
+import operator
 import math
 
 import numpy as np
@@ -42,7 +43,10 @@ def _blocks(key, domain: int, counters) -> Array:
 
 def key(seed: int) -> Array:
     """A key from an integer seed (jax.random.key / PRNGKey)."""
-    seed = int(seed)
+    try:
+        seed = operator.index(seed)  # 1.5 or "3" is an error, not a silently truncated seed
+    except TypeError:
+        raise TypeError(f"the seed must be an integer, got {type(seed).__name__} {seed!r}") from None
     if not -(2 ** 63) <= seed < 2 ** 64:
         raise ValueError(f"seed {seed} does not fit in 64 bits")
     seed %= 2 ** 64

@@ -11,6 +11,7 @@ import contextlib
 import itertools
 import os
 import sys
+import warnings
 from time import perf_counter_ns
 
 import numpy as np
@@ -18,7 +19,12 @@ import numpy as np
 from . import dtypes
 from .array import CPU, Array, ArrayBase, ExternalValue, host
 from .config import config
-from .errors import DeviceMismatchError, NonFiniteError, ShapeError, TracerLeakError
+from .errors import DeviceMismatchError, GradientCutWarning, NonFiniteError, ShapeError, TracerLeakError
+
+# NumPy's floating-point warnings (log(0), 0/0, overflow) would name funcgrad's own lines, not the
+# user's: as in jax.numpy the results are the defined values (-inf, nan, inf), and
+# fg.config.debug_nans is the tool that finds where a NaN comes from.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"funcgrad(\.|$)")
 
 _levels = itertools.count(1)  # a newer trace is always nested inside the live older ones
 
@@ -48,6 +54,18 @@ class Tracer(ArrayBase):
     """A value seen by a transform. It answers shape/dtype queries and, since tracing is on
     concrete values, also bool()/float()/item(), so Python control flow works under grad."""
     __slots__ = ("_trace",)
+    # VJP and JVP tracers: a host copy of their value is a constant that cuts the gradient, so
+    # .numpy() and np.asarray() refuse (as PyTorch's do) and float() / .item() warn
+    differentiated = False
+
+    def _host(self, what: str, refuse: bool) -> Array:
+        if self.differentiated:
+            message = (f"{what} of a value being differentiated ({self._trace.name}) is a constant through which no "
+                       f"gradient flows; use fg.stop_gradient(x) first if a constant is what you mean")
+            if refuse:
+                raise TypeError(f"{message} (at {user_frame()})")
+            warnings.warn(message, GradientCutWarning, stacklevel=_user_stacklevel())
+        return self.concrete(what)
 
     def primal(self):
         raise TypeError(f"{type(self).__name__} must define primal()")
@@ -71,25 +89,25 @@ class Tracer(ArrayBase):
         return self.primal().device
 
     def numpy(self):
-        return self.concrete(".numpy()").numpy()
+        return self._host(".numpy()", refuse=True).numpy()
 
     def __array__(self, dtype=None, copy=None):
-        return self.concrete("converting to a NumPy array").__array__(dtype, copy)
+        return self._host("converting to a NumPy array", refuse=True).__array__(dtype, copy)
 
     def item(self):
-        return self.concrete(".item()").item()
+        return self._host(".item()", refuse=False).item()
 
     def tolist(self):
-        return self.concrete(".tolist()").tolist()
+        return self._host(".tolist()", refuse=False).tolist()
 
     def __bool__(self):
         return bool(self.concrete("bool()"))
 
     def __float__(self):
-        return float(self.concrete("float()"))
+        return float(self._host("float()", refuse=False))
 
     def __int__(self):
-        return int(self.concrete("int()"))
+        return int(self._host("int()", refuse=False))
 
     def __index__(self):
         return self.concrete("using as an index").__index__()
@@ -110,6 +128,14 @@ def user_frame() -> str:
     if frame is None:
         return "<unknown>"
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+def _user_stacklevel() -> int:
+    """warnings.warn's stacklevel, called from this module, that names the user's line."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _describe_args(args) -> str:

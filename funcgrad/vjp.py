@@ -10,13 +10,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes
-from .arguments import Aux, args_result, flat_transform, input_leaves, one_hot, stack_jacobian, zeros
+from .arguments import (Aux, args_result, checked_rule_leaf, flat_transform, input_leaves, one_hot, stack_jacobian,
+                        zeros)
 from .array import CPU, Array, to_numpy
 from .devices import full
 from .errors import ShapeError
 from .ops import elementwise as E
 from .trace import Trace, Tracer, annotate, bind
-from .tree import tree_flatten, tree_leaves, tree_structure
+from .tree import tree_flatten, tree_structure
 
 __all__ = ["vjp", "grad", "value_and_grad", "jacrev"]
 
@@ -51,6 +52,7 @@ def _input_node() -> Node:
 
 class VJPTracer(Tracer):
     __slots__ = ("_value", "_node", "_index")
+    differentiated = True
 
     def __init__(self, trace, value, node, index):
         self._trace = trace
@@ -104,7 +106,7 @@ class VJPTrace(Trace):
         vals, parents = self.unbox(leaves)
         out, residuals = fn.fwd(*fn.merge_args(args, in_tree.unflatten(vals)))
         out_leaves, out_tree = tree_flatten(out)
-        node = CustomVJPNode(fn, nondiff, residuals, in_tree, out_tree, out_leaves, parents)
+        node = CustomVJPNode(fn, nondiff, residuals, in_tree, vals, out_tree, out_leaves, parents)
         return out_tree.unflatten(self.box_outputs(node, out_leaves))
 
     def process_checkpoint(self, fun, args):
@@ -140,21 +142,33 @@ class _MultiOutputNode(Node):
 
 
 class CustomVJPNode(_MultiOutputNode):
-    __slots__ = ("fn", "nondiff", "residuals", "in_tree")
+    __slots__ = ("fn", "nondiff", "residuals", "in_tree", "in_avals")
 
-    def __init__(self, fn, nondiff, residuals, in_tree, out_tree, out_leaves, parents):
+    def __init__(self, fn, nondiff, residuals, in_tree, in_vals, out_tree, out_leaves, parents):
         super().__init__(out_tree, out_leaves, parents)
         self.fn, self.nondiff, self.residuals, self.in_tree = fn, nondiff, residuals, in_tree
+        self.in_avals = [(tuple(np.shape(v)), getattr(v, "dtype", None)) for v in in_vals]
 
     def backward(self, cts):
+        """The user's bwd, its cotangents checked against the arguments' structures, shapes and dtypes."""
         in_cts = self.fn.bwd(*self.nondiff, self.residuals, self.full_cotangent(cts))
+        rule = f"the custom_vjp bwd rule of {self.fn.__name__}"
         n_args = len(self.in_tree.children)
         if not isinstance(in_cts, (tuple, list)) or len(in_cts) != n_args:
-            raise TypeError(f"custom_vjp bwd of {self.fn.__name__} must return a tuple of {n_args} "
-                            f"cotangents, one per differentiable argument; got {in_cts!r:.200}")
+            raise TypeError(f"{rule} must return a tuple of {n_args} cotangents, one per differentiable argument; "
+                            f"got {in_cts!r:.200}")
         flat = []
-        for arg_tree, ct in zip(self.in_tree.children, in_cts):
-            flat.extend([None] * arg_tree.num_leaves if ct is None else tree_leaves(ct))
+        for k, (arg_tree, ct) in enumerate(zip(self.in_tree.children, in_cts)):
+            if ct is None:
+                flat.extend([None] * arg_tree.num_leaves)
+                continue
+            leaves, tree = tree_flatten(ct)
+            if tree != arg_tree:
+                raise TypeError(f"{rule} returned a cotangent of structure {tree} for argument {k}, "
+                                f"whose structure is {arg_tree}")
+            for j, leaf in enumerate(leaves):
+                shape, dtype = self.in_avals[len(flat)]
+                flat.append(checked_rule_leaf(leaf, shape, dtype, rule, f"argument {k} (leaf {j})"))
         return [(node, idx, flat[i]) for i, node, idx in self.parents]
 
 
@@ -291,9 +305,13 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
         def scalar_fun(*xs):
             out = main(*xs)
+            if isinstance(out, (tuple, list)) and not has_aux:
+                raise TypeError(f"grad needs {fun.__name__} to return a floating-point scalar; it returned a "
+                                f"{type(out).__name__} of {len(out)}: if the values after the first are auxiliary "
+                                f"outputs, pass has_aux=True and return (loss, aux)")
             if not hasattr(out, "shape"):
                 out = Array(to_numpy(out))
-            if out.shape != () or not dtypes.is_float(out.dtype):
+            if out.size != 1 or not dtypes.is_float(out.dtype):
                 raise TypeError(f"grad needs {fun.__name__} to return a floating-point scalar; "
                                 f"it returned shape {tuple(out.shape)} dtype {out.dtype} "
                                 f"(reduce it with .sum() or use jacrev / vjp)")
@@ -301,8 +319,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
         with annotate("forward"):
             value, vjp_flat = _vjp(scalar_fun, leaves, "grad")
-        with annotate("backward"):
-            grads = args_result(in_tree, vjp_flat(full((), 1, value.dtype, value.device), release=True), argnums)
+        with annotate("backward"):  # a one-element output of any shape is a scalar, as in PyTorch
+            seed = full(tuple(value.shape), 1, value.dtype, value.device)
+            grads = args_result(in_tree, vjp_flat(seed, release=True), argnums)
         return ((value, aux.value()), grads) if has_aux else (value, grads)
 
     return value_and_grad_f

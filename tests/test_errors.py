@@ -98,3 +98,91 @@ def test_check_grads_catches_a_wrong_rule():
     with pytest.raises(AssertionError, match="VJP check failed"):
         fg.check_grads(double, (np.array([1.0, 2.0]),), order=1, modes=("rev",))
     fg.check_grads(lambda x: 2.0 * x, (np.array([1.0, 2.0]),), order=2)
+
+
+def test_host_copies_of_differentiated_values_refuse_or_warn():
+    """.numpy() / np.asarray() would silently cut the gradient (true: [2, 4]): they raise, as in
+    PyTorch; float() and .item() give constants and warn, naming the user's line; stop_gradient is
+    the explicit way."""
+    x = fg.array([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"\.numpy\(\) of a value being differentiated.*stop_gradient"):
+        fg.grad(lambda v: fnp.sum(v * v.numpy()))(x)
+    with pytest.raises(TypeError, match="NumPy array of a value being differentiated"):
+        fg.grad(lambda v: fnp.sum(v * np.asarray(v)))(x)
+    with pytest.warns(fg.GradientCutWarning, match="float") as caught:
+        assert float(fg.grad(lambda v: v * float(v))(fg.array(3.0))) == 3.0
+    assert caught[0].filename == __file__
+    assert fg.grad(lambda v: fnp.sum(v * fg.stop_gradient(v).numpy()))(x).tolist() == [1.0, 2.0]
+    assert fg.grad(lambda v: v * 2.0 if v > 0 else -v)(fg.array(1.5)) == 2.0  # control flow stays free
+
+
+def test_custom_rules_are_checked_against_the_primal():
+    @fg.custom_vjp
+    def double(x):
+        return x * 2.0
+    double.defvjp(lambda x: (x * 2.0, None), lambda res, g: (fnp.ones(2),))
+    with pytest.raises(fg.ShapeError, match=r"bwd rule of double returned shape \(2,\) for argument 0.*\(3, 4\)"):
+        fg.grad(lambda x: fnp.sum(double(x)))(fnp.ones((3, 4)))
+    double.defvjp(lambda x: (x * 2.0, None), lambda res, g: ({"a": g},))
+    with pytest.raises(TypeError, match="structure"):
+        fg.grad(lambda x: fnp.sum(double(x)))(fnp.ones(3))
+
+    @fg.custom_jvp
+    def triple(x):
+        return x * 3.0
+
+    @triple.defjvp
+    def _rule(primals, tangents):
+        return triple(primals[0]), fnp.ones(3, dtype=fg.float64)
+    with pytest.raises(TypeError, match="jvp rule of triple returned dtype float64 for output 0.*float32"):
+        fg.jvp(triple, (fnp.ones(3),), (fnp.ones(3),))
+
+
+def test_grad_of_a_tuple_suggests_has_aux_and_one_element_outputs_are_scalars():
+    with pytest.raises(TypeError, match="has_aux=True"):
+        fg.grad(lambda x: (fnp.sum(x), x))(fnp.ones(3))
+    assert fg.grad(lambda x: fnp.sum(x * x, keepdims=True))(fnp.ones(3)).tolist() == [2.0, 2.0, 2.0]  # shape (1,)
+    assert fg.grad(lambda x: fnp.reshape(fnp.sum(x), (1, 1)))(fnp.ones(2)).tolist() == [1.0, 1.0]
+
+
+def test_debug_nans_under_jit_names_the_primitive():
+    f = fg.jit(lambda x: fnp.sum(fnp.log(x) * 2.0))
+    fg.config.debug_nans = True
+    try:
+        with pytest.raises(fg.NonFiniteError, match="'log' produced NaN.*test_errors.py"):
+            f(fnp.asarray([-1.0, 2.0]))
+        assert abs(float(f(fnp.asarray([1.0, 2.0]))) - 2 * np.log(2.0)) < 1e-6
+    finally:
+        fg.config.debug_nans = False
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: fg.optim.adam(-1.0), "Invalid learning rate: -1.0"),
+    (lambda: fg.optim.sgd(-1.0), "Invalid learning rate: -1.0"),
+    (lambda: fg.optim.sgd(0.1, momentum=-0.5), "Invalid momentum value: -0.5"),
+    (lambda: fg.optim.adamw(1e-3, b1=1.0), "Invalid beta parameter at index 0: 1.0"),
+    (lambda: fg.optim.adam(1e-3, b2=-0.1), "Invalid beta parameter at index 1: -0.1"),
+    (lambda: fg.optim.adam(1e-3, eps=-1e-8), "Invalid epsilon value: -1e-08"),
+    (lambda: fg.optim.rmsprop(1e-3, alpha=-0.9), "Invalid alpha value: -0.9"),
+    (lambda: fg.optim.adagrad(1e-3, lr_decay=-1), "Invalid lr_decay value: -1"),
+    (lambda: fg.optim.adamw(1e-3, weight_decay=-0.1), "Invalid weight_decay value: -0.1"),
+    (lambda: fg.optim.sgd(0.1, momentum=0.9, dampening=0.1, nesterov=True), "Nesterov momentum requires"),
+])
+def test_bad_hyperparameters_get_pytorchs_messages(make, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        make()
+
+
+def test_random_key_needs_an_integer_seed():
+    with pytest.raises(TypeError, match="seed must be an integer, got float 1.5"):
+        fg.random.key(1.5)
+    assert fg.random.key(np.int64(3)).tolist() == fg.random.key(3).tolist()
+
+
+def test_losses_refuse_silent_broadcasting():
+    for loss in (fg.nn.mse_loss, fg.nn.l1_loss, fg.nn.huber_loss, fg.nn.smooth_l1_loss,
+                 fg.nn.binary_cross_entropy, fg.nn.binary_cross_entropy_with_logits):
+        with pytest.raises(fg.ShapeError, match=r"input of shape \(4, 1\) and target of shape \(4,\)"):
+            loss(fnp.full((4, 1), 0.5), fnp.full(4, 0.5))
+    assert float(fg.nn.mse_loss(fnp.ones(3), 1.0)) == 0.0  # a Python number is one target for all
+    assert float(fg.nn.mse_loss(fnp.zeros((4, 1)), fnp.broadcast_to(fnp.zeros(4)[:, None], (4, 1)))) == 0.0

@@ -296,3 +296,40 @@ def test_using_a_leaked_tracer_raises():
     fg.grad(f)(np.ones(2))
     with pytest.raises(fg.TracerLeakError, match="grad"):
         fnp.sin(leaked[0]) * 2.0
+
+
+def test_arrays_built_from_traced_values_stay_on_the_tape():
+    assert float(fg.grad(lambda x: fnp.sum(fnp.array([x, 2 * x])))(1.0)) == 3.0  # jax.numpy: 3.0
+    assert float(fg.grad(lambda x: fnp.mean([x, x + 2]))(1.0)) == 1.0
+    assert float(fg.grad(lambda x: fnp.sum(fnp.asarray([[x, 1.0], [3.0, x * x]])))(2.0)) == 5.0
+    assert fnp.array([fnp.ones(2, dtype=fg.float64), fnp.zeros(2, dtype=fg.float64)]).dtype == fg.float64
+    assert fnp.array([fnp.asarray(1, dtype=fg.int32), 2]).dtype == fg.int32  # a Python int is weak
+    assert fnp.array([fnp.asarray(1, dtype=fg.int32), 2.5]).dtype == fg.float32
+    with pytest.raises(fg.ShapeError, match="shapes"):
+        fnp.array([fnp.ones(2), fnp.ones(3)])
+    assert fg.jit(lambda x: fnp.array([x, x * 3.0]))(fnp.asarray(2.0)).tolist() == [2.0, 6.0]
+
+
+def test_linspace_is_differentiable_in_its_endpoints():
+    jac = fg.jacrev(lambda s: fnp.linspace(s, fnp.asarray(1.0), 5))(fnp.asarray(0.0))
+    assert_close(jac, [1.0, 0.75, 0.5, 0.25, 0.0])  # jax.numpy's
+    jac = fg.jacrev(lambda s: fnp.linspace(0.0, s, 5))(fnp.asarray(2.0))
+    assert_close(jac, [0.0, 0.25, 0.5, 0.75, 1.0])
+    x = fnp.linspace(fnp.asarray(0.0, dtype=fg.float64), 1.0, 7)
+    assert x.dtype == fg.float64 and x.numpy().tolist() == np.linspace(0.0, 1.0, 7).tolist()
+    assert fnp.linspace(0, 1, 5).dtype == fg.float32
+    assert_close(fnp.linspace(fnp.asarray([0.0, 1.0]), 2.0, 3), np.linspace([0.0, 1.0], 2.0, 3))
+
+
+@pytest.mark.parametrize("name, second", [("logaddexp", 0.25), ("logaddexp2", 0.17328679513998632),
+                                         ("hypot", 0.3535533905932738)])
+def test_second_derivatives_at_equal_arguments(name, second):
+    """PyTorch's values at x1 == x2 == 1; built on maximum/minimum they were 0."""
+    f = getattr(fnp, name)
+    one = fnp.asarray(1.0, dtype=fg.float64)
+    assert abs(float(fg.grad(fg.grad(lambda x: f(x, one)))(one)) - second) < 1e-12
+    x = np.array([0.3, -1.2, 2.0])
+    fg.check_grads(lambda v: f(v, fnp.asarray([0.3, 0.5, 2.0], dtype=fg.float64)), (x,), order=2)
+    # a Python float beside a float64 array keeps its precision (was rounded to float32)
+    got = f(fnp.asarray(np.array([1e-3])), 0.1).numpy()[0]
+    assert abs(got - getattr(np, name)(1e-3, 0.1)) < 1e-15

@@ -81,18 +81,34 @@ def _label_loss(n_classes, nll, mean_nll, idx, reduction, ignore_index, label_sm
     return _reduce(loss, reduction, weight_sum=fnp.sum(valid, dtype=loss.dtype) if reduction == "mean" else None)
 
 
+def _matching(pred, target, fname: str, float_target: bool = False):
+    """pred and target of one shape: a loss of (4, 1) predictions against (4,) targets would
+    broadcast to 4 x 4 pairs and average the wrong thing (PyTorch warns; this raises). A Python
+    number target is one value for every element, as the user wrote it."""
+    pred = fnp._float_arg(pred) if float_target else fnp.asarray(pred)
+    if isinstance(target, (int, float)) and not isinstance(target, bool):
+        return pred, target
+    target = fnp.asarray(target, dtype=pred.dtype) if float_target else fnp.asarray(target)
+    if tuple(target.shape) != tuple(pred.shape):
+        raise ShapeError(f"{fname}: input of shape {tuple(pred.shape)} and target of shape {tuple(target.shape)} "
+                         f"differ, and broadcasting them would pair every input with every target; reshape one, "
+                         f"or broadcast it explicitly (fnp.broadcast_to) if that is what you mean")
+    return pred, target
+
+
 def mse_loss(pred, target, reduction: str = "mean"):
+    pred, target = _matching(pred, target, "mse_loss")
     return _reduce(fnp.square(fnp.subtract(pred, target)), reduction)
 
 
 def l1_loss(pred, target, reduction: str = "mean"):
+    pred, target = _matching(pred, target, "l1_loss")
     return _reduce(fnp.abs(fnp.subtract(pred, target)), reduction)
 
 
 def binary_cross_entropy_with_logits(logits, targets, reduction: str = "mean", pos_weight=None):
     """-[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], computed stably from logits."""
-    logits = fnp._float_arg(logits)
-    targets = fnp.asarray(targets, dtype=logits.dtype)
+    logits, targets = _matching(logits, targets, "binary_cross_entropy_with_logits", float_target=True)
     if pos_weight is None:
         loss = relu(logits) - logits * targets + softplus(-fnp.abs(logits))
     else:
@@ -113,13 +129,13 @@ def _soft_cross_entropy(logits, probs, reduction, label_smoothing):
 
 def huber_loss(pred, target, reduction: str = "mean", delta: float = 1.0):
     """Quadratic within delta of the target, linear beyond (torch.nn.functional.huber_loss)."""
-    diff = fnp.abs(fnp.subtract(pred, target))
+    diff = fnp.abs(fnp.subtract(*_matching(pred, target, "huber_loss")))
     return _reduce(fnp.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta)), reduction)
 
 
 def smooth_l1_loss(pred, target, reduction: str = "mean", beta: float = 1.0):
     """huber_loss / beta (beta = 0 is the L1 loss)."""
-    diff = fnp.abs(fnp.subtract(pred, target))
+    diff = fnp.abs(fnp.subtract(*_matching(pred, target, "smooth_l1_loss")))
     if beta == 0:
         return _reduce(diff, reduction)
     return _reduce(fnp.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta), reduction)
@@ -128,8 +144,7 @@ def smooth_l1_loss(pred, target, reduction: str = "mean", beta: float = 1.0):
 def kl_div(input, target, reduction: str = "mean", log_target: bool = False):  # noqa: A002  (PyTorch's name)
     """KL(target || exp(input)) pointwise, input being log-probabilities (torch's kl_div):
     reduction 'batchmean' divides the sum by the batch size (the mathematically correct mean)."""
-    input = fnp._float_arg(input)  # noqa: A001
-    target = fnp.asarray(target, dtype=input.dtype)
+    input, target = _matching(input, target, "kl_div", float_target=True)  # noqa: A001
     if log_target:
         loss = fnp.exp(target) * (target - input)
     else:
@@ -142,13 +157,11 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False):  #
 
 def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
     """-[y log p + (1 - y) log(1 - p)] on probabilities, each log clamped at -100 as PyTorch."""
-    probs = fnp._float_arg(probs)
-    targets = fnp.asarray(targets, dtype=probs.dtype)
+    probs, targets = _matching(probs, targets, "binary_cross_entropy", float_target=True)
     log_p = fnp.maximum(fnp.log(probs), -100.0)
     log_q = fnp.maximum(fnp.log1p(-probs), -100.0)
     loss = -(targets * log_p + (1.0 - targets) * log_q)
     return _reduce(loss if weight is None else loss * weight, reduction)
-
 
 
 class _Loss:

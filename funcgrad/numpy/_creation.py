@@ -3,6 +3,7 @@ rule: Python scalars are weak, x_float32 * 2.5 stays float32)."""
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 from typing import Any, Sequence
 
@@ -16,7 +17,9 @@ from ..dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, i
                       uint32, uint64)
 from ..errors import ConcretizationError, ShapeError
 from ..ops import elementwise as E
-from ..trace import bind
+from ..ops import layout as Ly
+from ..ops import shape as S
+from ..trace import Tracer, bind
 
 pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
 
@@ -29,10 +32,38 @@ __all__ = [
 
 
 def asarray(x: Any, dtype=None) -> Array:
-    """x as an Array (no copy when it already is one of the right dtype)."""
+    """x as an Array (no copy when it already is one of the right dtype). A list holding arrays
+    (or values being differentiated) is stacked with primitives, so gradients flow through it."""
     if isinstance(x, ArrayBase):
         return x if dtype is None else astype(x, dtype)
+    if isinstance(x, (list, tuple)) and _holds_arrays(x):
+        return _stacked(x, dtype)
     return Array(to_numpy(x, dtype=dtype))
+
+
+def _holds_arrays(seq) -> bool:
+    return builtins.any(isinstance(e, ArrayBase) or isinstance(e, (list, tuple)) and _holds_arrays(e) for e in seq)
+
+
+def _stacked(seq, dtype=None):
+    """A (nested) sequence of arrays and scalars as one array, by reshape and concatenate: its dtype
+    is the elements' promoted one (Python scalars weak, as in jax.numpy) unless dtype is given."""
+    items = [_stacked(e) if isinstance(e, (list, tuple)) and _holds_arrays(e) else
+             e if isinstance(e, ArrayBase) else Array(to_numpy(e)) if isinstance(e, (list, tuple)) else e
+             for e in seq]
+    if dtype is not None:
+        common = dtypes.canonicalize(dtype)
+    else:
+        common = functools.reduce(dtypes.promote, [e.dtype for e in items if isinstance(e, ArrayBase)])
+        for e in items:
+            if not isinstance(e, ArrayBase) and dtypes.scalar_category(e) > dtypes._category(common):
+                common = dtypes.promote(common, dtypes.scalar_dtype(e))
+    parts = [astype(e, common) if isinstance(e, ArrayBase) else Array(to_numpy(e, dtype=common)) for e in items]
+    shapes = sorted({tuple(p.shape) for p in parts})
+    if len(shapes) > 1:
+        raise ShapeError(f"cannot make an array from a sequence whose elements have the shapes {shapes} "
+                         f"(they must all have one shape)")
+    return bind(S.concatenate_p, *[bind(Ly.reshape_p, p, shape=(1,) + tuple(p.shape)) for p in parts], axis=0)
 
 
 def array(x: Any, dtype=None, copy: bool = True) -> Array:
@@ -44,6 +75,8 @@ def array(x: Any, dtype=None, copy: bool = True) -> Array:
             return out
         value = x._value
         return Array(value.copy()) if isinstance(value, np.ndarray) else bind(E.convert_p, x, dtype=x.dtype)
+    if isinstance(x, (list, tuple)) and _holds_arrays(x):
+        return _stacked(x, dtype)
     return Array(to_numpy(x, dtype=dtype, copy=copy))
 
 
@@ -102,6 +135,16 @@ def _float_arg(x):
     return x if dtypes.is_float(x.dtype) else E.convert_p(x, dtype=dtypes.default_float)
 
 
+def _float_pair(x, y):
+    """Two arrays of one floating dtype for a binary function of reals: promoted as _pair does (a
+    Python scalar is weak, so it takes a float64 array's precision), integers then in the default
+    float."""
+    x, y = _pair(x, y)
+    x = _float_arg(x) if isinstance(x, ArrayBase) else x
+    y = _float_arg(y) if isinstance(y, ArrayBase) else y
+    return (x if isinstance(x, ArrayBase) else asarray(x, y.dtype)), (y if isinstance(y, ArrayBase) else asarray(y, x.dtype))
+
+
 def _shape(x):
     return x.shape if hasattr(x, "shape") else ()
 
@@ -156,7 +199,7 @@ def concrete_or_none(x):
     if isinstance(x, ArrayBase) and x.device.platform != "cpu":
         return None
     try:
-        return np.asarray(x)
+        return np.asarray(x.concrete("reading values to check them") if isinstance(x, Tracer) else x)
     except ConcretizationError:
         return None
 
@@ -209,8 +252,28 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Array:
     return _placed(Array(np.arange(start, stop, step, dtype=dtypes.canonicalize(dtype))), device)
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=float32, device=None) -> Array:
-    return _placed(Array(np.linspace(start, stop, num, endpoint=endpoint).astype(dtypes.canonicalize(dtype))), device)
+def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, device=None) -> Array:
+    """num points from start to stop (NumPy's). With Arrays (or traced values) as endpoints the
+    result is i * (stop - start) / (num - 1) + start, differentiable in both (stop exactly at the end);
+    Python-number endpoints give float32, array endpoints keep their floating dtype (jax.numpy)."""
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    if dtype is None:
+        dtype = dtypes.promote(*(_float_arg(v).dtype if isinstance(v, (ArrayBase, np.ndarray)) else float32
+                                 for v in (start, stop)))
+    dtype = dtypes.canonicalize(dtype)
+    if not isinstance(start, ArrayBase) and not isinstance(stop, ArrayBase):
+        return _placed(Array(np.linspace(start, stop, num, endpoint=endpoint).astype(dtype)), device)
+    start, stop = (astype(v, dtype) for v in _float_pair(start, stop))
+    shape = (num,) + np.broadcast_shapes(_shape(start), _shape(stop))
+    index = bind(Ly.reshape_p, Array(np.arange(num, dtype=dtype)), shape=(num,) + (1,) * (len(shape) - 1))
+    step = bind(E.div_p, bind(E.sub_p, stop, start), float(builtins.max(num - 1 if endpoint else num, 1)))
+    out = bind(E.add_p, bind(E.mul_p, index, step), start)  # NumPy's order of operations
+    if endpoint and num > 1:
+        last = np.arange(num).reshape(index.shape) == num - 1
+        out = bind(E.select_p, Array(last), bind(Ly.broadcast_to_p, stop, shape=shape), out)
+    return _placed(bind(Ly.broadcast_to_p, out, shape=shape) if tuple(out.shape) != shape else out, device)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype=float32, device=None) -> Array:

@@ -9,7 +9,7 @@ from ..array import Array, ArrayBase
 from ..ops import elementwise as E
 from ..ops import stop_gradient_p
 from ..trace import bind
-from ._creation import _float_arg, _is_scalar, _pair, asarray, astype
+from ._creation import _float_arg, _float_pair, _is_scalar, _pair, asarray, astype
 from ..dtypes import bool_
 
 __all__ = [
@@ -128,8 +128,7 @@ def power(x, y):
 
 
 def arctan2(y, x):
-    y, x = _pair(_float_arg(y), x)
-    return bind(E.arctan2_p, y, _float_arg(x) if isinstance(x, ArrayBase) else x)
+    return bind(E.arctan2_p, *_float_pair(y, x))
 
 
 def round(x, decimals: int = 0):  # noqa: A001

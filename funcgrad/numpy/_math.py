@@ -53,14 +53,13 @@ def array_equiv(a1, a2):
 
 
 def _log_add(x1, x2, exp, log_scale: float):
-    """top + log(1 + base**(bottom - top)): no overflow, and infinite tops pass through without
-    an inf - inf."""
-    x1, x2 = fnp._pair(fnp._float_arg(x1), x2)
-    x1, x2 = fnp.asarray(x1), fnp._float_arg(x2)
-    top, bottom = fnp.maximum(x1, x2), fnp.minimum(x1, x2)
-    infinite = fnp.isinf(top)
-    finite_top = fnp.where(infinite, np.zeros((), top.dtype), top)
-    return fnp.where(infinite, top, top + fnp.log1p(exp(bottom - finite_top)) / log_scale)
+    """larger + log(1 + base**(smaller - larger)): no overflow. The larger is picked by a where, not
+    by maximum, so every derivative is that of the branch's smooth formula (at a tie the second
+    derivative is 0.25, as in PyTorch); equal infinities give themselves, not inf - inf."""
+    x1, x2 = fnp._float_pair(x1, x2)
+    first = fnp.greater_equal(x1, x2)
+    gap = fnp.where(fnp.isinf(x1) & fnp.equal(x1, x2), 0.0, fnp.subtract(x2, x1))  # x2 - x1, 0 for equal infinities
+    return fnp.where(first, x1, x2) + fnp.log1p(exp(fnp.where(first, gap, -gap))) / log_scale
 
 
 def logaddexp(x1, x2):
@@ -140,14 +139,15 @@ def heaviside(x1, x2):
 
 
 def hypot(x1, x2):
-    """sqrt(x1^2 + x2^2), scaled by the larger magnitude so it neither overflows nor underflows."""
-    x1, x2 = fnp._pair(fnp._float_arg(x1), x2)
-    a, b = fnp.abs(fnp.asarray(x1)), fnp.abs(fnp._float_arg(x2))
-    big, small = fnp.maximum(a, b), fnp.minimum(a, b)
-    safe = fnp.where(fnp.equal(big, 0), np.ones((), big.dtype), big)
-    ratio = small / safe
+    """sqrt(x1^2 + x2^2), scaled by the larger magnitude so it neither overflows nor underflows. The
+    larger is picked by a where, so derivatives of any order are those of sqrt(x1^2 + x2^2)."""
+    x1, x2 = fnp._float_pair(x1, x2)
+    a, b = fnp.abs(x1), fnp.abs(x2)
+    first = fnp.greater_equal(a, b)
+    big, small = fnp.where(first, a, b), fnp.where(first, b, a)
+    ratio = small / fnp.where(fnp.equal(big, 0), 1.0, big)
     out = big * fnp.sqrt(1 + ratio * ratio)
-    return fnp.where(fnp.isinf(a) | fnp.isinf(b), np.asarray(np.inf, big.dtype), out)
+    return fnp.where(fnp.isinf(a) | fnp.isinf(b), np.inf, out)
 
 
 def float_power(x1, x2):

@@ -5,17 +5,20 @@ import numpy as np
 
 from ..array import ArrayBase
 from ..devices import device_put
+from ..errors import ConcretizationError
+from ..trace import Tracer
 from . import _base as fnp
 
 
 def _concrete(x, what: str) -> np.ndarray:
     """x's values on the host; inside jit this raises ConcretizationError naming `what`."""
-    if isinstance(x, ArrayBase):
-        x = device_put(x, "cpu") if x.device.platform != "cpu" else x
+    if isinstance(x, Tracer):
         try:
-            return np.asarray(x)
-        except Exception as e:  # ConcretizationError, re-raised with the function named
-            raise type(e)(f"{what} needs concrete values (its output shape depends on them): {e}") from None
+            x = x.concrete(what)  # a value being differentiated is read on purpose: it only sets a shape
+        except ConcretizationError as e:
+            raise ConcretizationError(f"{what} needs concrete values (its output shape depends on them): {e}") from None
+    if isinstance(x, ArrayBase) and x.device.platform != "cpu":
+        x = device_put(x, "cpu")
     return np.asarray(x)
 
 
