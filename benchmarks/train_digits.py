@@ -46,11 +46,13 @@ def main(argv=None):
     parser.add_argument("--epochs-cnn", type=int, default=20)
     args = parser.parse_args(argv)
     results = [run("mlp", args.epochs_mlp, 3e-3), run("cnn", args.epochs_cnn, 3e-3)]
+    full = args.epochs_mlp >= 30 and args.epochs_cnn >= 20  # the targets are for the full runs
     print(f"\n{'model':<6}{'test accuracy':>15}{'wall time':>12}{'target':>22}")
     for r, target in zip(results, (0.97, 0.98)):
         ok = r["accuracy"] >= target and r["seconds"] < 60
+        verdict = ("met" if ok else "MISSED") if full else "(not judged: fewer epochs than the target's run)"
         print(f"{r['model']:<6}{100 * r['accuracy']:>14.2f}%{r['seconds']:>11.1f}s"
-              f"{f'>= {100 * target:.0f}% in < 60 s':>22} {'met' if ok else 'MISSED'}")
+              f"{f'>= {100 * target:.0f}% in < 60 s':>22} {verdict}")
 
 
 if __name__ == "__main__":

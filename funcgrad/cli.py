@@ -106,12 +106,9 @@ def _progress(quiet: bool, metrics_file):
 
 
 def _plot(history: list[dict], path: str) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("--plot needs matplotlib: pip install 'funcgrad[plot]'") from None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     epochs = [r["epoch"] for r in history]
     panels = [k for k in ("loss", "accuracy") if f"train_{k}" in history[0] or f"test_{k}" in history[0]]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.5), squeeze=False)
@@ -126,13 +123,84 @@ def _plot(history: list[dict], path: str) -> None:
     fig.savefig(path)
 
 
+# options a resumed run takes from its checkpoint unless given again on the command line
+RESUMED = ("dataset", "epochs", "batch_size", "lr", "optimizer", "schedule", "weight_decay", "precision", "seed",
+           "grad_accum")
+PER_MODEL = ", ".join(f"{m} {DEFAULTS[m][0]}" for m in MODELS)
+
+
+def _writable_file(path: str, option: str) -> None:
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise click.ClickException(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (Path(path).exists() and not os.access(path, os.W_OK)):
+        raise click.ClickException(f"{option} {path}: cannot write there")
+
+
+def _writable_dir(path: str, option: str) -> None:
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise click.ClickException(f"{option} {path}: cannot create it ({e.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise click.ClickException(f"{option} {path}: cannot write there")
+
+
+def _require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise click.ClickException("--plot needs matplotlib: pip install 'funcgrad[plot]'") from None
+
+
+def _mpi_world_size() -> int:
+    """The world size mpiexec gave this process (MPICH's hydra, Open MPI), 0 outside mpiexec."""
+    return int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 0)
+
+
+def _start_workers(nproc: int, backend: str) -> int:
+    """Run this same command on nproc processes: through mpiexec for the mpi backend (MPI gives the
+    ranks), through funcgrad launch otherwise. Returns the job's exit code."""
+    if backend != "mpi":
+        from funcgrad.dist import launch as launcher
+        return launcher.main(["--nproc-per-node", str(nproc), "-m", "funcgrad.cli", *sys.argv[1:]])
+    import shutil
+    mpiexec = shutil.which("mpiexec", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    if mpiexec is None:
+        raise click.ClickException("--dist-backend mpi needs mpiexec: pip install 'funcgrad[mpi]'")
+    return subprocess.run([mpiexec, "-n", str(nproc), sys.executable, "-m", "funcgrad.cli", *sys.argv[1:]]).returncode
+
+
+def _resumed(checkpoint_dir: str, model: str, settings: dict, explicit: set) -> tuple[dict, list]:
+    """The settings and epoch history of the run to resume: each setting from the checkpoint unless
+    given on the command line. Says so when there is no checkpoint yet (a job that resumes on
+    every start begins from scratch), and refuses a checkpoint of another model."""
+    import funcgrad as fg
+    path = Path(checkpoint_dir) / "last.safetensors"
+    if not path.exists():
+        click.echo(f"no checkpoint in {checkpoint_dir} yet: starting from scratch", err=True)
+        return settings, []
+    _, meta = fg.checkpoint.load(path)
+    if meta.get("model") != model:
+        raise click.ClickException(f"{path} was written by `funcgrad train {meta.get('model', '?')}`, not `funcgrad "
+                                   f"train {model}`: resume it with that model, or choose another --checkpoint-dir")
+    merged = {k: (v if k in explicit or meta.get(k) is None else meta[k]) for k, v in settings.items()}
+    changed = [f"--{k.replace('_', '-')} {settings[k]} (was {meta[k]})" for k in explicit
+               if k in meta and meta[k] != settings[k]]
+    if changed:
+        click.echo(f"resuming with {', '.join(changed)}", err=True)
+    return merged, list(meta.get("history", []))
+
+
 @main.command()
 @click.argument("model", type=click.Choice(MODELS), default="mlp")
-@click.option("--dataset", help="Dataset name (default: the model's own; see funcgrad.data.NAMES).")
-@click.option("--epochs", type=click.IntRange(min=1), help="Passes over the training data.")
-@click.option("--batch-size", type=click.IntRange(min=1), help="Examples per step.")
-@click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), help="Peak learning rate.")
-@click.option("--optimizer", type=click.Choice(OPTIMIZERS), help="Optimizer.")
+@click.option("--dataset", help="Dataset (default: the model's own: linear, digits for mlp and cnn, sort for gpt; "
+                                "see funcgrad.data.NAMES).")
+@click.option("--epochs", type=click.IntRange(min=1), help=f"Passes over the training data  [default: {PER_MODEL}]")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Examples per step  [default: 256 for linear, else 64]")
+@click.option("--lr", type=click.FloatRange(min=0.0, min_open=True),
+              help="Peak learning rate  [default: 0.2 for linear (sgd), else 3e-3]")
+@click.option("--optimizer", type=click.Choice(OPTIMIZERS), help="Optimizer  [default: sgd for linear, else adamw]")
 @click.option("--schedule", type=click.Choice(SCHEDULES), default="cosine", show_default=True,
               help="Learning-rate schedule over the run.")
 @click.option("--weight-decay", type=click.FloatRange(min=0.0), default=0.0, show_default=True)
@@ -141,15 +209,17 @@ def _plot(history: list[dict], path: str) -> None:
               help="bf16/fp16 compute matmuls in low precision (fp16 with loss scaling).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for initialisation and shuffling.")
 @click.option("--checkpoint-dir", type=click.Path(file_okay=False), help="Save a checkpoint every epoch here.")
-@click.option("--resume", is_flag=True, help="Continue from the checkpoint in --checkpoint-dir.")
+@click.option("--resume", is_flag=True, help="Continue from the checkpoint in --checkpoint-dir, with its settings "
+                                             "unless given again (none there yet: start from scratch).")
 @click.option("--grad-accum", type=click.IntRange(min=1), default=1, show_default=True,
               help="Average gradients over this many micro-batches per step.")
 @click.option("--max-steps", type=click.IntRange(min=1), help="Stop after this many steps in all.")
 @click.option("--metrics", "metrics_path", type=click.Path(dir_okay=False), help="Write epoch metrics (JSON lines).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Save loss/accuracy curves (PNG).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="Save loss/accuracy curves (PNG; needs matplotlib).")
 @click.option("--no-jit", is_flag=True, help="Run the training step eagerly instead of compiling it with fg.jit.")
 @click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Train data-parallel on this many processes (through funcgrad launch).")
+              help="Train data-parallel on this many processes (funcgrad launch; mpiexec for --dist-backend mpi).")
 @click.option("--dist-backend", type=click.Choice(["shm", "tcp", "mpi"]), default="shm", show_default=True)
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
 @_friendly
@@ -168,22 +238,40 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     import funcgrad as fg
     from funcgrad import data, optim
     from funcgrad import dist
-    from funcgrad.models import RECIPES
+    from funcgrad.models import RECIPES, check_dataset
     from funcgrad.train import fit
 
+    # every option is checked before any work
     if resume and not checkpoint_dir:
-        raise click.UsageError("--resume needs --checkpoint-dir")
-    if nproc > 1 and "WORLD_SIZE" not in os.environ:  # start the workers, each runs this same command
-        from funcgrad.dist import launch as launcher
-        sys.exit(launcher.main(["--nproc-per-node", str(nproc), "-m", "funcgrad.cli", *sys.argv[1:]]))
-    group = dist.init_process_group(dist_backend) if "WORLD_SIZE" in os.environ else None
+        raise click.ClickException("--resume needs --checkpoint-dir")
+    check_dataset(model, dataset or RECIPES[model].dataset)
+    if plot_path:
+        _require_matplotlib()
+        _writable_file(plot_path, "--plot")
+    if metrics_path:
+        _writable_file(metrics_path, "--metrics")
+    if checkpoint_dir:
+        _writable_dir(checkpoint_dir, "--checkpoint-dir")
+    launched = "WORLD_SIZE" in os.environ or _mpi_world_size() > 1
+    if nproc > 1 and not launched:  # start the workers, each runs this same command
+        sys.exit(_start_workers(nproc, dist_backend))
+    group = dist.init_process_group(dist_backend) if launched else None
     if group is not None and group.rank != 0:
         quiet, metrics_path, plot_path = True, None, None  # rank 0 logs for the job
     fg.device_put(fg.zeros(()), device)  # a clear error now if the device is missing
+
     recipe = RECIPES[model]
     d_epochs, d_batch, d_lr, d_opt = DEFAULTS[model]
-    epochs, batch_size, lr, optimizer = epochs or d_epochs, batch_size or d_batch, lr or d_lr, optimizer or d_opt
-    dataset = dataset or recipe.dataset
+    settings = {"dataset": dataset or recipe.dataset, "epochs": epochs or d_epochs, "batch_size": batch_size or d_batch,
+                "lr": lr or d_lr, "optimizer": optimizer or d_opt, "schedule": schedule, "weight_decay": weight_decay,
+                "precision": precision, "seed": seed, "grad_accum": grad_accum}
+    history = []
+    if resume:
+        ctx = click.get_current_context()
+        explicit = {k for k in RESUMED if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
+        settings, history = _resumed(checkpoint_dir, model, settings, explicit)
+        check_dataset(model, settings["dataset"])
+    dataset, batch_size, seed, precision = (settings[k] for k in ("dataset", "batch_size", "seed", "precision"))
     x_train, y_train = data.load(dataset, "train")
     x_test, y_test = data.load(dataset, "test")
     k_init, k_train = fg.random.split(fg.random.key(seed))
@@ -195,18 +283,21 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     else:
         train_loader = data.DataLoader(train_set, batch_size, shuffle=True, seed=seed, device=device)
     test_loader = data.DataLoader(data.ArrayDataset(x_test, y_test), 512, device=device)
-    total_steps = epochs * len(train_loader) // grad_accum
-    opt = _optimizer(optimizer, _schedule(schedule, lr, total_steps), weight_decay)
-    if grad_accum > 1:
-        opt = optim.multi_steps(opt, grad_accum)
+    total_steps = settings["epochs"] * len(train_loader) // settings["grad_accum"]
+    opt = _optimizer(settings["optimizer"], _schedule(settings["schedule"], settings["lr"], total_steps),
+                     settings["weight_decay"])
+    if settings["grad_accum"] > 1:
+        opt = optim.multi_steps(opt, settings["grad_accum"])
     metrics_file = open(metrics_path, "w") if metrics_path else None
+    if metrics_file is not None:  # a resumed run's file holds its earlier epochs too
+        metrics_file.writelines(json.dumps(record) + "\n" for record in history)
     on_step, on_epoch = _progress(quiet, metrics_file)
     start = time.perf_counter()
     try:
-        result = fit(net, opt, train_loader, recipe.loss, epochs=epochs, eval_loader=test_loader, key=k_train,
-                     checkpoint_dir=checkpoint_dir, resume=resume, max_steps=max_steps, jit=not no_jit,
+        result = fit(net, opt, train_loader, recipe.loss, epochs=settings["epochs"], eval_loader=test_loader,
+                     key=k_train, checkpoint_dir=checkpoint_dir, resume=resume, max_steps=max_steps, jit=not no_jit,
                      precision=precision, on_step=on_step, on_epoch=on_epoch, group=group,
-                     metadata={"model": model, "dataset": dataset, "seed": seed, "precision": precision})
+                     metadata={"model": model, **settings})
     finally:
         if metrics_file is not None:
             metrics_file.close()
@@ -289,6 +380,7 @@ def profile(model: str, steps: int, out: str, sort_by: str, row_limit: int, use_
     Example:
       funcgrad profile cnn --steps 3 --out cnn_trace.json
     """
+    _writable_file(out, "--out")
     import funcgrad as fg
     from funcgrad import data, optim, profiler
     from funcgrad.models import RECIPES
@@ -320,11 +412,9 @@ def profile(model: str, steps: int, out: str, sort_by: str, row_limit: int, use_
 @click.option("--quick", is_flag=True, help="Fewer repeats.")
 @_friendly
 def bench(quick: bool) -> None:
-    """Run the benchmarks in benchmarks/ (from a checkout), with the peers that are installed."""
-    folder = Path(__file__).resolve().parent.parent / "benchmarks"
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no benchmarks/ folder next to the package at {folder.parent}: run "
-                                f"`funcgrad bench` from a source checkout")
+    """Run the benchmarks in benchmarks/ of the source checkout this is run in (or the one the
+    package is installed from), with the peers that are installed."""
+    folder = _benchmarks_folder()
     runs = [["overhead.py", "--repeats", "5" if quick else "20"],
             ["train_digits.py", "--epochs-mlp", "5" if quick else "30", "--epochs-cnn", "3" if quick else "20"],
             ["step.py", "--rounds", "2" if quick else "7", "--no-compile"],
@@ -339,6 +429,26 @@ def bench(quick: bool) -> None:
         click.echo(proc.stdout.rstrip())
         if proc.returncode:
             raise RuntimeError(f"benchmarks/{script} failed: {proc.stderr.strip().splitlines()[-1:]}")
+
+
+def _benchmarks_folder() -> Path:
+    """benchmarks/ of the checkout around the working directory, else beside the package (an
+    editable install); `pip install .` copies only the package, so the checkout is found from here."""
+    for folder in [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parent.parent]:
+        if (folder / "benchmarks" / "step.py").is_file():
+            return folder / "benchmarks"
+    raise click.ClickException("no benchmarks/ folder here: run `funcgrad bench` inside a funcgrad source checkout")
+
+
+def _nvvm_version() -> str | None:
+    """NVVM's version, found in a process without the simulator (which hides numba's NVVM binding)."""
+    probe = "from numba.cuda.cudadrv import nvvm; print('.'.join(map(str, nvvm.NVVM().get_version())))"
+    try:
+        proc = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 @main.command()
@@ -368,11 +478,9 @@ def info() -> None:
             detail += (f", {len(cuda.gpus)} GPU(s): {gpu.name.decode() if isinstance(gpu.name, bytes) else gpu.name} "
                        f"(compute capability {gpu.compute_capability[0]}.{gpu.compute_capability[1]}), "
                        f"driver {cuda.cudadrv.driver.driver.get_version()}")
-        try:
-            from numba.cuda.cudadrv import nvvm
-            detail += f"; NVVM {'.'.join(map(str, nvvm.NVVM().get_version()))} (compiles kernels to PTX)"
-        except Exception:  # noqa: BLE001  (without the cuda extra there is no NVVM)
-            detail += "; no NVVM (pip install 'funcgrad[cuda]' to compile kernels)"
+        nvvm = _nvvm_version()
+        detail += (f"; NVVM {nvvm} (compiles kernels to PTX)" if nvvm else
+                   "; no NVVM (pip install 'funcgrad[cuda]' to compile kernels)")
     except Exception as e:  # noqa: BLE001  (report any numba-cuda problem as text)
         detail = f"unavailable ({type(e).__name__}: {e})"
     click.echo(f"numba.cuda  {detail}")
@@ -380,19 +488,36 @@ def info() -> None:
     click.echo(f"kernels     {fusion.cache_dir()} (jit's compiled fused kernels)")
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@main.command(context_settings={"allow_interspersed_args": False})
+@click.option("--nproc-per-node", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes on this node.")
+@click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes in the job.")
+@click.option("--node-rank", type=click.IntRange(min=0), default=0, show_default=True, help="This node's rank.")
+@click.option("--master-addr", default="127.0.0.1", show_default=True, help="Address of rank 0's node.")
+@click.option("--master-port", type=click.IntRange(1, 65535), help="Rank 0's port  [default: a free one, one node]")
+@click.option("--max-restarts", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Restart the whole group this many times after a failure.")
+@click.option("-m", "module", help="Run a module, as python -m does, instead of a script.")
+@click.argument("script", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def launch(args) -> None:
-    """Start a data-parallel job: [--nproc-per-node N] [--nnodes M --node-rank K --master-addr A
-    --master-port P] [--max-restarts R] SCRIPT [ARGS...]
+def launch(nproc_per_node, nnodes, node_rank, master_addr, master_port, max_restarts, module, script, args) -> None:
+    """Start a data-parallel job: SCRIPT [ARGS...] on --nproc-per-node processes of this node, with
+    RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (the mpi backend starts with mpiexec instead).
 
     \b
     Examples:
       funcgrad launch --nproc-per-node 2 train.py
       funcgrad launch --nproc-per-node 4 --max-restarts 2 train.py --resume
+      funcgrad launch --nproc-per-node 2 -m funcgrad.cli train mlp
     """
     from funcgrad.dist import launch as launcher
-    sys.exit(launcher.main(list(args)))
+    if module is None and script is None:
+        raise click.ClickException("give a script to run, or -m module")
+    argv = ["--nproc-per-node", str(nproc_per_node), "--nnodes", str(nnodes), "--node-rank", str(node_rank),
+            "--master-addr", master_addr, "--max-restarts", str(max_restarts)]
+    argv += ["--master-port", str(master_port)] if master_port is not None else []
+    argv += ["-m", module] if module is not None else []
+    sys.exit(launcher.main(argv + ([script] if script is not None else []) + list(args)))
 
 
 if __name__ == "__main__":

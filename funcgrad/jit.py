@@ -297,11 +297,12 @@ class Jitted:
         if config.log_compiles:
             log.warning("jit: compiling %s for %s%s", getattr(self.fun, "__name__", "function"),
                         ", ".join(map(repr, call.avals())), self._retrace_reason(call.signature))
-        try:
-            program, out_tree = self._trace(call)
-        except _ClosedOverTracer:
-            return None
-        program = lower(program)
+        with annotate(f"jit compile: {getattr(self.fun, '__name__', 'function')}"):  # apart from run time
+            try:
+                program, out_tree = self._trace(call)
+            except _ClosedOverTracer:
+                return None
+            program = lower(program)
         platform = call.signature.platform
         if platform != "cpu":
             compiled = _Compiled(program, device_runner(program, platform), out_tree)

@@ -118,3 +118,86 @@ def test_train_on_the_cuda_device(tmp_path):
                                        "--checkpoint-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "learned w" in result.output and (tmp_path / "last.safetensors").exists()
+
+
+@pytest.mark.parametrize("model, dataset, says", [("gpt", "digits", "gpt trains on sort, reverse, not digits"),
+                                                  ("linear", "digits", "linear trains on linear, not digits"),
+                                                  ("mlp", "sort", "(a dataset for gpt)")])
+def test_a_model_dataset_mismatch_is_one_line_before_any_work(model, dataset, says):
+    result = CliRunner().invoke(main, ["train", model, "--dataset", dataset])
+    assert result.exit_code != 0 and says in result.output, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_outputs_are_checked_before_any_work(tmp_path, monkeypatch):
+    runner = CliRunner()
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    for args, says in [(["train", "--checkpoint-dir", str(a_file / "sub")], "--checkpoint-dir"),
+                       (["train", "--metrics", str(tmp_path / "missing" / "m.jsonl")], "does not exist"),
+                       (["profile", "--out", str(tmp_path / "missing" / "t.json")], "--out")]:
+        result = runner.invoke(main, args)
+        assert result.exit_code != 0 and says in result.output and "epoch" not in result.output, (args, result.output)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    result = runner.invoke(main, ["train", "--plot", str(tmp_path / "p.png")])
+    assert result.exit_code != 0 and "--plot needs matplotlib" in result.output and "epoch" not in result.output
+
+
+def test_resume_keeps_history_and_settings_and_refuses_another_model(tmp_path):
+    from funcgrad import checkpoint
+    runner = CliRunner()
+    run, metrics = tmp_path / "run", tmp_path / "m.jsonl"
+    first = runner.invoke(main, ["train", "mlp", "--epochs", "2", "--precision", "bf16", "--batch-size", "32",
+                                 "--checkpoint-dir", str(run), "--metrics", str(metrics), "--quiet"])
+    assert first.exit_code == 0, first.output
+    again = runner.invoke(main, ["train", "mlp", "--epochs", "3", "--checkpoint-dir", str(run), "--resume",
+                                 "--metrics", str(metrics), "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert [json.loads(line)["epoch"] for line in metrics.read_text().splitlines()] == [1, 2, 3]
+    _, meta = checkpoint.load(run / "last.safetensors")
+    assert meta["precision"] == "bf16" and meta["batch_size"] == 32 and meta["epochs"] == 3  # from the checkpoint
+    assert int(re.search(r"(\d+) steps", again.output).group(1)) == 3 * 45  # batch 32: 45 steps an epoch
+    other = runner.invoke(main, ["train", "cnn", "--checkpoint-dir", str(run), "--resume"])
+    assert other.exit_code != 0 and "written by `funcgrad train mlp`, not `funcgrad train cnn`" in other.output
+    fresh = runner.invoke(main, ["train", "mlp", "--epochs", "1", "--checkpoint-dir", str(tmp_path / "new"),
+                                 "--resume", "--quiet"])
+    assert fresh.exit_code == 0 and "starting from scratch" in fresh.output
+
+
+def test_help_shows_options_and_defaults():
+    runner = CliRunner()
+    launch = runner.invoke(main, ["launch", "--help"]).output
+    assert all(option in launch for option in ("--nproc-per-node", "--nnodes", "--master-port", "--max-restarts"))
+    train = runner.invoke(main, ["train", "--help"]).output
+    assert "mlp 30" in train and "default: 1" in train
+
+
+def test_bench_finds_the_checkout_it_runs_in(monkeypatch):
+    """After `pip install .` the package lives in site-packages: the checkout is found from here."""
+    from funcgrad import cli
+    monkeypatch.chdir(os.path.join(REPO, "tests"))
+    assert str(cli._benchmarks_folder()) == os.path.join(REPO, "benchmarks")
+
+
+def _mpiexec():
+    pytest.importorskip("mpi4py")
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if not os.path.exists(mpiexec):
+        pytest.skip("no mpiexec beside this Python (pip install 'funcgrad[mpi]')")
+    return mpiexec
+
+
+def test_mpi_backend_trains_one_job_or_refuses(tmp_path):
+    """`train --nproc 2 --dist-backend mpi` runs under mpiexec as one job; the mpi backend under
+    `funcgrad launch` (processes MPI sees as two worlds of one) refuses instead of training twice."""
+    _mpiexec()
+    proc = subprocess.run([sys.executable, "-m", "funcgrad.cli", "train", "mlp", "--nproc", "2", "--dist-backend",
+                           "mpi", "--max-steps", "2", "--quiet"], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0 and "on 2 processes (mpi" in proc.stdout, proc.stdout + proc.stderr
+    script = tmp_path / "job.py"
+    script.write_text("import funcgrad.dist as dist\ndist.init_process_group('mpi')\nprint('joined')\n")
+    proc = subprocess.run([sys.executable, "-m", "funcgrad.cli", "launch", "--nproc-per-node", "2", str(script)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "joined" not in proc.stdout
+    assert "MPI started this process in a world of 1, but WORLD_SIZE=2" in proc.stdout + proc.stderr

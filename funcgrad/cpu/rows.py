@@ -9,73 +9,12 @@ maximum is infinite is shifted by 0, as the NumPy path does, so -inf entries giv
 """
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
 
 
-@cache
-def _kernels():
-    from numba import njit  # imported on first use (numba's import costs ~0.3 s)
-
-    @njit(inline="always", error_model="numpy")
-    def row_shift(x, r, zero):
-        """The row's maximum, or zero if it is infinite. zero has x's dtype, so a float32 row's exp is
-        libm's expf (in these short, summed loops faster than vecmath's, which pays off vectorised)."""
-        m = x[r, 0]
-        for j in range(1, x.shape[1]):
-            if x[r, j] > m or np.isnan(x[r, j]):
-                m = x[r, j]
-        if np.isinf(m):
-            m = zero
-        return m
-
-    @njit(cache=True, nogil=True, error_model="numpy")
-    def row_softmax(x, out, log, zero):
-        rows, n = x.shape
-        for r in range(rows):
-            m = row_shift(x, r, zero)
-            total = 0.0  # float64: the sum of the exponentials is accumulated exactly enough
-            for j in range(n):
-                total += np.exp(x[r, j] - m)
-            if log:
-                shift = m + np.log(total)
-                for j in range(n):
-                    out[r, j] = x[r, j] - shift
-            else:
-                scale = 1.0 / total
-                for j in range(n):
-                    out[r, j] = np.exp(x[r, j] - m) * scale
-
-    @njit(cache=True, nogil=True, error_model="numpy")
-    def row_logsumexp(x, out, zero):
-        for r in range(x.shape[0]):
-            m = row_shift(x, r, zero)
-            total = 0.0
-            for j in range(x.shape[1]):
-                total += np.exp(x[r, j] - m)
-            out[r] = np.log(total) + m
-
-    @njit(cache=True, nogil=True)
-    def pick_rows(x, labels, out):
-        """out[r] = x[r, labels[r]]; returns the first row whose label is out of range, or -1."""
-        for r in range(x.shape[0]):
-            k = labels[r]
-            if k < 0 or k >= x.shape[1]:
-                return r
-            out[r] = x[r, k]
-        return -1
-
-    @njit(cache=True, nogil=True)
-    def unpick_rows(g, labels, out):
-        """out[r, labels[r]] = g[r] in zeros; returns the first row out of range, or -1."""
-        for r in range(out.shape[0]):
-            k = labels[r]
-            if k < 0 or k >= out.shape[1]:
-                return r
-            out[r, k] = g[r]
-        return -1
-    return row_softmax, row_logsumexp, pick_rows, unpick_rows
+def row_kernels():
+    from . import row_kernels as kernels  # numba loads on first use
+    return kernels
 
 
 def _rows(x: np.ndarray) -> np.ndarray | None:
@@ -92,7 +31,7 @@ def last_axis(x: np.ndarray, log: bool) -> np.ndarray | None:
     if rows is None:
         return None
     out = np.empty_like(rows)
-    _kernels()[0](rows, out, log, rows.dtype.type(0))
+    row_kernels().row_softmax(rows, out, log, rows.dtype.type(0))
     return out.reshape(x.shape)
 
 
@@ -102,7 +41,7 @@ def logsumexp_last_axis(x: np.ndarray) -> np.ndarray | None:
     if rows is None:
         return None
     out = np.empty(rows.shape[0], x.dtype)
-    _kernels()[1](rows, out, rows.dtype.type(0))
+    row_kernels().row_logsumexp(rows, out, rows.dtype.type(0))
     return out.reshape(x.shape[:-1])
 
 
@@ -126,7 +65,7 @@ def pick(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     rows = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
     flat = np.ascontiguousarray(labels, dtype=np.int64).reshape(-1)
     out = np.empty(flat.shape[0], x.dtype)
-    if _kernels()[2](rows, flat, out) >= 0:
+    if row_kernels().pick_rows(rows, flat, out) >= 0:
         raise _label_error(labels, x.shape[-1])
     return out.reshape(labels.shape)
 
@@ -139,6 +78,6 @@ def unpick(g: np.ndarray, labels: np.ndarray, classes: int) -> np.ndarray:
         return out
     out = np.zeros((g.size, classes), g.dtype)
     flat = np.ascontiguousarray(labels, dtype=np.int64).reshape(-1)
-    if _kernels()[3](np.ascontiguousarray(g).reshape(-1), flat, out) >= 0:
+    if row_kernels().unpick_rows(np.ascontiguousarray(g).reshape(-1), flat, out) >= 0:
         raise _label_error(labels, classes)
     return out.reshape(g.shape + (classes,))

@@ -6,9 +6,12 @@ bfloat16 travels as float32, since MPI has no bfloat16 type.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .. import dtypes
+from .errors import DistError
 from .group import ProcessGroup, finish
 
 try:
@@ -26,6 +29,12 @@ class MPIGroup(ProcessGroup):
             raise ImportError(f"the mpi backend needs mpi4py and an MPI library: pip install 'funcgrad[mpi]' "
                               f"({IMPORT_ERROR})")
         self.comm = MPI.COMM_WORLD
+        expected = os.environ.get("WORLD_SIZE")
+        if expected is not None and expected != str(self.comm.Get_size()):
+            raise DistError(f"init_process_group('mpi'): MPI started this process in a world of {self.comm.Get_size()}, "
+                            f"but WORLD_SIZE={expected} (RANK={os.environ.get('RANK')}) says the job has {expected}: the "
+                            f"mpi backend takes its ranks from MPI, so start the job with `mpiexec -n {expected} python "
+                            f"script.py`; `funcgrad launch` starts independent processes (use it with shm or tcp)")
         local = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
         super().__init__(self.comm.Get_rank(), self.comm.Get_size(), local.Get_rank(), timeout)
         local.Free()
