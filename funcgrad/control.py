@@ -14,7 +14,7 @@ import numpy as np
 
 from . import numpy as fnp
 from .errors import ConcretizationError
-from .tree import tree_flatten, tree_map
+from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
 
 def concrete_int(x) -> "int | Any":
@@ -117,12 +117,30 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     for i in (range(n - 1, -1, -1) if reverse else range(n)):
         x = structure.unflatten([leaf[i] for leaf in leaves]) if leaves else None
         carry, y = f(carry, x)
+        _same_kind(init, carry, f"the carry returned at step {i}", "the initial carry")
+        if ys:
+            _same_kind(ys[0], y, f"the y returned at step {i}", "the first step's")
         ys.append(y)
     if reverse:
         ys.reverse()
     if not tree_flatten(ys[0])[0]:  # f returned None (or an empty structure) as its y
         return carry, ys[0]
     return carry, tree_map(lambda *parts: fnp.stack(parts), *ys)
+
+
+def _same_kind(expected, got, what: str, against: str) -> None:
+    """scan's loop needs a carry (and ys) of one structure, shape and dtype at every step (jax.lax.scan)."""
+    e_leaves, e_def = tree_flatten(expected)
+    g_leaves, g_def = tree_flatten(got)
+    if e_def != g_def:
+        raise TypeError(f"scan: {what} differs from {against} in structure, {e_def.difference(g_def)}")
+    for path_leaf, e, g in zip(tree_flatten_with_path(got)[0], e_leaves, g_leaves):
+        e_kind, g_kind = ((tuple(np.shape(v)), fnp.asarray(v).dtype) for v in (e, g))
+        weak = isinstance(e, (bool, int, float))  # a Python number takes the dtype the steps give it
+        if e_kind[0] != g_kind[0] or (e_kind[1] != g_kind[1] and not weak):
+            raise TypeError(f"scan: {what} has shape {g_kind[0]} dtype {g_kind[1]} at {keystr(path_leaf[0])}, "
+                            f"but {against} has shape {e_kind[0]} dtype {e_kind[1]}: the carry and ys keep one "
+                            f"shape and dtype across steps")
 
 
 def map(f: Callable, xs) -> Any:  # noqa: A001  (jax.lax.map)

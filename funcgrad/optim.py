@@ -19,7 +19,7 @@ import numpy as np
 from . import numpy as fnp
 from .array import Array
 from .control import concrete_int, cond
-from .tree import tree_leaves, tree_map
+from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_leaves, tree_map
 
 Schedule = Callable[[int], float]
 ScalarOrSchedule = float | Schedule
@@ -58,6 +58,20 @@ def _betas(b1: float, b2: float) -> None:
             raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
 
 
+def _check_fits(updates, params) -> None:
+    """Gradients of another model (or of one whose sizes changed) name their first difference."""
+    g_leaves, g_def = tree_flatten(updates)
+    p_leaves, p_def = tree_flatten(params)
+    if g_def != p_def:
+        raise ValueError(f"opt.update: the gradients do not have the parameters' structure: "
+                         f"{p_def.difference(g_def)}")
+    for g, p in zip(g_leaves, p_leaves):
+        if tuple(np.shape(g)) != tuple(np.shape(p)):
+            path, _ = next((path, leaf) for (path, leaf) in tree_flatten_with_path(params)[0] if leaf is p)
+            raise ValueError(f"opt.update: the gradient of parameter {keystr(path)} has shape {tuple(np.shape(g))}, "
+                             f"the parameter {tuple(np.shape(p))}")
+
+
 def _need_params(params, name: str):
     if params is None:
         raise ValueError(f"{name} needs the current parameters: call update(grads, state, params)")
@@ -74,6 +88,11 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
         return tuple(t.init(params) for t in transforms)
 
     def update(updates, state, params=None):
+        if state is None:
+            raise TypeError("opt.update(grads, state, params) needs the optimiser's state: opt.init(params) "
+                            "for the first step, then the state each update returns")
+        if params is not None:
+            _check_fits(updates, params)
         new_state = []
         for t, s in zip(transforms, state):
             updates, s = t.update(updates, s, params)

@@ -150,6 +150,31 @@ class PyTreeDef:
             return "None"
         return f"{self.node_type.__name__}({inner})"
 
+    def difference(self, other: "PyTreeDef", path: str = "") -> str | None:
+        """Where `other` first differs from this structure, as 'at PATH: what differs' (None when
+        they are equal): the message two structures that print alike (modules whose static fields
+        differ) need."""
+        where = path or "the top"
+        if self.node_type is not other.node_type:
+            return f"at {where}: {self._kind()} against {other._kind()}"
+        if self.aux != other.aux:
+            if self.node_type is dict:
+                return f"at {where}: keys {sorted(self.aux, key=repr)} against {sorted(other.aux, key=repr)}"
+            if isinstance(self.aux, tuple) and isinstance(other.aux, tuple) and len(self.aux) == len(other.aux):
+                return _aux_difference(self.aux, other.aux, path)
+            return f"at {where}: {_short(self.aux)} against {_short(other.aux)}"
+        if len(self.children) != len(other.children):
+            return f"at {where}: {len(self.children)} children against {len(other.children)}"
+        keys = self.aux if self.node_type is dict else range(len(self.children))
+        for key, a, b in zip(keys, self.children, other.children):
+            found = a.difference(b, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+
+    def _kind(self) -> str:
+        return "a leaf" if self.node_type is None else f"a {self.node_type.__name__}"
+
     def match(self, tree: Any) -> list[Any] | None:
         """tree's leaves if tree has exactly this structure, else None: what tree_flatten would
         say, without building a structure to compare (jit checks its arguments with this on every
@@ -181,6 +206,27 @@ class PyTreeDef:
         children = [next(it) if c.node_type is None else c._build(it) for c in self.children]
         node = _registry.get(self.node_type)
         return self.node_type(*children) if node is None else node.unflatten(self.aux, children)  # None: namedtuple
+
+
+def _aux_difference(a: tuple, b: tuple, path: str) -> str:
+    """The first difference of two nodes' static data: a module's fields are (name, structure,
+    statics) entries, so a field whose sub-structure differs is followed down by its name."""
+    entry_a, entry_b = next((x, y) for x, y in zip(a, b) if x != y)
+    named = isinstance(entry_a, tuple) and entry_a and isinstance(entry_a[0], str)
+    if named and isinstance(entry_b, tuple) and len(entry_a) == len(entry_b):
+        inner = next((x, y) for x, y in zip(entry_a, entry_b) if x != y)
+        if all(isinstance(v, PyTreeDef) for v in inner):
+            return inner[0].difference(inner[1], f"{path}.{entry_a[0]}")
+        if all(isinstance(v, tuple) for v in inner) and len(inner[0]) == len(inner[1]):  # statics among leaves
+            k, x, y = next((k, x, y) for k, (x, y) in enumerate(zip(*inner)) if x != y)
+            return f"at {path}.{entry_a[0]}[{k}]: {_short(x)} against {_short(y)}"
+        return f"at {path}.{entry_a[0]}: {_short(inner[0])} against {_short(inner[1])}"
+    return f"at {path or 'the top'}: {_short(entry_a)} against {_short(entry_b)}"
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 _LEAF = PyTreeDef(None, None, ())
@@ -349,7 +395,7 @@ def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] 
     for i, r in enumerate(rest):
         r_leaves, r_def = tree_flatten(r, is_leaf)
         if r_def != treedef:
-            raise ValueError(f"tree_map: tree argument {i + 1} has structure {r_def}, "
-                             f"which differs from the first tree's {treedef}")
+            raise ValueError(f"tree_map: tree argument {i + 1} differs from the first tree "
+                             f"{treedef.difference(r_def)} (structures {treedef} and {r_def})")
         others.append(r_leaves)
     return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))

@@ -186,3 +186,31 @@ def test_losses_refuse_silent_broadcasting():
             loss(fnp.full((4, 1), 0.5), fnp.full(4, 0.5))
     assert float(fg.nn.mse_loss(fnp.ones(3), 1.0)) == 0.0  # a Python number is one target for all
     assert float(fg.nn.mse_loss(fnp.zeros((4, 1)), fnp.broadcast_to(fnp.zeros(4)[:, None], (4, 1)))) == 0.0
+
+
+def test_mismatched_trees_name_their_first_difference():
+    opt = fg.optim.adam(1e-3)
+    m1 = fg.nn.MLP(4, [8], 2, key=fg.random.key(0))
+    state = opt.init(m1)
+    other = fg.tree_map(lambda p: p * 0, fg.nn.MLP(4, [9], 2, key=fg.random.key(0)))
+    with pytest.raises(ValueError, match=r"at \.linears\[0\]\.out_features: 8 against 9"):
+        opt.update(other, state, m1)
+    sliced = fg.tree_map(lambda p: p[:1] if p.ndim == 2 else p, m1)
+    with pytest.raises(ValueError, match=r"gradient of parameter \.linears\.0\.weight has shape \(1, 4\)"):
+        opt.update(sliced, state, m1)
+    with pytest.raises(TypeError, match="needs the optimiser's state: opt.init"):
+        opt.update(fg.tree_map(lambda p: p * 0, m1), None, m1)
+    relu = fg.nn.Sequential([fg.nn.Linear(4, 3, key=fg.random.key(0)), fg.nn.relu])
+    gelu = fg.nn.Sequential([fg.nn.Linear(4, 3, key=fg.random.key(0)), fg.nn.gelu])
+    with pytest.raises(ValueError, match=r"at \.layers\[2\]: relu against gelu"):
+        fg.tree_map(lambda a, b: a, relu, gelu)
+    with pytest.raises(ValueError, match=r"keys \['a', 'b'\] against \['a', 'c'\]"):
+        fg.tree_map(lambda a, b: a, {"a": 1, "b": 2}, {"a": 1, "c": 2})
+
+
+def test_scan_names_a_carry_that_changes_shape():
+    with pytest.raises(TypeError, match=r"scan: the carry returned at step 0 has shape \(2,\).*initial carry has "
+                                        r"shape \(1,\)"):
+        fg.scan(lambda c, x: (fnp.concatenate([c, x[None]]), x), fnp.zeros(1), fnp.arange(3.0))
+    with pytest.raises(TypeError, match="the y returned at step 1"):
+        fg.scan(lambda c, x: (c, fnp.ones(int(x) + 1)), fnp.zeros(()), fnp.arange(3.0))

@@ -43,6 +43,9 @@ class _Static:
         except TypeError:
             return id(type(self.value))
 
+    def __repr__(self) -> str:
+        return _short(self.value)
+
 
 _initialising: set[int] = set()  # ids of the modules whose constructor is running
 
