@@ -5,6 +5,8 @@ funcgrad.numpy under its lax name.
 """
 from __future__ import annotations
 
+import operator
+
 from . import numpy as fnp
 from .control import cond, fori_loop, map, scan, switch, while_loop  # noqa: A004
 from .numpy import stop_gradient
@@ -13,7 +15,7 @@ from .trace import bind
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gradient", "select", "rsqrt",
            "square", "integer_pow", "exp", "log", "tanh", "logistic", "erf", "max", "min", "abs", "sign", "dot",
-           "batch_matmul", "concatenate", "broadcast_in_dim", "expand_dims", "clamp"]
+           "batch_matmul", "concatenate", "broadcast_in_dim", "expand_dims", "clamp", "top_k"]
 
 
 def select(pred, on_true, on_false):
@@ -44,6 +46,20 @@ def clamp(min, x, max):  # noqa: A002  (lax's argument order)
 
 def concatenate(operands, dimension: int):
     return fnp.concatenate(operands, axis=dimension)
+
+
+def top_k(operand, k: int):
+    """(values, indices) of the k largest entries along the last axis, largest first, equal values
+    in index order (jax.lax.top_k, torch.topk); the values are differentiable."""
+    operand = fnp.asarray(operand)
+    n = operand.shape[-1] if operand.ndim else 0
+    k = operator.index(k)
+    if not operand.ndim or not 0 <= k <= n:
+        raise ValueError(f"top_k: k = {k} must be in [0, {n}] for an operand of shape {operand.shape}")
+    # a stable ascending sort of the reversed axis, reversed, is descending with ties in index order
+    order = fnp.flip(fnp.argsort(fnp.flip(operand, -1), axis=-1), -1)
+    indices = (n - 1) - order[..., :k]
+    return fnp.take_along_axis(operand, indices, axis=-1), indices
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions):

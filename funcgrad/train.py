@@ -86,33 +86,35 @@ def make_train_step(loss_fn: LossFn, optimizer: GradientTransformation, jit: boo
 
     def gradients(model, scaler, batch, key):
         def objective(m):
-            loss, metrics = mixed(m, batch, key)
-            return (scaler.scale_loss(fnp.astype(loss, dtypes.float32)) if scaled else loss), (loss, metrics)
-        (_, (loss, metrics)), grads = value_and_grad(objective, has_aux=True)(model)
-        return grads, loss, metrics
+            with nn.collect_state(m) as state:  # BatchNorm's running statistics, applied after the update
+                loss, metrics = mixed(m, batch, key)
+            return ((scaler.scale_loss(fnp.astype(loss, dtypes.float32)) if scaled else loss),
+                    (loss, metrics, state.updates()))
+        (_, (loss, metrics, state)), grads = value_and_grad(objective, has_aux=True)(model)
+        return grads, loss, metrics, state
 
-    def update(model, opt_state, scaler, grads):
+    def update(model, opt_state, scaler, grads, state):
         if not scaled:
             updates, opt_state = optimizer.update(grads, opt_state, model)
-            return apply_updates(model, updates), opt_state, scaler
+            return nn.apply_state(apply_updates(model, updates), state), opt_state, scaler
         grads, finite = scaler.unscale(grads)
         updates, new_state = optimizer.update(grads, opt_state, model)
         model, opt_state = cond(finite, lambda: (apply_updates(model, updates), new_state),
                                 lambda: (model, opt_state))
-        return model, opt_state, scaler.update(finite)
+        return nn.apply_state(model, state), opt_state, scaler.update(finite)
 
     if group is None or group.world_size == 1:
         def train_step(model, opt_state, scaler, batch, key):
-            grads, loss, metrics = gradients(model, scaler, batch, key)
-            return (*update(model, opt_state, scaler, grads), loss, metrics)
+            grads, loss, metrics, state = gradients(model, scaler, batch, key)
+            return (*update(model, opt_state, scaler, grads, state), loss, metrics)
         return compile_jit(train_step) if jit else train_step
 
     gradients, update = (compile_jit(gradients), compile_jit(update)) if jit else (gradients, update)
 
     def data_parallel_step(model, opt_state, scaler, batch, key):
-        grads, loss, metrics = gradients(model, scaler, batch, key)
-        synced = group.all_reduce_tree({"grads": grads, "loss": loss, "metrics": metrics}, op="mean")
-        return (*update(model, opt_state, scaler, synced["grads"]), synced["loss"], synced["metrics"])
+        grads, loss, metrics, state = gradients(model, scaler, batch, key)
+        synced = group.all_reduce_tree({"grads": grads, "loss": loss, "metrics": metrics, "state": state}, op="mean")
+        return (*update(model, opt_state, scaler, synced["grads"], synced["state"]), synced["loss"], synced["metrics"])
     return data_parallel_step
 
 

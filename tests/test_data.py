@@ -134,3 +134,60 @@ def test_mnist_from_idx_files(tmp_path):
 def test_array_dataset_checks_lengths():
     with pytest.raises(ValueError, match="differ in length"):
         data.ArrayDataset(np.zeros(3), np.zeros(4))
+
+
+def test_subset_concat_and_random_split_follow_pytorch():
+    x, y = np.arange(20.0).reshape(10, 2), np.arange(10)
+    ds = data.TensorDataset(x, y)
+    train, test = data.random_split(ds, [0.7, 0.3], seed=1)
+    assert (len(train), len(test)) == (7, 3)
+    assert sorted(train.indices + test.indices) == list(range(10))
+    assert data.random_split(ds, [0.7, 0.3], seed=1)[0].indices == train.indices  # reproducible by seed
+    assert [len(s) for s in data.random_split(ds, [0.34, 0.33, 0.33])] == [4, 3, 3]  # remainder to the first
+    with pytest.raises(ValueError, match="summing"):
+        data.random_split(ds, [3, 3])
+    sub = data.Subset(ds, [4, 1])
+    assert sub[0][1] == 4 and [b[1].tolist() for b in data.DataLoader(sub, 2)] == [[4, 1]]
+    both = data.ConcatDataset([ds, sub])
+    assert len(both) == 12 and both[11][1] == 1 and both[3][1] == 3
+    with pytest.raises(IndexError, match="index 12 is out of range for a ConcatDataset of 12"):
+        both[12]
+    with pytest.raises(IndexError, match="out of range for a dataset of 10"):
+        data.Subset(ds, [10])
+
+
+def test_sampler_indices_are_checked():
+    """A negative index wrapped to the last example, 2.7 became 2, 10**20 overflowed."""
+    ds = data.ArrayDataset(np.arange(10))
+    for bad, error, says in [([0, 1, -1], IndexError, "sampler index -1 is out of range for a dataset of 10"),
+                             ([0, 2.7], TypeError, "sampler index 2.7 is not an integer"),
+                             ([0, 10 ** 20], IndexError, "sampler index 100000000000000000000 is out of range"),
+                             ([True], TypeError, "not an integer")]:
+        with pytest.raises(error, match=says):
+            list(data.DataLoader(ds, 2, sampler=bad))
+
+
+class _Squares:
+    def __len__(self):
+        return 13
+
+    def __getitem__(self, i):
+        if i == 11:
+            raise KeyError(f"example {i} is missing")
+        return np.float32(i * i) + np.float32(np.random.random() * 0)
+
+
+def test_worker_processes_give_the_same_batches_and_report_errors():
+    ds = data.ArrayDataset(np.arange(40.0).reshape(20, 2), np.arange(20))
+    single = [b[1].tolist() for b in data.DataLoader(ds, 3, shuffle=True, seed=5)]
+    loader = data.DataLoader(ds, 3, shuffle=True, seed=5, num_workers=3)
+    assert [b[1].tolist() for b in loader] == single
+    first = data.DataLoader(ds, 3, shuffle=True, seed=5, num_workers=2)
+    it = iter(first)
+    head = [next(it)[1].tolist() for _ in range(2)]
+    resumed = data.DataLoader(ds, 3, shuffle=True, seed=5, num_workers=2)
+    resumed.load_state_dict(first.state_dict())
+    it.close()
+    assert head + [b[1].tolist() for b in resumed] == single[:2] + single[2:]
+    with pytest.raises(KeyError, match=r"DataLoader worker 1 \(batch 5\): .*example 11 is missing.*traceback"):
+        list(data.DataLoader(_Squares(), 2, num_workers=2))

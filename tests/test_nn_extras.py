@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad import nn
 
 from .helpers import assert_close
@@ -194,3 +195,23 @@ def test_col2im_adds_every_window_back(stride, dilation, dtype):
     # the layout an einsum over the channels leaves: window offsets outside the batch in memory
     offsets_outside = np.ascontiguousarray(cols.transpose(1, 4, 5, 0, 2, 3)).transpose(3, 0, 4, 5, 1, 2)
     assert_close(conv._col2im_impl(offsets_outside, (2, 3, h, w), (kh, kw), stride, dilation), got, rtol=0, atol=0)
+
+
+def test_top_k_matches_numpy_and_is_differentiable():
+    x = np.array([[3.0, 1.0, 3.0, 2.0], [0.0, 5.0, 4.0, 5.0]])
+    values, indices = fg.lax.top_k(fnp.asarray(x), 3)
+    assert indices.tolist() == [[0, 2, 3], [1, 3, 2]]  # largest first, equal values in index order
+    assert values.tolist() == [[3.0, 3.0, 2.0], [5.0, 5.0, 4.0]]
+    g = fg.grad(lambda v: fnp.sum(fg.lax.top_k(v, 2)[0] * fnp.asarray([1.0, 2.0])))(fnp.asarray(x[0]))
+    assert g.tolist() == [1.0, 0.0, 2.0, 0.0]
+    with pytest.raises(ValueError, match="k = 5"):
+        fg.lax.top_k(fnp.asarray(x), 5)
+
+
+def test_load_state_dict_whose_result_is_dropped_raises():
+    model = nn.MLP(2, [3], 1, key=fg.random.key(0))
+    state = {k: v * 0 for k, v in model.state_dict().items()}
+    with pytest.raises(TypeError, match=r"model = model.load_state_dict"):
+        model.load_state_dict(state)
+    loaded = model.load_state_dict(state)
+    assert float(fnp.sum(fnp.abs(loaded.linears[0].weight))) == 0.0

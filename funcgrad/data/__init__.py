@@ -4,8 +4,9 @@
     loader = data.DataLoader(data.ArrayDataset(x_train, y_train), batch_size=64, shuffle=True, seed=0)
 """
 from .datasets import IGNORE, NAMES, SEQUENCE_VOCAB, data_dir, load, read_idx
-from .loader import (ArrayDataset, DataLoader, Dataset, DistributedSampler, RandomSampler, SequentialSampler,
-                     default_collate)
+from .dataset import ArrayDataset, ConcatDataset, Dataset, Subset, TensorDataset, random_split
+from .loader import DataLoader, DistributedSampler, RandomSampler, SequentialSampler, default_collate
 
-__all__ = ["ArrayDataset", "DataLoader", "Dataset", "DistributedSampler", "RandomSampler", "SequentialSampler",
-           "default_collate", "load", "read_idx", "data_dir", "NAMES", "IGNORE", "SEQUENCE_VOCAB"]
+__all__ = ["ArrayDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "DataLoader", "Dataset",
+           "DistributedSampler", "RandomSampler", "SequentialSampler", "default_collate", "load", "read_idx",
+           "data_dir", "NAMES", "IGNORE", "SEQUENCE_VOCAB"]

@@ -1,46 +1,18 @@
-"""Datasets, samplers and the DataLoader (PyTorch's shapes of these ideas, reproducible by seed)."""
+"""Samplers and the DataLoader (PyTorch's shapes of these ideas, reproducible by seed)."""
 from __future__ import annotations
 
 import math
 import queue
 import threading
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from .. import random
 from ..array import Array, ArrayBase
 from ..devices import device_put
-
-
-class Dataset(Protocol):
-    """Anything with __len__ and __getitem__(int) -> example (an array or a tuple of them)."""
-
-    def __len__(self) -> int: ...
-
-    def __getitem__(self, index: int) -> Any: ...
-
-
-class ArrayDataset:
-    """Examples are the rows of equally long arrays: ArrayDataset(x, y)[i] == (x[i], y[i])."""
-
-    def __init__(self, *arrays):
-        if not arrays:
-            raise ValueError("ArrayDataset needs at least one array")
-        self.arrays = [np.asarray(a) for a in arrays]
-        lengths = {len(a) for a in self.arrays}
-        if len(lengths) != 1:
-            raise ValueError(f"ArrayDataset arrays differ in length: {[len(a) for a in self.arrays]}")
-
-    def __len__(self) -> int:
-        return len(self.arrays[0])
-
-    def __getitem__(self, index):
-        return tuple(a[index] for a in self.arrays)
-
-    def get_batch(self, indices: np.ndarray) -> tuple:
-        """A whole batch by fancy indexing, without a per-example collate."""
-        return tuple(a[indices] for a in self.arrays)
+from . import workers
+from .dataset import Dataset, checked_index
 
 
 def _epoch_key(seed: int, epoch: int):
@@ -132,24 +104,32 @@ def _to_arrays(batch, device):
 
 
 class DataLoader:
-    """Batches from a dataset, in a reproducible order, built in a background thread.
+    """Batches from a dataset, in a reproducible order, built in a background thread, or with
+    num_workers > 0 in that many worker processes (same batches, same order).
 
     shuffle with a seed reshuffles every epoch (the epoch counts up as you iterate, or set it);
     `state_dict()` records the epoch and how many batches of it were consumed so a resumed run
-    continues with exactly the batches it would have seen.
+    continues with exactly the batches it would have seen. Every sampler index is checked: an
+    index that is not an integer in [0, len(dataset)) raises, naming it.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int = 1, shuffle: bool = False, seed: int = 0,
                  drop_last: bool = False, sampler: Iterable[int] | None = None,
-                 collate_fn: Callable[[list], Any] | None = None, prefetch: int = 2, device=None):
+                 collate_fn: Callable[[list], Any] | None = None, prefetch: int = 2, device=None,
+                 num_workers: int = 0, worker_init_fn: Callable[[int], None] | None = None, timeout: float = 0.0,
+                 multiprocessing_context: str | None = None):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if sampler is not None and shuffle:
             raise ValueError("give either shuffle=True or a sampler, not both")
+        if num_workers < 0 or timeout < 0:
+            raise ValueError(f"num_workers and timeout must be >= 0, got {num_workers} and {timeout}")
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.sampler = sampler if sampler is not None else (
             RandomSampler(len(dataset), seed) if shuffle else SequentialSampler(len(dataset)))
         self.collate_fn, self.prefetch, self.device = collate_fn, prefetch, device
+        self.num_workers, self.worker_init_fn, self.timeout = num_workers, worker_init_fn, timeout
+        self.multiprocessing_context, self.seed = multiprocessing_context, seed
         self.epoch, self._skip = 0, 0
         self._consumed = 0
 
@@ -169,22 +149,47 @@ class DataLoader:
     def _batches_of_indices(self) -> list[np.ndarray]:
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(self.epoch)
-        order = np.fromiter(iter(self.sampler), dtype=np.int64)
+        order = self._checked_order(list(self.sampler))
         stop = len(order) - len(order) % self.batch_size if self.drop_last else len(order)
         return [order[i:i + self.batch_size] for i in range(0, stop, self.batch_size)]
 
-    def _make(self, indices: np.ndarray):
+    def _checked_order(self, indices: list) -> np.ndarray:
+        """The sampler's indices as int64, each an integer in [0, len(dataset)) or an error naming it
+        (a negative index would wrap around, a float be truncated)."""
+        n = len(self.dataset)
+        try:
+            order = np.array(indices, dtype=np.int64) if indices else np.zeros(0, np.int64)
+            exact = all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in indices)
+        except (OverflowError, TypeError, ValueError):
+            exact = False
+        if not exact:
+            for i in indices:
+                checked_index(i, n, "sampler index")
+        bad = np.flatnonzero((order < 0) | (order >= n))
+        if bad.size:
+            checked_index(int(order[bad[0]]), n, "sampler index")
+        return order
+
+    def _host_batch(self, indices: np.ndarray):
+        """The batch as host arrays (what a worker process builds)."""
         if self.collate_fn is None and hasattr(self.dataset, "get_batch"):
-            batch = self.dataset.get_batch(indices)
-        else:
-            batch = (self.collate_fn or default_collate)([self.dataset[int(i)] for i in indices])
-        return _to_arrays(batch, self.device)
+            return self.dataset.get_batch(indices)
+        return (self.collate_fn or default_collate)([self.dataset[int(i)] for i in indices])
+
+    def _make(self, indices: np.ndarray):
+        return _to_arrays(self._host_batch(indices), self.device)
 
     def __iter__(self) -> Iterator:
         plan = self._batches_of_indices()
         self._consumed, self._skip = self._skip, 0
         plan = plan[self._consumed:]
-        if self.prefetch <= 0:
+        if self.num_workers > 0:
+            seed = self.seed * 1_000_003 + self.epoch * 1_009  # per epoch; worker w adds w
+            for batch in workers.run(plan, self._host_batch, self.num_workers, seed, self.prefetch, self.timeout,
+                                     self.worker_init_fn, self.multiprocessing_context):
+                self._consumed += 1
+                yield _to_arrays(batch, self.device)
+        elif self.prefetch <= 0:
             for indices in plan:
                 batch = self._make(indices)
                 self._consumed += 1

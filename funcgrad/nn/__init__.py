@@ -15,11 +15,14 @@ from .layers import (ELU, GELU, MLP, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Co
 from .losses import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
                      SmoothL1Loss, binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss,
                      kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .state import apply_state, collect_state
 
 __all__ = [
-    "Module", "functional", "init", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
+    "Module", "functional", "init", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "collect_state", "apply_state",
+    "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
     "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential", "Flatten", "Conv2d", "MaxPool2d", "AvgPool2d",
     "MultiHeadAttention", "TransformerBlock", "MLP", "Lambda", "ReLU", "GELU", "Tanh", "Sigmoid", "Softmax",
     "LogSoftmax", "RMSNorm", "GroupNorm", "Identity", "LeakyReLU", "ELU", "SiLU", "Softplus", "Mish",

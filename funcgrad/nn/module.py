@@ -8,6 +8,8 @@ Arrays that must not be differentiated (an integer buffer) are declared in `stat
 """
 from __future__ import annotations
 
+import dis
+import sys
 from typing import Any, Iterator
 
 import numpy as np
@@ -119,6 +121,17 @@ class Module(metaclass=_ModuleMeta):
             object.__setattr__(obj, name, value)
         return obj
 
+    def train(self, mode: bool = True) -> "Module":
+        """A copy with every layer that has a `training` field (BatchNorm) in training mode, or in
+        evaluation mode for mode=False (PyTorch's model.train(), functional: use the result)."""
+        _use_the_result("train" if mode else "eval")
+        return _with_training(self, bool(mode))
+
+    def eval(self) -> "Module":
+        """A copy in evaluation mode (running statistics); `model = model.eval()`."""
+        _use_the_result("eval")
+        return _with_training(self, False)
+
     def parameters(self) -> list:
         return [p for _, p in self.named_parameters()]
 
@@ -129,7 +142,8 @@ class Module(metaclass=_ModuleMeta):
         return dict(self.named_parameters())
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> "Module":
-        """A copy of this module with its parameters taken from `state` (checked by name and shape)."""
+        """A copy of this module with its parameters taken from `state` (checked by name and shape):
+        `model = model.load_state_dict(state)`; this module itself stays as it was."""
         from .. import numpy as fnp
         own = self.state_dict()
         missing = [k for k in own if k not in state]
@@ -145,6 +159,7 @@ class Module(metaclass=_ModuleMeta):
         if len(names) != len(leaves):
             raise RuntimeError("state_dict names and pytree leaves disagree")  # a bug, not bad input
         new = [fnp.asarray(state[n], dtype=leaf.dtype) if n in state else leaf for n, leaf in zip(names, leaves)]
+        _use_the_result("load_state_dict")  # last: a state that does not fit says so first
         return treedef.unflatten(new)
 
     def __repr__(self) -> str:
@@ -159,6 +174,32 @@ class Module(metaclass=_ModuleMeta):
             else:
                 parts.append(f"{name}={_short(value)}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _use_the_result(method: str) -> None:
+    """PyTorch's model.load_state_dict(sd) and model.eval() change the model in place; here they
+    return the changed copy, so a call whose result the caller throws away would silently do
+    nothing: it raises instead (read from the caller's bytecode: the call's value is popped)."""
+    frame = sys._getframe(2)
+    after = next((i for i in dis.get_instructions(frame.f_code) if i.offset > frame.f_lasti), None)
+    if after is not None and after.opname == "POP_TOP":
+        raise TypeError(f"{method}() returns the changed model and leaves this one as it was (modules are immutable "
+                        f"values): write `model = model.{method}(...)`")
+
+
+def _with_training(module: "Module", mode: bool) -> "Module":
+    changes = {name: _with_training_in(value, mode) for name, value in vars(module).items()}
+    if "training" in changes:
+        changes["training"] = mode
+    return module.replace(**changes)
+
+
+def _with_training_in(value, mode: bool):
+    if isinstance(value, Module):
+        return _with_training(value, mode)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Module) for v in value):
+        return type(value)(_with_training_in(v, mode) for v in value)
+    return value
 
 
 def _short(value) -> str:

@@ -1,0 +1,119 @@
+"""Datasets: the protocol, datasets over arrays, and the ways PyTorch users combine them (Subset,
+ConcatDataset, random_split)."""
+from __future__ import annotations
+
+import bisect
+import math
+import operator
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from .. import random
+
+
+class Dataset(Protocol):
+    """Anything with __len__ and __getitem__(int) -> example (an array or a tuple of them)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> Any: ...
+
+
+class ArrayDataset:
+    """Examples are the rows of equally long arrays: ArrayDataset(x, y)[i] == (x[i], y[i])
+    (PyTorch's TensorDataset, which is the same class here)."""
+
+    def __init__(self, *arrays):
+        if not arrays:
+            raise ValueError("ArrayDataset needs at least one array")
+        self.arrays = [np.asarray(a) for a in arrays]
+        lengths = {len(a) for a in self.arrays}
+        if len(lengths) != 1:
+            raise ValueError(f"ArrayDataset arrays differ in length: {[len(a) for a in self.arrays]}")
+
+    def __len__(self) -> int:
+        return len(self.arrays[0])
+
+    def __getitem__(self, index):
+        return tuple(a[index] for a in self.arrays)
+
+    def get_batch(self, indices: np.ndarray) -> tuple:
+        """A whole batch by fancy indexing, without a per-example collate."""
+        return tuple(a[indices] for a in self.arrays)
+
+
+TensorDataset = ArrayDataset
+
+
+def checked_index(index, length: int, kind: str = "index", of: str = "dataset") -> int:
+    """index as an int in [0, length): a float, a negative or an oversized index is an error
+    naming it, never a truncated or wrapped-around example."""
+    try:
+        if isinstance(index, (bool, np.bool_)):
+            raise TypeError
+        i = operator.index(index)
+    except TypeError:
+        raise TypeError(f"{kind} {index!r} is not an integer ({type(index).__name__})") from None
+    if not 0 <= i < length:
+        raise IndexError(f"{kind} {i} is out of range for a {of} of {length} examples")
+    return i
+
+
+class Subset:
+    """The examples of `dataset` at `indices`, in that order (torch.utils.data.Subset)."""
+
+    def __init__(self, dataset: Dataset, indices: Sequence[int]):
+        n = len(dataset)
+        self.dataset = dataset
+        self.indices = [checked_index(i, n) for i in indices]
+        if hasattr(dataset, "get_batch"):  # whole batches by fancy indexing, when the dataset can
+            self.get_batch = self._get_batch
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, index):
+        return self.dataset[self.indices[checked_index(index, len(self), of="Subset")]]
+
+    def _get_batch(self, indices: np.ndarray):
+        return self.dataset.get_batch(np.asarray(self.indices, dtype=np.int64)[indices])
+
+
+class ConcatDataset:
+    """Datasets one after another (torch.utils.data.ConcatDataset)."""
+
+    def __init__(self, datasets: Sequence[Dataset]):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("ConcatDataset needs at least one dataset")
+        self.ends = np.cumsum([len(d) for d in self.datasets]).tolist()
+
+    def __len__(self) -> int:
+        return self.ends[-1]
+
+    def __getitem__(self, index):
+        i = checked_index(index, len(self), of="ConcatDataset")
+        part = bisect.bisect_right(self.ends, i)
+        return self.datasets[part][i - (self.ends[part - 1] if part else 0)]
+
+
+def random_split(dataset: Dataset, lengths: Sequence[float], seed: int = 0) -> list[Subset]:
+    """Disjoint random subsets of the given lengths, or fractions summing to 1 (the remainder of
+    rounding going to the first subsets, as PyTorch does); reproducible from the seed."""
+    n = len(dataset)
+    lengths = list(lengths)
+    if lengths and all(0 <= f <= 1 for f in lengths) and math.isclose(sum(lengths), 1.0) and sum(lengths) != n:
+        counts = [int(math.floor(n * f)) for f in lengths]
+        for k in range(n - sum(counts)):
+            counts[k % len(counts)] += 1
+        lengths = counts
+    if any(int(k) != k or k < 0 for k in lengths) or sum(lengths) != n:
+        raise ValueError(f"random_split: lengths {lengths} must be non-negative integers summing to the "
+                         f"dataset's {n} examples, or fractions summing to 1")
+    order = np.asarray(random.permutation(random.key(seed), n)).tolist()
+    out, start = [], 0
+    for k in lengths:
+        out.append(Subset(dataset, order[start:start + int(k)]))
+        start += int(k)
+    return out

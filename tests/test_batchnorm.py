@@ -1,0 +1,94 @@
+"""BatchNorm with running statistics, against PyTorch's formulas written in NumPy; carried through
+fit, jit, checkpoints and evaluation mode."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import data, nn, optim
+from funcgrad.train import fit
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+
+
+def _train_forward(bn, x, key=fg.random.key(0)):
+    with nn.collect_state(bn) as state:
+        y = bn(fnp.asarray(x), key=key)
+    return y, nn.apply_state(bn, state.updates())
+
+
+@pytest.mark.parametrize("layer, shape", [(nn.BatchNorm1d, (8, 3)), (nn.BatchNorm1d, (4, 3, 5)),
+                                          (nn.BatchNorm2d, (4, 3, 2, 5))])
+def test_training_and_evaluation_follow_pytorch(layer, shape):
+    x = RNG.standard_normal(shape) * 2 + 1
+    axes = (0,) + tuple(range(2, len(shape)))
+    n = x.size // 3
+    bn = layer(3, dtype=fg.float64, momentum=0.1)
+    bn = bn.replace(weight=fnp.asarray([1.0, 2.0, 0.5], dtype=fg.float64),
+                    bias=fnp.asarray([0.0, -1.0, 3.0], dtype=fg.float64))
+    y, bn2 = _train_forward(bn, x)
+    bshape = (1, 3) + (1,) * (len(shape) - 2)
+    mean, var = x.mean(axis=axes), x.var(axis=axes)
+    expected = (x - mean.reshape(bshape)) / np.sqrt(var.reshape(bshape) + 1e-5) * np.array([1, 2, 0.5]).reshape(
+        bshape) + np.array([0, -1, 3]).reshape(bshape)
+    assert_close(y, expected, rtol=1e-10, atol=1e-10)
+    assert_close(bn2.running_mean, 0.1 * mean, rtol=1e-12)
+    assert_close(bn2.running_var, 0.9 + 0.1 * var * n / (n - 1), rtol=1e-12)
+    assert float(bn2.num_batches_tracked) == 1.0
+    evaluated = bn2(fnp.asarray(x))  # no key: the running statistics
+    assert_close(evaluated, (x - 0.1 * mean.reshape(bshape)) / np.sqrt(
+        (0.9 + 0.1 * var * n / (n - 1)).reshape(bshape) + 1e-5) * np.array([1, 2, 0.5]).reshape(bshape)
+        + np.array([0, -1, 3]).reshape(bshape), rtol=1e-10, atol=1e-10)
+    assert_close(bn2.eval()(fnp.asarray(x), key=fg.random.key(1)), evaluated)  # eval() wins over a key
+
+
+def test_momentum_none_is_a_cumulative_average_and_errors_are_clear():
+    bn = nn.BatchNorm1d(2, momentum=None, dtype=fg.float64)
+    batches = [RNG.standard_normal((5, 2)) for _ in range(3)]
+    for b in batches:
+        _, bn = _train_forward(bn, b)
+    assert_close(bn.running_mean, np.mean([b.mean(0) for b in batches], axis=0), rtol=1e-12)
+    assert float(bn.num_batches_tracked) == 3.0
+    with pytest.raises(RuntimeError, match="nn.collect_state"):
+        bn(fnp.ones((4, 2)), key=fg.random.key(0))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        _train_forward(bn, np.ones((1, 2)))
+    with pytest.raises(fg.ShapeError, match="2 channels on axis 1"):
+        bn(fnp.ones((4, 3)))
+    with pytest.raises(TypeError, match=r"model = model.eval\(\.\.\.\)"):
+        bn.eval()  # PyTorch's in-place habit would silently do nothing: it raises
+
+
+def test_gradients_in_training_mode_match_finite_differences():
+    x = RNG.standard_normal((6, 3))
+
+    def loss(weight, bias):
+        bn = nn.BatchNorm1d(3, dtype=fg.float64).replace(weight=weight, bias=bias)
+        with nn.collect_state(bn):
+            return fnp.sum(bn(fnp.asarray(x), key=fg.random.key(0)) ** 3)
+    fg.check_grads(loss, (np.array([1.0, 0.5, 2.0]), np.array([0.1, -0.2, 0.3])), order=2)
+
+
+def test_fit_carries_running_statistics_jitted_or_not_and_checkpoints_them(tmp_path):
+    x = RNG.standard_normal((48, 4)).astype(np.float32) * 3 + 2
+    y = (x[:, 0] > 2).astype(np.int64)
+
+    def model():
+        return nn.Sequential([nn.Linear(4, 6, key=fg.random.key(0)), nn.BatchNorm1d(6), nn.relu,
+                              nn.Linear(6, 2, key=fg.random.key(1))])
+
+    def loss(m, batch, key=None):
+        return nn.cross_entropy(m(batch[0], key=key), batch[1]), {}
+    results = [fit(model(), optim.sgd(0.05), data.DataLoader(data.ArrayDataset(x, y), 16), loss, epochs=2, jit=j,
+                   checkpoint_dir=tmp_path / str(j)) for j in (False, True)]
+    eager, jitted = (r.model.layers[1] for r in results)
+    assert float(eager.num_batches_tracked) == 6.0
+    assert_close(jitted.running_mean, eager.running_mean, rtol=1e-5, atol=1e-6)
+    assert_close(jitted.running_var, eager.running_var, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(eager.running_mean.numpy(), 0.0)
+    tree, _ = fg.checkpoint.load(tmp_path / "True" / "last.safetensors", like={"model": model(),
+                                                                              "opt_state": results[1].opt_state,
+                                                                              "scaler": fg.amp.DynamicLossScale.create()})
+    assert_close(tree["model"].layers[1].running_var, jitted.running_var)
