@@ -201,3 +201,23 @@ def test_mpi_backend_trains_one_job_or_refuses(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "joined" not in proc.stdout
     assert "MPI started this process in a world of 1, but WORLD_SIZE=2" in proc.stdout + proc.stderr
+
+
+def test_info_finds_nvvm_under_the_simulator_too():
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    probe = subprocess.run([sys.executable, "-c", "from numba.cuda.cudadrv import nvvm; nvvm.NVVM()"], env=env,
+                           capture_output=True)
+    if probe.returncode:
+        pytest.skip("NVVM is missing: pip install 'funcgrad[cuda]'")
+    out = subprocess.run([sys.executable, "-m", "funcgrad.cli", "info"], capture_output=True, text=True,
+                         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}, timeout=120).stdout
+    assert "CUDA sim    on" in out and "; NVVM " in out and "no NVVM" not in out, out
+
+
+def test_numpy_floating_point_warnings_do_not_point_at_funcgrad():
+    """log(0) is -inf and 0/0 nan, as in jax.numpy, without a RuntimeWarning naming funcgrad's bind."""
+    code = ("import numpy as np, funcgrad as fg, funcgrad.numpy as fnp\n"
+            "x = fnp.zeros(2)\nprint(fnp.log(x).tolist(), fg.jit(lambda v: v / v)(x).tolist())")
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[-inf, -inf] [nan, nan]", proc.stderr

@@ -162,3 +162,12 @@ def test_low_precision_digits_training_is_within_a_point_of_fp32(precision):
                      epochs=12, eval_loader=data.DataLoader(data.ArrayDataset(xt, yt), 512), precision=p)
         accuracy[p] = result.history[-1]["test_accuracy"]
     assert accuracy[precision] >= accuracy["fp32"] - 0.01, accuracy
+
+
+def test_jit_compilation_is_its_own_range_in_a_profile():
+    f = fg.jit(lambda x: fnp.sum(fnp.tanh(x) * 2.0))
+    with fg.profiler.profile() as prof:
+        f(fnp.ones(4))
+        f(fnp.ones(4))
+    names = [e.name for e in prof.events]
+    assert names.count("jit compile: <lambda>") == 1 and names.count("jit:<lambda>") == 2
