@@ -69,7 +69,9 @@ class DynamicLossScale:
     def update(self, finite) -> "DynamicLossScale":
         def grow_or_count():
             grown = self.good_steps + 1 >= self.growth_interval
-            return (fnp.where(grown, self.scale * self.growth_factor, self.scale),
+            larger = self.scale * self.growth_factor
+            # grown only to a finite scale (PyTorch's rule): an infinite one would skip every step after it
+            return (fnp.where(grown & fnp.isfinite(larger), larger, self.scale),
                     fnp.where(grown, 0, self.good_steps + 1))
 
         def back_off():

@@ -136,9 +136,17 @@ class profile:
         if event.parent is not None:
             event.parent.child_ns += end - start
         self.events.append(event)
+        if self._previous is not None:  # a profile inside another: the outer one records it too
+            self._previous.record_op(name, start, end, inputs, out)
 
     @contextlib.contextmanager
     def range(self, name: str):
+        with self._previous.range(name) if self._previous is not None else contextlib.nullcontext():
+            with self._own_range(name) as event:
+                yield event
+
+    @contextlib.contextmanager
+    def _own_range(self, name: str):
         stack = self._stack()
         event = _Event(name, "range", perf_counter_ns(), threading.get_ident(), stack[-1] if stack else None,
                        self.step_num)

@@ -313,3 +313,12 @@ def test_composed_functions_run_on_the_device(name):
     on_device = DEVICE_CASES[name](fg.device_put(host, "cuda"))
     assert on_device.device == "cuda:0"
     assert_close(on_device.numpy(), DEVICE_CASES[name](host), rtol=1e-5, atol=1e-5)
+
+
+def test_quantiles_of_nothing_are_nan():
+    """NumPy's median of an empty array is nan (its quantile raises IndexError); jax.numpy gives nan."""
+    assert np.isnan(float(fnp.median(fnp.zeros(0))))
+    assert np.isnan(fnp.quantile(fnp.zeros((2, 0)), 0.5, axis=1).numpy()).all()
+    assert fnp.quantile(fnp.zeros((2, 0)), [0.1, 0.5], axis=1, keepdims=True).shape == (2, 2, 1)
+    assert np.isnan(float(fnp.nanmedian(fnp.zeros(0))))
+    assert fnp.median(fnp.zeros((0, 3)), axis=0).shape == (3,)

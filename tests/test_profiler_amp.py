@@ -171,3 +171,25 @@ def test_jit_compilation_is_its_own_range_in_a_profile():
         f(fnp.ones(4))
     names = [e.name for e in prof.events]
     assert names.count("jit compile: <lambda>") == 1 and names.count("jit:<lambda>") == 2
+
+
+def test_the_loss_scale_never_grows_to_infinity():
+    """120 growths once reached inf, after which every step was skipped (PyTorch grows only to a
+    finite scale)."""
+    scaler = fg.amp.DynamicLossScale.create(growth_interval=1)
+    for _ in range(200):
+        scaler = scaler.update(fnp.asarray(True))
+    assert np.isfinite(float(scaler.scale)) and float(scaler.scale) == 2.0 ** 127
+
+
+def test_a_profile_inside_another_is_recorded_by_both():
+    with fg.profiler.profile() as outer:
+        fnp.sin(fnp.ones(3))
+        with fg.profiler.profile() as inner:
+            with fg.profiler.record_function("inner region"):
+                fnp.cos(fnp.ones(3))
+        fnp.tan(fnp.ones(3))
+    assert sorted(e.name for e in outer.events) == ["cos", "inner region", "sin", "tan"]
+    assert sorted(e.name for e in inner.events) == ["cos", "inner region"]
+    cos = next(e for e in outer.events if e.name == "cos")
+    assert cos.parent is not None and cos.parent.name == "inner region"  # nested in the outer's copy

@@ -8,10 +8,16 @@ FUNCGRAD_DIST_SECRET and FUNCGRAD_RESTART_COUNT for each worker, prefixes every 
 with the worker's rank, and when one worker fails stops the others and reports the first
 failure (rank, exit code or signal). With --max-restarts it restarts the whole group, so a
 script that resumes from its checkpoint finishes.
+
+Stopping it (Ctrl-C, SIGTERM, SIGHUP) stops the workers: SIGTERM to each worker's process group,
+SIGKILL after a grace period; so does a worker's failure, to every worker's group, children
+included. Once the workers are gone their shared-memory segments are removed. When its own
+output closes (`funcgrad launch ... | head`), it keeps draining the workers' output.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import signal
@@ -30,10 +36,31 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _stream(pipe, prefix: str, out) -> None:
+    """Copy a worker's output lines to ours; if ours is closed, keep reading (and dropping) them, so
+    the worker never blocks on a full pipe."""
+    writing = True
     for line in iter(pipe.readline, b""):
-        out.write(prefix + line.decode(errors="replace"))
-        out.flush()
+        if writing:
+            try:
+                out.write(prefix + line.decode(errors="replace"))
+                out.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                writing = False
     pipe.close()
+
+
+class _Stopped(Exception):
+    """The launcher was asked to stop (SIGTERM, SIGHUP)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum, frame):
+    for s in (signal.SIGTERM, signal.SIGHUP):  # once: a second signal must not interrupt the stopping
+        signal.signal(s, signal.SIG_IGN)
+    raise _Stopped(signum)
 
 
 def _describe(code: int) -> str:
@@ -82,25 +109,46 @@ def run_group(cmd: Sequence[str], nproc: int, nnodes: int, node_rank: int, maste
             failure = (failed[0][1], "; ".join(f"rank {rank} failed ({_describe(code)})" for rank, code in failed))
     except KeyboardInterrupt:
         failure = (130, "interrupted")
+    except _Stopped as e:
+        failure = (128 + e.signum, f"stopped by {e}")
     if failure is not None:
         _stop([p for _, p in procs], grace)
     for _, p in procs:
         p.wait()
     for t in threads:
         t.join(timeout=1)
+    from .shm import remove_stale_segments  # the segments of a stopped job, whose atexit never ran
+    remove_stale_segments({p.pid for _, p in procs})
     return (0, "") if failure is None else failure
 
 
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Signal a worker's process group; False once nothing is left in it."""
+    try:
+        os.killpg(pgid, signum)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def _stop(procs, grace: float) -> None:
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
+    """SIGTERM to every worker's process group, exited workers' too (their children may live on),
+    then SIGKILL to the groups where anything is left after the grace period. SIGCONT follows the
+    SIGTERM, as the shell's kill does, so a stopped worker handles it now rather than at SIGKILL."""
+    groups = [p.pid for p in procs]  # each worker leads its own session and group
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGTERM)
+        _signal_group(pgid, signal.SIGCONT)
     deadline = time.monotonic() + grace
     for p in procs:
         try:
             p.wait(max(deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
+            pass
+    while time.monotonic() < deadline and any(_signal_group(pgid, 0) for pgid in groups):
+        time.sleep(0.05)
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGKILL)
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -134,17 +182,25 @@ def launch(args: argparse.Namespace) -> int:
     port = args.master_port or free_port(args.master_addr)
     rest = ([args.script] if args.script is not None else []) + list(args.args)
     cmd = [sys.executable, *(["-m", args.module] if args.module else []), *rest]
-    for attempt in range(args.max_restarts + 1):
-        code, failure = run_group(cmd, args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, port,
-                                  secret, attempt)
-        if code == 0:
-            return 0
-        left = args.max_restarts - attempt
-        print(f"funcgrad launch: {failure}" + (f"; restarting the group ({left} restarts left)" if left else ""),
-              file=sys.stderr, flush=True)
-        if args.master_port is None:
-            port = free_port(args.master_addr)
-    return code if code > 0 else 1
+    previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        for attempt in range(args.max_restarts + 1):
+            code, failure = run_group(cmd, args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, port,
+                                      secret, attempt)
+            if code == 0:
+                return 0
+            left = args.max_restarts - attempt if code not in (130, 128 + signal.SIGTERM, 128 + signal.SIGHUP) else 0
+            with contextlib.suppress(OSError, ValueError):  # our stderr may be closed too
+                print(f"funcgrad launch: {failure}" + (f"; restarting the group ({left} restarts left)" if left else ""),
+                      file=sys.stderr, flush=True)
+            if not left:
+                break
+            if args.master_port is None:
+                port = free_port(args.master_addr)
+        return code if code > 0 else 1
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,17 +1,22 @@
 """The mpi backend: collectives through mpi4py, for clusters (`mpiexec -n 4 python train.py`).
 
 Ranks and the world size come from MPI itself. Headers are checked as in every backend (with
-an MPI allgather); waits are MPI's own, so a dead rank is handled by mpiexec, which ends the job.
-bfloat16 travels as float32, since MPI has no bfloat16 type.
+an MPI allgather). Every wait is bounded by the group's timeout (non-blocking collectives, tested
+until the deadline): a late or stalled peer is a DistTimeoutError naming the collective, and the
+job is then aborted, since MPI cannot take back a pending collective; a dead rank is handled by
+mpiexec, which ends the job. bfloat16 travels as float32, since MPI has no bfloat16 type.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import sys
+import time
 
 import numpy as np
 
 from .. import dtypes
-from .errors import DistError
+from .errors import DistError, DistTimeoutError
 from .group import ProcessGroup, finish
 
 try:
@@ -35,22 +40,55 @@ class MPIGroup(ProcessGroup):
                             f"but WORLD_SIZE={expected} (RANK={os.environ.get('RANK')}) says the job has {expected}: the "
                             f"mpi backend takes its ranks from MPI, so start the job with `mpiexec -n {expected} python "
                             f"script.py`; `funcgrad launch` starts independent processes (use it with shm or tcp)")
+        self.stalled = False  # a collective timed out and is still pending
         local = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
         super().__init__(self.comm.Get_rank(), self.comm.Get_size(), local.Get_rank(), timeout)
         local.Free()
 
+    def _wait(self, request, what: str) -> None:
+        """Every MPI wait is bounded: a non-blocking collective is tested until the deadline. A peer
+        that never arrives leaves the collective pending, so the group is broken and the job is
+        aborted when it is destroyed or the process exits (MPI could not finalize otherwise)."""
+        deadline = time.monotonic() + self.timeout
+        pause = 1e-5
+        while not request.Test():
+            if time.monotonic() > deadline:
+                self.stalled = True
+                atexit.register(self._abort)
+                raise DistTimeoutError(f"rank {self.rank}: timed out after {self.timeout:g}s in {what} (another rank "
+                                       f"did not join it); the MPI job is aborted when this process exits")
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
+
+    def _abort(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        time.sleep(0.5)  # the abort tears mpiexec's proxies down at once: let them forward the error first
+        self.comm.Abort(1)
+
     def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
-        return self.comm.allgather(data)
+        sizes = np.zeros(self.world_size, np.int64)
+        self._wait(self.comm.Iallgather(np.array([len(data)], np.int64), sizes), what)
+        out = np.empty(int(sizes.sum()), np.uint8)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self._wait(self.comm.Iallgatherv(np.frombuffer(data, np.uint8),
+                                         [out, sizes.astype(np.int32), starts.astype(np.int32), MPI.BYTE]), what)
+        return [out[b:b + n].tobytes() for b, n in zip(starts, sizes)]
 
     def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
         mpi_op = {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
         if src.dtype in dtypes.low_precision or src.dtype == np.bool_:  # types MPI does not know
             wide = src.astype(np.float32 if src.dtype != np.bool_ else np.int32)
-            self.comm.Allreduce(MPI.IN_PLACE, wide, op=mpi_op)
+            self._wait(self.comm.Iallreduce(MPI.IN_PLACE, wide, op=mpi_op), what)
             out[:] = wide.astype(out.dtype)
         else:
-            self.comm.Allreduce(src, out, op=mpi_op)
+            self._wait(self.comm.Iallreduce(src, out, op=mpi_op), what)
         finish(out, op, self.world_size)
 
     def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
-        self.comm.Bcast(flat.view(np.uint8), root=src)
+        self._wait(self.comm.Ibcast(flat.view(np.uint8), root=src), what)
+
+    def close(self) -> None:
+        super().close()
+        if self.stalled:
+            self._abort()

@@ -15,12 +15,15 @@ import contextlib
 import mmap
 import os
 import re
+import signal
 import struct
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ..process import alive
 from .errors import DistError, DistTimeoutError
 from .group import REDUCE_OPS, ProcessGroup, finish
 from .store import StoreClient, StoreServer, join_job
@@ -44,26 +47,32 @@ def _segment(name: str, size: int, create: bool) -> tuple[mmap.mmap, Path]:
         os.close(fd)
 
 
-def remove_stale_segments() -> list[str]:
-    """Unlink funcgrad segments whose creating process is gone (a run that was killed)."""
+def remove_stale_segments(pids=None) -> list[str]:
+    """Unlink funcgrad segments whose creating process is gone (a run that was killed), or, given
+    pids, those these (finished) processes created: the launcher's clean-up after its workers."""
     removed = []
     for path in SHM_DIR.glob("funcgrad_*"):
         m = re.match(r"funcgrad_[0-9a-f]+_p(\d+)_", path.name)
-        if m and not _alive(int(m.group(1))):
+        if m and (int(m.group(1)) in pids if pids is not None else not alive(int(m.group(1)))):
             with contextlib.suppress(OSError):  # another process may remove it first
                 path.unlink()
                 removed.append(path.name)
     return removed
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _close_on_sigterm(group: "SHMGroup") -> None:
+    """SIGTERM skips atexit: unlink this rank's segment first, then end as SIGTERM would. Only
+    where SIGTERM still has its default action (the program's own handler wins) and only from the
+    main thread (where Python runs handlers)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def handler(signum, frame):
+        group.close()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+    signal.signal(signal.SIGTERM, handler)
 
 
 class SHMGroup(ProcessGroup):
@@ -89,6 +98,7 @@ class SHMGroup(ProcessGroup):
             self.close()
             raise
         atexit.register(self.close)
+        _close_on_sigterm(self)
 
     def _rendezvous(self, master_addr, master_port, secret):
         n, r, t = self.world_size, self.rank, self.timeout
@@ -132,7 +142,7 @@ class SHMGroup(ProcessGroup):
                 continue  # spin: the others are usually a few microseconds away
             if spins % 256 == 0:
                 for p in behind:
-                    if not _alive(self.pids[p]):
+                    if not alive(self.pids[p]):
                         self._unlink_peer(p)
                         raise DistError(f"rank {self.rank}: rank {p} (pid {self.pids[p]}) died during {what}")
                 if time.monotonic() > deadline:

@@ -3,6 +3,11 @@
 Rank 0 serves it on MASTER_ADDR:MASTER_PORT. Every connection must answer an HMAC-SHA256
 challenge keyed by the job secret before it may read or write, so a stray connection can neither
 join a job nor inject data. Values are bytes; `wait_get` blocks until a key appears.
+
+Before a connection has proved the secret it can make the server hold no more than the one
+fixed-size answer it expects (36 bytes), for no longer than HANDSHAKE_SECONDS in all however
+slowly it trickles in, and only MAX_PENDING such connections at once; after it, a request is at
+most MAX_FRAME bytes. MAX_CONNECTIONS bounds the threads serving connections.
 """
 from __future__ import annotations
 
@@ -18,6 +23,11 @@ import time
 from .errors import DistError, DistTimeoutError
 
 _CHALLENGE = b"funcgrad-store-v1"
+PROOF_FRAME = 4 + 4 + 32  # the only frame a connection may send before it is authenticated
+HANDSHAKE_SECONDS = 10.0
+MAX_PENDING = 64
+MAX_CONNECTIONS = 1024
+MAX_FRAME = 16 << 20
 
 
 def prove(secret: bytes, nonce: bytes, purpose: bytes = _CHALLENGE) -> bytes:
@@ -29,11 +39,18 @@ def send_frame(sock: socket.socket, *parts: bytes) -> None:
     sock.sendall(struct.pack("!I", len(payload)) + payload)
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes:
+def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
+    """n bytes; with a deadline (time.monotonic()) the whole read must end by then, so a peer that
+    trickles a byte at a time cannot hold the connection open by resetting a per-read timeout."""
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
     while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ConnectionError("timed out")
+            sock.settimeout(left)
         k = sock.recv_into(view[got:], n - got)
         if k == 0:
             raise ConnectionError("connection closed")
@@ -41,9 +58,13 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def recv_frame(sock: socket.socket) -> list[bytes]:
-    (length,) = struct.unpack("!I", recv_exact(sock, 4))
-    payload = recv_exact(sock, length)
+def recv_frame(sock: socket.socket, max_length: int = MAX_FRAME, deadline: float | None = None) -> list[bytes]:
+    """One frame of length-prefixed parts; a length above max_length is refused before anything
+    is allocated for it."""
+    (length,) = struct.unpack("!I", recv_exact(sock, 4, deadline))
+    if length > max_length:
+        raise ConnectionError(f"a frame of {length} bytes, above the {max_length} allowed")
+    payload = recv_exact(sock, length, deadline)
     parts, offset = [], 0
     while offset < length:
         (n,) = struct.unpack("!I", payload[offset:offset + 4])
@@ -55,7 +76,9 @@ def recv_frame(sock: socket.socket) -> list[bytes]:
 def join_job(store: "StoreClient", rank: int, world_size: int, timeout: float) -> bytes:
     """Claim this rank, check WORLD_SIZE against rank 0's, and return the job's random id."""
     if store.add(f"rank/{rank}", 1) != 1:
-        raise DistError(f"RANK {rank} was claimed by two processes: duplicate ranks in one job")
+        problem = f"RANK {rank} was claimed by two processes: duplicate ranks in one job"
+        store.set("problem", problem.encode())  # the others then say why the ring broke
+        raise DistError(problem)
     if rank == 0:
         store.set("job", os.urandom(16).hex().encode())
     store.set(f"world/{rank}", str(world_size).encode())
@@ -66,7 +89,7 @@ def join_job(store: "StoreClient", rank: int, world_size: int, timeout: float) -
 
 
 class StoreServer:
-    """Serves the store from a background thread; one thread per client connection."""
+    """Serves the store from a background thread; one thread per client connection (bounded)."""
 
     def __init__(self, host: str, port: int, secret: bytes):
         self.secret = secret
@@ -82,6 +105,8 @@ class StoreServer:
                             f"busy, or MASTER_ADDR not an address of this host?") from None
         self.sock.listen(128)
         self.closed = False
+        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.pending = threading.BoundedSemaphore(MAX_PENDING)
         threading.Thread(target=self._accept, daemon=True, name="funcgrad-store").start()
 
     def _accept(self):
@@ -90,23 +115,46 @@ class StoreServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            if not self.connections.acquire(blocking=False):
+                conn.close()  # more connections than any job has: refused, no thread started
+                continue
+            if not self.pending.acquire(blocking=False):
+                self.connections.release()
+                conn.close()  # too many still proving the secret; a real client retries
+                continue
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket):
-        with contextlib.suppress(ConnectionError, OSError, struct.error, ValueError):  # a client went away
-            self._converse(conn)
-        conn.close()
+        proved = False
+        try:
+            proved = self._prove(conn)
+        except (ConnectionError, OSError, struct.error, ValueError):
+            pass
+        finally:
+            self.pending.release()
+        try:
+            if proved:
+                with contextlib.suppress(ConnectionError, OSError, struct.error, ValueError):  # the client left
+                    self._converse(conn)
+        finally:
+            conn.close()
+            self.connections.release()
 
-    def _converse(self, conn: socket.socket):
-        """Challenge the client, then answer its requests until it hangs up."""
-        conn.settimeout(10)
+    def _prove(self, conn: socket.socket) -> bool:
+        """Challenge the client: one 36-byte answer within HANDSHAKE_SECONDS, nothing else read."""
+        deadline = time.monotonic() + HANDSHAKE_SECONDS
+        conn.settimeout(HANDSHAKE_SECONDS)
         nonce = os.urandom(32)
         send_frame(conn, nonce)
-        (answer,) = recv_frame(conn)
-        if not hmac.compare_digest(answer, prove(self.secret, nonce)):
+        parts = recv_frame(conn, max_length=PROOF_FRAME - 4, deadline=deadline)
+        if len(parts) != 1 or not hmac.compare_digest(parts[0], prove(self.secret, nonce)):
             send_frame(conn, b"denied")
-            return
+            return False
         send_frame(conn, b"ok")
+        return True
+
+    def _converse(self, conn: socket.socket):
+        """Answer an authenticated client's requests until it hangs up."""
         conn.settimeout(None)
         while True:
             op, *args = recv_frame(conn)
@@ -141,21 +189,21 @@ class StoreServer:
 class StoreClient:
     def __init__(self, host: str, port: int, secret: bytes, timeout: float):
         deadline = time.monotonic() + timeout
-        while True:
+        while True:  # a server busy with other handshakes closes at once: try again until the deadline
             try:
                 self.sock = socket.create_connection((host, port), timeout=min(timeout, 5))
+                (nonce,) = recv_frame(self.sock, max_length=64)
+                send_frame(self.sock, prove(secret, nonce))
+                (status,) = recv_frame(self.sock, max_length=64)
                 break
-            except OSError as e:
+            except (ConnectionError, OSError, ValueError) as e:
+                with contextlib.suppress(AttributeError, OSError):
+                    self.sock.close()
                 if time.monotonic() > deadline:
                     raise DistTimeoutError(f"cannot reach the rendezvous store at {host}:{port} within {timeout:g}s "
-                                           f"({e.strerror}): is rank 0 running, MASTER_ADDR/MASTER_PORT right?") from None
+                                           f"({getattr(e, 'strerror', None) or e}): is rank 0 running, "
+                                           f"MASTER_ADDR/MASTER_PORT right?") from None
                 time.sleep(0.05)
-        try:
-            (nonce,) = recv_frame(self.sock)
-            send_frame(self.sock, prove(secret, nonce))
-            (status,) = recv_frame(self.sock)
-        except (ConnectionError, OSError) as e:
-            raise DistError(f"rendezvous store at {host}:{port} closed the connection: {e}") from None
         if status != b"ok":
             raise DistError(f"the rendezvous store at {host}:{port} rejected this process: FUNCGRAD_DIST_SECRET "
                             f"differs from the job's")
@@ -181,6 +229,13 @@ class StoreClient:
         if reply[0] != b"ok":
             raise DistTimeoutError(f"waited {timeout:g}s for '{key}' in the rendezvous store")
         return reply[1]
+
+    def problem(self) -> str | None:
+        """What another rank reported to the store as the job's problem (a duplicate RANK), if any."""
+        with contextlib.suppress(DistError):
+            reply = self._call(b"get", b"problem", b"0")
+            return reply[1].decode() if reply[0] == b"ok" else None
+        return None
 
     def close(self):
         self.sock.close()

@@ -15,6 +15,7 @@ import queue
 import socket
 import struct
 import threading
+import time
 
 import numpy as np
 
@@ -68,8 +69,8 @@ class TCPGroup(ProcessGroup):
         try:
             peer = store.wait_get(f"addr/{nxt}", t).decode()
         except DistTimeoutError:
-            raise DistTimeoutError(f"rank {nxt} did not join within {t:g}s: WORLD_SIZE is {n}; were fewer "
-                                   f"processes started?") from None
+            raise DistTimeoutError(store.problem() or f"rank {nxt} did not join within {t:g}s: WORLD_SIZE is {n}; "
+                                   f"were fewer processes started?") from None
         peer_host, peer_port = peer.rsplit(":", 1)
         accepted: list = []  # accept from the previous rank while we introduce ourselves to the next
         acceptor = threading.Thread(target=lambda: accepted.append(self._try_accept(listener, prev, secret, job)),
@@ -80,11 +81,12 @@ class TCPGroup(ProcessGroup):
             nonce = recv_exact(self.next_sock, 32)
             self.next_sock.sendall(struct.pack("!I", r) + prove(secret, nonce + job, b"funcgrad-peer"))
         except (OSError, ConnectionError) as e:
-            raise DistError(f"rank {r}: the handshake with rank {nxt} failed: {e}") from None
+            raise DistError(store.problem() or f"rank {r}: the handshake with rank {nxt} failed: {e}") from None
         acceptor.join()
         listener.close()
         if isinstance(accepted[0], BaseException):
-            raise accepted[0]
+            problem = store.problem()
+            raise DistError(problem) if problem else accepted[0]
         self.prev_sock = accepted[0]
         for s in (self.next_sock, self.prev_sock):
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -106,12 +108,13 @@ class TCPGroup(ProcessGroup):
             except socket.timeout:
                 raise DistTimeoutError(f"rank {expected} did not connect to rank {self.rank} within "
                                        f"{self.timeout:g}s") from None
-            try:
-                conn.settimeout(5)
+            try:  # 36 bytes within 5 s in all, however slowly they trickle in, or the next connection
+                deadline = time.monotonic() + 5.0
+                conn.settimeout(5.0)
                 nonce = os.urandom(32)
                 conn.sendall(nonce)
-                claimed = struct.unpack("!I", recv_exact(conn, 4))[0]
-                proof = recv_exact(conn, 32)
+                claimed = struct.unpack("!I", recv_exact(conn, 4, deadline))[0]
+                proof = recv_exact(conn, 32, deadline)
             except (OSError, ConnectionError, struct.error):
                 conn.close()
                 continue

@@ -116,6 +116,10 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan):
     x = fnp.transpose(a, kept + list(axes))
     x = fnp.reshape(x, x.shape[:len(kept)] + (-1,))
     n = x.shape[-1]
+    if n == 0:  # nothing to take a quantile of: NaN, as jax.numpy (and NumPy's median) give
+        out = fnp.full(q.shape + x.shape[:-1], np.nan, a.dtype, device=a.device)
+        return fnp.reshape(out, q.shape + tuple(1 if d in axes else a.shape[d] for d in range(a.ndim))) \
+            if keepdims else out
     x = fnp.sort(x, axis=-1)  # NaN sorts last
     if ignore_nan:
         count = fnp.sum(~fnp.isnan(x), axis=-1, keepdims=True)
