@@ -8,7 +8,8 @@
 
 Every primitive that runs (eagerly) is an event with its CPU time, input shapes and the bytes
 its output allocated; record_function ranges, the forward and backward passes of grad and each
-jitted call are ranges that nest them. Arrays live on the CPU here, so device time is zero.
+jitted call are ranges that nest them. A collective of funcgrad.dist (eager or jitted) is also an
+event of its own, named by operation and mesh axes, with the bytes this process sent. Arrays live on the CPU here, so device time is zero.
 When no profiler records, the cost is one attribute check per primitive.
 """
 from __future__ import annotations
@@ -31,11 +32,12 @@ __all__ = ["profile", "record_function", "schedule", "ProfilerAction"]
 
 
 class _Event:
-    __slots__ = ("name", "kind", "start", "end", "tid", "shapes", "bytes", "child_ns", "parent", "step", "device_ns")
+    __slots__ = ("name", "kind", "start", "end", "tid", "shapes", "bytes", "sent", "child_ns", "parent", "step",
+                 "device_ns")
 
     def __init__(self, name, kind, start, tid, parent, step):
         self.name, self.kind, self.start, self.end, self.tid = name, kind, start, start, tid
-        self.shapes, self.bytes, self.child_ns, self.parent, self.step = (), 0, 0, parent, step
+        self.shapes, self.bytes, self.sent, self.child_ns, self.parent, self.step = (), 0, 0, 0, parent, step
         self.device_ns = 0  # for an op on a GPU: launch to completion (the device synchronised)
 
     @property
@@ -44,7 +46,8 @@ class _Event:
 
     @property
     def self_ns(self) -> int:
-        return self.duration - self.child_ns
+        """A collective's time is already inside the op or jitted call that ran it."""
+        return 0 if self.kind == "comm" else self.duration - self.child_ns
 
 
 class ProfilerAction(enum.Enum):
@@ -139,6 +142,15 @@ class profile:
         if self._previous is not None:  # a profile inside another: the outer one records it too
             self._previous.record_op(name, start, end, inputs, out)
 
+    def record_comm(self, name: str, start: int, end: int, sent: int) -> None:
+        """A collective (funcgrad.dist.collectives) and the bytes this process sent in it."""
+        stack = self._stack()
+        event = _Event(name, "comm", start, threading.get_ident(), stack[-1] if stack else None, self.step_num)
+        event.end, event.sent = end, sent
+        self.events.append(event)
+        if self._previous is not None:
+            self._previous.record_comm(name, start, end, sent)
+
     @contextlib.contextmanager
     def range(self, name: str):
         with self._previous.range(name) if self._previous is not None else contextlib.nullcontext():
@@ -167,12 +179,14 @@ class profile:
             key = (e.name, e.shapes) if group_by_input_shape else e.name
             row = groups.setdefault(key, {"name": e.name, "shapes": e.shapes if group_by_input_shape else None,
                                           "count": 0, "cpu_time_total": 0, "self_cpu_time_total": 0,
-                                          "self_cpu_memory_usage": 0, "cuda_time_total": 0})
+                                          "self_cpu_memory_usage": 0, "cuda_time_total": 0, "sent_bytes": 0,
+                                          "communication": e.kind == "comm"})
             row["count"] += 1
             row["cpu_time_total"] += e.duration
             row["self_cpu_time_total"] += e.self_ns
             row["self_cpu_memory_usage"] += e.bytes
             row["cuda_time_total"] += e.device_ns
+            row["sent_bytes"] += e.sent
         return EventTable(list(groups.values()), group_by_input_shape)
 
     def export_chrome_trace(self, path: "str | os.PathLike") -> None:
@@ -187,7 +201,10 @@ class profile:
                 args["bytes"] = e.bytes
             if e.device_ns:
                 args["device time (us)"] = e.device_ns / 1000.0
-            trace.append({"name": e.name, "cat": "cpu_op" if e.kind == "op" else "user_annotation", "ph": "X",
+            if e.kind == "comm":
+                args["bytes sent"] = e.sent
+            category = {"op": "cpu_op", "comm": "communication"}.get(e.kind, "user_annotation")
+            trace.append({"name": e.name, "cat": category, "ph": "X",
                           "ts": (e.start - self._origin) / 1000.0, "dur": e.duration / 1000.0,
                           "pid": pid, "tid": e.tid, "args": args})
         with open(path, "w") as f:
@@ -197,7 +214,8 @@ class profile:
 class EventTable(list):
     """Rows of key_averages(); table() renders them like torch.profiler's."""
 
-    SORT_KEYS = ("cpu_time_total", "self_cpu_time_total", "cuda_time_total", "self_cpu_memory_usage", "count")
+    SORT_KEYS = ("cpu_time_total", "self_cpu_time_total", "cuda_time_total", "self_cpu_memory_usage", "sent_bytes",
+                 "count")
 
     def __init__(self, rows, by_shape: bool):
         super().__init__(rows)
@@ -208,14 +226,17 @@ class EventTable(list):
             raise ValueError(f"sort_by must be one of {self.SORT_KEYS}, got {sort_by!r}")
         rows = sorted(self, key=lambda r: r[sort_by], reverse=True)[:row_limit] if row_limit >= 0 else list(self)
         total_self = sum(r["self_cpu_time_total"] for r in self) or 1
+        sent = any(r["communication"] for r in self)  # a column only where collectives ran
         header = ["Name", "Self CPU %", "Self CPU", "CPU total", "CPU time avg", "Device total", "Self CPU Mem",
-                  "# of Calls"] + (["Input Shapes"] if self.by_shape else [])
+                  "# of Calls"] + (["Sent"] if sent else []) + (["Input Shapes"] if self.by_shape else [])
         lines = []
         for r in rows:
             cells = [r["name"], f"{100 * r['self_cpu_time_total'] / total_self:.2f}%",
                      _time(r["self_cpu_time_total"]), _time(r["cpu_time_total"]),
                      _time(r["cpu_time_total"] / r["count"]), _time(r["cuda_time_total"]),
                      _bytes(r["self_cpu_memory_usage"]), str(r["count"])]
+            if sent:
+                cells.append(_bytes(r["sent_bytes"]))
             if self.by_shape:
                 cells.append(str([list(s) for s in (r["shapes"] or ())]))
             lines.append(cells)

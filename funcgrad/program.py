@@ -97,12 +97,13 @@ class Program:
 
 # ---- passes ------------------------------------------------------------------------------------
 def fold_constants(program: Program) -> Program:
-    """Evaluate every equation whose inputs are all constants, now."""
+    """Evaluate every equation whose inputs are all constants, now (not a collective: it must run
+    with the other processes, at each call)."""
     known: dict[int, Const] = {}
     eqns = []
     for eqn in program.eqns:
         inputs = [known.get(x.id, x) if isinstance(x, Var) else x for x in eqn.inputs]
-        if all(isinstance(x, Const) for x in inputs):
+        if not eqn.prim.ordered and all(isinstance(x, Const) for x in inputs):
             values = [x.value for x in inputs]
             device = next((v.device for v in values if isinstance(v, ExternalValue)), None)
             impl = eqn.prim.impl_for("cpu" if device is None else device.platform)
@@ -123,7 +124,8 @@ def _hashable(value):
 
 
 def eliminate_common_subexpressions(program: Program) -> Program:
-    """Replace an equation by an earlier identical one (same primitive, inputs and params)."""
+    """Replace an equation by an earlier identical one (same primitive, inputs and params); every
+    collective runs (the other processes expect each one)."""
     seen: dict[Any, Var] = {}
     alias: dict[int, Var] = {}
     eqns = []
@@ -131,7 +133,7 @@ def eliminate_common_subexpressions(program: Program) -> Program:
         inputs = [alias.get(x.id, x) if isinstance(x, Var) else x for x in eqn.inputs]
         params_key = _hashable(tuple(sorted(eqn.params.items())))
         key = None
-        if params_key is not None:
+        if params_key is not None and not eqn.prim.ordered:
             key = (eqn.prim, params_key, tuple(("v", x.id) if isinstance(x, Var) else ("c", id(x.value), _hashable(x.value))
                                                for x in inputs))
         if key is not None and key in seen:
@@ -145,10 +147,11 @@ def eliminate_common_subexpressions(program: Program) -> Program:
 
 
 def eliminate_dead_code(program: Program) -> Program:
+    """Drop equations nothing reads, except collectives (the other processes wait for them)."""
     live = {o.id for o in program.outs if isinstance(o, Var)}
     kept = []
     for eqn in reversed(program.eqns):
-        if eqn.out.id in live:
+        if eqn.out.id in live or eqn.prim.ordered:
             kept.append(eqn)
             live.update(x.id for x in eqn.inputs if isinstance(x, Var))
     return Program(program.in_vars, kept[::-1], program.outs)
@@ -180,9 +183,24 @@ def fresh_var(aval: ShapedArray) -> Var:
 
 def schedule(program: Program, group_key) -> Program:
     """Reorder equations (keeping every dependency) so that ones with equal group_key(eqn) run
-    next to each other: a list scheduler that prefers a ready equation of the current group.
-    group_key returns None for equations that fuse with nothing."""
-    eqns = program.eqns
+    next to each other. Collectives stay where they are: the equations between two of them are
+    reordered among themselves only, so no work moves across a collective."""
+    order: list[Eqn] = []
+    segment: list[Eqn] = []
+    for eqn in program.eqns:
+        if eqn.prim.ordered:
+            order += _list_schedule(segment, group_key)
+            order.append(eqn)
+            segment = []
+        else:
+            segment.append(eqn)
+    order += _list_schedule(segment, group_key)
+    return Program(program.in_vars, order, program.outs)
+
+
+def _list_schedule(eqns: list[Eqn], group_key) -> list[Eqn]:
+    """A list scheduler that prefers a ready equation of the current group. group_key returns
+    None for equations that fuse with nothing."""
     producer = {e.out.id: i for i, e in enumerate(eqns)}
     users: list[list[int]] = [[] for _ in eqns]
     pending = [0] * len(eqns)
@@ -207,7 +225,7 @@ def schedule(program: Program, group_key) -> Program:
             pending[u] -= 1
             if pending[u] == 0:
                 bisect.insort(ready, u)
-    return Program(program.in_vars, order, program.outs)
+    return order
 
 
 def transpose_matmul_outputs(program: Program, matmul, transpose) -> Program:

@@ -18,7 +18,7 @@ from ..ops.core import aval
 from ..ops.elementwise import add_p, convert_p
 from ..ops.linalg import contraction_dtype
 from ..ops.reductions import cumsum_p
-from .buffer import DeviceValue, contiguous_strides, from_host
+from .buffer import DeviceValue, contiguous_strides, from_host, to_host
 from .kernels import decompositions as D, elementwise as elementwise_kernels, indexing, matmul as M, random, reduce as R
 from .kernels import scan, sort
 from .kernels.copy import arange, compact, contiguous, copy_into, fill
@@ -62,6 +62,16 @@ def elementwise(prim):
         operands = [_scalar_or_device(x) for x in args]
         shape = np.broadcast_shapes(*(x.shape for x in operands if hasattr(x, "shape")))
         return elementwise_kernels.apply(prim, operands, out_dtype(prim, args, params), params, shape=shape)
+    return impl
+
+
+@per_primitive
+def through_host(prim):
+    """Collectives (funcgrad.dist): the transports move host memory, so device operands are
+    copied to the host and the result back."""
+    def impl(*args, **params):
+        host = [to_host(x) if isinstance(x, DeviceValue) else x for x in args]
+        return from_host(np.ascontiguousarray(prim.impl(*host, **params)))
     return impl
 
 

@@ -1,8 +1,14 @@
-"""Data parallelism: process groups and collectives (import funcgrad.dist as dist).
+"""Process groups, meshes and collectives (import funcgrad.dist as dist).
 
     dist.init_process_group("tcp")             # reads MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK
     grads = dist.all_reduce_tree(grads, op="mean")
     params = dist.broadcast_tree(params, src=0)
+    mesh = dist.make_mesh({"dp": 2, "tp": 2})   # named axes over the ranks, row-major
+    y = dist.psum(x, "tp")                      # differentiable collectives over mesh axes
+
+The collectives on groups (all_reduce, broadcast, send, ...) take and return arrays, eagerly, as
+torch.distributed's do; those on mesh axes (psum, all_gather(x, axis_name), ppermute, ...) are
+primitives with jax.lax's names and semantics, which grad, jit and vmap see through.
 
 `funcgrad launch --nproc-per-node N script.py` (or `python -m funcgrad.dist.launch`) starts the
 processes and sets the variables. world_size 1 works everywhere, with no network.
@@ -11,17 +17,27 @@ from __future__ import annotations
 
 import datetime
 import os
+from typing import Sequence
 
+import numpy as np
+
+from . import collectives as _collectives
+from . import mesh as _mesh
+from .collectives import all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum, psum_scatter
 from .errors import DistError, DistTimeoutError
 from .group import ProcessGroup, SingleProcessGroup
+from .mesh import Mesh
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "get_rank", "get_world_size",
            "get_local_rank", "is_main_process", "barrier", "all_reduce", "broadcast", "all_gather",
-           "reduce_scatter", "all_reduce_tree", "broadcast_tree", "DistError", "DistTimeoutError", "ProcessGroup",
+           "reduce_scatter", "all_reduce_tree", "broadcast_tree", "new_group", "send", "recv", "make_mesh", "Mesh",
+           "psum", "pmean", "pmax", "pmin", "psum_scatter", "ppermute", "all_to_all", "axis_index", "axis_size", "DistError", "DistTimeoutError", "ProcessGroup",
            "BACKENDS"]
 
 BACKENDS = ("shm", "tcp", "mpi")
 _group: ProcessGroup | None = None
+_groups: list[ProcessGroup] = []  # formed from the world by new_group: closed with it
+_meshes: list[Mesh] = []
 
 
 def _env_int(name: str, default: int | None = None) -> int:
@@ -54,7 +70,7 @@ def init_process_group(backend: str = "tcp", init_method: str = "env://", timeou
         raise ValueError(f"timeout must be positive, got {timeout}")
     if backend == "mpi":
         from .mpi import MPIGroup
-        _group = MPIGroup(float(timeout))
+        _group = MPIGroup.world(float(timeout))
         return _group
     world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
     rank = _env_int("RANK", 0) if rank is None else rank
@@ -78,7 +94,7 @@ def init_process_group(backend: str = "tcp", init_method: str = "env://", timeou
         from .shm import SHMGroup as Group
     else:
         from .tcp import TCPGroup as Group
-    _group = Group(rank, world_size, local_rank, float(timeout), master_addr, master_port, secret.encode())
+    _group = Group.world(rank, world_size, local_rank, float(timeout), master_addr, master_port, secret.encode())
     return _group
 
 
@@ -89,7 +105,15 @@ def _default() -> ProcessGroup:
 
 
 def destroy_process_group() -> None:
+    """Close the world group and every group and mesh formed from it."""
     global _group
+    for group in _groups:
+        group.close()
+    _groups.clear()
+    for mesh in _meshes:
+        mesh.close()
+    _meshes.clear()
+    _mesh.forget()
     if _group is not None:
         _group.close()
         _group = None
@@ -99,12 +123,69 @@ def is_initialized() -> bool:
     return _group is not None
 
 
-def get_rank() -> int:
-    return _default().rank
+def new_group(ranks: Sequence[int]) -> ProcessGroup | None:
+    """A group of the job's ranks (torch.distributed.new_group). Every process of the job calls it
+    with the same ranks, in the same order of calls, member or not (a disagreement is an error on
+    every rank); a member gets the group, where its rank is its place in the sorted ranks, any
+    other process None. Collectives take it as group=; ranks given to them stay the job's."""
+    world = _default()
+    members = _checked_ranks(ranks, world.world_size)
+    world._begin("new_group", None, ranks=",".join(map(str, members)))
+    return _formed(world, members, f"g{world.seq}/")
 
 
-def get_world_size() -> int:
-    return _default().world_size
+def make_mesh(axes: dict[str, int]) -> Mesh:
+    """Named axes over the job's ranks (row-major: the last axis varies fastest), which becomes the
+    current mesh of the collectives on axes (psum(x, "tp"), ...). Every rank calls it with the
+    same axes; their sizes must multiply to the world size."""
+    mesh = _mesh.make(axes, _default())
+    _meshes.append(mesh)
+    return mesh
+
+
+def _formed(world: ProcessGroup, members: list[int], scope: str) -> ProcessGroup | None:
+    if world.rank not in members:
+        return None
+    group = world.group(members, scope)
+    _groups.append(group)
+    return group
+
+
+def _checked_ranks(ranks, world_size: int) -> list[int]:
+    members = list(ranks)
+    if not members:
+        raise ValueError("a group needs at least one rank")
+    for r in members:
+        if not isinstance(r, (int, np.integer)) or isinstance(r, bool) or not 0 <= r < world_size:
+            raise ValueError(f"rank {r!r} is not a rank of the job (world size {world_size})")
+    if len(set(members)) != len(members):
+        raise ValueError(f"ranks {members} name a rank twice")
+    return sorted(int(r) for r in members)
+
+
+def _resolve(group: ProcessGroup | None) -> ProcessGroup:
+    if group is None:
+        return _default()
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup from new_group or a mesh, got {type(group).__name__} "
+                        f"(new_group returns None to a process outside the group)")
+    return group
+
+
+def _index(group: ProcessGroup, rank: int, role: str) -> int:
+    """The place in group of the job's rank `rank` (torch's collectives take the job's ranks)."""
+    if rank not in group.ranks:
+        raise ValueError(f"{role} rank {rank!r} is not in the group (ranks {group.ranks})")
+    return group.ranks.index(rank)
+
+
+def get_rank(group: ProcessGroup | None = None) -> int:
+    """This process's rank in the job, or its place in group."""
+    return _resolve(group).rank
+
+
+def get_world_size(group: ProcessGroup | None = None) -> int:
+    return _resolve(group).world_size
 
 
 def get_local_rank() -> int:
@@ -115,29 +196,48 @@ def is_main_process() -> bool:
     return _group is None or _group.rank == 0
 
 
-def barrier() -> None:
-    _default().barrier()
+def barrier(group: ProcessGroup | None = None) -> None:
+    _resolve(group).barrier()
 
 
-def all_reduce(x, op: str = "sum"):
-    return _default().all_reduce(x, op)
+def all_reduce(x, op: str = "sum", group: ProcessGroup | None = None):
+    return _resolve(group).all_reduce(x, op)
 
 
-def broadcast(x, src: int = 0):
-    return _default().broadcast(x, src)
+def broadcast(x, src: int = 0, group: ProcessGroup | None = None):
+    """x from the job's rank src (a member of group), on every member."""
+    g = _resolve(group)
+    return g.broadcast(x, _index(g, src, "source"))
 
 
-def all_gather(x):
-    return _default().all_gather(x)
+def all_gather(x, axis_name=None, *, axis: int = 0, tiled: bool = False, group: ProcessGroup | None = None):
+    """With a mesh axis name: jax.lax.all_gather, differentiable (stacked at axis, or concatenated
+    along it when tiled). Without: every member's x of group, stacked along a new first axis."""
+    if axis_name is not None:
+        return _collectives.all_gather(x, axis_name, axis=axis, tiled=tiled)
+    return _resolve(group).all_gather(x)
 
 
-def reduce_scatter(x, op: str = "sum"):
-    return _default().reduce_scatter(x, op)
+def reduce_scatter(x, op: str = "sum", group: ProcessGroup | None = None):
+    return _resolve(group).reduce_scatter(x, op)
 
 
-def all_reduce_tree(tree, op: str = "mean", bucket_bytes: int = 25 * 2 ** 20):
-    return _default().all_reduce_tree(tree, op, bucket_bytes)
+def send(x, dst: int, group: ProcessGroup | None = None) -> None:
+    """x to the job's rank dst, which takes it with recv(src=this rank, like=...)."""
+    g = _resolve(group)
+    g.send(x, _index(g, dst, "destination"))
 
 
-def broadcast_tree(tree, src: int = 0, bucket_bytes: int = 25 * 2 ** 20):
-    return _default().broadcast_tree(tree, src, bucket_bytes)
+def recv(src: int, like, group: ProcessGroup | None = None):
+    """What the job's rank src sends; like gives the shape and dtype expected (checked)."""
+    g = _resolve(group)
+    return g.recv(_index(g, src, "source"), like)
+
+
+def all_reduce_tree(tree, op: str = "mean", bucket_bytes: int = 25 * 2 ** 20, group: ProcessGroup | None = None):
+    return _resolve(group).all_reduce_tree(tree, op, bucket_bytes)
+
+
+def broadcast_tree(tree, src: int = 0, bucket_bytes: int = 25 * 2 ** 20, group: ProcessGroup | None = None):
+    g = _resolve(group)
+    return g.broadcast_tree(tree, _index(g, src, "source"), bucket_bytes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from .. import dtypes
 from ..array import Array
 from ..tree import tree_flatten
 from .errors import DistError
+from .store import Job
 
 REDUCE_OPS = {"sum": np.add, "mean": np.add, "max": np.maximum, "min": np.minimum}
 
@@ -28,17 +29,37 @@ def finish(reduced: np.ndarray, op: str, world_size: int) -> None:
 
 
 class ProcessGroup:
-    """A backend implements _all_gather_bytes, _all_reduce, _broadcast_into and close."""
+    """A backend implements _all_gather_bytes, _all_reduce, _broadcast_into, _subgroup and close.
+
+    rank and world_size are this process's index in the group and the group's size; ranks holds
+    the members' ranks in the job (the world), which is how messages name them."""
 
     backend = "none"
 
-    def __init__(self, rank: int, world_size: int, local_rank: int, timeout: float):
+    def __init__(self, rank: int, world_size: int, local_rank: int, timeout: float,
+                 ranks: Sequence[int] | None = None):
         self.rank, self.world_size, self.local_rank, self.timeout = rank, world_size, local_rank, timeout
+        self.ranks = list(range(world_size)) if ranks is None else list(ranks)
         self.seq = 0
         self.broken: str | None = None
         self._outputs = _Recycler()
+        self.channels: dict[tuple[int, int], ProcessGroup] = {}  # shared by the job's groups
+
+    def who(self, index: int) -> str:
+        """How messages name the member at index: by its rank in the job."""
+        return f"rank {self.ranks[index]}"
+
+    def group(self, ranks: Sequence[int], scope: str) -> "ProcessGroup":
+        """A group of the job's ranks `ranks` (this process among them), formed by its members
+        alone; scope (with the members) names it in the rendezvous, identically on every member."""
+        if len(ranks) == 1:
+            return SingleProcessGroup(0, 1, self.local_rank, self.timeout, ranks)
+        return self._subgroup(list(ranks), f"{scope}{','.join(map(str, ranks))}/")
 
     # ---- backend interface ------------------------------------------------------------------------
+    def _subgroup(self, ranks: list[int], scope: str) -> "ProcessGroup":
+        raise DistError(f"{type(self).__name__} cannot form groups")
+
     def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
         raise DistError(f"{type(self).__name__} cannot gather")
 
@@ -56,7 +77,7 @@ class ProcessGroup:
     # ---- checking ---------------------------------------------------------------------------------
     def _begin(self, op: str, array: np.ndarray | None, **extra) -> str:
         if self.broken:
-            raise DistError(f"rank {self.rank}: the process group is unusable ({self.broken}); "
+            raise DistError(f"{self.who(self.rank)}: the process group is unusable ({self.broken}); "
                             f"call init_process_group again")
         self.seq += 1
         what = f"{op} #{self.seq}"
@@ -71,8 +92,9 @@ class ProcessGroup:
         for peer, theirs in enumerate(headers):
             if theirs != mine:  # compared as bytes; decoded only to explain a mismatch
                 self.broken = f"mismatched collectives at {what}"
-                raise DistError(f"rank {self.rank}: collective mismatch: this rank called "
-                                f"{_describe(json.loads(mine))} but rank {peer} called {_describe(json.loads(theirs))}")
+                raise DistError(f"{self.who(self.rank)}: collective mismatch: this rank called "
+                                f"{_describe(json.loads(mine))} but {self.who(peer)} called "
+                                f"{_describe(json.loads(theirs))}")
         return what
 
     def _run(self, fn, *args):
@@ -130,6 +152,42 @@ class ProcessGroup:
 
     def barrier(self) -> None:
         self._begin("barrier", None)
+
+    # ---- point to point ---------------------------------------------------------------------------------
+    def send(self, x, dst: int) -> None:
+        """x to the member at index dst, which takes it with recv(src=this index, like=x). Both
+        block until the transfer is done (so two members sending to each other at once wait for
+        each other until the timeout: order them, as with blocking sends in MPI)."""
+        arr = _host(x)
+        channel = self._channel(self.rank, self._peer(dst, "send to"))
+        what = channel._begin("send", arr, dst=self.ranks[dst])
+        channel._run(channel._broadcast_into, np.array(arr, order="C").reshape(-1), 0, what)
+
+    def recv(self, src: int, like) -> Array:
+        """What the member at index src sends; like (an array, or anything with shape and dtype)
+        says what this member expects, and a different shape or dtype is an error on both."""
+        shape, dtype = tuple(like.shape), np.dtype(like.dtype)
+        channel = self._channel(self._peer(src, "receive from"), self.rank)
+        flat = np.empty(int(np.prod(shape, dtype=np.int64)), dtype)
+        what = channel._begin("send", flat.reshape(shape), dst=self.ranks[self.rank])
+        channel._run(channel._broadcast_into, flat, 0, what)
+        return Array(flat.reshape(shape))
+
+    def _peer(self, index: int, verb: str) -> int:
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < self.world_size:
+            raise ValueError(f"cannot {verb} {index!r}: not a rank of this group ({self.world_size} ranks)")
+        if index == self.rank:
+            raise ValueError(f"{self.who(self.rank)} cannot {verb} itself")
+        return int(index)
+
+    def _channel(self, src: int, dst: int) -> "ProcessGroup":
+        """The two-member group that carries messages from member src to member dst (the sender
+        at index 0), formed by the pair at their first message, then kept: one per direction, so
+        messages each way never meet in one channel."""
+        key = (self.ranks[src], self.ranks[dst])
+        if key not in self.channels:
+            self.channels[key] = self._subgroup(list(key), f"p{key[0]}>{key[1]}/")
+        return self.channels[key]
 
     # ---- pytrees ------------------------------------------------------------------------------------
     def all_reduce_tree(self, tree, op: str = "mean", bucket_bytes: int = 25 * 2 ** 20):
@@ -226,11 +284,46 @@ def _header(op: str, seq: int, array: np.ndarray | None, extra: dict) -> bytes:
 
 def _describe(header: dict) -> str:
     parts = [f"{header['op']} #{header['seq']}"]
-    for key in ("reduce", "src", "dtype", "shape"):
+    for key in ("reduce", "src", "dst", "ranks", "dtype", "shape"):
         if key in header:
             value = np.dtype(header[key]).name if key == "dtype" else header[key]
             parts.append(f"{key}={value}")
     return "(" + ", ".join(parts) + ")"
+
+
+class JobGroup(ProcessGroup):
+    """A backend whose groups meet through the job's store (shm, tcp): the world group joins the
+    job and owns its store; every other group is formed by its members under a scope of its own."""
+
+    def __init__(self, rank: int, ranks: Sequence[int], local_rank: int, timeout: float, job: Job, scope: str):
+        """The member at index rank of ranks (the job's ranks of this group); scope is '' for the world."""
+        super().__init__(rank, len(ranks), local_rank, timeout, ranks)
+        self.job, self.scope = job, scope
+        self.channels = job.channels
+
+    @classmethod
+    def world(cls, rank: int, world_size: int, local_rank: int, timeout: float, master_addr: str,
+              master_port: int, secret: bytes) -> "JobGroup":
+        cls._before_joining()
+        job = Job.join(rank, world_size, timeout, master_addr, master_port, secret)
+        try:
+            return cls(rank, range(world_size), local_rank, timeout, job, "")
+        except BaseException:
+            job.close()
+            raise
+
+    @classmethod
+    def _before_joining(cls) -> None:
+        """What the backend checks of this host first."""
+
+    def _subgroup(self, ranks: list[int], scope: str) -> "JobGroup":
+        return type(self)(ranks.index(self.ranks[self.rank]), ranks, self.local_rank, self.timeout, self.job, scope)
+
+    def close(self) -> None:
+        super().close()
+        if self.scope == "" and self.job is not None:  # the world group owns the job's store
+            self.job.close()
+            self.job = None
 
 
 class SingleProcessGroup(ProcessGroup):

@@ -12,6 +12,8 @@ import atexit
 import os
 import sys
 import time
+import zlib
+from typing import Sequence
 
 import numpy as np
 
@@ -29,21 +31,33 @@ except ImportError as e:  # reported by init_process_group("mpi")
 class MPIGroup(ProcessGroup):
     backend = "mpi"
 
-    def __init__(self, timeout: float):
+    def __init__(self, comm, local_rank: int, timeout: float, ranks: Sequence[int], channels: dict):
+        super().__init__(comm.Get_rank(), comm.Get_size(), local_rank, timeout, ranks)
+        self.comm, self.channels = comm, channels
+        self.stalled = False  # a collective timed out and is still pending
+
+    @classmethod
+    def world(cls, timeout: float) -> "MPIGroup":
         if MPI is None:
             raise ImportError(f"the mpi backend needs mpi4py and an MPI library: pip install 'funcgrad[mpi]' "
                               f"({IMPORT_ERROR})")
-        self.comm = MPI.COMM_WORLD
+        comm = MPI.COMM_WORLD
         expected = os.environ.get("WORLD_SIZE")
-        if expected is not None and expected != str(self.comm.Get_size()):
-            raise DistError(f"init_process_group('mpi'): MPI started this process in a world of {self.comm.Get_size()}, "
+        if expected is not None and expected != str(comm.Get_size()):
+            raise DistError(f"init_process_group('mpi'): MPI started this process in a world of {comm.Get_size()}, "
                             f"but WORLD_SIZE={expected} (RANK={os.environ.get('RANK')}) says the job has {expected}: the "
                             f"mpi backend takes its ranks from MPI, so start the job with `mpiexec -n {expected} python "
                             f"script.py`; `funcgrad launch` starts independent processes (use it with shm or tcp)")
-        self.stalled = False  # a collective timed out and is still pending
-        local = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
-        super().__init__(self.comm.Get_rank(), self.comm.Get_size(), local.Get_rank(), timeout)
+        local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        local_rank = local.Get_rank()
         local.Free()
+        return cls(comm, local_rank, timeout, range(comm.Get_size()), {})
+
+    def _subgroup(self, ranks: list[int], scope: str) -> "MPIGroup":
+        """MPI_Comm_create_group: collective over the members only, as the other backends' rendezvous."""
+        tag = zlib.crc32(scope.encode()) & 0x7FFF
+        comm = MPI.COMM_WORLD.Create_group(MPI.COMM_WORLD.Get_group().Incl(ranks), tag)
+        return MPIGroup(comm, self.local_rank, self.timeout, ranks, self.channels)
 
     def _wait(self, request, what: str) -> None:
         """Every MPI wait is bounded: a non-blocking collective is tested until the deadline. A peer
@@ -55,7 +69,7 @@ class MPIGroup(ProcessGroup):
             if time.monotonic() > deadline:
                 self.stalled = True
                 atexit.register(self._abort)
-                raise DistTimeoutError(f"rank {self.rank}: timed out after {self.timeout:g}s in {what} (another rank "
+                raise DistTimeoutError(f"{self.who(self.rank)}: timed out after {self.timeout:g}s in {what} (another rank "
                                        f"did not join it); the MPI job is aborted when this process exits")
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)

@@ -5,13 +5,16 @@ reduce-scatter plus an all-gather over the segments: every rank copies its data 
 1/N slice across all segments, and copies the reduced slices out, with a barrier between the
 phases. Barriers spin briefly, then sleep, on per-rank sequence counters, watch the other ranks'
 pids so a dead peer is reported within a fraction of a second, and time out naming the rank
-that did not arrive. Segments are named by job and rank, unlinked on close, at exit and when a
-peer dies; stale ones of killed runs are removed at the next start.
+that did not arrive. Segments are named by job, pid, group and rank, unlinked on close, at exit,
+on SIGTERM and when a peer dies; stale ones of killed runs are removed at the next start. A group
+of some of the ranks (new_group, a mesh axis, a send/recv channel) has segments of its own (sparse:
+only what a message touches takes memory).
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import mmap
 import os
 import re
@@ -20,13 +23,14 @@ import struct
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from ..process import alive
 from .errors import DistError, DistTimeoutError
-from .group import REDUCE_OPS, ProcessGroup, finish
-from .store import StoreClient, StoreServer, join_job
+from .group import REDUCE_OPS, JobGroup, finish
+from .store import Job
 
 SHM_DIR = Path("/dev/shm")
 CAPACITY = 64 * 2 ** 20  # bytes per rank per round; larger messages go in rounds
@@ -60,62 +64,63 @@ def remove_stale_segments(pids=None) -> list[str]:
     return removed
 
 
-def _close_on_sigterm(group: "SHMGroup") -> None:
-    """SIGTERM skips atexit: unlink this rank's segment first, then end as SIGTERM would. Only
-    where SIGTERM still has its default action (the program's own handler wins) and only from the
-    main thread (where Python runs handlers)."""
+_open_groups: list["SHMGroup"] = []  # what a SIGTERM must unlink
+
+
+def _close_on_sigterm() -> None:
+    """SIGTERM skips atexit: unlink this process's segments first, then end as SIGTERM would.
+    Only where SIGTERM still has its default action (the program's own handler wins) and only
+    from the main thread (where Python runs handlers)."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 
     def handler(signum, frame):
-        group.close()
+        for group in list(_open_groups):
+            group.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
     signal.signal(signal.SIGTERM, handler)
 
 
-class SHMGroup(ProcessGroup):
+class SHMGroup(JobGroup):
     backend = "shm"
 
-    def __init__(self, rank: int, world_size: int, local_rank: int, timeout: float, master_addr: str,
-                 master_port: int, secret: bytes):
-        super().__init__(rank, world_size, local_rank, timeout)
-        self.server = self.store = None
+    def __init__(self, rank: int, ranks: Sequence[int], local_rank: int, timeout: float, job: Job, scope: str):
+        super().__init__(rank, ranks, local_rank, timeout, job, scope)
         self.paths: list[Path] = []
         self.maps: list[mmap.mmap] = []
         self.counter = 0
-        if world_size == 1:
-            return
-        if not SHM_DIR.is_dir():
-            raise DistError("the shm backend needs /dev/shm (Linux); use backend='tcp'")
-        remove_stale_segments()
-        if rank == 0:
-            self.server = StoreServer(master_addr if master_addr != "localhost" else "127.0.0.1", master_port, secret)
         try:
-            self._rendezvous(master_addr, master_port, secret)
+            self._rendezvous()
         except BaseException:
             self.close()
             raise
+        _open_groups.append(self)
         atexit.register(self.close)
-        _close_on_sigterm(self)
+        _close_on_sigterm()
 
-    def _rendezvous(self, master_addr, master_port, secret):
-        n, r, t = self.world_size, self.rank, self.timeout
-        self.store = store = StoreClient(master_addr, master_port, secret, t)
-        job = join_job(store, r, n, t).decode()[:16]
-        mine = f"funcgrad_{job}_p{os.getpid()}_r{r}"
+    @classmethod
+    def _before_joining(cls) -> None:
+        if not SHM_DIR.is_dir():
+            raise DistError("the shm backend needs /dev/shm (Linux); use backend='tcp'")
+        remove_stale_segments()
+
+    def _rendezvous(self):
+        n, r, t, store = self.world_size, self.rank, self.timeout, self.job.store
+        tag = hashlib.sha256(self.scope.encode()).hexdigest()[:8] if self.scope else "w"
+        mine = f"funcgrad_{self.job.id.decode()[:16]}_p{os.getpid()}_{tag}_r{self.ranks[r]}"
         size = CAPACITY + 2 * HEADER + _SLOT
         self.data_map, path = _segment(mine, size, create=True)
         self.paths.append(path)
-        store.set(f"shm/{r}", f"{mine} {os.getpid()}".encode())
+        store.set(f"{self.scope}shm/{r}", f"{mine} {os.getpid()}".encode())
         self.segments, self.pids = [], []
         for peer in range(n):
             try:
-                name, pid = store.wait_get(f"shm/{peer}", t).decode().split()
+                name, pid = store.wait_get(f"{self.scope}shm/{peer}", t).decode().split()
             except DistTimeoutError:
-                raise DistTimeoutError(f"rank {peer} did not join within {t:g}s: WORLD_SIZE is {n}; were fewer "
-                                       f"processes started?") from None
+                raise DistTimeoutError(f"{self.who(peer)} did not join within {t:g}s: the group has {n} ranks "
+                                       f"({self.ranks}); were fewer processes started?") from None
             segment = self.data_map if peer == r else _segment(name, size, create=False)[0]
             self.maps.append(segment)
             self.segments.append(segment)
@@ -144,10 +149,11 @@ class SHMGroup(ProcessGroup):
                 for p in behind:
                     if not alive(self.pids[p]):
                         self._unlink_peer(p)
-                        raise DistError(f"rank {self.rank}: rank {p} (pid {self.pids[p]}) died during {what}")
+                        raise DistError(f"{self.who(self.rank)}: {self.who(p)} (pid {self.pids[p]}) died during {what}")
                 if time.monotonic() > deadline:
-                    raise DistTimeoutError(f"rank {self.rank}: timed out after {self.timeout:g}s in {what} waiting "
-                                           f"for rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))} "
+                    raise DistTimeoutError(f"{self.who(self.rank)}: timed out after {self.timeout:g}s in {what} waiting "
+                                           f"for rank{'s' if len(behind) > 1 else ''} "
+                                           f"{', '.join(str(self.ranks[p]) for p in behind)} "
                                            f"(did {'they' if len(behind) > 1 else 'it'} skip the collective?)")
             if spins < 4096:
                 os.sched_yield()  # give the core to a rank that still has work (more ranks than cores)
@@ -236,9 +242,5 @@ class SHMGroup(ProcessGroup):
         for path in self.paths[:1]:  # our own segment
             with contextlib.suppress(OSError):  # a survivor may have removed it after our peer died
                 path.unlink()
-        if self.store is not None:
-            self.store.close()
-            self.store = None
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+        if self in _open_groups:
+            _open_groups.remove(self)

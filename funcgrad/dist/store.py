@@ -88,6 +88,37 @@ def join_job(store: "StoreClient", rank: int, world_size: int, timeout: float) -
     return store.wait_get("job", timeout)
 
 
+class Job:
+    """What the process groups of one job share: the store connection (and, on rank 0, the
+    server), the secret, the job's id, the point-to-point channels formed so far. The world group
+    owns it and closes it."""
+
+    def __init__(self, store: "StoreClient", secret: bytes, id_: bytes, server: "StoreServer | None"):
+        self.store, self.secret, self.id, self.server = store, secret, id_, server
+        self.channels: dict = {}
+
+    @classmethod
+    def join(cls, rank: int, world_size: int, timeout: float, master_addr: str, master_port: int,
+             secret: bytes) -> "Job":
+        """Serve the store on rank 0, connect to it, claim this rank (join_job)."""
+        server = StoreServer(master_addr if master_addr != "localhost" else "127.0.0.1", master_port, secret) \
+            if rank == 0 else None
+        store = None
+        try:
+            store = StoreClient(master_addr, master_port, secret, timeout)
+            return cls(store, secret, join_job(store, rank, world_size, timeout), server)
+        except BaseException:
+            for part in (store, server):
+                if part is not None:
+                    part.close()
+            raise
+
+    def close(self) -> None:
+        self.store.close()
+        if self.server is not None:
+            self.server.close()
+
+
 class StoreServer:
     """Serves the store from a background thread; one thread per client connection (bounded)."""
 

@@ -4,7 +4,9 @@ Each rank sends to rank + 1 and receives from rank - 1. all_reduce is the bandwi
 ring (a reduce-scatter, then an all-gather, 2 (N - 1) / N of the data over each link), with a
 sender thread so sending and receiving overlap, and the receiver reducing segment by segment
 while later segments are still in flight. Peers prove they belong to the job (HMAC over a
-nonce, the job id and their rank) before the ring forms.
+nonce, the job id, the group and their rank) before the ring forms. A group of some of the ranks
+(new_group, a mesh axis, a send/recv channel) forms its own ring among its members through the
+world's store.
 """
 from __future__ import annotations
 
@@ -16,12 +18,13 @@ import socket
 import struct
 import threading
 import time
+from typing import Sequence
 
 import numpy as np
 
 from .errors import DistError, DistTimeoutError
-from .group import REDUCE_OPS, ProcessGroup, finish
-from .store import StoreClient, StoreServer, join_job, prove, recv_exact
+from .group import REDUCE_OPS, JobGroup, finish
+from .store import Job, prove, recv_exact
 
 SEGMENT = 1 << 18  # bytes reduced per receive while the next segment is on the wire
 SOCKET_BUFFER = 4 << 20  # kernel buffers deep enough to keep a segment in flight both ways
@@ -32,56 +35,47 @@ def _bytes(a: np.ndarray) -> memoryview:
     return memoryview(a.view(np.uint8))
 
 
-class TCPGroup(ProcessGroup):
+class TCPGroup(JobGroup):
     backend = "tcp"
 
-    def __init__(self, rank: int, world_size: int, local_rank: int, timeout: float, master_addr: str,
-                 master_port: int, secret: bytes):
-        super().__init__(rank, world_size, local_rank, timeout)
-        self.server = None
-        self.store = None
+    def __init__(self, rank: int, ranks: Sequence[int], local_rank: int, timeout: float, job: Job, scope: str):
+        super().__init__(rank, ranks, local_rank, timeout, job, scope)
         self.next_sock = self.prev_sock = None
         self._sends: queue.Queue = queue.Queue()
         self._send_error: BaseException | None = None
-        if world_size == 1:
-            return
-        bind_host = master_addr if master_addr not in ("localhost",) else "127.0.0.1"
-        if rank == 0:
-            self.server = StoreServer(bind_host, master_port, secret)
         try:
-            self._rendezvous(master_addr, master_port, secret)
+            self._rendezvous()
         except BaseException:
             self.close()
             raise
-        threading.Thread(target=self._sender, daemon=True, name=f"funcgrad-tcp-send-{rank}").start()
+        threading.Thread(target=self._sender, daemon=True, name=f"funcgrad-tcp-send-{self.ranks[rank]}").start()
 
     # ---- rendezvous ---------------------------------------------------------------------------------
-    def _rendezvous(self, master_addr, master_port, secret):
-        n, r, t = self.world_size, self.rank, self.timeout
-        self.store = store = StoreClient(master_addr, master_port, secret, t)
-        job = join_job(store, r, n, t)
+    def _rendezvous(self):
+        n, r, t, store = self.world_size, self.rank, self.timeout, self.job.store
+        proof_key = self.job.id + self.scope.encode()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind((store.sock.getsockname()[0], 0))  # the address rank 0 sees us at
         listener.listen(8)
         host, port = listener.getsockname()
-        store.set(f"addr/{r}", f"{host}:{port}".encode())
+        store.set(f"{self.scope}addr/{r}", f"{host}:{port}".encode())
         nxt, prev = (r + 1) % n, (r - 1) % n
         try:
-            peer = store.wait_get(f"addr/{nxt}", t).decode()
+            peer = store.wait_get(f"{self.scope}addr/{nxt}", t).decode()
         except DistTimeoutError:
-            raise DistTimeoutError(store.problem() or f"rank {nxt} did not join within {t:g}s: WORLD_SIZE is {n}; "
-                                   f"were fewer processes started?") from None
+            raise DistTimeoutError(store.problem() or f"{self.who(nxt)} did not join within {t:g}s: the group has "
+                                   f"{n} ranks ({self.ranks}); were fewer processes started?") from None
         peer_host, peer_port = peer.rsplit(":", 1)
         accepted: list = []  # accept from the previous rank while we introduce ourselves to the next
-        acceptor = threading.Thread(target=lambda: accepted.append(self._try_accept(listener, prev, secret, job)),
+        acceptor = threading.Thread(target=lambda: accepted.append(self._try_accept(listener, prev, proof_key)),
                                     daemon=True)
         acceptor.start()
         self.next_sock = socket.create_connection((peer_host, int(peer_port)), timeout=t)
         try:
             nonce = recv_exact(self.next_sock, 32)
-            self.next_sock.sendall(struct.pack("!I", r) + prove(secret, nonce + job, b"funcgrad-peer"))
+            self.next_sock.sendall(struct.pack("!I", r) + prove(self.job.secret, nonce + proof_key, b"funcgrad-peer"))
         except (OSError, ConnectionError) as e:
-            raise DistError(store.problem() or f"rank {r}: the handshake with rank {nxt} failed: {e}") from None
+            raise DistError(store.problem() or f"{self.who(r)}: the handshake with {self.who(nxt)} failed: {e}") from None
         acceptor.join()
         listener.close()
         if isinstance(accepted[0], BaseException):
@@ -94,19 +88,19 @@ class TCPGroup(ProcessGroup):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
             s.settimeout(t)
 
-    def _try_accept(self, listener, expected: int, secret: bytes, job: bytes):
+    def _try_accept(self, listener, expected: int, proof_key: bytes):
         try:
-            return self._accept_peer(listener, expected, secret, job)
+            return self._accept_peer(listener, expected, proof_key)
         except BaseException as e:  # noqa: BLE001  (re-raised by the rendezvous)
             return e
 
-    def _accept_peer(self, listener, expected: int, secret: bytes, job: bytes) -> socket.socket:
+    def _accept_peer(self, listener, expected: int, proof_key: bytes) -> socket.socket:
         listener.settimeout(self.timeout)
         while True:
             try:
                 conn, _ = listener.accept()
             except socket.timeout:
-                raise DistTimeoutError(f"rank {expected} did not connect to rank {self.rank} within "
+                raise DistTimeoutError(f"{self.who(expected)} did not connect to {self.who(self.rank)} within "
                                        f"{self.timeout:g}s") from None
             try:  # 36 bytes within 5 s in all, however slowly they trickle in, or the next connection
                 deadline = time.monotonic() + 5.0
@@ -118,7 +112,7 @@ class TCPGroup(ProcessGroup):
             except (OSError, ConnectionError, struct.error):
                 conn.close()
                 continue
-            if claimed == expected and hmac.compare_digest(proof, prove(secret, nonce + job, b"funcgrad-peer")):
+            if claimed == expected and hmac.compare_digest(proof, prove(self.job.secret, nonce + proof_key, b"funcgrad-peer")):
                 return conn
             conn.close()  # a stray or unauthenticated connection: ignore it and keep waiting
 
@@ -142,26 +136,26 @@ class TCPGroup(ProcessGroup):
 
     def _wait_sent(self, done: threading.Event, what: str):
         if not done.wait(self.timeout):
-            raise DistTimeoutError(f"rank {self.rank}: timed out after {self.timeout:g}s in {what} sending to rank "
-                                   f"{(self.rank + 1) % self.world_size}")
+            raise DistTimeoutError(f"{self.who(self.rank)}: timed out after {self.timeout:g}s in {what} sending to "
+                                   f"{self.who((self.rank + 1) % self.world_size)}")
         if self._send_error is not None:
             error, self._send_error = self._send_error, None
-            raise DistError(f"rank {self.rank}: rank {(self.rank + 1) % self.world_size} is gone ({error}) "
+            raise DistError(f"{self.who(self.rank)}: {self.who((self.rank + 1) % self.world_size)} is gone ({error}) "
                             f"during {what}")
 
     def _recv_into(self, view: memoryview, what: str):
         got, n = 0, len(view)
-        prev = (self.rank - 1) % self.world_size
+        me, prev = self.who(self.rank), self.who((self.rank - 1) % self.world_size)
         while got < n:
             try:
                 k = self.prev_sock.recv_into(view[got:], n - got)
             except socket.timeout:
-                raise DistTimeoutError(f"rank {self.rank}: timed out after {self.timeout:g}s in {what} waiting for "
-                                       f"rank {prev} (did it skip the collective?)") from None
+                raise DistTimeoutError(f"{me}: timed out after {self.timeout:g}s in {what} waiting for "
+                                       f"{prev} (did it skip the collective?)") from None
             except OSError as e:
-                raise DistError(f"rank {self.rank}: connection to rank {prev} failed during {what}: {e}") from None
+                raise DistError(f"{me}: connection to {prev} failed during {what}: {e}") from None
             if k == 0:
-                raise DistError(f"rank {self.rank}: rank {prev} closed its connection during {what} "
+                raise DistError(f"{me}: {prev} closed its connection during {what} "
                                 f"(it exited or was killed)")
             got += k
 
@@ -233,7 +227,4 @@ class TCPGroup(ProcessGroup):
             if s is not None:
                 with contextlib.suppress(OSError):  # closing a broken socket may fail; it is closed anyway
                     s.close()
-        if self.store is not None:
-            self.store.close()
-        if self.server is not None:
-            self.server.close()
+

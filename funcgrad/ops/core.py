@@ -75,13 +75,14 @@ def aval(x):
 
 class Primitive:
     """An operation and everything the transforms and backends need to know about it."""
-    __slots__ = ("name", "impl", "shape_rule", "batch_rule", "cuda", "_cuda_impl", "scalar", "fresh",
+    __slots__ = ("name", "impl", "shape_rule", "batch_rule", "cuda", "_cuda_impl", "scalar", "fresh", "ordered",
                  "differentiable", "vjps", "vjp_argnum", "jvps", "jvp_argnum", "jvp_joint")
 
     __call__ = bind  # prim(*args, **params) is bind(prim, *args, **params)
 
     def __init__(self, name: str, impl: Callable, *, shape_rule: Callable, batch_rule: Callable, cuda: str,
-                 scalar: Callable | None = None, fresh: bool = False, differentiable: bool = True):
+                 scalar: Callable | None = None, fresh: bool = False, ordered: bool = False,
+                 differentiable: bool = True):
         if name in registry:
             raise ValueError(f"primitive {name!r} is defined twice")
         self.name = name
@@ -93,6 +94,9 @@ class Primitive:
         self.scalar = scalar
         # fresh: the output never shares memory with an input, so jit may overwrite it once dead
         self.fresh = fresh
+        # ordered: it talks to other processes (a collective), so jit runs it where the program
+        # does, in order, never folded, merged or dropped, and moves no work across it
+        self.ordered = ordered
         self.differentiable = differentiable
         self.vjps: tuple | None = None
         self.vjp_argnum: Callable | None = None

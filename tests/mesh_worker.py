@@ -1,0 +1,231 @@
+"""Worker scenarios for tests/test_mesh.py: python mesh_worker.py SCENARIO BACKEND (under the launcher
+or mpiexec). Each rank checks its values and gradients against the same computation done for every
+rank at once in this one process (the reference below), in float64, and prints RESULT ok."""
+import os
+import sys
+
+import numpy as np
+
+import funcgrad as fg
+import funcgrad.dist as dist
+import funcgrad.numpy as fnp
+
+scenario, backend = sys.argv[1], sys.argv[2]
+dist.init_process_group(backend, timeout=float(os.environ.get("DIST_TIMEOUT", "20")))
+rank, world = dist.get_rank(), dist.get_world_size()
+
+
+def report(message):
+    os.write(1, f"RESULT {message}\n".encode())  # one write: mpiexec merges the ranks' output
+
+
+class Reference:
+    """The collectives over a mesh for all ranks at once: values are lists indexed by rank, and
+    each collective is written with funcgrad.numpy, so one process can differentiate the whole."""
+
+    def __init__(self, axes):
+        self.axes = dict(axes)
+        self.coords = [np.unravel_index(r, tuple(self.axes.values())) for r in range(world)]
+
+    def members(self, r, names):
+        """Rank r's group along names, in axis_index order."""
+        names = (names,) if isinstance(names, str) else tuple(names)
+        keys = list(self.axes)
+        same = [q for q in range(world) if all(self.coords[q][i] == self.coords[r][i]
+                                               for i, k in enumerate(keys) if k not in names)]
+        return sorted(same, key=lambda q: np.ravel_multi_index([self.coords[q][keys.index(k)] for k in names],
+                                                               [self.axes[k] for k in names]))
+
+    def psum(self, xs, names):
+        return [sum(xs[q] for q in self.members(r, names)) for r in range(world)]
+
+    def all_gather(self, xs, names, axis, tiled):
+        join = fnp.concatenate if tiled else fnp.stack
+        return [join([xs[q] for q in self.members(r, names)], axis=axis) for r in range(world)]
+
+    def psum_scatter(self, xs, names, d, tiled):
+        total = self.psum(xs, names)
+        out = []
+        for r in range(world):
+            i, n = self.members(r, names).index(r), len(self.members(r, names))
+            k = total[r].shape[d] // n
+            part = fnp.take(total[r], fnp.arange(i * k, (i + 1) * k), axis=d) if tiled else fnp.take(total[r], i, axis=d)
+            out.append(part)
+        return out
+
+    def ppermute(self, xs, names, perm):
+        out = []
+        for r in range(world):
+            group = self.members(r, names)
+            src = [s for s, d in perm if d == group.index(r)]
+            out.append(xs[group[src[0]]] if src else fnp.zeros_like(xs[r]))
+        return out
+
+    def all_to_all(self, xs, names, split, concat, tiled):
+        out = []
+        for r in range(world):
+            group = self.members(r, names)
+            n, me = len(group), group.index(r)
+            if tiled:
+                chunks = [fnp.split(xs[q], n, axis=split)[me] for q in group]
+                out.append(fnp.concatenate(chunks, axis=concat))
+            else:
+                chunks = [fnp.take(xs[q], me, axis=split) for q in group]
+                out.append(fnp.stack(chunks, axis=concat))
+        return out
+
+
+def shard(seed, shape):
+    return np.random.default_rng([seed, rank]).standard_normal(shape)
+
+
+def all_shards(seed, shape):
+    return [np.random.default_rng([seed, r]).standard_normal(shape) for r in range(world)]
+
+
+def check_grad(local_fn, reference_fn, seed, shape):
+    """d/dx_r of sum over ranks of local_fn equals the reference's gradient for rank r, and the
+    values agree; so do jit's and the JVP's."""
+    x = fnp.asarray(shard(seed, shape))
+    value, grad = fg.value_and_grad(local_fn)(x)
+    xs = [fnp.asarray(a) for a in all_shards(seed, shape)]
+    ref_values = reference_fn(xs)
+    ref_grads = fg.grad(lambda xs: sum(reference_fn(xs)))(xs)
+    np.testing.assert_allclose(float(value), float(ref_values[rank]), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(grad), np.asarray(ref_grads[rank]), rtol=1e-10, atol=1e-12)
+    jitted = fg.jit(fg.value_and_grad(local_fn))(x)
+    np.testing.assert_allclose(np.asarray(jitted[1]), np.asarray(ref_grads[rank]), rtol=1e-10, atol=1e-12)
+    tangent = fnp.asarray(shard(seed + 1, shape))
+    _, out_tangent = fg.jvp(local_fn, (x,), (tangent,))
+    tangents = [fnp.asarray(a) for a in all_shards(seed + 1, shape)]
+    ref_tangent = fg.jvp(lambda *xs: reference_fn(list(xs))[rank], tuple(xs), tuple(tangents))[1]
+    np.testing.assert_allclose(float(out_tangent), float(ref_tangent), rtol=1e-10, atol=1e-12)
+
+
+def weighted(v, r):
+    return fnp.sum(fnp.tanh(v) * weights(v.shape)[r])
+
+
+def weights(shape):
+    return [fnp.asarray(np.random.default_rng([99, r]).standard_normal(shape)) for r in range(world)]
+
+
+try:
+    if scenario == "rules":  # every collective's value, gradient, jit and JVP on a 1-D mesh
+        mesh = dist.make_mesh({"i": world})
+        ref = Reference({"i": world})
+        n = world
+        w3 = weights((3,))
+        swap = [(0, 1), (1, 0)] + [(j, j) for j in range(2, n)]
+        cases = {
+            "psum": (lambda x: fnp.sum(fnp.sin(dist.psum(x, "i")) * w3[rank]),
+                     lambda xs: [fnp.sum(fnp.sin(v) * w3[r]) for r, v in enumerate(ref.psum(xs, "i"))], (3,)),
+            "pmean": (lambda x: fnp.sum(dist.pmean(x * x, "i") * w3[rank]),
+                      lambda xs: [fnp.sum(v / n * w3[r]) for r, v in enumerate(ref.psum([a * a for a in xs], "i"))],
+                      (3,)),
+            "all_gather": (lambda x: fnp.sum(fnp.tanh(dist.all_gather(x, "i", axis=1)) * weights((2, n, 3))[rank]),
+                           lambda xs: [fnp.sum(fnp.tanh(v) * weights((2, n, 3))[r])
+                                       for r, v in enumerate(ref.all_gather(xs, "i", 1, False))], (2, 3)),
+            "all_gather_tiled": (lambda x: fnp.sum(dist.all_gather(x, "i", axis=1, tiled=True) ** 3
+                                                   * weights((2, 3 * n))[rank]),
+                                 lambda xs: [fnp.sum(v ** 3 * weights((2, 3 * n))[r])
+                                             for r, v in enumerate(ref.all_gather(xs, "i", 1, True))], (2, 3)),
+            "psum_scatter": (lambda x: fnp.sum(fnp.exp(dist.psum_scatter(x, "i", scatter_dimension=1)) * w3[rank]),
+                             lambda xs: [fnp.sum(fnp.exp(v) * w3[r])
+                                         for r, v in enumerate(ref.psum_scatter(xs, "i", 1, False))], (3, n)),
+            "psum_scatter_tiled": (
+                lambda x: fnp.sum(fnp.exp(dist.psum_scatter(x, "i", scatter_dimension=0, tiled=True)) * w3[rank]),
+                lambda xs: [fnp.sum(fnp.exp(v) * w3[r]) for r, v in enumerate(ref.psum_scatter(xs, "i", 0, True))],
+                (3 * n,)),
+            "ppermute_cycle": (
+                lambda x: fnp.sum(fnp.sin(dist.ppermute(x, "i", [(j, (j + 1) % n) for j in range(n)])) * w3[rank]),
+                lambda xs: [fnp.sum(fnp.sin(v) * w3[r])
+                            for r, v in enumerate(ref.ppermute(xs, "i", [(j, (j + 1) % n) for j in range(n)]))],
+                (3,)),
+            "ppermute_chain": (  # 0 -> 1 -> ... -> n-1; rank 0 receives nothing (zeros)
+                lambda x: fnp.sum(fnp.cos(dist.ppermute(x, "i", [(j, j + 1) for j in range(n - 1)])) * w3[rank]),
+                lambda xs: [fnp.sum(fnp.cos(v) * w3[r])
+                            for r, v in enumerate(ref.ppermute(xs, "i", [(j, j + 1) for j in range(n - 1)]))],
+                (3,)),
+            "ppermute_swap": (  # a 2-cycle and fixed points
+                lambda x: fnp.sum(fnp.sin(dist.ppermute(x, "i", swap)) * w3[rank]),
+                lambda xs: [fnp.sum(fnp.sin(v) * w3[r]) for r, v in enumerate(ref.ppermute(xs, "i", swap))], (3,)),
+            "all_to_all": (lambda x: fnp.sum(dist.all_to_all(x, "i", 0, 1) ** 2 * weights((2, n))[rank]),
+                           lambda xs: [fnp.sum(v ** 2 * weights((2, n))[r])
+                                       for r, v in enumerate(ref.all_to_all(xs, "i", 0, 1, False))], (n, 2)),
+            "all_to_all_tiled": (lambda x: fnp.sum(dist.all_to_all(x, "i", 1, 0, tiled=True) ** 2
+                                                   * weights((2 * n, 2))[rank]),
+                                 lambda xs: [fnp.sum(v ** 2 * weights((2 * n, 2))[r])
+                                             for r, v in enumerate(ref.all_to_all(xs, "i", 1, 0, True))], (2, 2 * n)),
+        }
+        for seed, (name, (local, reference, shape)) in enumerate(cases.items()):
+            try:
+                check_grad(local, reference, seed * 10, shape)
+            except AssertionError as e:
+                raise AssertionError(f"{name}: {e}") from None
+        # pmax: ties share the gradient, as max's do
+        x = fnp.asarray(np.array([1.0, 2.0 + (rank == 0), 3.0]) if rank < 2 else np.array([0.0, 0.0, 0.0]))
+        g = np.asarray(fg.grad(lambda x: fnp.sum(dist.pmax(x, "i")))(x))
+        expected = {0: [0.5 * n, 1.0 * n, 0.5 * n], 1: [0.5 * n, 0.0, 0.5 * n]}.get(rank, [0.0, 0.0, 0.0])
+        np.testing.assert_allclose(g, expected)
+        # vmap over a batch: each row's collective
+        rows = fnp.asarray(shard(7, (4, 3)))
+        batched = np.asarray(fg.vmap(lambda r: dist.all_gather(r, "i"))(rows))
+        gathered = np.stack([np.stack([all_shards(7, (4, 3))[q][b] for q in range(n)]) for b in range(4)])
+        np.testing.assert_allclose(batched, gathered)
+        assert int(dist.axis_index("i")) == rank and dist.axis_size("i") == n
+        report("ok")
+    elif scenario == "mesh2d":  # a dp x tp mesh: groups along each axis and both
+        mesh = dist.make_mesh({"dp": 2, "tp": world // 2})
+        ref = Reference({"dp": 2, "tp": world // 2})
+        assert mesh.axis_index("dp") == rank // (world // 2) and mesh.axis_index("tp") == rank % (world // 2)
+        assert dist.get_world_size(mesh.group("tp")) == world // 2
+        w = weights((3,))
+        for names in ("tp", "dp", ("dp", "tp"), ("tp", "dp")):
+            check_grad(lambda x: fnp.sum(fnp.sin(dist.psum(x, names)) * w[rank]),
+                       lambda xs: [fnp.sum(fnp.sin(v) * w[r]) for r, v in enumerate(ref.psum(xs, names))], 5, (3,))
+            check_grad(lambda x: weighted(dist.all_gather(x, names), rank),
+                       lambda xs: [weighted(v, r) for r, v in enumerate(ref.all_gather(xs, names, 0, False))], 6, (3,))
+        report("ok")
+    elif scenario == "groups":  # new_group and send/recv, with global ranks in messages
+        evens = dist.new_group(list(range(0, world, 2)))
+        if rank % 2 == 0:
+            total = np.asarray(dist.all_reduce(np.full(2, float(rank)), group=evens))
+            assert (total == sum(range(0, world, 2))).all()
+            assert dist.get_rank(evens) == rank // 2
+        else:
+            assert evens is None
+        nxt, prev = (rank + 1) % world, (rank - 1) % world
+        mine = np.full(3, float(rank))
+        if rank == 0:
+            dist.send(mine, nxt)
+            got = dist.recv(prev, like=mine)
+        else:
+            got = dist.recv(prev, like=mine)
+            dist.send(mine, nxt)
+        assert (np.asarray(got) == prev).all()
+        report("ok")
+    elif scenario == "recv_mismatch":  # rank 1 expects another shape: both raise, naming both sides
+        if rank == 0:
+            dist.send(np.zeros(3), 1)
+        elif rank == 1:
+            dist.recv(0, like=np.zeros(4))
+        report("no error")
+    elif scenario == "mesh_mismatch":
+        dist.make_mesh({"dp": 2, "tp": world // 2} if rank else {"tp": world // 2, "dp": 2})
+        report("no error")
+    elif scenario == "stalled_psum":  # the last rank never joins: the others time out naming the collective
+        mesh = dist.make_mesh({"i": world})
+        if rank != world - 1:
+            dist.psum(fnp.ones(3), "i")
+        else:
+            import time
+            time.sleep(3 * float(os.environ.get("DIST_TIMEOUT", "20")))
+        report("no error")
+    else:
+        raise ValueError(f"unknown scenario {scenario}")
+except Exception as e:  # noqa: BLE001  (each rank reports what it raised)
+    report(f"{type(e).__name__}: {e}")
+    sys.exit(1)
+finally:
+    dist.destroy_process_group()

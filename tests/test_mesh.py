@@ -1,0 +1,178 @@
+"""Groups, meshes, send/recv and the differentiable collectives: across processes (tests/mesh_worker.py
+under the launcher or mpiexec, each under a hard time limit) and in one process (a mesh of one)."""
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.dist as dist
+import funcgrad.numpy as fnp
+from funcgrad.ops.core import incomplete
+
+REPO = Path(__file__).resolve().parent.parent
+WORKER = str(REPO / "tests" / "mesh_worker.py")
+LIMIT = 120
+MPIEXEC = Path(sys.executable).with_name("mpiexec")
+
+
+def run(scenario, backend, nproc, timeout="20"):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DIST_TIMEOUT": timeout}
+    if backend == "mpi":
+        pytest.importorskip("mpi4py")
+        if not MPIEXEC.exists():
+            pytest.skip("no mpiexec beside this Python (pip install 'funcgrad[mpi]')")
+        cmd = [str(MPIEXEC), "-n", str(nproc), sys.executable, WORKER, scenario, backend]
+    else:
+        cmd = [sys.executable, "-m", "funcgrad.dist.launch", "--nproc-per-node", str(nproc), WORKER, scenario, backend]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, env=env, cwd=REPO)
+    return proc, re.findall(r"RESULT (.*)", proc.stdout)
+
+
+@pytest.mark.parametrize("backend,nproc", [("shm", 3), ("tcp", 2), ("mpi", 3)])
+def test_every_collective_differentiates_as_the_computation_on_one_process(backend, nproc):
+    proc, results = run("rules", backend, nproc)
+    assert results == ["ok"] * nproc, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp", "mpi"])
+def test_a_two_dimensional_mesh_reduces_along_each_axis_and_both(backend):
+    proc, results = run("mesh2d", backend, 4)
+    assert results == ["ok"] * 4, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp", "mpi"])
+def test_new_group_and_send_recv(backend):
+    proc, results = run("groups", backend, 3)
+    assert results == ["ok"] * 3, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_recv_of_another_shape_is_an_error_on_both_sides(backend):
+    proc, results = run("recv_mismatch", backend, 2, timeout="5")
+    assert proc.returncode != 0
+    assert len(results) == 2, proc.stdout + proc.stderr
+    for message in results:
+        assert re.match(r"DistError: rank \d: collective mismatch: this rank called \(send #1, dst=1, dtype=float64, "
+                        r"shape=\[\d\]\) but rank \d called \(send #1, dst=1, dtype=float64, shape=\[\d\]\)", message)
+
+
+def test_ranks_that_disagree_on_the_mesh_all_raise():
+    proc, results = run("mesh_mismatch", "tcp", 2, timeout="5")
+    assert proc.returncode != 0
+    assert len(results) == 2 and all("collective mismatch" in m and "make_mesh" in m for m in results), proc.stdout
+
+
+def test_a_rank_that_skips_a_collective_is_named_within_the_timeout():
+    start = time.monotonic()
+    proc, results = run("stalled_psum", "shm", 3, timeout="3")
+    assert time.monotonic() - start < 30
+    assert sorted(results) == ["DistTimeoutError: rank 0: timed out after 3s in all_reduce #1 waiting for rank 2 "
+                               "(did it skip the collective?)",
+                               "DistTimeoutError: rank 1: timed out after 3s in all_reduce #1 waiting for rank 2 "
+                               "(did it skip the collective?)"], proc.stdout + proc.stderr
+
+
+# ---- one process: a mesh of one -----------------------------------------------------------------------
+@pytest.fixture
+def mesh_of_one(monkeypatch):
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    dist.init_process_group("tcp")
+    try:
+        yield dist.make_mesh({"dp": 1, "tp": 1})
+    finally:
+        dist.destroy_process_group()
+
+
+def test_collectives_are_complete_primitives():
+    assert incomplete() == []
+    for prim in (dist.collectives.psum_p, dist.collectives.all_gather_p, dist.collectives.ppermute_p):
+        assert prim.ordered and prim.cuda == "through_host"
+
+
+def test_on_a_mesh_of_one_each_collective_is_its_identity(mesh_of_one):
+    x = fnp.asarray(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(np.asarray(dist.psum(x, "tp")), np.asarray(x))
+    np.testing.assert_array_equal(np.asarray(dist.pmean({"a": x}, ("dp", "tp"))["a"]), np.asarray(x))
+    assert dist.all_gather(x, "tp", axis=2).shape == (2, 3, 1)
+    assert dist.all_gather(x, "tp", axis=-1, tiled=True).shape == (2, 3)
+    assert dist.psum_scatter(x[None], "tp").shape == (2, 3)
+    assert dist.all_to_all(x[None], "tp", 0, 2).shape == (2, 3, 1)
+    np.testing.assert_array_equal(np.asarray(dist.ppermute(x, "tp", [])), np.zeros((2, 3)))
+    np.testing.assert_array_equal(np.asarray(fg.grad(lambda x: fnp.sum(dist.psum(x, "tp") ** 2))(x)), 2 * np.asarray(x))
+
+
+def test_bad_axes_and_shapes_name_what_is_wrong(mesh_of_one):
+    x = fnp.ones((2, 3))
+    with pytest.raises(NameError, match=r"unbound axis name 'pp': the mesh's axes are \['dp', 'tp'\]"):
+        dist.psum(x, "pp")
+    with pytest.raises(ValueError, match=r"dimension 0 of shape \(2, 3\) must equal 1, the size of axis \['tp'\]"):
+        dist.psum_scatter(x, "tp")
+    with pytest.raises(ValueError, match=r"perm \[\(0, 2\), \(1, 2\)\] has a repeated destination"):
+        dist.collectives._checked_perm([(0, 2), (1, 2)], 3)
+    with pytest.raises(ValueError, match=r"outside the axis of size 1"):
+        dist.ppermute(x, "tp", [(0, 1)])
+    with pytest.raises(TypeError, match="psum needs a numeric array, got bool"):
+        dist.psum(fnp.ones(2, dtype=bool), "tp")
+    with pytest.raises(dist.DistError, match=r"the mesh \{'dp': 2\} has 2 positions but the job has 1 ranks"):
+        dist.make_mesh({"dp": 2})
+    with pytest.raises(ValueError, match="mesh axis 'dp' must have a positive integer size"):
+        dist.make_mesh({"dp": 0})
+
+
+def test_without_a_mesh_a_collective_says_how_to_make_one():
+    with pytest.raises(dist.DistError, match="no mesh: make one with dist.make_mesh"):
+        dist.psum(fnp.ones(2), "tp")
+
+
+def test_jit_keeps_every_collective_in_order(mesh_of_one):
+    def f(x):
+        unused = dist.psum(x, "dp")  # noqa: F841  (the other processes wait for it: never dropped)
+        a = dist.psum(x * 2.0, "tp")
+        b = dist.psum(x * 2.0, "tp")  # identical, but each call is a message the others expect
+        return fnp.sum(a + b) + fnp.sum(dist.psum(x[:2], "tp"))
+    assert float(fg.jit(f)(fnp.ones(3))) == 14.0
+    program = fg.make_program(f, optimized=True)(fnp.ones(3))
+    ordered = [(e.prim.name, e.params["axis_name"]) for e in program.eqns if e.prim.ordered]
+    assert ordered == [("psum", ("dp",)), ("psum", ("tp",)), ("psum", ("tp",)), ("psum", ("tp",))], program
+    # and no work moves across one: the doublings stay between the collectives that surround them
+    kinds = [e.prim.name for e in program.eqns]
+    assert kinds.index("mul") > kinds.index("psum"), program
+
+
+def test_the_profiler_records_collectives_with_the_bytes_sent(mesh_of_one):
+    x = fnp.ones(4)
+    with fg.profiler.profile() as prof:
+        dist.psum(x, "tp")
+        fg.jit(lambda x: dist.all_gather(x, "dp"))(x)
+    comm = {e.name: e for e in prof.events if e.kind == "comm"}
+    assert set(comm) == {"psum[tp]", "all_gather[dp]"}
+    assert comm["psum[tp]"].sent == 0  # an axis of one process sends nothing
+    assert "Sent" in prof.key_averages().table()
+
+
+def test_the_readme_scaling_example_gives_the_unsplit_gradient(tmp_path):
+    """README's ```python launch blocks run under funcgrad launch on 4 processes."""
+    (block,) = re.findall(r"```python launch\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    check = ("full = fg.grad(lambda W: fnp.mean((fnp.asarray(X) @ W) ** 2))(fnp.asarray(W))\n"
+             "np.testing.assert_allclose(np.asarray(grad), np.asarray(full)[3 * t:3 * t + 3], rtol=1e-12)\n"
+             "import os; os.write(1, b'RESULT ok\\n')\n")
+    script = tmp_path / "example.py"
+    script.write_text(block + check)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "funcgrad.dist.launch", "--nproc-per-node", "4", str(script)],
+                          capture_output=True, text=True, timeout=LIMIT, env=env, cwd=tmp_path)
+    assert re.findall(r"RESULT (.*)", proc.stdout) == ["ok"] * 4, proc.stdout + proc.stderr
+
+
+def test_on_a_gpu_collectives_stage_through_the_host(mesh_of_one):
+    x = fg.device_put(fnp.arange(6.0, dtype=fnp.float32).reshape(2, 3), "cuda")
+    out = dist.all_gather(dist.psum(x, "tp") * 2.0, "dp", axis=0)
+    assert out.device == x.device and out.shape == (1, 2, 3)
+    np.testing.assert_array_equal(np.asarray(out.to("cpu"))[0], 2 * np.arange(6.0).reshape(2, 3))
