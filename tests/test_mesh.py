@@ -157,18 +157,33 @@ def test_the_profiler_records_collectives_with_the_bytes_sent(mesh_of_one):
     assert "Sent" in prof.key_averages().table()
 
 
-def test_the_readme_scaling_example_gives_the_unsplit_gradient(tmp_path):
+README_CHECKS = {  # appended to README's ```python launch blocks, by a name each defines
+    "x_shard": "full = fg.grad(lambda W: fnp.mean((fnp.asarray(X) @ W) ** 2))(fnp.asarray(W))\n"
+               "np.testing.assert_allclose(np.asarray(grad), np.asarray(full)[3 * t:3 * t + 3], rtol=1e-12)\n",
+    "tp_gpt": "from funcgrad.models.gpt import sequence_loss\n"
+              "(expected, _), expected_grads = fg.value_and_grad(sequence_loss, has_aux=True)(gpt, (tokens, tokens))\n"
+              "assert abs(float(loss) - float(expected)) < 1e-5 * abs(float(expected)), (loss, expected)\n"
+              "for a, b in zip(fg.tree_leaves(full_grads), fg.tree_leaves(expected_grads)):\n"
+              "    assert abs(float(fg.numpy.max(fg.numpy.abs(a - b)))) < 1e-5, (a, b)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(README_CHECKS))
+def test_the_readme_scaling_examples_give_the_unsplit_results(tmp_path, name):
     """README's ```python launch blocks run under funcgrad launch on 4 processes."""
-    (block,) = re.findall(r"```python launch\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
-    check = ("full = fg.grad(lambda W: fnp.mean((fnp.asarray(X) @ W) ** 2))(fnp.asarray(W))\n"
-             "np.testing.assert_allclose(np.asarray(grad), np.asarray(full)[3 * t:3 * t + 3], rtol=1e-12)\n"
-             "import os; os.write(1, b'RESULT ok\\n')\n")
+    blocks = re.findall(r"```python launch\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    (block,) = [b for b in blocks if re.search(rf"\b{name}\b", b)]
     script = tmp_path / "example.py"
-    script.write_text(block + check)
+    script.write_text(block + README_CHECKS[name] + "import os; os.write(1, b'RESULT ok\\n')\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "funcgrad.dist.launch", "--nproc-per-node", "4", str(script)],
                           capture_output=True, text=True, timeout=LIMIT, env=env, cwd=tmp_path)
     assert re.findall(r"RESULT (.*)", proc.stdout) == ["ok"] * 4, proc.stdout + proc.stderr
+
+
+def test_every_readme_launch_block_is_checked():
+    blocks = re.findall(r"```python launch\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    assert len(blocks) == len(README_CHECKS)
 
 
 def test_on_a_gpu_collectives_stage_through_the_host(mesh_of_one):
@@ -176,3 +191,56 @@ def test_on_a_gpu_collectives_stage_through_the_host(mesh_of_one):
     out = dist.all_gather(dist.psum(x, "tp") * 2.0, "dp", axis=0)
     assert out.device == x.device and out.shape == (1, 2, 3)
     np.testing.assert_array_equal(np.asarray(out.to("cpu"))[0], 2 * np.arange(6.0).reshape(2, 3))
+
+
+# ---- tensor parallelism -----------------------------------------------------------------------------
+@pytest.mark.parametrize("backend,nproc", [("shm", 4), ("tcp", 2), ("mpi", 2)])
+def test_a_tensor_parallel_gpt_has_the_unsplit_models_loss_and_gradients(backend, nproc):
+    proc, results = run("tensor_parallel", backend, nproc)
+    assert results == ["ok"] * nproc, proc.stdout + proc.stderr
+
+
+def test_tensor_parallel_layers_on_one_rank_are_the_ordinary_layers(mesh_of_one):
+    from funcgrad.nn import parallel
+    key = fg.random.key(1)
+    column, linear = parallel.ColumnParallelLinear(4, 6, key=key), fg.nn.Linear(4, 6, key=key)
+    np.testing.assert_array_equal(np.asarray(column.weight), np.asarray(linear.weight))
+    x = fnp.asarray(np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32))
+    np.testing.assert_allclose(np.asarray(column(x)), np.asarray(linear(x)), rtol=1e-6)
+    row = parallel.RowParallelLinear(6, 3, input_is_parallel=False, key=key)
+    assert isinstance(row.unsplit(), fg.nn.Linear) and row.unsplit().weight.shape == (3, 6)
+    tokens = fnp.asarray([[0, 3, 5]])
+    embedding = parallel.VocabParallelEmbedding(6, 2, key=key)
+    np.testing.assert_array_equal(np.asarray(embedding(tokens)), np.asarray(embedding.unsplit()(tokens)))
+    logits = fnp.asarray(np.random.default_rng(1).standard_normal((4, 6)))
+    targets = fnp.asarray([1, -100, 5, 0])
+    np.testing.assert_allclose(float(parallel.vocab_parallel_cross_entropy(logits, targets)),
+                               float(fg.nn.cross_entropy(logits, targets, ignore_index=-100)), rtol=1e-12)
+
+
+def test_layouts_that_cannot_split_name_the_size(monkeypatch):
+    from funcgrad.nn import parallel
+    monkeypatch.setattr(dist.collectives.M, "current", lambda: _FakeMesh({"tp": 3}))
+    with pytest.raises(ValueError, match="ColumnParallelLinear out_features: size 4 does not split over the 3 ranks "
+                                         "of axis 'tp'"):
+        parallel.ColumnParallelLinear(2, 4, key=fg.random.key(0))
+    with pytest.raises(ValueError, match="4 heads do not split over the 3 ranks of axis 'tp'"):
+        parallel.ParallelMultiHeadAttention(fg.nn.MultiHeadAttention(8, 4, key=fg.random.key(0)), "tp")
+    with pytest.raises(ValueError, match=r"targets of shape \(3,\) do not match logits of shape \(2, 6\)"):
+        parallel.vocab_parallel_cross_entropy(fnp.ones((2, 6)), fnp.asarray([0, 1, 2]))
+
+
+class _FakeMesh:
+    """What the layers ask of a mesh, for a tp axis of several ranks in one process (no collectives run)."""
+
+    def __init__(self, axes):
+        self.axes = axes
+
+    def axis_size(self, name):
+        return self.axes[name]
+
+    def axis_index(self, name):
+        return 0
+
+    def axis_names(self, name):
+        return (name,) if isinstance(name, str) else tuple(name)

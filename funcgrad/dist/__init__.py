@@ -23,7 +23,8 @@ import numpy as np
 
 from . import collectives as _collectives
 from . import mesh as _mesh
-from .collectives import all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum, psum_scatter
+from .collectives import (all_gather_invariant, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum,
+                          psum_invariant, psum_scatter, pvary)
 from .errors import DistError, DistTimeoutError
 from .group import ProcessGroup, SingleProcessGroup
 from .mesh import Mesh
@@ -31,7 +32,8 @@ from .mesh import Mesh
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "get_rank", "get_world_size",
            "get_local_rank", "is_main_process", "barrier", "all_reduce", "broadcast", "all_gather",
            "reduce_scatter", "all_reduce_tree", "broadcast_tree", "new_group", "send", "recv", "make_mesh", "Mesh",
-           "psum", "pmean", "pmax", "pmin", "psum_scatter", "ppermute", "all_to_all", "axis_index", "axis_size", "DistError", "DistTimeoutError", "ProcessGroup",
+           "psum", "pmean", "pmax", "pmin", "psum_scatter", "ppermute", "all_to_all", "axis_index", "axis_size",
+           "pvary", "psum_invariant", "all_gather_invariant", "DistError", "DistTimeoutError", "ProcessGroup",
            "BACKENDS"]
 
 BACKENDS = ("shm", "tcp", "mpi")

@@ -32,7 +32,7 @@ from ..tree import tree_map
 from . import mesh as M
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
-           "axis_size"]
+           "axis_size", "pvary", "psum_invariant", "all_gather_invariant"]
 
 def _names(axis_name) -> tuple[str, ...]:
     """A hashable, checked spelling of axis_name (a primitive parameter)."""
@@ -296,6 +296,37 @@ deflinear(all_to_all_p, lambda g, out, x, axis_name, split_axis, concat_axis, ti
     g, axis_name=axis_name, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled))
 
 
+# ---- values held alike by every process: one value, not one per process --------------------------
+# Megatron's tensor parallelism differentiates one replicated loss, not the sum of n copies. These
+# three follow JAX shard_map's rules for values invariant over an axis: pvary turns one into a
+# per-process value (identity; its transpose sums the processes' cotangents), psum_invariant and
+# all_gather_invariant make one (their transposes take this process's part, summing nothing).
+def _identity_impl(x, axis_name):
+    return x
+
+
+pvary_p = Primitive("pvary", _identity_impl, shape_rule=_same_shape, batch_rule=_keep_batch, cuda="identity")
+psum_invariant_p = Primitive("psum_invariant", _reducer("sum"), shape_rule=_reducer_shape("psum_invariant"),
+                             batch_rule=_keep_batch, cuda="through_host", fresh=True, ordered=True)
+deflinear(pvary_p, lambda g, out, x, axis_name: psum_invariant_p(g, axis_name=axis_name))
+deflinear(psum_invariant_p, lambda g, out, x, axis_name: pvary_p(g, axis_name=axis_name))
+
+
+def _own_part(g, axis_name, axis, tiled):
+    """This process's part of an all_gather's output: its transpose where the output is one value."""
+    i, n = M.current().axis_index(axis_name), M.current().axis_size(axis_name)
+    if not tiled:
+        return fnp.take(g, i, axis=axis)
+    k = g.shape[axis] // n
+    return fnp.take(g, fnp.arange(i * k, (i + 1) * k), axis=axis)
+
+
+all_gather_invariant_p = Primitive("all_gather_invariant", _gather_impl, shape_rule=_gather_shape,
+                                   batch_rule=_gather_batch, cuda="through_host", fresh=True, ordered=True)
+deflinear(all_gather_invariant_p, lambda g, out, x, axis_name, axis, tiled: pvary_p(
+    _own_part(g, axis_name, axis, tiled), axis_name=axis_name))
+
+
 # ---- the functions --------------------------------------------------------------------------------
 def _array(x):
     return x if hasattr(x, "shape") and hasattr(x, "dtype") else fnp.asarray(x)
@@ -346,6 +377,24 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
     the chunks received together along concat_axis (jax.lax.all_to_all)."""
     return all_to_all_p(_array(x), axis_name=_names(axis_name), split_axis=int(split_axis), concat_axis=int(concat_axis),
                         tiled=bool(tiled))
+
+
+def pvary(x, axis_name):
+    """x, held alike by the axis's processes, as each process's own value (jax.lax.pvary): the
+    identity; its gradient is the sum of the processes' gradients (Megatron's 'copy to the
+    tensor-parallel region')."""
+    return pvary_p(_array(x), axis_name=_names(axis_name))
+
+
+def psum_invariant(x, axis_name):
+    """psum whose result is one value held alike by the processes: its gradient is this process's
+    cotangent, summed with nothing (Megatron's 'reduce from the tensor-parallel region')."""
+    return psum_invariant_p(_array(x), axis_name=_names(axis_name))
+
+
+def all_gather_invariant(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    """all_gather whose result is one value held alike: its gradient is this process's part."""
+    return all_gather_invariant_p(_array(x), axis_name=_names(axis_name), axis=int(axis), tiled=bool(tiled))
 
 
 def axis_index(axis_name) -> Array:
