@@ -217,6 +217,39 @@ try:
         reductions = [e.name for e in prof.events if e.kind == "comm"]
         assert reductions == ["psum[tp]"] * 4, reductions
         report("ok")
+    elif scenario == "pipeline":  # GPipe and 1F1B: the unsplit model's loss and gradients; dp x pp
+        from funcgrad.dist import pipeline
+        from funcgrad.models.gpt import GPT, token_loss
+        model = fg.tree_map(lambda a: fnp.asarray(a, dtype=fnp.float64),
+                            GPT(12, 6, dim=8, depth=4, heads=2, key=fg.random.key(0)))
+        rng = np.random.default_rng(5)
+        batch = (fnp.asarray(rng.integers(0, 12, (8, 6))), fnp.asarray(rng.integers(0, 12, (8, 6))))
+        loss, grads = fg.value_and_grad(lambda m: token_loss(m(batch[0]), batch[1]))(model)
+
+        def same(a, b, what):
+            for x, y in zip(fg.tree_leaves(a), fg.tree_leaves(b), strict=True):
+                np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-10, atol=1e-13, err_msg=what)
+        layouts = [{"pp": world}] + ([{"dp": 2, "pp": world // 2}] if world % 2 == 0 and world > 2 else [])
+        for axes in layouts:
+            mesh = dist.make_mesh(axes)
+            dp, pp, s = axes.get("dp", 1), axes["pp"], mesh.axis_index("pp")
+            part = mesh.axis_index("dp") if dp > 1 else 0
+            mine = tuple(a[part * 8 // dp:(part + 1) * 8 // dp] for a in batch)  # this replica's share
+            stage = pipeline.stage(model, "pp")
+            expected = pipeline.split(grads, pp)[s]
+            for name, m, remat in (("gpipe", 4 // dp, False), ("1f1b", 4 // dp, False), ("1f1b", 1, False),
+                                   ("1f1b", 2, True)):
+                pipe = pipeline.Pipeline(token_loss, axis="pp", microbatches=m, schedule=name, remat=remat)
+                pp_loss, pp_grads = pipe.value_and_grad(stage, mine)
+                if dp > 1:
+                    pp_loss = dist.all_reduce(pp_loss, "mean", group=mesh.group("dp"))
+                    pp_grads = dist.all_reduce_tree(pp_grads, "mean", group=mesh.group("dp"))
+                what = f"{axes} {name} M={m} remat={remat}"
+                np.testing.assert_allclose(float(pp_loss), float(loss), rtol=1e-12, err_msg=what)
+                same(pp_grads, expected, what)
+                held = m if name == "gpipe" else min(pp - s, m)
+                assert pipe.stats["in_flight"] == held, (what, pipe.stats)
+        report("ok")
     elif scenario == "groups":  # new_group and send/recv, with global ranks in messages
         evens = dist.new_group(list(range(0, world, 2)))
         if rank % 2 == 0:
@@ -251,6 +284,18 @@ try:
         else:
             import time
             time.sleep(3 * float(os.environ.get("DIST_TIMEOUT", "20")))
+        report("no error")
+    elif scenario == "stalled_stage":  # the middle stage hangs: its neighbours time out naming it
+        from funcgrad.dist import pipeline
+        mesh = dist.make_mesh({"pp": world})
+        stage = pipeline.stage(fg.nn.Sequential([fg.nn.Linear(2, 2, key=fg.random.key(i)) for i in range(world)]))
+        batch = (fnp.ones((4, 2)), fnp.ones((4, 2)))
+        pipe = pipeline.Pipeline(lambda y, t: fnp.mean((y - t) ** 2), microbatches=4)
+        pipe.value_and_grad(stage, batch)
+        if rank == 1:
+            import time
+            time.sleep(3 * float(os.environ.get("DIST_TIMEOUT", "20")))
+        pipe.value_and_grad(stage, batch)
         report("no error")
     else:
         raise ValueError(f"unknown scenario {scenario}")

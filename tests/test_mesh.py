@@ -158,6 +158,13 @@ def test_the_profiler_records_collectives_with_the_bytes_sent(mesh_of_one):
 
 
 README_CHECKS = {  # appended to README's ```python launch blocks, by a name each defines
+    "pp_stage": "full = lambda m: token_loss(m(tokens), tokens)\n"
+                "expected, expected_grads = fg.value_and_grad(full)(gpt)\n"
+                "mean_loss = float(dist.all_reduce(loss, 'mean', group=mesh.group('dp')))\n"
+                "assert abs(mean_loss - float(expected)) < 1e-5 * abs(float(expected)), (mean_loss, expected)\n"
+                "mine = pipeline.split(expected_grads, 2)[mesh.axis_index('pp')]\n"
+                "for a, b in zip(fg.tree_leaves(grads), fg.tree_leaves(mine), strict=True):\n"
+                "    assert abs(float(fg.numpy.max(fg.numpy.abs(a - b)))) < 1e-5, (a, b)\n",
     "x_shard": "full = fg.grad(lambda W: fnp.mean((fnp.asarray(X) @ W) ** 2))(fnp.asarray(W))\n"
                "np.testing.assert_allclose(np.asarray(grad), np.asarray(full)[3 * t:3 * t + 3], rtol=1e-12)\n",
     "tp_gpt": "from funcgrad.models.gpt import sequence_loss\n"
@@ -244,3 +251,97 @@ class _FakeMesh:
 
     def axis_names(self, name):
         return (name,) if isinstance(name, str) else tuple(name)
+
+
+# ---- pipeline parallelism ---------------------------------------------------------------------------
+@pytest.mark.parametrize("backend,nproc", [("shm", 4), ("tcp", 2), ("mpi", 2)])
+def test_pipelined_gpt_has_the_unsplit_models_loss_and_gradients_for_every_schedule(backend, nproc):
+    proc, results = run("pipeline", backend, nproc)
+    assert results == ["ok"] * nproc, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_a_stalled_stage_is_named_by_its_neighbours_within_the_timeout(backend):
+    start = time.monotonic()
+    proc, results = run("stalled_stage", backend, 3, timeout="3")
+    assert time.monotonic() - start < 40 and proc.returncode != 0
+    assert len(results) == 2, proc.stdout + proc.stderr
+    for message in results:
+        assert re.match(r"DistTimeoutError: rank [02]: timed out after 3s in send #\d+ waiting for rank 1", message), message
+
+
+def test_split_and_merge_are_inverse_and_the_stages_compute_the_model():
+    from funcgrad.dist import pipeline
+    from funcgrad.models.gpt import GPT
+    model = GPT(11, 6, dim=8, depth=5, heads=2, key=fg.random.key(0))
+    tokens = fnp.asarray(np.random.default_rng(0).integers(0, 11, (2, 6)))
+    for n in (1, 2, 5):
+        stages = pipeline.split(model, n)
+        assert [len(s.layers) for s in stages] == [len(p) for p in np.array_split(np.arange(5), n)]
+        assert [s.start for s in stages] == list(np.cumsum([0] + [len(s.layers) for s in stages])[:-1])
+        h = tokens
+        for s in stages:
+            h = s(h)
+        np.testing.assert_allclose(np.asarray(h), np.asarray(model(tokens)), rtol=1e-6)
+        merged = pipeline.merge(stages, like=model)
+        assert fg.tree_structure(merged) == fg.tree_structure(model)
+        assert all(a is b for a, b in zip(fg.tree_leaves(merged), fg.tree_leaves(model)))
+    seq = fg.nn.Sequential([fg.nn.Linear(2, 2, key=fg.random.key(i)) for i in range(3)])
+    assert fg.tree_structure(pipeline.merge(pipeline.split(seq, 2))) == fg.tree_structure(seq)
+
+
+def test_schedules_order_every_pass_once_and_1f1b_bounds_what_is_held():
+    from funcgrad.dist import pipeline
+    for p in (1, 2, 4):
+        for m in (1, 3, 8):
+            for s in range(p):
+                for name in pipeline.SCHEDULES:
+                    steps = pipeline.schedule(name, p, s, m)
+                    assert sorted(steps) == sorted([("F", j) for j in range(m)] + [("B", j) for j in range(m)])
+                    held, most = 0, 0
+                    for kind, j in steps:
+                        assert kind == "F" or ("F", j) in steps[:steps.index((kind, j))]
+                        held += 1 if kind == "F" else -1
+                        most = max(most, held)
+                    assert most == (m if name == "gpipe" else min(p - s, m))
+
+
+def test_a_pipeline_of_one_stage_is_value_and_grad(mesh_of_one):
+    from funcgrad.dist import pipeline
+    mesh = dist.make_mesh({"pp": 1})
+    seq = fg.nn.Sequential([fg.nn.Linear(3, 4, key=fg.random.key(0)), fg.nn.Linear(4, 2, key=fg.random.key(1))])
+    seq = fg.tree_map(lambda a: fnp.asarray(a, dtype=fnp.float64), seq)
+    rng = np.random.default_rng(0)
+    x, t = fnp.asarray(rng.standard_normal((6, 3))), fnp.asarray(rng.standard_normal((6, 2)))
+    loss_fn = lambda y, t: fnp.mean((y - t) ** 2)  # noqa: E731
+    loss, grads = fg.value_and_grad(lambda m: loss_fn(m(x), t))(seq)
+    with mesh:
+        for m, remat in ((1, False), (3, True)):
+            pp_loss, pp_grads = pipeline.Pipeline(loss_fn, microbatches=m, remat=remat).value_and_grad(
+                pipeline.stage(seq), (x, t))
+            np.testing.assert_allclose(float(pp_loss), float(loss), rtol=1e-12)
+            for a, b in zip(fg.tree_leaves(pp_grads), fg.tree_leaves(pipeline.split(grads, 1)[0]), strict=True):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+
+
+def test_pipelines_that_cannot_work_say_why(mesh_of_one):
+    from funcgrad.dist import pipeline
+    from funcgrad.models.gpt import GPT
+    with pytest.raises(ValueError, match=r"cannot split 2 layers \(GPT\) into 3 pipeline stages"):
+        pipeline.split(GPT(5, 4, dim=8, depth=2, heads=2, key=fg.random.key(0)), 3)
+    with pytest.raises(TypeError, match="takes an nn.Sequential or a model with a sequential"):
+        pipeline.split(fg.nn.Linear(2, 2, key=fg.random.key(0)), 1)
+    with pytest.raises(ValueError, match="unknown pipeline schedule 'interleaved'"):
+        pipeline.Pipeline(lambda y, t: y, schedule="interleaved")
+    with pytest.raises(ValueError, match="microbatches must be a positive integer, got 0"):
+        pipeline.Pipeline(lambda y, t: y, microbatches=0)
+    seq = fg.nn.Sequential([fg.nn.Linear(2, 2, key=fg.random.key(0)), fg.nn.Linear(2, 2, key=fg.random.key(1))])
+    dist.make_mesh({"pp": 1})
+    pipe = pipeline.Pipeline(lambda y, t: fnp.mean((y - t) ** 2), microbatches=4)
+    with pytest.raises(ValueError, match=r"inputs of shape \(6, 2\) do not split into 4 equal micro-batches"):
+        pipe.value_and_grad(pipeline.stage(seq), (fnp.ones((6, 2)), fnp.ones((6, 2))))
+    with pytest.raises(ValueError, match="this rank is stage 0 of 1 along axis 'pp' but was given stage 1 of 2"):
+        pipe.value_and_grad(pipeline.split(seq, 2)[1], (fnp.ones((4, 2)), fnp.ones((4, 2))))
+    with pytest.raises(TypeError, match=r"loss_fn must return a floating-point scalar, got \(1, 2\)"):
+        pipeline.Pipeline(lambda y, t: y, microbatches=4).value_and_grad(pipeline.stage(seq),
+                                                                         (fnp.ones((4, 2)), fnp.ones((4, 2))))

@@ -26,12 +26,12 @@ from . import mesh as _mesh
 from .collectives import (all_gather_invariant, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum,
                           psum_invariant, psum_scatter, pvary)
 from .errors import DistError, DistTimeoutError
-from .group import ProcessGroup, SingleProcessGroup
+from .group import ProcessGroup, SingleProcessGroup, Work
 from .mesh import Mesh
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "get_rank", "get_world_size",
            "get_local_rank", "is_main_process", "barrier", "all_reduce", "broadcast", "all_gather",
-           "reduce_scatter", "all_reduce_tree", "broadcast_tree", "new_group", "send", "recv", "make_mesh", "Mesh",
+           "reduce_scatter", "all_reduce_tree", "broadcast_tree", "new_group", "send", "isend", "recv", "Work", "make_mesh", "Mesh",
            "psum", "pmean", "pmax", "pmin", "psum_scatter", "ppermute", "all_to_all", "axis_index", "axis_size",
            "pvary", "psum_invariant", "all_gather_invariant", "DistError", "DistTimeoutError", "ProcessGroup",
            "BACKENDS"]
@@ -107,8 +107,12 @@ def _default() -> ProcessGroup:
 
 
 def destroy_process_group() -> None:
-    """Close the world group and every group and mesh formed from it."""
+    """Close the world group and every group, mesh and channel formed from it."""
     global _group
+    if _group is not None:
+        for channel in _group.channels.values():
+            channel.close()
+        _group.channels.clear()
     for group in _groups:
         group.close()
     _groups.clear()
@@ -228,6 +232,13 @@ def send(x, dst: int, group: ProcessGroup | None = None) -> None:
     """x to the job's rank dst, which takes it with recv(src=this rank, like=...)."""
     g = _resolve(group)
     g.send(x, _index(g, dst, "destination"))
+
+
+def isend(x, dst: int, group: ProcessGroup | None = None) -> Work:
+    """send without waiting: the transfer runs on a thread, after this rank's earlier sends to dst;
+    the result's wait() returns when it is done and raises what went wrong."""
+    g = _resolve(group)
+    return g.isend(x, _index(g, dst, "destination"))
 
 
 def recv(src: int, like, group: ProcessGroup | None = None):

@@ -8,7 +8,9 @@ marked broken: later calls raise until it is created again.
 from __future__ import annotations
 
 import json
+import queue
 import sys
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -44,6 +46,7 @@ class ProcessGroup:
         self.broken: str | None = None
         self._outputs = _Recycler()
         self.channels: dict[tuple[int, int], ProcessGroup] = {}  # shared by the job's groups
+        self.outbox: _Outbox | None = None  # a channel's sender thread, from its first isend
 
     def who(self, index: int) -> str:
         """How messages name the member at index: by its rank in the job."""
@@ -73,6 +76,8 @@ class ProcessGroup:
 
     def close(self) -> None:
         self.broken = self.broken or "the process group was destroyed"
+        if self.outbox is not None:
+            self.outbox.close()
 
     # ---- checking ---------------------------------------------------------------------------------
     def _begin(self, op: str, array: np.ndarray | None, **extra) -> str:
@@ -155,13 +160,20 @@ class ProcessGroup:
 
     # ---- point to point ---------------------------------------------------------------------------------
     def send(self, x, dst: int) -> None:
-        """x to the member at index dst, which takes it with recv(src=this index, like=x). Both
-        block until the transfer is done (so two members sending to each other at once wait for
-        each other until the timeout: order them, as with blocking sends in MPI)."""
-        arr = _host(x)
+        """x to the member at index dst, which takes it with recv(src=this index, like=x); returns
+        when the transfer is done (so two members sending to each other at once wait for each
+        other until the timeout: order them, or use isend)."""
+        self.isend(x, dst).wait()
+
+    def isend(self, x, dst: int) -> "Work":
+        """Send x without waiting (torch.distributed.isend): the transfer runs on a thread of this
+        process after this member's earlier sends to dst; the result's wait() returns when it is
+        done and raises what went wrong. x is copied first, so the caller may go on using it."""
+        arr = np.array(_host(x), order="C")
         channel = self._channel(self.rank, self._peer(dst, "send to"))
-        what = channel._begin("send", arr, dst=self.ranks[dst])
-        channel._run(channel._broadcast_into, np.array(arr, order="C").reshape(-1), 0, what)
+        if channel.outbox is None:
+            channel.outbox = _Outbox(channel)
+        return channel.outbox.put(arr, self.ranks[dst])
 
     def recv(self, src: int, like) -> Array:
         """What the member at index src sends; like (an array, or anything with shape and dtype)
@@ -186,7 +198,11 @@ class ProcessGroup:
         messages each way never meet in one channel."""
         key = (self.ranks[src], self.ranks[dst])
         if key not in self.channels:
-            self.channels[key] = self._subgroup(list(key), f"p{key[0]}>{key[1]}/")
+            try:
+                self.channels[key] = self._subgroup(list(key), f"p{key[0]}>{key[1]}/")
+            except DistError as e:
+                raise type(e)(f"{self.who(self.rank)}: at the first send from rank {key[0]} to rank {key[1]}: "
+                              f"{e}") from None
         return self.channels[key]
 
     # ---- pytrees ------------------------------------------------------------------------------------
@@ -242,6 +258,56 @@ def _refcount_when_only_listed() -> int:
 
 
 _ONLY_LISTED = _refcount_when_only_listed()
+
+
+class Work:
+    """A pending isend: wait() blocks until it is done and raises the error it met."""
+
+    def __init__(self):
+        self._done = threading.Event()
+        self.error: BaseException | None = None
+
+    def _finish(self, error: BaseException | None) -> None:
+        self.error = error
+        self._done.set()
+
+    def is_completed(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self) -> None:
+        self._done.wait()  # the transfer's own steps are bounded by the group's timeout
+        if self.error is not None:
+            raise self.error
+
+
+class _Outbox:
+    """A channel's sends, in order, on a thread of their own. After a failure every later send
+    fails with the same error (the channel is broken)."""
+
+    def __init__(self, channel: "ProcessGroup"):
+        self.channel = channel
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.error: BaseException | None = None
+        threading.Thread(target=self._run, daemon=True, name=f"funcgrad-send-{channel.ranks}").start()
+
+    def put(self, arr: np.ndarray, dst: int) -> Work:
+        work = Work()
+        self.queue.put((arr, dst, work))
+        return work
+
+    def close(self) -> None:
+        self.queue.put(None)
+
+    def _run(self) -> None:
+        while (item := self.queue.get()) is not None:
+            arr, dst, work = item
+            if self.error is None:
+                try:
+                    what = self.channel._begin("send", arr, dst=dst)
+                    self.channel._run(self.channel._broadcast_into, arr.reshape(-1), 0, what)
+                except BaseException as e:  # noqa: BLE001  (handed to the waiting thread)
+                    self.error = e
+            work._finish(self.error)
 
 
 class _Recycler:

@@ -59,6 +59,13 @@ class MPIGroup(ProcessGroup):
         comm = MPI.COMM_WORLD.Create_group(MPI.COMM_WORLD.Get_group().Incl(ranks), tag)
         return MPIGroup(comm, self.local_rank, self.timeout, ranks, self.channels)
 
+    def isend(self, x, dst: int):
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            raise DistError(f"send and isend on the mpi backend run on a thread of their own and need "
+                            f"MPI_THREAD_MULTIPLE (mpi4py's default, mpi4py.rc.thread_level = 'multiple'); "
+                            f"this MPI provides level {MPI.Query_thread()}")
+        return super().isend(x, dst)
+
     def _wait(self, request, what: str) -> None:
         """Every MPI wait is bounded: a non-blocking collective is tested until the deadline. A peer
         that never arrives leaves the collective pending, so the group is broken and the job is
