@@ -11,8 +11,9 @@ Learning rates are floats or schedules (functions of the step count, starting at
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,22 @@ ScalarOrSchedule = float | Schedule
 class GradientTransformation(NamedTuple):
     init: Callable[[Any], Any]
     update: Callable[..., tuple[Any, Any]]
+
+
+_over_shards: Callable[[Any], Any] = lambda x: x  # noqa: E731  (the identity: whole gradients)
+
+
+@contextlib.contextmanager
+def sharded(total: Callable[[Any], Any]) -> Iterator[None]:
+    """Within it, the gradients a transformation sees are one process's shards, and total(x) sums
+    a per-shard statistic over the processes (ZeRO sets it to a psum), so that statistics over all
+    gradients (a global norm, whether every gradient is finite) are the whole model's."""
+    global _over_shards
+    previous, _over_shards = _over_shards, total
+    try:
+        yield
+    finally:
+        _over_shards = previous
 
 
 def _count() -> Array:
@@ -332,10 +349,12 @@ def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
 
 
 def global_norm(tree) -> Array:
+    """The 2-norm of all leaves together, accumulated in float32 (float64 if a leaf is float64)."""
     leaves = tree_leaves(tree)
     if not leaves:
         return fnp.zeros(())
-    return fnp.sqrt(sum(fnp.sum(fnp.astype(g, np.float32) ** 2) for g in leaves))
+    wide = np.float64 if any(np.dtype(g.dtype) == np.float64 for g in leaves) else np.float32
+    return fnp.sqrt(_over_shards(sum(fnp.sum(fnp.astype(g, wide) ** 2) for g in leaves)))
 
 
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:
@@ -456,7 +475,9 @@ def apply_if_finite(inner: GradientTransformation) -> GradientTransformation:
         return FiniteState(inner.init(params), _count(), _count())
 
     def update(updates, state, params=None):
-        finite = fnp.all(fnp.stack([fnp.all(fnp.isfinite(g)) for g in tree_leaves(updates)]))
+        bad = sum((fnp.sum(fnp.astype(~fnp.isfinite(g), np.int32)) for g in tree_leaves(updates)),
+                  fnp.zeros((), np.int32))
+        finite = _over_shards(bad) == 0
 
         def skip():
             return _tree_zeros_like(updates), FiniteState(state.inner, state.notfinite_count + 1,

@@ -250,6 +250,47 @@ try:
                 held = m if name == "gpipe" else min(pp - s, m)
                 assert pipe.stats["in_flight"] == held, (what, pipe.stats)
         report("ok")
+    elif scenario == "zero":  # ZeRO 1, 2 and 3: the unsharded optimiser's steps on the averaged gradients
+        from funcgrad import optim
+        from funcgrad.dist import zero
+        from funcgrad.models.gpt import GPT, token_loss
+        mesh = dist.make_mesh({"dp": world})
+        model = fg.tree_map(lambda a: fnp.asarray(a, dtype=fnp.float64),
+                            GPT(12, 6, dim=8, depth=2, heads=2, key=fg.random.key(0)))  # leaves of sizes n does not divide
+        rng = np.random.default_rng(7)
+        steps = [(fnp.asarray(rng.integers(0, 12, (2 * world, 6))), fnp.asarray(rng.integers(0, 12, (2 * world, 6))))
+                 for _ in range(3)]
+        mine = [tuple(a[2 * rank:2 * rank + 2] for a in batch) for batch in steps]
+        loss_of = lambda m, b: token_loss(m(b[0]), b[1])  # noqa: E731
+        optimisers = [lambda: optim.apply_if_finite(optim.chain(optim.clip_by_global_norm(0.05),
+                                                                 optim.adamw(1e-2, weight_decay=0.1))),
+                      lambda: optim.sgd(0.5, momentum=0.9)]
+
+        def trained(opt, params, batches):
+            state = opt.init(params)
+            for batch in batches:
+                updates, state = opt.update(fg.grad(loss_of)(params, batch), state, params)
+                params = optim.apply_updates(params, updates)
+            return params
+
+        def same(a, b, what):
+            for x, y in zip(fg.tree_leaves(a), fg.tree_leaves(b), strict=True):
+                np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-9, atol=1e-12, err_msg=what)
+        for stage, make in ((1, optimisers[0]), (2, optimisers[0]), (3, optimisers[0]), (2, optimisers[1]),
+                            (3, optimisers[1])):
+            expected = trained(make(), model, steps)  # one process, the whole batch
+            opt = zero.zero(make(), stage=stage, axis="dp")
+            params = zero.shard(model, "dp") if stage == 3 else model
+            state = opt.init(params)
+            if stage == 3:  # each parameter: a shard of ceil(size / n) elements here
+                assert sorted(x.shape for x in fg.tree_leaves(params)) == \
+                    sorted((-(-int(np.prod(x.shape)) // world),) for x in fg.tree_leaves(model))
+            if stage > 1 and make is optimisers[0]:  # the state holds 1/n of AdamW's moments
+                held = sum(int(np.prod(x.shape)) for x in fg.tree_leaves(state))
+                assert held < sum(int(np.prod(x.shape)) for x in fg.tree_leaves(model)) * 2 // world + 64, held
+            params = trained(opt, params, mine)
+            same(zero.unshard(params) if stage == 3 else params, expected, f"ZeRO-{stage}")
+        report("ok")
     elif scenario == "groups":  # new_group and send/recv, with global ranks in messages
         evens = dist.new_group(list(range(0, world, 2)))
         if rank % 2 == 0:

@@ -158,6 +158,13 @@ def test_the_profiler_records_collectives_with_the_bytes_sent(mesh_of_one):
 
 
 README_CHECKS = {  # appended to README's ```python launch blocks, by a name each defines
+    "fsdp_gpt": "full = GPT(12, 8, dim=32, depth=2, heads=4, key=fg.random.key(0))\n"
+                "batches = [fg.random.randint(fg.random.key(r), (4, 8), 0, 12) for r in range(4)]\n"
+                "g = fg.grad(lambda m: sum(token_loss(m(t), t) for t in batches) / 4)(full)\n"
+                "u, _ = optim.adamw(1e-3).update(g, optim.adamw(1e-3).init(full), full)\n"
+                "expected = optim.apply_updates(full, u)\n"
+                "for a, b in zip(fg.tree_leaves(zero.unshard(fsdp_gpt)), fg.tree_leaves(expected), strict=True):\n"
+                "    assert abs(float(fg.numpy.max(fg.numpy.abs(a - b)))) < 1e-6, (a, b)\n",
     "pp_stage": "full = lambda m: token_loss(m(tokens), tokens)\n"
                 "expected, expected_grads = fg.value_and_grad(full)(gpt)\n"
                 "mean_loss = float(dist.all_reduce(loss, 'mean', group=mesh.group('dp')))\n"
@@ -240,14 +247,14 @@ def test_layouts_that_cannot_split_name_the_size(monkeypatch):
 class _FakeMesh:
     """What the layers ask of a mesh, for a tp axis of several ranks in one process (no collectives run)."""
 
-    def __init__(self, axes):
-        self.axes = axes
+    def __init__(self, axes, index=0):
+        self.axes, self.index = axes, index
 
     def axis_size(self, name):
         return self.axes[name]
 
     def axis_index(self, name):
-        return 0
+        return self.index
 
     def axis_names(self, name):
         return (name,) if isinstance(name, str) else tuple(name)
@@ -345,3 +352,30 @@ def test_pipelines_that_cannot_work_say_why(mesh_of_one):
     with pytest.raises(TypeError, match=r"loss_fn must return a floating-point scalar, got \(1, 2\)"):
         pipeline.Pipeline(lambda y, t: y, microbatches=4).value_and_grad(pipeline.stage(seq),
                                                                          (fnp.ones((4, 2)), fnp.ones((4, 2))))
+
+
+# ---- ZeRO / FSDP --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend,nproc", [("shm", 3), ("tcp", 2), ("mpi", 2)])
+def test_zero_stages_take_the_unsharded_optimisers_steps(backend, nproc):
+    proc, results = run("zero", backend, nproc)
+    assert results == ["ok"] * nproc, proc.stdout + proc.stderr
+
+
+def test_shards_are_padded_equal_slices_and_stage_3_needs_a_sharded_model(mesh_of_one, monkeypatch):
+    from funcgrad import optim
+    from funcgrad.dist import zero
+    x = fnp.arange(10.0)
+    monkeypatch.setattr(dist.collectives.M, "current", lambda: _FakeMesh({"dp": 4}, index=3))
+    np.testing.assert_array_equal(np.asarray(zero.shards_of({"w": x}, "dp")["w"]), [9.0, 0.0, 0.0])
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="ZeRO stage must be 1, 2 or 3, got 4"):
+        zero.zero(optim.adam(), stage=4)
+    opt = zero.zero(optim.adam(), stage=1, axis="dp")
+    with pytest.raises(TypeError, match="needs the state zero's init returned"):
+        opt.update({"w": x}, optim.adam().init({"w": x}), {"w": x})
+    model = zero.shard(fg.nn.Sequential([fg.nn.Linear(2, 2, key=fg.random.key(0))]), "dp")
+    assert repr(model) == "Sharded(Sequential, 2 parameters in shards of 6 elements here, 0 units, axis='dp')"
+    with pytest.raises(ValueError, match=r"ZeRO stage 3 takes the parameters of a model made by zero.shard"):
+        zero.zero(optim.adam(), stage=3).init({"w": x})
+    assert fg.tree_structure(zero.unshard(model)) == fg.tree_structure(fg.nn.Sequential(
+        [fg.nn.Linear(2, 2, key=fg.random.key(0))]))

@@ -176,6 +176,23 @@ class Module(metaclass=_ModuleMeta):
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
+def rebuilt(node, rule):
+    """node (a module, or a list, tuple or dict holding modules) with rule applied to every module in
+    it, outermost first: where rule returns a value, that replaces the module; elsewhere a module,
+    list, tuple or dict is rebuilt from its children. How one model is turned into another
+    (tensor-parallel or sharded layers in place of ordinary ones)."""
+    if isinstance(node, Module):
+        changed = rule(node)
+        if changed is not None:
+            return changed
+        return node.replace(**{name: rebuilt(value, rule) for name, value in vars(node).items()})
+    if isinstance(node, (list, tuple)):
+        return type(node)(rebuilt(v, rule) for v in node)
+    if isinstance(node, dict):
+        return {k: rebuilt(v, rule) for k, v in node.items()}
+    return node
+
+
 def _use_the_result(method: str) -> None:
     """PyTorch's model.load_state_dict(sd) and model.eval() change the model in place; here they
     return the changed copy, so a call whose result the caller throws away would silently do

@@ -22,7 +22,7 @@ from .. import numpy as fnp
 from ..dist import collectives as C
 from . import functional as F
 from .layers import Embedding, Linear, MultiHeadAttention, TransformerBlock
-from .module import Module
+from .module import Module, rebuilt
 
 __all__ = ["ColumnParallelLinear", "RowParallelLinear", "VocabParallelEmbedding", "ParallelMultiHeadAttention",
            "vocab_parallel_cross_entropy", "shard", "unshard", "sequence_loss"]
@@ -191,21 +191,6 @@ class ParallelMultiHeadAttention(Module):
 
 
 # ---- whole models -------------------------------------------------------------------------------
-def _rebuilt(node, rule):
-    """node with rule applied to every module in it, outermost first: where rule returns a
-    module, that is kept; elsewhere a module, list, tuple or dict is rebuilt from its children."""
-    if isinstance(node, Module):
-        changed = rule(node)
-        if changed is not None:
-            return changed
-        return node.replace(**{name: _rebuilt(value, rule) for name, value in vars(node).items()})
-    if isinstance(node, (list, tuple)):
-        return type(node)(_rebuilt(v, rule) for v in node)
-    if isinstance(node, dict):
-        return {k: _rebuilt(v, rule) for k, v in node.items()}
-    return node
-
-
 def shard(model, axis: str = "tp", vocab_parallel: bool = True):
     """This rank's tensor-parallel form of an ordinary model (any pytree of modules): every
     TransformerBlock's attention splits its heads and its MLP is a column then a row layer; a
@@ -218,17 +203,17 @@ def shard(model, axis: str = "tp", vocab_parallel: bool = True):
                                 fc1=ColumnParallelLinear.of(node.fc1, axis), fc2=RowParallelLinear.of(node.fc2, axis))
         if isinstance(getattr(node, "token_embedding", None), Embedding) and isinstance(getattr(node, "head", None),
                                                                                         Linear):
-            children = {name: _rebuilt(value, rule) for name, value in vars(node).items()}
+            children = {name: rebuilt(value, rule) for name, value in vars(node).items()}
             return node.replace(**{**children, "token_embedding": VocabParallelEmbedding.of(node.token_embedding, axis),
                                    "head": ColumnParallelLinear.of(node.head, axis, gather_output=not vocab_parallel)})
         return None
-    return _rebuilt(model, rule)
+    return rebuilt(model, rule)
 
 
 def unshard(model):
     """The ordinary model that a sharded one splits (every rank of the axis gets all of it)."""
     split = (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding, ParallelMultiHeadAttention)
-    return _rebuilt(model, lambda node: node.unsplit() if isinstance(node, split) else None)
+    return rebuilt(model, lambda node: node.unsplit() if isinstance(node, split) else None)
 
 
 def sequence_loss(model, batch, key=None):
