@@ -379,3 +379,31 @@ def test_shards_are_padded_equal_slices_and_stage_3_needs_a_sharded_model(mesh_o
         zero.zero(optim.adam(), stage=3).init({"w": x})
     assert fg.tree_structure(zero.unshard(model)) == fg.tree_structure(fg.nn.Sequential(
         [fg.nn.Linear(2, 2, key=fg.random.key(0))]))
+
+
+# ---- hybrid layouts -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend,nproc", [("shm", 4), ("shm", 8), ("tcp", 4), ("mpi", 4)])
+def test_hybrid_layouts_train_as_one_process(backend, nproc):
+    proc, results = run("hybrid", backend, nproc)
+    assert results == ["ok"] * nproc, proc.stdout + proc.stderr
+
+
+def test_layouts_that_cannot_work_are_one_line_errors():
+    from funcgrad.dist.layout import Layout
+    from funcgrad.models.gpt import GPT
+    gpt = GPT(12, 6, dim=8, depth=2, heads=2, key=fg.random.key(0))
+    assert Layout(8, tp=2, pp=2).axes == {"dp": 2, "pp": 2, "tp": 2}
+    cases = [(lambda: Layout(6, tp=4), r"6 processes do not split into tp=4 x pp=1 groups"),
+             (lambda: Layout(4, tp=4).check(gpt), r"tp=4 must divide the attention heads \(2\) and the MLP's hidden "
+                                                  r"size \(32\)"),
+             (lambda: Layout(3, pp=3).check(gpt), r"pp=3 stages exceed the model's 2 blocks"),
+             (lambda: Layout(2, tp=2).check(GPT(11, 6, dim=8, depth=2, heads=2, key=fg.random.key(0))),
+              r"tp=2 must divide the vocabulary \(11\)"),
+             (lambda: Layout(2, pp=2, microbatches=3).check(gpt, batch_size=8),
+              r"the batch of 8 does not split into 3 equal micro-batches"),
+             (lambda: Layout(2, zero=4), r"ZeRO stage must be 0, 1, 2 or 3, got 4"),
+             (lambda: Layout(2, schedule="zb"), r"unknown pipeline schedule 'zb'"),
+             (lambda: Layout(0), r"nproc must be a positive integer, got 0")]
+    for make, message in cases:
+        with pytest.raises(ValueError, match=message):
+            make()

@@ -205,6 +205,8 @@ def unshard(model: Sharded) -> Module:
 
 
 def _check_sharded(tree, axis: str) -> None:
-    if not any(isinstance(x, Sharded) for x in tree_leaves(tree, is_leaf=lambda x: isinstance(x, Sharded))):
+    modules = [m for top in tree_leaves(tree, is_leaf=lambda x: isinstance(x, Module)) if isinstance(top, Module)
+               for m in top.modules()]
+    if not any(isinstance(m, Sharded) for m in modules):
         raise ValueError(f"ZeRO stage 3 takes the parameters of a model made by zero.shard(model, {axis!r}) (and "
                          f"their gradients); got a {type(tree).__name__} with no Sharded unit")

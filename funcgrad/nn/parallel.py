@@ -25,7 +25,7 @@ from .layers import Embedding, Linear, MultiHeadAttention, TransformerBlock
 from .module import Module, rebuilt
 
 __all__ = ["ColumnParallelLinear", "RowParallelLinear", "VocabParallelEmbedding", "ParallelMultiHeadAttention",
-           "vocab_parallel_cross_entropy", "shard", "unshard", "sequence_loss"]
+           "vocab_parallel_cross_entropy", "shard", "unshard", "sequence_loss", "token_loss"]
 
 
 def _module(cls, **fields) -> Module:
@@ -220,8 +220,9 @@ def sequence_loss(model, batch, key=None):
     """funcgrad.models.gpt.sequence_loss for a GPT sharded with vocab_parallel=True: next-token
     cross-entropy over the answer positions, from logits no rank holds whole."""
     tokens, targets = batch
-    logits = model(tokens, key=key)
-    axis = model.head.axis
-    loss = vocab_parallel_cross_entropy(fnp.reshape(logits, (-1, logits.shape[-1])), fnp.reshape(targets, (-1,)),
-                                        axis)
-    return loss, {}
+    return token_loss(model(tokens, key=key), targets, model.head.axis), {}
+
+
+def token_loss(logits, targets, axis: str = "tp"):
+    """funcgrad.models.gpt.token_loss of logits split over the vocabulary along axis."""
+    return vocab_parallel_cross_entropy(fnp.reshape(logits, (-1, logits.shape[-1])), fnp.reshape(targets, (-1,)), axis)
