@@ -192,6 +192,51 @@ def _resumed(checkpoint_dir: str, model: str, settings: dict, explicit: set) -> 
     return merged, list(meta.get("history", []))
 
 
+def _layout(model, dataset, batch_size, seed, nproc, tp, pp, zero, microbatches, schedule, checkpoint_dir,
+            precision, grad_accum):
+    """The hybrid layout asked for (None for plain data parallelism), checked against the model it
+    must split before any process starts: a layout that cannot work is one line."""
+    if tp == 1 and pp == 1 and zero == 0:
+        if microbatches > 1:
+            raise click.ClickException("--microbatches splits the batch of a pipeline: give --pp too")
+        return None
+    from funcgrad import data
+    from funcgrad.dist.layout import Layout
+    from funcgrad.models import RECIPES
+    import funcgrad as fg
+    if model != "gpt":
+        raise click.ClickException(f"--tp, --pp and --zero train the gpt model, not {model}")
+    for flag, given in (("--checkpoint-dir", checkpoint_dir), ("--precision bf16/fp16", precision != "fp32"),
+                        ("--grad-accum", grad_accum > 1)):
+        if given:
+            raise click.ClickException(f"{flag} does not combine with --tp, --pp or --zero yet")
+    try:
+        layout = Layout(nproc, tp, pp, zero, microbatches, schedule)
+        x, y = data.load(dataset or RECIPES[model].dataset, "train")
+        layout.check(RECIPES[model].build(x, y, fg.random.key(seed)), batch_size or DEFAULTS[model][1])
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    return layout
+
+
+def _with_step_lines(on_step, every: int, metrics_file, group):
+    """on_step, and every `every` steps a metrics line with the largest peak memory of any process
+    (every process takes part in that maximum; rank 0 writes)."""
+    import funcgrad as fg
+
+    def step_line(info):
+        on_step(info)
+        if info.step % every:
+            return
+        peak = fg.max_memory_allocated()
+        if group is not None and group.world_size > 1:
+            peak = int(np.asarray(group.all_reduce(np.array([peak], np.int64), "max"))[0])
+        if metrics_file is not None:
+            metrics_file.write(json.dumps({"step": info.step, "train_loss": info.loss, "peak_memory_bytes": peak}) + "\n")
+            metrics_file.flush()
+    return step_line
+
+
 @main.command()
 @click.argument("model", type=click.Choice(MODELS), default="mlp")
 @click.option("--dataset", help="Dataset (default: the model's own: linear, digits for mlp and cnn, sort for gpt; "
@@ -221,11 +266,23 @@ def _resumed(checkpoint_dir: str, model: str, settings: dict, explicit: set) -> 
 @click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
               help="Train data-parallel on this many processes (funcgrad launch; mpiexec for --dist-backend mpi).")
 @click.option("--dist-backend", type=click.Choice(["shm", "tcp", "mpi"]), default="shm", show_default=True)
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel processes per model replica (gpt: heads, MLP and vocabulary split).")
+@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Pipeline stages per model replica (gpt: its blocks split).")
+@click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
+              help="ZeRO stage over the data-parallel processes: 1 optimiser state, 2 gradients, 3 parameters.")
+@click.option("--microbatches", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Micro-batches per batch in the pipeline.")
+@click.option("--pp-schedule", type=click.Choice(["gpipe", "1f1b"]), default="1f1b", show_default=True)
+@click.option("--log-every", type=click.IntRange(min=1),
+              help="Also write a line (step, train_loss, peak_memory_bytes: the largest of any process) to --metrics "
+                   "every this many steps.")
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
 @_friendly
 def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_decay, device, precision, seed,
           checkpoint_dir, resume, grad_accum, max_steps, metrics_path, plot_path, no_jit, nproc, dist_backend,
-          quiet) -> None:
+          tp, pp, zero, microbatches, pp_schedule, log_every, quiet) -> None:
     """Train a demo MODEL (linear, mlp, cnn, gpt) and report test metrics.
 
     \b
@@ -234,6 +291,11 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
       funcgrad train cnn --precision bf16 --checkpoint-dir runs/cnn
       funcgrad train cnn --checkpoint-dir runs/cnn --resume --epochs 30
       funcgrad train gpt --metrics gpt.jsonl --plot gpt.png
+      funcgrad train gpt --nproc 8 --tp 2 --pp 2 --zero 1 --microbatches 4   # dp = 8 / (2 * 2) = 2
+
+    
+    --batch-size is per data-parallel replica: a job of dp replicas takes dp * batch-size examples
+    a step, as one process with dp times the batch size does (and gives the same losses).
     """
     import funcgrad as fg
     from funcgrad import data, optim
@@ -245,6 +307,10 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     if resume and not checkpoint_dir:
         raise click.ClickException("--resume needs --checkpoint-dir")
     check_dataset(model, dataset or RECIPES[model].dataset)
+    if log_every and not metrics_path:
+        raise click.ClickException("--log-every writes to --metrics: give both")
+    layout = _layout(model, dataset, batch_size, seed, nproc, tp, pp, zero, microbatches, pp_schedule,
+                     checkpoint_dir, precision, grad_accum)
     if plot_path:
         _require_matplotlib()
         _writable_file(plot_path, "--plot")
@@ -277,7 +343,13 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     k_init, k_train = fg.random.split(fg.random.key(seed))
     net, k_train = fg.device_put((recipe.build(x_train, y_train, k_init), k_train), device)
     train_set = data.ArrayDataset(x_train, y_train)
-    if group is not None and group.world_size > 1:
+    if layout is not None:
+        if group is None or group.world_size != layout.nproc:
+            raise click.ClickException(f"the layout needs {layout.nproc} processes; this job has "
+                                       f"{1 if group is None else group.world_size}")
+        sampler = data.DistributedSampler(train_set, layout.dp, layout.dp_index(group.rank), shuffle=True, seed=seed)
+        train_loader = data.DataLoader(train_set, batch_size, sampler=sampler, device=device)
+    elif group is not None and group.world_size > 1:
         sampler = data.DistributedSampler(train_set, group.world_size, group.rank, shuffle=True, seed=seed)
         train_loader = data.DataLoader(train_set, batch_size, sampler=sampler, device=device)
     else:
@@ -292,12 +364,21 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     if metrics_file is not None:  # a resumed run's file holds its earlier epochs too
         metrics_file.writelines(json.dumps(record) + "\n" for record in history)
     on_step, on_epoch = _progress(quiet, metrics_file)
+    if log_every:
+        on_step = _with_step_lines(on_step, log_every, metrics_file, group)
     start = time.perf_counter()
     try:
-        result = fit(net, opt, train_loader, recipe.loss, epochs=settings["epochs"], eval_loader=test_loader,
-                     key=k_train, checkpoint_dir=checkpoint_dir, resume=resume, max_steps=max_steps, jit=not no_jit,
-                     precision=precision, on_step=on_step, on_epoch=on_epoch, group=group,
-                     metadata={"model": model, **settings})
+        if layout is not None:
+            from funcgrad.dist.layout import LayoutTrainer
+            from funcgrad.models.gpt import token_loss
+            trainer = LayoutTrainer(layout, net, opt, token_loss, use_jit=not no_jit)
+            result = fit(net, opt, train_loader, recipe.loss, epochs=settings["epochs"], eval_loader=test_loader,
+                         max_steps=max_steps, jit=not no_jit, trainer=trainer, on_step=on_step, on_epoch=on_epoch)
+        else:
+            result = fit(net, opt, train_loader, recipe.loss, epochs=settings["epochs"], eval_loader=test_loader,
+                         key=k_train, checkpoint_dir=checkpoint_dir, resume=resume, max_steps=max_steps,
+                         jit=not no_jit, precision=precision, on_step=on_step, on_epoch=on_epoch, group=group,
+                         metadata={"model": model, **settings})
     finally:
         if metrics_file is not None:
             metrics_file.close()
@@ -312,6 +393,10 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     summary = f"{model} on {dataset}: {result.step} steps in {time.perf_counter() - start:.1f}s"
     if group is not None and group.world_size > 1:
         summary += f" on {group.world_size} processes ({dist_backend}; parameters identical on every rank)"
+    if layout is not None:
+        summary += f"\nlayout: dp={layout.dp} tp={layout.tp} pp={layout.pp} zero={layout.zero}"
+        if layout.pp > 1:
+            summary += f", {layout.microbatches} micro-batches ({layout.schedule})"
     if result.history:
         last = result.history[-1]
         summary += f", test loss {last['test_loss']:.4f}"

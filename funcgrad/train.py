@@ -152,7 +152,7 @@ def save_training_state(path: Path, model, opt_state, scaler, step: int, key, lo
 def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn, *, epochs: int = 1,
         eval_loader=None, key=None, checkpoint_dir: "str | os.PathLike | None" = None, resume: bool = False,
         max_steps: int | None = None, opt_state=None, jit: bool = True, precision: str = "fp32",
-        metadata: dict | None = None, group=None,
+        metadata: dict | None = None, group=None, trainer=None,
         on_step: Callable[[StepInfo], None] | None = None,
         on_epoch: Callable[[dict], None] | None = None) -> FitResult:
     """Train for `epochs` (or until `max_steps` steps in all); see the module docstring.
@@ -160,7 +160,14 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
     or "fp16" (see make_train_step); metadata is stored in every checkpoint. group (a
     funcgrad.dist process group) trains data-parallel: rank 0's parameters are broadcast first,
     gradients are averaged every step, and only rank 0 writes checkpoints. Give each rank its
-    shard of the data (a DataLoader with a DistributedSampler)."""
+    shard of the data (a DataLoader with a DistributedSampler). trainer (a
+    funcgrad.dist.layout.LayoutTrainer, holding this process's part of model and optimiser)
+    trains a hybrid layout instead: each epoch is evaluated on the model it gathers."""
+    if trainer is not None:
+        if checkpoint_dir is not None or precision != "fp32" or group is not None:
+            raise ValueError("fit with a layout trainer takes no checkpoint_dir, precision or group (the trainer's "
+                             "layout holds the processes; checkpoints of sharded state are not written)")
+        return _fit_layout(trainer, train_loader, loss_fn, epochs, eval_loader, max_steps, jit, on_step, on_epoch)
     key = random.key(0) if key is None else key
     opt_state = optimizer.init(model) if opt_state is None else opt_state
     scaler = amp.DynamicLossScale.create()
@@ -212,3 +219,28 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
         if path is not None:
             save_training_state(path, model, opt_state, scaler, step, key, train_loader, history, extra)
     return FitResult(model, opt_state, history, step, path)
+
+
+def _fit_layout(trainer, train_loader, loss_fn: LossFn, epochs: int, eval_loader, max_steps: int | None, jit: bool,
+                on_step, on_epoch) -> FitResult:
+    step, history, batches = 0, [], len(train_loader)
+    while train_loader.epoch < epochs and (max_steps is None or step < max_steps):
+        epoch, started, total, seen = train_loader.epoch, time.perf_counter(), 0.0, 0
+        for batch in train_loader:
+            loss = float(trainer.step(batch))
+            step, n = step + 1, len(batch[0])
+            total, seen = total + loss * n, seen + n
+            if on_step is not None:
+                on_step(StepInfo(step, epoch, train_loader.state_dict()["batches_consumed"], batches, loss, {}, n))
+            if max_steps is not None and step >= max_steps:
+                break
+        if train_loader.state_dict()["batches_consumed"] != 0:  # stopped by max_steps mid-epoch
+            break
+        record = {"epoch": epoch + 1, "step": step, "seconds": time.perf_counter() - started,
+                  "train_loss": total / max(seen, 1)}
+        if eval_loader is not None:
+            record.update({f"test_{k}": v for k, v in evaluate(trainer.model(), eval_loader, loss_fn, jit).items()})
+        history.append(record)
+        if on_epoch is not None:
+            on_epoch(record)
+    return FitResult(trainer.model(), trainer.opt_state, history, step, None)

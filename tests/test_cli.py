@@ -221,3 +221,46 @@ def test_numpy_floating_point_warnings_do_not_point_at_funcgrad():
     proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "[-inf, -inf] [nan, nan]", proc.stderr
+
+
+def _step_losses(path) -> list[float]:
+    with open(path) as f:
+        return [r["train_loss"] for r in map(json.loads, f) if "peak_memory_bytes" in r]
+
+
+def test_every_layout_gives_the_single_process_losses(tmp_path):
+    """gpt on 4 processes as tp x pp (1F1B) and as dp x pp with ZeRO-3 (GPipe): each step's loss is
+    the one process's on the same global batch (a dp job takes dp * --batch-size a step)."""
+    common = ["train", "gpt", "--max-steps", "4", "--seed", "3", "--quiet", "--log-every", "1"]
+    one = tmp_path / "one.jsonl"
+    result = CliRunner().invoke(main, [*common, "--batch-size", "16", "--metrics", str(one)])
+    assert result.exit_code == 0, result.output
+    expected = _step_losses(one)
+    assert len(expected) == 4
+    for layout in (["--tp", "2", "--pp", "2", "--microbatches", "2", "--batch-size", "16"],
+                   ["--pp", "2", "--zero", "3", "--microbatches", "4", "--pp-schedule", "gpipe", "--batch-size", "8"]):
+        metrics = tmp_path / "layout.jsonl"
+        proc = subprocess.run([sys.executable, "-m", "funcgrad.cli", *common, "--nproc", "4", "--metrics", str(metrics),
+                               *layout], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0 and "layout: dp=" in proc.stdout, proc.stdout + proc.stderr
+        got = _step_losses(metrics)
+        assert got == pytest.approx(expected, rel=2e-6), (layout, got, expected)
+        with open(metrics) as f:
+            assert all(r["peak_memory_bytes"] > 0 for r in map(json.loads, f) if "step" in r)
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--nproc", "4", "--tp", "3"], "4 processes do not split into tp=3 x pp=1 groups"),
+    (["--nproc", "3", "--pp", "3"], "pp=3 stages exceed the model's 2 blocks"),
+    (["--nproc", "2", "--tp", "2", "--model-is-mlp"], "--tp, --pp and --zero train the gpt model, not mlp"),
+    (["--nproc", "2", "--pp", "2", "--microbatches", "3"], "the batch of 64 does not split into 3 equal micro-batches"),
+    (["--microbatches", "2"], "--microbatches splits the batch of a pipeline: give --pp too"),
+    (["--log-every", "2"], "--log-every writes to --metrics: give both"),
+    (["--nproc", "2", "--zero", "1", "--precision", "bf16"], "--precision bf16/fp16 does not combine with --tp"),
+])
+def test_a_layout_that_cannot_work_is_one_line_before_any_process_starts(args, says):
+    model = "mlp" if "--model-is-mlp" in args else "gpt"
+    args = [a for a in args if a != "--model-is-mlp"]
+    result = CliRunner().invoke(main, ["train", model, *args])
+    assert result.exit_code != 0 and says in result.output, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1

@@ -53,6 +53,10 @@ class Layout:
         return (f"Layout(dp={self.dp}, tp={self.tp}, pp={self.pp}, zero={self.zero}, "
                 f"microbatches={self.microbatches}, schedule={self.schedule!r})")
 
+    def dp_index(self, rank: int) -> int:
+        """The data-parallel replica that the job's rank belongs to (its data shard)."""
+        return rank // (self.pp * self.tp)
+
     @property
     def axes(self) -> dict[str, int]:
         return {"dp": self.dp, "pp": self.pp, "tp": self.tp}
@@ -67,9 +71,6 @@ class Layout:
             if heads % self.tp or hidden % self.tp:
                 raise ValueError(f"tp={self.tp} must divide the attention heads ({heads}) and the MLP's hidden size "
                                  f"({hidden})")
-            vocab = getattr(getattr(model, "head", None), "out_features", None)
-            if vocab is not None and vocab % self.tp:
-                raise ValueError(f"tp={self.tp} must divide the vocabulary ({vocab})")
         if self.pp > 1:
             layers = len(pipeline._layers(model))
             if self.pp > layers:
@@ -81,8 +82,9 @@ class Layout:
 class LayoutTrainer:
     """One process's part of the model and of the optimiser state under a layout, and its step.
     loss_fn(outputs, targets) is the model's mean loss (funcgrad.models.gpt.token_loss); with
-    tp > 1 the logits are split over the vocabulary and the loss is computed without gathering
-    them (nn.parallel.token_loss)."""
+    tp > 1 and a vocabulary that tp divides, the logits are split over the vocabulary and the loss
+    is computed without gathering them (nn.parallel.token_loss); otherwise the embedding and the
+    head stay whole on every tp process."""
 
     def __init__(self, layout: Layout, model, optimizer: optim.GradientTransformation, loss_fn: Callable,
                  use_jit: bool = True):
@@ -90,9 +92,11 @@ class LayoutTrainer:
         self.layout = layout
         from . import make_mesh  # the package's: the mesh is closed with the process group
         self.mesh = make_mesh(layout.axes)
-        part = parallel.shard(model, "tp") if layout.tp > 1 else model
+        vocab = getattr(getattr(model, "head", None), "out_features", None)
+        split_vocab = layout.tp > 1 and vocab is not None and vocab % layout.tp == 0  # else embedding, head whole
+        part = parallel.shard(model, "tp", vocab_parallel=True if split_vocab else None) if layout.tp > 1 else model
         self.template = tree_map(_shape_only, part)  # this tp rank's whole model, holding no memory
-        self.loss_fn = (lambda y, t: parallel.token_loss(y, t, "tp")) if layout.tp > 1 else loss_fn
+        self.loss_fn = (lambda y, t: parallel.token_loss(y, t, "tp")) if split_vocab else loss_fn
         if layout.pp > 1:
             part = pipeline.stage(part, "pp")
             self.pipe = pipeline.Pipeline(self.loss_fn, axis="pp", microbatches=layout.microbatches,

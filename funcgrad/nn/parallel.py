@@ -191,18 +191,19 @@ class ParallelMultiHeadAttention(Module):
 
 
 # ---- whole models -------------------------------------------------------------------------------
-def shard(model, axis: str = "tp", vocab_parallel: bool = True):
+def shard(model, axis: str = "tp", vocab_parallel: bool | None = True):
     """This rank's tensor-parallel form of an ordinary model (any pytree of modules): every
     TransformerBlock's attention splits its heads and its MLP is a column then a row layer; a
     model with token_embedding and head (the GPT) gets a vocabulary-parallel embedding and head
-    (with vocab_parallel=False, a head whose logits are gathered, for an ordinary loss).
+    (with vocab_parallel=False, a head whose logits are gathered, for an ordinary loss; with None,
+    embedding and head stay whole on every rank, for a vocabulary the ranks do not divide).
     Every rank must pass the same model (the same initialisation or checkpoint)."""
     def rule(node):
         if isinstance(node, TransformerBlock):
             return node.replace(attn=ParallelMultiHeadAttention(node.attn, axis),
                                 fc1=ColumnParallelLinear.of(node.fc1, axis), fc2=RowParallelLinear.of(node.fc2, axis))
-        if isinstance(getattr(node, "token_embedding", None), Embedding) and isinstance(getattr(node, "head", None),
-                                                                                        Linear):
+        if vocab_parallel is not None and isinstance(getattr(node, "token_embedding", None), Embedding) and \
+                isinstance(getattr(node, "head", None), Linear):
             children = {name: rebuilt(value, rule) for name, value in vars(node).items()}
             return node.replace(**{**children, "token_embedding": VocabParallelEmbedding.of(node.token_embedding, axis),
                                    "head": ColumnParallelLinear.of(node.head, axis, gather_output=not vocab_parallel)})
