@@ -21,6 +21,7 @@ the group's timeout.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable, Sequence
 
 import numpy as np
@@ -110,7 +111,8 @@ def schedule(name: str, stages: int, index: int, microbatches: int) -> list[tupl
 class Pipeline:
     """A pipelined value_and_grad over the mesh axis `axis`, for loss_fn(outputs, targets) -> a
     scalar. After each call, stats holds 'in_flight' (the most micro-batches whose activations this
-    stage held at once) and 'sent_bytes' (what this stage sent)."""
+    stage held at once), 'sent_bytes' (what this stage sent) and 'compute_seconds' (its time in
+    forward and backward passes, not waiting: the rest of the step is its share of the bubble)."""
 
     def __init__(self, loss_fn: Callable, *, axis: str = "pp", microbatches: int = 1, schedule: str = "1f1b",
                  remat: bool = False):
@@ -138,30 +140,34 @@ class Pipeline:
         ts = _micro(targets, m, "targets") if last else None
         prev, nxt = s - 1, s + 1  # places in the axis's group
         channel = _Channel(group)
-        backward, losses, grads, in_flight = {}, [], None, 0
+        backward, losses, grads, in_flight, busy = {}, [], None, 0, 0.0
         for kind, j in schedule(self.schedule, n, s, m):
             if kind == "F":
                 x = xs[j] if first else channel.recv(prev)
+                started = time.perf_counter()
                 if last:
                     loss, backward[j] = vjp(self._loss(ts[j]), stage, x)
                     losses.append(loss)
                 elif first:
                     y, pullback = vjp(lambda p, x=x: self.forward(p, x), stage)
                     backward[j] = lambda g, pullback=pullback: (*pullback(g), None)
-                    channel.send(y, nxt)
                 else:
                     y, backward[j] = vjp(self.forward, stage, x)
+                busy += time.perf_counter() - started
+                if not last:
                     channel.send(y, nxt)
                 in_flight = max(in_flight, len(backward))
             else:
                 seed = fnp.full_like(losses[j], 1.0 / m) if last else channel.recv_back(nxt)
+                started = time.perf_counter()
                 g_stage, g_x = backward.pop(j)(seed)
                 grads = g_stage if grads is None else tree_map(lambda a, b: a + b, grads, g_stage)
+                busy += time.perf_counter() - started
                 if not first:
                     channel.send_back(g_x, prev)
         channel.finish()
         total = sum(losses[1:], losses[0]) / m if last else fnp.zeros((), _float_of(stage))
-        self.stats = {"in_flight": in_flight, "sent_bytes": channel.sent_bytes}
+        self.stats = {"in_flight": in_flight, "sent_bytes": channel.sent_bytes, "compute_seconds": busy}
         return group.broadcast(total, n - 1), grads
 
     def _loss(self, targets):
