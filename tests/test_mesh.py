@@ -13,6 +13,7 @@ import pytest
 import funcgrad as fg
 import funcgrad.dist as dist
 import funcgrad.numpy as fnp
+from funcgrad.dist.mesh import Place
 from funcgrad.ops.core import incomplete
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,8 +22,8 @@ LIMIT = 120
 MPIEXEC = Path(sys.executable).with_name("mpiexec")
 
 
-def run(scenario, backend, nproc, timeout="20"):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "DIST_TIMEOUT": timeout}
+def run(scenario, backend, nproc, timeout="20", **extra_env):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DIST_TIMEOUT": timeout, **extra_env}
     if backend == "mpi":
         pytest.importorskip("mpi4py")
         if not MPIEXEC.exists():
@@ -234,7 +235,7 @@ def test_tensor_parallel_layers_on_one_rank_are_the_ordinary_layers(mesh_of_one)
 
 def test_layouts_that_cannot_split_name_the_size(monkeypatch):
     from funcgrad.nn import parallel
-    monkeypatch.setattr(dist.collectives.M, "current", lambda: _FakeMesh({"tp": 3}))
+    monkeypatch.setattr(dist.collectives.M, "current", lambda: Place({"tp": 3}, (0,)))
     with pytest.raises(ValueError, match="ColumnParallelLinear out_features: size 4 does not split over the 3 ranks "
                                          "of axis 'tp'"):
         parallel.ColumnParallelLinear(2, 4, key=fg.random.key(0))
@@ -242,22 +243,6 @@ def test_layouts_that_cannot_split_name_the_size(monkeypatch):
         parallel.ParallelMultiHeadAttention(fg.nn.MultiHeadAttention(8, 4, key=fg.random.key(0)), "tp")
     with pytest.raises(ValueError, match=r"targets of shape \(3,\) do not match logits of shape \(2, 6\)"):
         parallel.vocab_parallel_cross_entropy(fnp.ones((2, 6)), fnp.asarray([0, 1, 2]))
-
-
-class _FakeMesh:
-    """What the layers ask of a mesh, for a tp axis of several ranks in one process (no collectives run)."""
-
-    def __init__(self, axes, index=0):
-        self.axes, self.index = axes, index
-
-    def axis_size(self, name):
-        return self.axes[name]
-
-    def axis_index(self, name):
-        return self.index
-
-    def axis_names(self, name):
-        return (name,) if isinstance(name, str) else tuple(name)
 
 
 # ---- pipeline parallelism ---------------------------------------------------------------------------
@@ -365,7 +350,7 @@ def test_shards_are_padded_equal_slices_and_stage_3_needs_a_sharded_model(mesh_o
     from funcgrad import optim
     from funcgrad.dist import zero
     x = fnp.arange(10.0)
-    monkeypatch.setattr(dist.collectives.M, "current", lambda: _FakeMesh({"dp": 4}, index=3))
+    monkeypatch.setattr(dist.collectives.M, "current", lambda: Place({"dp": 4}, (3,)))
     np.testing.assert_array_equal(np.asarray(zero.shards_of({"w": x}, "dp")["w"]), [9.0, 0.0, 0.0])
     monkeypatch.undo()
     with pytest.raises(ValueError, match="ZeRO stage must be 1, 2 or 3, got 4"):
@@ -405,3 +390,25 @@ def test_layouts_that_cannot_work_are_one_line_errors():
     for make, message in cases:
         with pytest.raises(ValueError, match=message):
             make()
+
+
+# ---- checkpoints of sharded state ----------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_sharded_checkpoints_reshard_to_any_layout_and_to_one_process(backend, tmp_path):
+    directory = str(tmp_path / "ckpt")
+    proc, results = run("reshard", backend, 4, CKPT_DIR=directory)
+    assert results == ["ok"] * 4, proc.stdout + proc.stderr
+    assert sorted(os.listdir(directory)) == ["manifest.json"] + [f"shard-{r:05d}-of-00004.safetensors" for r in range(4)]
+    proc, results = run("reshard_elsewhere", backend, 2, CKPT_DIR=directory)
+    assert results == ["ok"] * 2, proc.stdout + proc.stderr
+
+
+def test_a_directory_without_a_complete_manifest_is_refused(tmp_path):
+    from funcgrad import optim
+    from funcgrad.dist import checkpoint as dcp
+    model = fg.nn.Linear(2, 2, key=fg.random.key(0))
+    with pytest.raises(dist.DistError, match="holds no manifest.json: not a sharded checkpoint, or one whose saving"):
+        dcp.load_whole(tmp_path, model, optim.sgd(0.1))
+    (tmp_path / "manifest.json").write_text('{"format": "other"}')
+    with pytest.raises(dist.DistError, match="is not a funcgrad-sharded/1 manifest"):
+        dcp.load_whole(tmp_path, model, optim.sgd(0.1))

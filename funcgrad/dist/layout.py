@@ -22,12 +22,12 @@ from ..array import Array
 from ..jit import jit
 from ..nn import TransformerBlock
 from ..nn import parallel
-from ..tree import tree_leaves, tree_map
+from ..tree import tree_leaves, tree_map, tree_structure
 from ..vjp import value_and_grad
 from . import collectives as C
 from . import pipeline, zero
 
-__all__ = ["Layout", "LayoutTrainer"]
+__all__ = ["Layout", "LayoutTrainer", "map_model_trees", "zip_model_trees"]
 
 
 class Layout:
@@ -52,6 +52,41 @@ class Layout:
     def __repr__(self) -> str:
         return (f"Layout(dp={self.dp}, tp={self.tp}, pp={self.pp}, zero={self.zero}, "
                 f"microbatches={self.microbatches}, schedule={self.schedule!r})")
+
+    def splits_vocab(self, model) -> bool:
+        """Whether tp splits model's embedding and head (tp divides the vocabulary); else they stay
+        whole on every tp process."""
+        vocab = getattr(getattr(model, "head", None), "out_features", None)
+        return self.tp > 1 and vocab is not None and vocab % self.tp == 0
+
+    def part(self, model, zero_stage: int | None = None, stage: bool = True):
+        """The part of model (or of a tree shaped like it: gradients, Adam's moments) that the
+        current mesh position holds: its tp slices, its pp stage, its ZeRO-3 shards. Only slicing:
+        no collective runs, so a Place gives any rank's part in one process."""
+        zero_stage = self.zero if zero_stage is None else zero_stage
+        if self.tp > 1:
+            model = parallel.shard(model, "tp", vocab_parallel=True if self.splits_vocab(model) else None)
+        if self.pp > 1 and stage:
+            model = pipeline.stage(model, "pp")
+        if zero_stage == 3:
+            model = (model.replace(layers=[zero.shard(layer, "dp") for layer in model.layers]) if self.pp > 1
+                     else zero.shard(model, "dp"))
+        return model
+
+    def state_part(self, state, model):
+        """The part of an optimiser state of the whole model (its inner optimiser's, as init(model)
+        gives it) that the current mesh position holds under this layout's ZeRO stage: every
+        subtree shaped like the model is split as the model is (flat shards of it at stages 1
+        and 2); counts and other leaves are whole everywhere."""
+        inner = map_model_trees(state, model, self.tree_part)
+        return zero.ZeroState(inner) if self.zero else inner
+
+    def tree_part(self, tree):
+        """The part of one subtree of an optimiser state shaped like the model (Adam's first
+        moments, say) that the current mesh position holds."""
+        if self.zero in (1, 2):
+            return zero.shards_of(self.part(tree, zero_stage=0), "dp")
+        return self.part(tree)
 
     def dp_index(self, rank: int) -> int:
         """The data-parallel replica that the job's rank belongs to (its data shard)."""
@@ -92,21 +127,19 @@ class LayoutTrainer:
         self.layout = layout
         from . import make_mesh  # the package's: the mesh is closed with the process group
         self.mesh = make_mesh(layout.axes)
-        vocab = getattr(getattr(model, "head", None), "out_features", None)
-        split_vocab = layout.tp > 1 and vocab is not None and vocab % layout.tp == 0  # else embedding, head whole
-        part = parallel.shard(model, "tp", vocab_parallel=True if split_vocab else None) if layout.tp > 1 else model
-        self.template = tree_map(_shape_only, part)  # this tp rank's whole model, holding no memory
+        self.like = tree_map(_shape_only, model)  # the whole model's structure, holding no memory
+        self.inner = optimizer
+        with self.mesh:
+            self.params = layout.part(model)
+            # this tp rank's whole model, holding no memory: where model() gathers the stages
+            self.template = tree_map(_shape_only, layout.part(self.like, zero_stage=0, stage=False))
+        split_vocab = layout.splits_vocab(model)
         self.loss_fn = (lambda y, t: parallel.token_loss(y, t, "tp")) if split_vocab else loss_fn
         if layout.pp > 1:
-            part = pipeline.stage(part, "pp")
             self.pipe = pipeline.Pipeline(self.loss_fn, axis="pp", microbatches=layout.microbatches,
                                           schedule=layout.schedule)
-        if layout.zero == 3:
-            part = (part.replace(layers=[zero.shard(layer, "dp") for layer in part.layers]) if layout.pp > 1
-                    else zero.shard(part, "dp"))
-        self.params = part
         self.optimizer = zero.zero(optimizer, stage=layout.zero, axis="dp") if layout.zero else optimizer
-        self.opt_state = self.optimizer.init(part)
+        self.opt_state = self.optimizer.init(self.params)
         self._grad = (jit if use_jit else (lambda f: f))(value_and_grad(self._loss))
         self._update = (jit if use_jit else (lambda f: f))(self._apply)
 
@@ -141,6 +174,30 @@ class LayoutTrainer:
             if self.layout.pp > 1:
                 part = pipeline.merge(_all_stages(part, self.template, self.mesh), like=self.template)
             return parallel.unshard(part) if self.layout.tp > 1 else part
+
+
+def map_model_trees(state, model, fn):
+    """state with fn applied to every subtree shaped like model (an optimiser's moments)."""
+    return zip_model_trees(state, state, model, lambda whole, _: fn(whole), lambda leaf, _: leaf)
+
+
+def zip_model_trees(state, other, model, on_tree, on_leaf):
+    """Walk state and other (a state of the same form: NamedTuples, tuples, lists, dicts) together:
+    at a subtree of state shaped like model, on_tree(subtree, other's subtree there); at any other
+    leaf, on_leaf(leaf, other's leaf). Rebuilds state's containers around the results."""
+    shape = tree_structure(model)
+
+    def walk(a, b):
+        if tree_structure(a) == shape:
+            return on_tree(a, b)
+        if isinstance(a, tuple) and hasattr(a, "_fields"):
+            return type(a)(*(walk(x, y) for x, y in zip(a, b, strict=True)))
+        if isinstance(a, (tuple, list)):
+            return type(a)(walk(x, y) for x, y in zip(a, b, strict=True))
+        if isinstance(a, dict):
+            return {k: walk(v, b[k]) for k, v in a.items()}
+        return on_leaf(a, b)
+    return walk(state, other)
 
 
 def _shape_only(x):

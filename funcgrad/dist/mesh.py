@@ -16,22 +16,26 @@ from .errors import DistError
 from .group import ProcessGroup
 
 
-class Mesh:
-    """Named axes over a group's ranks; this process's coordinates and its group along each axis."""
+class Place:
+    """A position on named axes (row-major coordinates), without processes: what a mesh tells the
+    code that splits a model, so one process can compute what any rank of a layout holds (to
+    reshard a checkpoint). As the current mesh (`with place:`), collectives on it are an error."""
 
-    def __init__(self, axes: Mapping[str, int], world: ProcessGroup, scope: str):
+    def __init__(self, axes: Mapping[str, int], coords: Sequence[int]):
         self.axes = dict(axes)
         self.names = tuple(self.axes)
-        self.world, self.scope = world, scope
-        self.coords = _unravel(world.rank, tuple(self.axes.values()))
-        self._groups: dict[tuple[str, ...], ProcessGroup] = {}
-        self._previous: list[Mesh | None] = []
+        self.coords = tuple(coords)
+        self._previous: list = []
+
+    @classmethod
+    def of_rank(cls, axes: Mapping[str, int], rank: int) -> "Place":
+        return cls(axes, _unravel(rank, tuple(dict(axes).values())))
 
     def __repr__(self) -> str:
-        return f"Mesh({self.axes}, coords={dict(zip(self.names, self.coords))})"
+        return f"{type(self).__name__}({self.axes}, coords={dict(zip(self.names, self.coords))})"
 
     def axis_names(self, axis_name: str | Sequence[str]) -> tuple[str, ...]:
-        """axis_name as a tuple of this mesh's axes; an unknown name is an error naming the axes."""
+        """axis_name as a tuple of these axes; an unknown name is an error naming the axes."""
         names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
         for name in names:
             if name not in self.axes:
@@ -44,11 +48,34 @@ class Mesh:
         return math.prod(self.axes[n] for n in self.axis_names(axis_name))
 
     def axis_index(self, axis_name: str | Sequence[str]) -> int:
-        """This process's place along the axes (row-major over a tuple of them, in its order)."""
+        """This position along the axes (row-major over a tuple of them, in its order)."""
         index = 0
         for name in self.axis_names(axis_name):
             index = index * self.axes[name] + self.coords[self.names.index(name)]
         return index
+
+    def group(self, axis_name: str | Sequence[str]) -> ProcessGroup:
+        raise DistError(f"{self!r} is a position without processes: no collective runs on it")
+
+    # ---- the current mesh ---------------------------------------------------------------------------
+    def __enter__(self):
+        global _current
+        self._previous.append(_current)
+        _current = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _current
+        _current = self._previous.pop()
+
+
+class Mesh(Place):
+    """Named axes over a group's ranks; this process's coordinates and its group along each axis."""
+
+    def __init__(self, axes: Mapping[str, int], world: ProcessGroup, scope: str):
+        super().__init__(axes, _unravel(world.rank, tuple(dict(axes).values())))
+        self.world, self.scope = world, scope
+        self._groups: dict[tuple[str, ...], ProcessGroup] = {}
 
     def group(self, axis_name: str | Sequence[str]) -> ProcessGroup:
         """This process's group along the axes: the ranks that differ from it only there, in the
@@ -75,19 +102,8 @@ class Mesh:
         for group in self._groups.values():
             group.close()
 
-    # ---- the current mesh ---------------------------------------------------------------------------
-    def __enter__(self) -> "Mesh":
-        global _current
-        self._previous.append(_current)
-        _current = self
-        return self
 
-    def __exit__(self, *exc) -> None:
-        global _current
-        _current = self._previous.pop()
-
-
-_current: Mesh | None = None
+_current: Place | None = None
 
 
 def forget() -> None:
@@ -96,7 +112,7 @@ def forget() -> None:
     _current = None
 
 
-def current() -> Mesh:
+def current() -> Place:
     if _current is None:
         raise DistError("no mesh: make one with dist.make_mesh({'dp': 2, 'tp': 2}) (after init_process_group)")
     return _current
