@@ -176,11 +176,14 @@ def _resumed(checkpoint_dir: str, model: str, settings: dict, explicit: set) -> 
     given on the command line. Says so when there is no checkpoint yet (a job that resumes on
     every start begins from scratch), and refuses a checkpoint of another model."""
     import funcgrad as fg
-    path = Path(checkpoint_dir) / "last.safetensors"
-    if not path.exists():
+    path, sharded = Path(checkpoint_dir) / "last.safetensors", Path(checkpoint_dir) / "sharded" / "manifest.json"
+    if sharded.exists():  # a layout's checkpoint (funcgrad.dist.checkpoint): its settings are in the manifest
+        path, meta = sharded, json.loads(sharded.read_text()).get("metadata", {})
+    elif not path.exists():
         click.echo(f"no checkpoint in {checkpoint_dir} yet: starting from scratch", err=True)
         return settings, []
-    _, meta = fg.checkpoint.load(path)
+    else:
+        _, meta = fg.checkpoint.load(path)
     if meta.get("model") != model:
         raise click.ClickException(f"{path} was written by `funcgrad train {meta.get('model', '?')}`, not `funcgrad "
                                    f"train {model}`: resume it with that model, or choose another --checkpoint-dir")
@@ -192,8 +195,7 @@ def _resumed(checkpoint_dir: str, model: str, settings: dict, explicit: set) -> 
     return merged, list(meta.get("history", []))
 
 
-def _layout(model, dataset, batch_size, seed, nproc, tp, pp, zero, microbatches, schedule, checkpoint_dir,
-            precision, grad_accum):
+def _layout(model, dataset, batch_size, seed, nproc, tp, pp, zero, microbatches, schedule, precision, grad_accum):
     """The hybrid layout asked for (None for plain data parallelism), checked against the model it
     must split before any process starts: a layout that cannot work is one line."""
     if tp == 1 and pp == 1 and zero == 0:
@@ -206,8 +208,7 @@ def _layout(model, dataset, batch_size, seed, nproc, tp, pp, zero, microbatches,
     import funcgrad as fg
     if model != "gpt":
         raise click.ClickException(f"--tp, --pp and --zero train the gpt model, not {model}")
-    for flag, given in (("--checkpoint-dir", checkpoint_dir), ("--precision bf16/fp16", precision != "fp32"),
-                        ("--grad-accum", grad_accum > 1)):
+    for flag, given in (("--precision bf16/fp16", precision != "fp32"), ("--grad-accum", grad_accum > 1)):
         if given:
             raise click.ClickException(f"{flag} does not combine with --tp, --pp or --zero yet")
     try:
@@ -310,7 +311,7 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
     if log_every and not metrics_path:
         raise click.ClickException("--log-every writes to --metrics: give both")
     layout = _layout(model, dataset, batch_size, seed, nproc, tp, pp, zero, microbatches, pp_schedule,
-                     checkpoint_dir, precision, grad_accum)
+                     precision, grad_accum)
     if plot_path:
         _require_matplotlib()
         _writable_file(plot_path, "--plot")
@@ -373,7 +374,8 @@ def train(model, dataset, epochs, batch_size, lr, optimizer, schedule, weight_de
             from funcgrad.models.gpt import token_loss
             trainer = LayoutTrainer(layout, net, opt, token_loss, use_jit=not no_jit)
             result = fit(net, opt, train_loader, recipe.loss, epochs=settings["epochs"], eval_loader=test_loader,
-                         max_steps=max_steps, jit=not no_jit, trainer=trainer, on_step=on_step, on_epoch=on_epoch)
+                         checkpoint_dir=checkpoint_dir, resume=resume, max_steps=max_steps, jit=not no_jit,
+                         trainer=trainer, on_step=on_step, on_epoch=on_epoch, metadata={"model": model, **settings})
         else:
             result = fit(net, opt, train_loader, recipe.loss, epochs=settings["epochs"], eval_loader=test_loader,
                          key=k_train, checkpoint_dir=checkpoint_dir, resume=resume, max_steps=max_steps,

@@ -164,10 +164,11 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
     funcgrad.dist.layout.LayoutTrainer, holding this process's part of model and optimiser)
     trains a hybrid layout instead: each epoch is evaluated on the model it gathers."""
     if trainer is not None:
-        if checkpoint_dir is not None or precision != "fp32" or group is not None:
-            raise ValueError("fit with a layout trainer takes no checkpoint_dir, precision or group (the trainer's "
-                             "layout holds the processes; checkpoints of sharded state are not written)")
-        return _fit_layout(trainer, train_loader, loss_fn, epochs, eval_loader, max_steps, jit, on_step, on_epoch)
+        if precision != "fp32" or group is not None:
+            raise ValueError("fit with a layout trainer takes no precision or group (the trainer's layout holds the "
+                             "processes)")
+        return _fit_layout(trainer, train_loader, loss_fn, epochs, eval_loader, max_steps, jit, on_step, on_epoch,
+                           _sharded_path(checkpoint_dir), resume, dict(metadata or {}))
     key = random.key(0) if key is None else key
     opt_state = optimizer.init(model) if opt_state is None else opt_state
     scaler = amp.DynamicLossScale.create()
@@ -221,9 +222,24 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
     return FitResult(model, opt_state, history, step, path)
 
 
+def _sharded_path(checkpoint_dir) -> Path | None:
+    """Where fit keeps a layout's checkpoint (funcgrad.dist.checkpoint) in checkpoint_dir."""
+    return None if checkpoint_dir is None else Path(checkpoint_dir) / "sharded"
+
+
 def _fit_layout(trainer, train_loader, loss_fn: LossFn, epochs: int, eval_loader, max_steps: int | None, jit: bool,
-                on_step, on_epoch) -> FitResult:
+                on_step, on_epoch, path: Path | None, resume: bool, extra: dict) -> FitResult:
+    from .dist import checkpoint as sharded
     step, history, batches = 0, [], len(train_loader)
+    if resume and path is not None and (path / sharded.MANIFEST).exists():
+        meta = sharded.load(path, trainer)
+        step, history = int(meta["step"]), list(meta["history"])
+        train_loader.load_state_dict(meta["loader"])
+
+    def save():
+        if path is not None:
+            sharded.save(path, trainer, {**extra, "step": step, "epoch": train_loader.epoch,
+                                         "loader": train_loader.state_dict(), "history": history})
     while train_loader.epoch < epochs and (max_steps is None or step < max_steps):
         epoch, started, total, seen = train_loader.epoch, time.perf_counter(), 0.0, 0
         for batch in train_loader:
@@ -235,6 +251,7 @@ def _fit_layout(trainer, train_loader, loss_fn: LossFn, epochs: int, eval_loader
             if max_steps is not None and step >= max_steps:
                 break
         if train_loader.state_dict()["batches_consumed"] != 0:  # stopped by max_steps mid-epoch
+            save()
             break
         record = {"epoch": epoch + 1, "step": step, "seconds": time.perf_counter() - started,
                   "train_loss": total / max(seen, 1)}
@@ -243,4 +260,5 @@ def _fit_layout(trainer, train_loader, loss_fn: LossFn, epochs: int, eval_loader
         history.append(record)
         if on_epoch is not None:
             on_epoch(record)
-    return FitResult(trainer.model(), trainer.opt_state, history, step, None)
+        save()
+    return FitResult(trainer.model(), trainer.opt_state, history, step, path)

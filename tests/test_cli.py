@@ -257,6 +257,7 @@ def test_every_layout_gives_the_single_process_losses(tmp_path):
     (["--microbatches", "2"], "--microbatches splits the batch of a pipeline: give --pp too"),
     (["--log-every", "2"], "--log-every writes to --metrics: give both"),
     (["--nproc", "2", "--zero", "1", "--precision", "bf16"], "--precision bf16/fp16 does not combine with --tp"),
+    (["--nproc", "2", "--zero", "1", "--grad-accum", "2"], "--grad-accum does not combine with --tp"),
 ])
 def test_a_layout_that_cannot_work_is_one_line_before_any_process_starts(args, says):
     model = "mlp" if "--model-is-mlp" in args else "gpt"
@@ -264,3 +265,22 @@ def test_a_layout_that_cannot_work_is_one_line_before_any_process_starts(args, s
     result = CliRunner().invoke(main, ["train", model, *args])
     assert result.exit_code != 0 and says in result.output, result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_layout_checkpoint_resumes_under_another_layout(tmp_path):
+    """Saved by tp x pp after 3 steps, resumed by dp=4 with ZeRO-3 (the same global batch of 16):
+    steps 4-6 have the losses of the run that was never interrupted."""
+    common = [sys.executable, "-m", "funcgrad.cli", "train", "gpt", "--seed", "2", "--quiet", "--log-every", "1",
+              "--nproc", "4", "--checkpoint-dir", str(tmp_path / "ckpt")]
+    whole = tmp_path / "whole.jsonl"
+    result = CliRunner().invoke(main, ["train", "gpt", "--seed", "2", "--quiet", "--log-every", "1", "--max-steps", "6",
+                                       "--batch-size", "16", "--metrics", str(whole)])
+    assert result.exit_code == 0, result.output
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    for args, metrics in ((["--tp", "2", "--pp", "2", "--microbatches", "2", "--batch-size", "16", "--max-steps", "3"],
+                           first), (["--zero", "3", "--batch-size", "4", "--max-steps", "6", "--resume"], second)):
+        proc = subprocess.run([*common, *args, "--metrics", str(metrics)], capture_output=True, text=True, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0 and "checkpoint: " in proc.stdout, proc.stdout + proc.stderr
+    assert sorted(os.listdir(tmp_path / "ckpt" / "sharded"))[0] == "manifest.json"
+    assert _step_losses(first) + _step_losses(second) == pytest.approx(_step_losses(whole), rel=2e-6)
