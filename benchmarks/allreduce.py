@@ -1,10 +1,12 @@
-"""all_reduce latency and bus bandwidth for the shm, tcp and (when installed) mpi backends, and
-PyTorch's gloo as a peer.
+"""Collective latency and bus bandwidth for the shm, tcp and (when installed) mpi backends, and
+PyTorch's gloo as a peer: all_reduce, all_gather, reduce_scatter and send/recv.
 
-Bus bandwidth = algorithm bandwidth x 2 (N - 1) / N, the standard figure that is comparable
-across rank counts. Medians of repeated float32 all-reduces, 2 and 4 ranks on this host.
+Bus bandwidth (nccl-tests' convention, comparable across rank counts): all_reduce moves
+size x 2 (N - 1) / N per rank, all_gather and reduce_scatter size x (N - 1) / N (size: the whole
+gathered or reduced array), send/recv size (rank 0 to rank 1; the others wait). Medians of repeated
+float32 operations, 2 and 4 ranks on this host.
 
-    python benchmarks/allreduce.py [--max-mib 256] [--ranks 2 4]
+    python benchmarks/allreduce.py [--max-mib 256] [--ranks 2 4] [--ops all_reduce send_recv]
 """
 from __future__ import annotations
 
@@ -39,34 +41,53 @@ def timings(all_reduce, barrier, make, max_bytes: int) -> list:
     return results
 
 
-def gloo_worker(max_bytes: int) -> None:
-    """PyTorch's gloo all_reduce, the peer for tcp (run under the same launcher)."""
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "send_recv")
+FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+          "reduce_scatter": lambda n: (n - 1) / n, "send_recv": lambda n: 1.0}
+
+
+def gloo_worker(op: str, max_bytes: int) -> None:
+    """PyTorch's gloo, the peer for tcp (run under the same launcher)."""
     import torch
     import torch.distributed as tdist
     tdist.init_process_group("gloo")
-    results = timings(tdist.all_reduce, tdist.barrier, torch.ones, max_bytes)
-    if tdist.get_rank() == 0:
+    n, rank = tdist.get_world_size(), tdist.get_rank()
+    if op == "all_reduce":
+        fn = tdist.all_reduce
+    elif op == "all_gather":
+        fn = lambda x: tdist.all_gather_into_tensor(torch.empty(x.numel() * n), x)  # noqa: E731
+    elif op == "send_recv":
+        fn = lambda x: (tdist.send(x, 1) if rank == 0 else tdist.recv(x, 0) if rank == 1 else None)  # noqa: E731
+    else:
+        raise SystemExit(f"gloo has no {op}")
+    make = (lambda k: torch.ones(k // n)) if op == "all_gather" else torch.ones
+    results = timings(fn, tdist.barrier, make, max_bytes)
+    if rank == 0:
         print("RESULTS " + json.dumps(results), flush=True)
     tdist.destroy_process_group()
 
 
-def worker(backend: str, max_bytes: int) -> None:
+def worker(backend: str, op: str, max_bytes: int) -> None:
     if backend == "gloo":
-        return gloo_worker(max_bytes)
+        return gloo_worker(op, max_bytes)
     import numpy as np
 
     import funcgrad.dist as dist
     dist.init_process_group(backend, timeout=120)
     group = dist._default()
-    results = timings(group.all_reduce, group.barrier, lambda n: np.ones(n, np.float32), max_bytes)
-    if dist.get_rank() == 0:
+    n, rank = group.world_size, group.rank
+    fn = {"all_reduce": group.all_reduce, "all_gather": group.all_gather, "reduce_scatter": group.reduce_scatter,
+          "send_recv": lambda x: (group.send(x, 1) if rank == 0 else group.recv(0, like=x) if rank == 1 else None)}[op]
+    make = (lambda k: np.ones(k // n, np.float32)) if op == "all_gather" else (lambda k: np.ones(k, np.float32))
+    results = timings(fn, group.barrier, make, max_bytes)
+    if rank == 0:
         print("RESULTS " + json.dumps(results), flush=True)
     dist.destroy_process_group()
 
 
-def run(backend: str, nproc: int, max_bytes: int):
+def run(backend: str, op: str, nproc: int, max_bytes: int):
     env = {**os.environ, "PYTHONPATH": REPO}
-    script = [os.path.abspath(__file__), "--worker", backend, "--max-bytes", str(max_bytes)]
+    script = [os.path.abspath(__file__), "--worker", backend, "--op", op, "--max-bytes", str(max_bytes)]
     if backend == "mpi":
         mpiexec = shutil.which("mpiexec") or os.path.join(os.path.dirname(sys.executable), "mpiexec")
         cmd = [mpiexec, "-n", str(nproc), sys.executable, *script]
@@ -82,12 +103,14 @@ def run(backend: str, nproc: int, max_bytes: int):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--op", default="all_reduce", help=argparse.SUPPRESS)
     parser.add_argument("--max-bytes", type=int, default=256 << 20, help=argparse.SUPPRESS)
     parser.add_argument("--max-mib", type=int, default=256)
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS))
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.worker, args.max_bytes)
+        return worker(args.worker, args.op, args.max_bytes)
     backends = ["shm", "tcp"]
     for module, name, hint in (("mpi4py", "mpi", "pip install 'funcgrad[mpi]'"), ("torch", "gloo", "PyTorch")):
         try:
@@ -95,27 +118,29 @@ def main(argv=None):
             backends.append(name)
         except ImportError:
             print(f"{name}: {module} not installed ({hint}), skipped")
-    table = {}
-    for nproc in args.ranks:
-        for backend in backends:
-            try:
-                table[(backend, nproc)] = dict(run(backend, nproc, args.max_mib << 20))
-            except Exception as e:  # noqa: BLE001  (one backend failing still prints the others)
-                print(f"{backend} x{nproc}: failed ({e})")
-    print(f"\nall_reduce, float32, median time and bus bandwidth, {os.cpu_count()} CPU cores")
-    header = f"{'size':>9}  " + "  ".join(f"{f'{b} x{n}':>20}" for (b, n) in table)
-    print(header)
-    for size in [s for s in SIZES if s <= args.max_mib << 20]:
-        cells = []
-        for (backend, nproc), rows in table.items():
-            t = rows.get(size)
-            if t is None:
-                cells.append(f"{'':>20}")
-                continue
-            bus = size / t * 2 * (nproc - 1) / nproc / 1e9
-            cells.append(f"{t * 1e6:>9.1f}us {bus:>6.2f}GB/s")
-        label = f"{size >> 20}MiB" if size >= 1 << 20 else f"{size >> 10}KiB"
-        print(f"{label:>9}  " + "  ".join(cells))
+    for op in args.ops:
+        table = {}
+        for nproc in args.ranks:
+            for backend in backends:
+                if backend == "gloo" and op == "reduce_scatter":
+                    continue  # gloo has none
+                try:
+                    table[(backend, nproc)] = dict(run(backend, op, nproc, args.max_mib << 20))
+                except Exception as e:  # noqa: BLE001  (one backend failing still prints the others)
+                    print(f"{op} {backend} x{nproc}: failed ({e})")
+        print(f"\n{op}, float32, median time and bus bandwidth, {os.cpu_count()} CPU cores")
+        print(f"{'size':>9}  " + "  ".join(f"{f'{b} x{n}':>20}" for (b, n) in table))
+        for size in [s for s in SIZES if s <= args.max_mib << 20]:
+            cells = []
+            for (backend, nproc), rows in table.items():
+                t = rows.get(size)
+                if t is None:
+                    cells.append(f"{'':>20}")
+                    continue
+                bus = size / t * FACTOR[op](nproc) / 1e9
+                cells.append(f"{t * 1e6:>9.1f}us {bus:>6.2f}GB/s")
+            label = f"{size >> 20}MiB" if size >= 1 << 20 else f"{size >> 10}KiB"
+            print(f"{label:>9}  " + "  ".join(cells), flush=True)
 
 
 if __name__ == "__main__":
