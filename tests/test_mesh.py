@@ -334,6 +334,8 @@ def test_pipelines_that_cannot_work_say_why(mesh_of_one):
         pipe.value_and_grad(pipeline.stage(seq), (fnp.ones((6, 2)), fnp.ones((6, 2))))
     with pytest.raises(ValueError, match="this rank is stage 0 of 1 along axis 'pp' but was given stage 1 of 2"):
         pipe.value_and_grad(pipeline.split(seq, 2)[1], (fnp.ones((4, 2)), fnp.ones((4, 2))))
+    with pytest.raises(TypeError, match=r"the pipeline's batch must be \(inputs, targets\), got tuple of 3"):
+        pipe.value_and_grad(pipeline.stage(seq), (fnp.ones((4, 2)),) * 3)
     with pytest.raises(TypeError, match=r"loss_fn must return a floating-point scalar, got \(1, 2\)"):
         pipeline.Pipeline(lambda y, t: y, microbatches=4).value_and_grad(pipeline.stage(seq),
                                                                          (fnp.ones((4, 2)), fnp.ones((4, 2))))
@@ -385,6 +387,8 @@ def test_layouts_that_cannot_work_are_one_line_errors():
              (lambda: Layout(2, pp=2, microbatches=3).check(gpt, batch_size=8),
               r"the batch of 8 does not split into 3 equal micro-batches"),
              (lambda: Layout(2, zero=4), r"ZeRO stage must be 0, 1, 2 or 3, got 4"),
+             (lambda: Layout(2, tp=2).check(GPT(12, 6, dim=8, depth=2, heads=2, dropout=0.1, key=fg.random.key(0))),
+              r"GPT has dropout 0.1: a layout's steps pass no random keys yet"),
              (lambda: Layout(2, schedule="zb"), r"unknown pipeline schedule 'zb'"),
              (lambda: Layout(0), r"nproc must be a positive integer, got 0")]
     for make, message in cases:

@@ -98,7 +98,12 @@ class Layout:
 
     def check(self, model, batch_size: int | None = None) -> None:
         """Raise, naming the size, when this layout cannot split model (or a batch of batch_size)."""
-        blocks = [m for m in _modules(model) if isinstance(m, TransformerBlock)]
+        modules = _modules(model)
+        noisy = [m for m in modules if _dropout_rate(m) > 0]
+        if noisy:
+            raise ValueError(f"{type(noisy[0]).__name__} has dropout {noisy[0].dropout}: a layout's steps pass no random "
+                             f"keys yet, so train with dropout=0")
+        blocks = [m for m in modules if isinstance(m, TransformerBlock)]
         if self.tp > 1:
             if not blocks:
                 raise ValueError(f"tp={self.tp} splits transformer blocks; {type(model).__name__} has none")
@@ -202,6 +207,11 @@ def zip_model_trees(state, other, model, on_tree, on_leaf):
 
 def _shape_only(x):
     return Array(np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape)))
+
+
+def _dropout_rate(module) -> float:
+    rate = getattr(module, "dropout", 0)
+    return rate if isinstance(rate, (int, float)) else 0
 
 
 def _modules(model) -> list:

@@ -134,6 +134,9 @@ class Pipeline:
             got = f"stage {stage.index} of {stage.count}" if isinstance(stage, Stage) else type(stage).__name__
             raise ValueError(f"this rank is stage {s} of {n} along axis {self.axis!r} but was given {got}: "
                              f"use pipeline.stage(model, {self.axis!r})")
+        if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
+            raise TypeError(f"the pipeline's batch must be (inputs, targets), got {type(batch).__name__}"
+                            f"{f' of {len(batch)}' if isinstance(batch, (tuple, list)) else ''}")
         inputs, targets = batch
         first, last = s == 0, s == n - 1
         xs = _micro(inputs, m, "inputs") if first else None
