@@ -11,6 +11,9 @@ import funcgrad.dist as dist
 import funcgrad.numpy as fnp
 
 scenario, backend = sys.argv[1], sys.argv[2]
+if os.environ.get("SHM_CAPACITY"):  # small shared segments: messages travel in many rounds
+    import funcgrad.dist.shm
+    funcgrad.dist.shm.CAPACITY = int(os.environ["SHM_CAPACITY"])
 dist.init_process_group(backend, timeout=float(os.environ.get("DIST_TIMEOUT", "20")))
 rank, world = dist.get_rank(), dist.get_world_size()
 
@@ -381,6 +384,17 @@ try:
         whole, _, _ = dcp.load_whole(os.environ["CKPT_DIR"], model, make())
         for x, y in zip(fg.tree_leaves(trainer.model()), fg.tree_leaves(whole), strict=True):
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+        report("ok")
+    elif scenario == "gather_rounds":  # all_gather and all_reduce of messages larger than a round
+        from funcgrad.dist import shm
+        capacity = shm.CAPACITY
+        for dtype, size in ((np.float64, capacity // 8 * 2 + 13), (fg.bfloat16, capacity + 1), (np.int8, 3 * capacity)):
+            mine = (np.arange(size) % 97 + rank * 1000).astype(dtype)
+            every = np.asarray(dist.all_gather(mine))
+            expected = np.stack([(np.arange(size) % 97 + r * 1000).astype(dtype) for r in range(world)])
+            assert every.dtype == expected.dtype and (every == expected).all(), (dtype, size)
+        total = np.asarray(dist.all_reduce(np.full(capacity // 4 + 3, float(rank)), "sum"))
+        assert (total == sum(range(world))).all()
         report("ok")
     elif scenario == "groups":  # new_group and send/recv, with global ranks in messages
         evens = dist.new_group(list(range(0, world, 2)))

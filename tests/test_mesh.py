@@ -53,6 +53,12 @@ def test_new_group_and_send_recv(backend):
     assert results == ["ok"] * 3, proc.stdout + proc.stderr
 
 
+def test_messages_larger_than_the_shared_segments_travel_in_rounds():
+    from funcgrad.dist import shm
+    proc, results = run("gather_rounds", "shm", 3, SHM_CAPACITY=str(2 * shm.SMALL))
+    assert results == ["ok"] * 3, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("backend", ["shm", "tcp"])
 def test_recv_of_another_shape_is_an_error_on_both_sides(backend):
     proc, results = run("recv_mismatch", backend, 2, timeout="5")

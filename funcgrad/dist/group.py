@@ -66,6 +66,12 @@ class ProcessGroup:
     def _all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
         raise DistError(f"{type(self).__name__} cannot gather")
 
+    def _all_gather_into(self, src: np.ndarray, out: np.ndarray, what: str) -> None:
+        """Every member's bytes src (the same length on all: the header said so) into the rows of
+        out; a backend with shared buffers copies them straight in."""
+        for row, block in zip(out, self._all_gather_bytes(src.tobytes(), what)):
+            row[:] = np.frombuffer(block, np.uint8)
+
     def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
         """Write the reduction over ranks of the flat array src into out (same shape, another
         buffer, so no rank copies its input first); op "mean" arrives divided by world_size."""
@@ -142,8 +148,10 @@ class ProcessGroup:
         what = self._begin("all_gather", arr)
         if self.world_size == 1:
             return Array(arr[None].copy())
-        blocks = self._run(self._all_gather_bytes, np.ascontiguousarray(arr).tobytes(), what)
-        return Array(np.stack([np.frombuffer(b, arr.dtype).reshape(arr.shape) for b in blocks]))
+        out = np.empty((self.world_size, *arr.shape), arr.dtype)
+        src = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+        self._run(self._all_gather_into, src, out.reshape(self.world_size, -1).view(np.uint8), what)
+        return Array(out)
 
     def reduce_scatter(self, x, op: str = "sum") -> Array:
         """Reduce x over ranks and give rank r the r-th of world_size equal slices of axis 0."""

@@ -193,6 +193,17 @@ class SHMGroup(JobGroup):
             self._barrier(what)
         return [bytes(b) for b in out]
 
+    def _all_gather_into(self, src: np.ndarray, out: np.ndarray, what: str) -> None:
+        """Through the segments a chunk at a time: each rank writes its chunk, then every rank
+        copies every chunk straight into its output (two copies of the data in all)."""
+        for start in range(0, src.size, CAPACITY):
+            k = min(CAPACITY, src.size - start)
+            self.data[self.rank][:k] = src[start:start + k]
+            self._barrier(what)
+            for p in range(self.world_size):
+                out[p, start:start + k] = self.data[p][:k]
+            self._barrier(what)  # the segments are free again once every rank has read them
+
     def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
         n, r = self.world_size, self.rank
         reduce = REDUCE_OPS[op]
