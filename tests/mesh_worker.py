@@ -438,6 +438,9 @@ try:
         batch = (fnp.ones((4, 2)), fnp.ones((4, 2)))
         pipe = pipeline.Pipeline(lambda y, t: fnp.mean((y - t) ** 2), microbatches=4)
         pipe.value_and_grad(stage, batch)
+        if rank == 1 and os.environ.get("STAGE_FAULT") == "kill":
+            import signal
+            os.kill(os.getpid(), signal.SIGKILL)
         if rank == 1:
             import time
             time.sleep(3 * float(os.environ.get("DIST_TIMEOUT", "20")))

@@ -422,3 +422,17 @@ def test_a_directory_without_a_complete_manifest_is_refused(tmp_path):
     (tmp_path / "manifest.json").write_text('{"format": "other"}')
     with pytest.raises(dist.DistError, match="is not a funcgrad-sharded/1 manifest"):
         dcp.load_whole(tmp_path, model, optim.sgd(0.1))
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_a_killed_stage_is_named_by_its_neighbours_and_leaves_no_segments(backend):
+    before = {p for p in os.listdir("/dev/shm") if p.startswith("funcgrad_")}
+    start = time.monotonic()
+    proc, results = run("stalled_stage", backend, 3, timeout="10", STAGE_FAULT="kill")
+    assert time.monotonic() - start < 30 and proc.returncode != 0
+    assert len(results) == 2, proc.stdout + proc.stderr
+    for message in results:
+        assert re.match(r"DistError: rank [02]: rank 1 (\(pid \d+\) died|closed its connection) during send #\d+",
+                        message), message
+    assert "rank 1 failed (killed by signal SIGKILL)" in proc.stderr
+    assert {p for p in os.listdir("/dev/shm") if p.startswith("funcgrad_")} <= before
