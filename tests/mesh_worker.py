@@ -395,6 +395,15 @@ try:
             assert every.dtype == expected.dtype and (every == expected).all(), (dtype, size)
         total = np.asarray(dist.all_reduce(np.full(capacity // 4 + 3, float(rank)), "sum"))
         assert (total == sum(range(world))).all()
+        rows = world * (capacity // 8 // 3 + 5)  # each rank's share spans rounds and starts inside one
+        x = np.arange(rows * 3, dtype=np.float64).reshape(rows, 3) * (rank + 1)
+        for op, factor in (("sum", sum(range(1, world + 1))), ("mean", sum(range(1, world + 1)) / world),
+                           ("max", world)):
+            part = np.asarray(dist.reduce_scatter(x, op))
+            k = rows // world
+            np.testing.assert_array_equal(part, np.arange(rows * 3, dtype=np.float64).reshape(rows, 3)[
+                rank * k:(rank + 1) * k] * factor, err_msg=op)
+        assert np.asarray(dist.reduce_scatter(np.zeros((world, 0)))).shape == (1, 0)
         report("ok")
     elif scenario == "groups":  # new_group and send/recv, with global ranks in messages
         evens = dist.new_group(list(range(0, world, 2)))

@@ -152,14 +152,11 @@ def _scatter_impl(x, axis_name, scatter_dimension, tiled):
     x = np.asarray(x)
     _scatter_shape(x, axis_name=axis_name, scatter_dimension=scatter_dimension, tiled=tiled)  # eager calls check too
     group = _group(axis_name)
+    d = scatter_dimension % x.ndim
     start = perf_counter_ns()
-    total = np.asarray(group.all_reduce(x, "sum"))
+    part = np.asarray(group.reduce_scatter(np.moveaxis(x, d, 0), "sum"))  # this rank's tile, leading
     _moved("psum_scatter", axis_name, start, x.nbytes)
-    d, i = scatter_dimension % x.ndim, group.rank
-    if not tiled:
-        return np.take(total, i, axis=d).copy()
-    k = x.shape[d] // group.world_size
-    return np.take(total, range(i * k, (i + 1) * k), axis=d)
+    return np.moveaxis(part, 0, d) if tiled else part[0]
 
 
 def _gather_batch(size, prim, vals, dims, axis_name, axis, tiled):

@@ -155,13 +155,29 @@ class ProcessGroup:
 
     def reduce_scatter(self, x, op: str = "sum") -> Array:
         """Reduce x over ranks and give rank r the r-th of world_size equal slices of axis 0."""
+        if op not in REDUCE_OPS:
+            raise ValueError(f"reduce_scatter op must be one of {sorted(REDUCE_OPS)}, got {op!r}")
         arr = _host(x)
         if arr.ndim == 0 or arr.shape[0] % self.world_size:
             raise ValueError(f"reduce_scatter needs a leading axis divisible by the world size "
                              f"{self.world_size}, got shape {arr.shape}")
-        reduced = np.asarray(self.all_reduce(arr, op))
-        part = arr.shape[0] // self.world_size
-        return Array(reduced[self.rank * part:(self.rank + 1) * part].copy())
+        if op == "mean" and not dtypes.is_float(arr.dtype):
+            raise TypeError(f"reduce_scatter op='mean' needs a floating-point array, got {arr.dtype}")
+        what = self._begin("reduce_scatter", arr, reduce=op)
+        src = np.ascontiguousarray(arr).reshape(-1)
+        out = np.empty((arr.shape[0] // self.world_size, *arr.shape[1:]), arr.dtype)
+        if self.world_size == 1:
+            out[...] = arr
+        elif src.size:
+            self._run(self._reduce_scatter_into, src, out.reshape(-1), op, what)
+        return Array(out)
+
+    def _reduce_scatter_into(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
+        """This member's share (the rank-th of world_size equal pieces of the flat src) of the
+        reduction into out; a backend with shared buffers reduces only its share."""
+        reduced = np.empty_like(src)
+        self._all_reduce(src, reduced, op, what)
+        out[:] = reduced[self.rank * out.size:(self.rank + 1) * out.size]
 
     def barrier(self) -> None:
         self._begin("barrier", None)

@@ -204,6 +204,26 @@ class SHMGroup(JobGroup):
                 out[p, start:start + k] = self.data[p][:k]
             self._barrier(what)  # the segments are free again once every rank has read them
 
+    def _reduce_scatter_into(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
+        """In rounds through the segments: every rank writes its chunk, then reduces (in rank order)
+        only where the chunk meets its own share, straight into out: half an all-reduce's copies."""
+        n, r, reduce = self.world_size, self.rank, REDUCE_OPS[op]
+        mine_lo, mine_hi = r * out.size, (r + 1) * out.size
+        per_round = CAPACITY // src.itemsize
+        for start in range(0, src.size, per_round):
+            block = src[start:start + per_round]
+            views = [np.frombuffer(d, src.dtype, block.size) for d in self.data]
+            views[r][:] = block
+            self._barrier(what)
+            lo, hi = max(start, mine_lo), min(start + block.size, mine_hi)
+            if lo < hi:
+                acc = out[lo - mine_lo:hi - mine_lo]
+                acc[:] = views[0][lo - start:hi - start]
+                for p in range(1, n):
+                    reduce(acc, views[p][lo - start:hi - start], out=acc)
+            self._barrier(what)  # the segments are free again once every rank has read them
+        finish(out, op, n)
+
     def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
         n, r = self.world_size, self.rank
         reduce = REDUCE_OPS[op]
