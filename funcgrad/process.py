@@ -2,6 +2,7 @@
 earlier runs (a killed save's temporary file, a killed job's shared memory)."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 
@@ -9,11 +10,10 @@ def alive(pid: int) -> bool:
     """True while pid runs. A zombie (exited, not yet reaped by its parent) counts as dead: it will
     never arrive at a collective or finish a save."""
     try:
-        os.kill(pid, 0)
+        with contextlib.suppress(PermissionError):  # someone else's process: it exists
+            os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        pass  # someone else's process: it exists
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()

@@ -7,6 +7,7 @@ segfault, SIGKILL) is reported too, and timeout bounds the wait for any batch.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import pickle
 import queue
@@ -113,10 +114,8 @@ def _next_result(results, workers, timeout: float) -> Any:
 
 def _shut_down(workers, tasks) -> None:
     for q in tasks:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a queue already closed: its worker is gone
             q.put(_STOP)
-        except (OSError, ValueError):
-            pass
     for p in workers:
         p.join(timeout=1.0)
         if p.is_alive():

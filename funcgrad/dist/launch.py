@@ -141,10 +141,8 @@ def _stop(procs, grace: float) -> None:
         _signal_group(pgid, signal.SIGCONT)
     deadline = time.monotonic() + grace
     for p in procs:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # still running: the group check below decides
             p.wait(max(deadline - time.monotonic(), 0))
-        except subprocess.TimeoutExpired:
-            pass
     while time.monotonic() < deadline and any(_signal_group(pgid, 0) for pgid in groups):
         time.sleep(0.05)
     for pgid in groups:

@@ -193,36 +193,34 @@ class SHMGroup(JobGroup):
             self._barrier(what)
         return [bytes(b) for b in out]
 
-    def _all_gather_into(self, src: np.ndarray, out: np.ndarray, what: str) -> None:
-        """Through the segments a chunk at a time: each rank writes its chunk, then every rank
-        copies every chunk straight into its output (two copies of the data in all)."""
-        for start in range(0, src.size, CAPACITY):
-            k = min(CAPACITY, src.size - start)
-            self.data[self.rank][:k] = src[start:start + k]
-            self._barrier(what)
-            for p in range(self.world_size):
-                out[p, start:start + k] = self.data[p][:k]
-            self._barrier(what)  # the segments are free again once every rank has read them
-
-    def _reduce_scatter_into(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
-        """In rounds through the segments: every rank writes its chunk, then reduces (in rank order)
-        only where the chunk meets its own share, straight into out: half an all-reduce's copies."""
-        n, r, reduce = self.world_size, self.rank, REDUCE_OPS[op]
-        mine_lo, mine_hi = r * out.size, (r + 1) * out.size
+    def _rounds(self, src: np.ndarray, what: str):
+        """src through the segments a chunk at a time: each rank writes its chunk, then (after a
+        barrier) the caller reads every rank's chunk from the yielded views, (start, views); the
+        next round begins after a barrier that every rank reaches once it has finished reading."""
         per_round = CAPACITY // src.itemsize
         for start in range(0, src.size, per_round):
             block = src[start:start + per_round]
             views = [np.frombuffer(d, src.dtype, block.size) for d in self.data]
-            views[r][:] = block
+            views[self.rank][:] = block
             self._barrier(what)
-            lo, hi = max(start, mine_lo), min(start + block.size, mine_hi)
+            yield start, views
+            self._barrier(what)
+
+    def _all_gather_into(self, src: np.ndarray, out: np.ndarray, what: str) -> None:
+        """Every rank's chunk copied straight into the output (two copies of the data in all)."""
+        for start, views in self._rounds(src, what):
+            for p, view in enumerate(views):
+                out[p, start:start + view.size] = view
+
+    def _reduce_scatter_into(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
+        """Each rank reduces (in rank order) only where a round's chunk meets its own share,
+        straight into out: half an all-reduce's copies."""
+        mine = self.rank * out.size
+        for start, views in self._rounds(src, what):
+            lo, hi = max(start, mine), min(start + views[0].size, mine + out.size)
             if lo < hi:
-                acc = out[lo - mine_lo:hi - mine_lo]
-                acc[:] = views[0][lo - start:hi - start]
-                for p in range(1, n):
-                    reduce(acc, views[p][lo - start:hi - start], out=acc)
-            self._barrier(what)  # the segments are free again once every rank has read them
-        finish(out, op, n)
+                _reduce_in_order(out[lo - mine:hi - mine], [v[lo - start:hi - start] for v in views], op)
+        finish(out, op, self.world_size)
 
     def _all_reduce(self, src: np.ndarray, out: np.ndarray, op: str, what: str) -> None:
         n, r = self.world_size, self.rank
@@ -233,18 +231,11 @@ class SHMGroup(JobGroup):
             views = [np.frombuffer(d, src.dtype, src.size, offset) for d in self.data]
             views[r][:] = src
             self._barrier(what)
-            out[:] = views[0]
-            for p in range(1, n):
-                reduce(out, views[p], out=out)
+            _reduce_in_order(out, views, op)
             finish(out, op, n)
             return
-        per_round = CAPACITY // src.itemsize
-        for start in range(0, src.size, per_round):
-            block = src[start:start + per_round]
-            views = [np.frombuffer(d, src.dtype, block.size) for d in self.data]
-            views[r][:] = block
-            self._barrier(what)
-            bounds = np.linspace(0, block.size, n + 1).astype(np.int64)
+        for start, views in self._rounds(src, what):  # each rank reduces a slice, then all copy all
+            bounds = np.linspace(0, views[0].size, n + 1).astype(np.int64)
             lo, hi = bounds[r], bounds[r + 1]
             acc = views[r][lo:hi]
             for p in range(n):
@@ -252,10 +243,9 @@ class SHMGroup(JobGroup):
                     reduce(acc, views[p][lo:hi], out=acc)
             finish(acc, op, n)
             self._barrier(what)
-            result = out[start:start + block.size]
+            result = out[start:start + views[0].size]
             for p in range(n):
                 result[bounds[p]:bounds[p + 1]] = views[p][bounds[p]:bounds[p + 1]]
-            self._barrier(what)
 
     def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
         raw = flat.view(np.uint8)
@@ -275,3 +265,11 @@ class SHMGroup(JobGroup):
                 path.unlink()
         if self in _open_groups:
             _open_groups.remove(self)
+
+
+def _reduce_in_order(out: np.ndarray, parts: list, op: str) -> None:
+    """out = parts[0] op parts[1] op ..., in rank order (every rank gets the same rounding)."""
+    reduce = REDUCE_OPS[op]
+    out[:] = parts[0]
+    for part in parts[1:]:
+        reduce(out, part, out=out)

@@ -158,9 +158,8 @@ class StoreServer:
     def _serve(self, conn: socket.socket):
         proved = False
         try:
-            proved = self._prove(conn)
-        except (ConnectionError, OSError, struct.error, ValueError):
-            pass
+            with contextlib.suppress(ConnectionError, OSError, struct.error, ValueError):  # a broken or hostile
+                proved = self._prove(conn)  # handshake leaves proved False: the connection is dropped below
         finally:
             self.pending.release()
         try:
