@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Shim so `python cli.py ...` works from a checkout; the commands live in funcgrad/cli.py."""
+"""Shim so `python cli.py ...` works from a checkout; the commands live in funcgrad/cli/."""
 from funcgrad.cli import main
 
 if __name__ == "__main__":

@@ -174,9 +174,9 @@ def test_help_shows_options_and_defaults():
 
 def test_bench_finds_the_checkout_it_runs_in(monkeypatch):
     """After `pip install .` the package lives in site-packages: the checkout is found from here."""
-    from funcgrad import cli
+    from funcgrad.cli import tools
     monkeypatch.chdir(os.path.join(REPO, "tests"))
-    assert str(cli._benchmarks_folder()) == os.path.join(REPO, "benchmarks")
+    assert str(tools._benchmarks_folder()) == os.path.join(REPO, "benchmarks")
 
 
 def _mpiexec():

@@ -1,0 +1,4 @@
+"""python -m funcgrad.cli"""
+from . import main
+
+main()
