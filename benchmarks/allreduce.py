@@ -6,7 +6,7 @@ size x 2 (N - 1) / N per rank, all_gather and reduce_scatter size x (N - 1) / N 
 gathered or reduced array), send/recv size (rank 0 to rank 1; the others wait). Medians of repeated
 float32 operations, 2 and 4 ranks on this host.
 
-    python benchmarks/allreduce.py [--max-mib 256] [--ranks 2 4] [--ops all_reduce send_recv]
+    python benchmarks/allreduce.py [--max-mib 256] [--ranks 2 4] [--ops all_reduce send_recv] [--backends tcp gloo]
 """
 from __future__ import annotations
 
@@ -108,11 +108,15 @@ def main(argv=None):
     parser.add_argument("--max-mib", type=int, default=256)
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS))
+    parser.add_argument("--backends", nargs="+", choices=("shm", "tcp", "mpi", "gloo"),
+                        default=["shm", "tcp", "mpi", "gloo"])
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, args.op, args.max_bytes)
-    backends = ["shm", "tcp"]
+    backends = [b for b in ("shm", "tcp") if b in args.backends]
     for module, name, hint in (("mpi4py", "mpi", "pip install 'funcgrad[mpi]'"), ("torch", "gloo", "PyTorch")):
+        if name not in args.backends:
+            continue
         try:
             __import__(module)
             backends.append(name)
