@@ -6,9 +6,11 @@ arrays, the parameters and optimiser state one process holds (beside data parall
 ZeRO-3 should approach 1/N), the bytes one process puts into collectives and pipeline messages
 per step, and for pipelines the measured bubble (1 - compute time / step time, averaged over the
 stages) beside the theory (P-1)/(M+P-1). Every layout trains the same model on the same global
-batch. PyTorch's DDP over gloo runs the same model as a peer when torch is installed.
+batch. PyTorch runs the same model as a peer when torch is installed, over gloo: DDP, FSDP
+(fully_shard) and torch.distributed.pipelining's GPipe and 1F1B (it keeps no CPU memory
+statistics, so its rows show the state held but no peak).
 
-    python benchmarks/parallel.py [--quick] [--steps 5]
+    python benchmarks/parallel.py [--quick] [--steps 5] [--only torch]
 """
 from __future__ import annotations
 
@@ -34,6 +36,16 @@ def layouts(quick: bool) -> list[tuple[str, dict]]:
     rows += [(f"ZeRO-{z}", dict(nproc=4, zero=z)) for z in (1, 2, 3)]
     rows += [("dp x tp", dict(nproc=4, tp=2)), ("tp x pp", dict(nproc=4, tp=2, pp=2, microbatches=4)),
              ("dp x tp x pp + ZeRO-1", dict(nproc=8, tp=2, pp=2, zero=1, microbatches=4))]
+    return rows
+
+
+def torch_rows(quick: bool) -> list[tuple[str, dict, str]]:
+    """PyTorch beside the rows it has a counterpart for (gloo, one thread per process)."""
+    rows = [("torch DDP", dict(nproc=n), "ddp") for n in (2, 4)] + [("torch FSDP", dict(nproc=4), "fsdp")]
+    for p in (2, 4):
+        for schedule in ("gpipe", "1f1b"):
+            for m in ((4,) if quick else (4, 8)):
+                rows.append((f"torch PP {schedule}", dict(nproc=p, pp=p, microbatches=m), f"pipe-{schedule}"))
     return rows
 
 
@@ -82,8 +94,9 @@ def worker(spec: dict, steps: int) -> None:
     dist.destroy_process_group()
 
 
-def torch_ddp_worker(steps: int) -> None:
-    """The same GPT in PyTorch (pre-norm causal blocks), DDP over gloo, AdamW."""
+def torch_worker(peer: str, spec: dict, steps: int) -> None:
+    """The same GPT in PyTorch (pre-norm causal blocks), AdamW, over gloo: DDP, FSDP (fully_shard
+    per block, then the whole) or torch.distributed.pipelining's GPipe / 1F1B."""
     import torch
     import torch.distributed as tdist
     from torch import nn
@@ -92,33 +105,62 @@ def torch_ddp_worker(steps: int) -> None:
     torch.manual_seed(0)
     torch.set_num_threads(1)
     v, c, dim = MODEL["vocab"], MODEL["context"], MODEL["dim"]
+    mask = nn.Transformer.generate_square_subsequent_mask(c)
 
-    class GPT(nn.Module):
+    class Embed(nn.Module):
         def __init__(self):
             super().__init__()
             self.tok, self.pos = nn.Embedding(v, dim), nn.Parameter(torch.zeros(c, dim))
-            layer = lambda: nn.TransformerEncoderLayer(dim, MODEL["heads"], 4 * dim, 0.0, "gelu",  # noqa: E731
-                                                       batch_first=True, norm_first=True)
-            self.blocks = nn.ModuleList([layer() for _ in range(MODEL["depth"])])
-            self.ln, self.head = nn.LayerNorm(dim), nn.Linear(dim, v)
-            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(c))
 
         def forward(self, x):
-            h = self.tok(x) + self.pos[:x.shape[1]]
-            for block in self.blocks:
-                h = block(h, src_mask=self.mask, is_causal=True)
-            return self.head(self.ln(h))
+            return self.tok(x) + self.pos[:x.shape[1]]
 
-    model = nn.parallel.DistributedDataParallel(GPT())
-    opt = torch.optim.AdamW(model.parameters(), 1e-3)
+    class Block(nn.TransformerEncoderLayer):
+        def __init__(self):
+            super().__init__(dim, MODEL["heads"], 4 * dim, 0.0, "gelu", batch_first=True, norm_first=True)
+
+        def forward(self, h):
+            return super().forward(h, src_mask=mask, is_causal=True)
+
+    pieces = [Embed(), *[Block() for _ in range(MODEL["depth"])], nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, v))]
     n, r = tdist.get_world_size(), tdist.get_rank()
-    per = GLOBAL_BATCH // n
-    tokens = torch.randint(0, v, (GLOBAL_BATCH, c))[r * per:(r + 1) * per]
+    loss_fn = lambda logits, t: nn.functional.cross_entropy(logits.reshape(-1, v), t.reshape(-1))  # noqa: E731
+    tokens = torch.randint(0, v, (GLOBAL_BATCH, c))
+    if peer.startswith("pipe"):
+        from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+        per = MODEL["depth"] // n  # embedding on the first stage, head on the last, as funcgrad splits
+        lo, hi = (0 if r == 0 else 1 + r * per), (1 + (r + 1) * per + (1 if r == n - 1 else 0))
+        model = nn.Sequential(*pieces[lo:hi])
+        schedule = {"pipe-gpipe": ScheduleGPipe, "pipe-1f1b": Schedule1F1B}[peer](
+            PipelineStage(model, r, n, torch.device("cpu")), spec["microbatches"], loss_fn=loss_fn)
+        opt = torch.optim.AdamW(model.parameters(), 1e-3)
+
+        def forward_backward():
+            if r == 0:
+                schedule.step(tokens)
+            elif r == n - 1:
+                schedule.step(target=tokens)
+            else:
+                schedule.step()
+    else:
+        model = nn.Sequential(*pieces)
+        if peer == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+            for piece in pieces:
+                fully_shard(piece)
+            model = fully_shard(model)
+        else:
+            model = nn.parallel.DistributedDataParallel(model)
+        opt = torch.optim.AdamW(model.parameters(), 1e-3)
+        per = GLOBAL_BATCH // n
+        mine = tokens[r * per:(r + 1) * per]
+
+        def forward_backward():
+            loss_fn(model(mine), mine).backward()
 
     def step():
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(tokens).reshape(-1, v), tokens.reshape(-1))
-        loss.backward()
+        forward_backward()
         opt.step()
     for _ in range(2):
         step()
@@ -128,10 +170,14 @@ def torch_ddp_worker(steps: int) -> None:
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    out = [torch.zeros(1) for _ in range(n)]
-    tdist.all_gather(out, torch.tensor([statistics.median(times)]))
+    local = lambda t: t.to_local() if hasattr(t, "to_local") else t  # noqa: E731  (FSDP's DTensor shards)
+    held = sum(local(p).nbytes for p in model.parameters())
+    held += sum(local(x).nbytes for state in opt.state.values() for x in state.values() if x.dim() > 0)
+    out = [torch.zeros(2, dtype=torch.float64) for _ in range(n)]
+    tdist.all_gather(out, torch.tensor([statistics.median(times), held], dtype=torch.float64))
     if r == 0:
-        print("RESULT " + json.dumps({"step_s": max(float(t) for t in out)}), flush=True)
+        print("RESULT " + json.dumps({"step_s": max(float(t[0]) for t in out), "held": max(int(t[1]) for t in out)}),
+              flush=True)
     tdist.destroy_process_group()
 
 
@@ -154,20 +200,23 @@ def main(argv=None) -> None:
     parser.add_argument("--peer", help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="fewer micro-batch counts")
+    parser.add_argument("--only", default="", help="run only the rows whose name contains this")
     args = parser.parse_args(argv)
     if args.worker:
-        return torch_ddp_worker(args.steps) if args.peer == "ddp" else worker(json.loads(args.worker), args.steps)
+        spec = json.loads(args.worker)
+        return torch_worker(args.peer, spec, args.steps) if args.peer else worker(spec, args.steps)
     rows = [(name, spec, None) for name, spec in layouts(args.quick)]
     try:
         import torch  # noqa: F401
-        rows[2:2] = [("torch DDP gloo", dict(nproc=2), "ddp"), ("torch DDP gloo", dict(nproc=4), "ddp")]
+        rows += torch_rows(args.quick)
     except ImportError:
         print("torch not installed: no PyTorch rows")
+    rows = [row for row in rows if args.only in row[0]]
     print(f"GPT {MODEL}, global batch {GLOBAL_BATCH}, AdamW; {os.cpu_count()} CPU cores, shm; medians of "
           f"{args.steps} steps; memory and bytes: the largest of any process")
     print(f"{'layout':<24}{'procs':>5}{'tp':>3}{'pp':>3}{'M':>3}{'step ms':>9}{'peak MiB':>9}{'state MiB':>10}"
           f"{'vs DP':>7}{'sent MiB':>9}{'bubble':>8}{'theory':>8}")
-    dp_state = None
+    dp_state: dict = {}  # the state one DP process holds, funcgrad's and PyTorch's
     for name, spec, peer in rows:
         try:
             r = run(spec, args.steps, peer)
@@ -176,11 +225,14 @@ def main(argv=None) -> None:
             continue
         tp, pp, m = spec.get("tp", 1), spec.get("pp", 1), spec.get("microbatches", 1)
         line = f"{name:<24}{spec['nproc']:>5}{tp:>3}{pp:>3}{m:>3}{r['step_s'] * 1e3:>9.1f}"
+        if name.endswith("DP") and name not in dp_state:
+            dp_state[name] = r["held"]
+        base = dp_state.get("torch DDP" if peer else "DP")
+        ratio = f"{r['held'] / base:>7.2f}" if base else f"{'':>7}"
+        peak = f"{r['peak'] / 2**20:>9.1f}" if "peak" in r else f"{'-':>9}"  # PyTorch keeps no CPU statistics
+        line += f"{peak}{r['held'] / 2**20:>10.2f}{ratio}"
         if peer is None:
-            if name == "DP" and dp_state is None:
-                dp_state = r["held"]
-            ratio = f"{r['held'] / dp_state:>7.2f}" if dp_state else f"{'':>7}"
-            line += f"{r['peak'] / 2**20:>9.1f}{r['held'] / 2**20:>10.2f}{ratio}{r['sent'] / 2**20:>9.2f}"
+            line += f"{r['sent'] / 2**20:>9.2f}"
             if pp > 1:
                 line += f"{r['bubble']:>8.2f}{(pp - 1) / (m + pp - 1):>8.2f}"
         print(line, flush=True)
