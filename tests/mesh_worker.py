@@ -455,6 +455,27 @@ try:
             time.sleep(3 * float(os.environ.get("DIST_TIMEOUT", "20")))
         pipe.value_and_grad(stage, batch)
         report("no error")
+    elif scenario == "failed_shard":  # a ZeRO-3 shard raises or dies mid-step: the others name it
+        from funcgrad import optim
+        from funcgrad.dist import zero
+        from funcgrad.models.gpt import GPT, token_loss
+        mesh = dist.make_mesh({"dp": world})
+        params = zero.shard(GPT(12, 6, dim=8, depth=2, heads=2, key=fg.random.key(0)), "dp")
+        opt = zero.zero(optim.adamw(1e-2), stage=3, axis="dp")
+        state = opt.init(params)
+        tokens = fnp.asarray(np.random.default_rng(rank).integers(0, 12, (2, 6)))
+
+        def loss_of(model, step):
+            if rank == 1 and step == 1:
+                if os.environ.get("SHARD_FAULT") == "kill":
+                    import signal
+                    os.kill(os.getpid(), signal.SIGKILL)
+                raise RuntimeError("a fault in rank 1's forward pass")
+            return token_loss(model(tokens), tokens)
+        for step in range(3):
+            updates, state = opt.update(fg.grad(loss_of)(params, step), state, params)
+            params = optim.apply_updates(params, updates)
+        report("no error")
     else:
         raise ValueError(f"unknown scenario {scenario}")
 except Exception as e:  # noqa: BLE001  (each rank reports what it raised)

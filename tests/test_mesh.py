@@ -436,3 +436,18 @@ def test_a_killed_stage_is_named_by_its_neighbours_and_leaves_no_segments(backen
                         message), message
     assert "rank 1 failed (killed by signal SIGKILL)" in proc.stderr
     assert {p for p in os.listdir("/dev/shm") if p.startswith("funcgrad_")} <= before
+
+
+@pytest.mark.parametrize("backend,fault", [("shm", "raise"), ("shm", "kill"), ("tcp", "raise"), ("tcp", "kill")])
+def test_a_failed_zero_shard_is_named_by_every_rank_and_leaves_no_segments(backend, fault):
+    before = {p for p in os.listdir("/dev/shm") if p.startswith("funcgrad_")}
+    start = time.monotonic()
+    proc, results = run("failed_shard", backend, 3, timeout="10", SHARD_FAULT=fault)
+    assert time.monotonic() - start < 30 and proc.returncode != 0
+    others = [m for m in results if not m.startswith("RuntimeError: a fault in rank 1")]
+    assert len(others) == 2, proc.stdout + proc.stderr
+    for message in others:  # on tcp rank 0 hears of it from rank 2, and is told the first fault
+        assert re.match(r"DistError: rank [02]: rank [12] .*during all_gather #\d+", message), message
+        assert re.search(r"rank 1 (\(pid \d+\) died|closed its connection) during all_gather #\d+", message), message
+    assert ("rank 1 failed (killed by signal SIGKILL)" if fault == "kill" else "rank 1 failed (exit code 1)") in proc.stderr
+    assert {p for p in os.listdir("/dev/shm") if p.startswith("funcgrad_")} <= before

@@ -113,6 +113,18 @@ class Job:
                     part.close()
             raise
 
+    def first_fault(self, message: str) -> str:
+        """message, with the job's first fault when another rank saw one before: in a ring a rank
+        learns only that its neighbour left, and the neighbour may have left because its own
+        neighbour died first. The first rank to report names the rank that failed."""
+        with contextlib.suppress(DistError, OSError, ValueError):  # no store (rank 0 gone): say what we saw
+            if self.store.add("fault/claimed", 1) == 1:
+                self.store.set("fault", message.encode())
+                return message
+            first = self.store.wait_get("fault", 2.0).decode()
+            return f"{message}; the first fault: {first}"
+        return message
+
     def close(self) -> None:
         self.store.close()
         if self.server is not None:

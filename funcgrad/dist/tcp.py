@@ -140,8 +140,8 @@ class TCPGroup(JobGroup):
                                    f"{self.who((self.rank + 1) % self.world_size)}")
         if self._send_error is not None:
             error, self._send_error = self._send_error, None
-            raise DistError(f"{self.who(self.rank)}: {self.who((self.rank + 1) % self.world_size)} is gone ({error}) "
-                            f"during {what}")
+            raise DistError(self.job.first_fault(f"{self.who(self.rank)}: {self.who((self.rank + 1) % self.world_size)} "
+                                                 f"is gone ({error}) during {what}"))
 
     def _recv_into(self, view: memoryview, what: str):
         got, n = 0, len(view)
@@ -153,10 +153,10 @@ class TCPGroup(JobGroup):
                 raise DistTimeoutError(f"{me}: timed out after {self.timeout:g}s in {what} waiting for "
                                        f"{prev} (did it skip the collective?)") from None
             except OSError as e:
-                raise DistError(f"{me}: connection to {prev} failed during {what}: {e}") from None
+                raise DistError(self.job.first_fault(f"{me}: connection to {prev} failed during {what}: {e}")) from None
             if k == 0:
-                raise DistError(f"{me}: {prev} closed its connection during {what} "
-                                f"(it exited or was killed)")
+                raise DistError(self.job.first_fault(f"{me}: {prev} closed its connection during {what} "
+                                                     f"(it exited or was killed)"))
             got += k
 
     def _exchange(self, send_view, recv_view, what: str):
