@@ -60,6 +60,15 @@ def getitem(x, index):
     return bind(S.gather_p, x, *arrays, spec=spec)
 
 
+def _values_for(x, values):
+    """Update values in x's dtype; host constants (scalars too) follow x to its device."""
+    from . import numpy as fnp
+    if not isinstance(values, ArrayBase):
+        values = fnp.asarray(values, x.dtype)
+        return values if x.device.platform == "cpu" else devices.device_put(values, x.device)
+    return fnp.astype(values, x.dtype)
+
+
 class _IndexUpdate:
     __slots__ = ("array", "index")
 
@@ -75,7 +84,7 @@ class _IndexUpdate:
         x = self.array
         spec, arrays = _spec(self.index, x.ndim)
         selected = getitem(x, self.index)
-        values = fnp.broadcast_to(fnp.astype(values, x.dtype), selected.shape)
+        values = fnp.broadcast_to(_values_for(x, values), selected.shape)
         return fnp.add(x, bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape))
 
     def set(self, values):
@@ -84,7 +93,7 @@ class _IndexUpdate:
         x = self.array
         spec, arrays = _spec(self.index, x.ndim)
         selected_shape = getitem(x, self.index).shape
-        values = fnp.broadcast_to(fnp.astype(values, x.dtype), selected_shape)
+        values = fnp.broadcast_to(_values_for(x, values), selected_shape)
         hit = bind(S.scatter_add_p, devices.full(selected_shape, 1, np.float32, x.device), *arrays, spec=spec,
                    shape=x.shape)
         placed = bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape)

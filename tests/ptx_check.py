@@ -10,12 +10,30 @@ import pytest
 if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1":
     pytest.skip("the simulator cannot compile to PTX", allow_module_level=True)
 
-from funcgrad.cuda import ptx  # noqa: E402
+import re  # noqa: E402
+
+from numba import types  # noqa: E402
+
+from funcgrad.cuda import ptx, runtime  # noqa: E402
 
 CASES = list(ptx.cases())
+NARROW = (types.float32, types.float16, types.uint16, types.int64, types.int32, types.uint32, types.uint8,
+          types.int8, types.int16, types.boolean)  # uint16: bfloat16's storage
+
+
+def computes_in_float32(sig) -> bool:
+    """A kernel of float32 (or narrower) arrays, and no float64 scalar arguments: nothing in it
+    should widen to float64 (an untyped literal like `2 * x` would, and the simulator cannot tell)."""
+    arrays = [a for a in sig if isinstance(a, types.Array)]
+    return (any(a.dtype == types.float32 for a in arrays) and all(a.dtype in NARROW for a in arrays)
+            and types.float64 not in sig)
 
 
 @pytest.mark.parametrize("name,kernel,sig", CASES, ids=[c[0] for c in CASES])
 def test_compiles_to_ptx(name, kernel, sig):
     code = ptx.compile_case(kernel, sig)
     assert ".target sm_90" in code and ".entry" in code
+    shared = sum(int(size) for size in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", code))
+    assert shared <= runtime.MAX_STATIC_SHARED, f"{name}: {shared} bytes of static shared memory"
+    if computes_in_float32(sig):
+        assert not re.search(r"\.f64\b", code), f"{name} computes in float64"

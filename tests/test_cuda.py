@@ -96,6 +96,31 @@ def test_mixing_devices_names_both():
         fg.jit(lambda a, b: a + b)(x, fnp.ones((3,)))
 
 
+def test_host_constants_follow_the_data_to_its_device():
+    """NumPy arrays, lists and scalars placed where the Array they meet is (JAX and PyTorch accept
+    host indices); the results equal NumPy's, and gradients flow as on the CPU."""
+    base = np.arange(12.0).reshape(3, 4)
+    x, labels = fg.device_put(fg.asarray(base), "cuda"), np.array([3, 0, 2])
+    cases = {"index": (lambda a: a[np.arange(3), labels], base[np.arange(3), labels]),
+             "times": (lambda a: a * np.arange(4.0), base * np.arange(4.0)),
+             "list": (lambda a: [1.0, 2.0, 3.0, 4.0] - a, [1.0, 2.0, 3.0, 4.0] - base),
+             "where": (lambda a: fnp.where(np.array([True, False, True, False]), a, np.ones(4)),
+                       np.where([True, False, True, False], base, 1.0)),
+             "at add": (lambda a: a.at[np.array([0, 0]), labels[:2]].add(1.5),
+                        base + np.array([[1.5, 0, 0, 1.5], [0] * 4, [0] * 4])),
+             "at set": (lambda a: a.at[1, [0, 3]].set(np.array([-1.0, -2.0])), np.where(
+                 (np.arange(3)[:, None] == 1) & np.isin(np.arange(4), [0, 3]), [[-1.0, 0, 0, -2.0]], base))}
+    for name, (f, expected) in cases.items():
+        out = f(x)
+        assert out.device == "cuda:0", name
+        np.testing.assert_array_equal(out.numpy(), expected, err_msg=name)
+    weights = np.arange(4.0)
+    grad = fg.grad(lambda a: fnp.sum(a.at[np.array([0, 0])].add(2.0) * weights))(x)
+    np.testing.assert_array_equal(grad.numpy(), np.broadcast_to(weights, (3, 4)))
+    with pytest.raises(fg.DeviceMismatchError, match=r"gather: argument 0 is on cuda:0 but argument 1 is on cpu"):
+        x[fnp.asarray([0, 2])]  # a funcgrad Array says where its data lives: no silent copy
+
+
 def test_no_implicit_copy_back():
     x = fg.device_put(fnp.arange(4.0), "cuda")
     with pytest.raises(TypeError, match="copied to the host explicitly"):
@@ -147,6 +172,43 @@ def test_cuda_array_interface_round_trip():
 def test_from_cuda_array_rejects_host_objects():
     with pytest.raises(TypeError, match="neither __cuda_array_interface__ nor __dlpack__"):
         fg.cuda.from_cuda_array([1.0, 2.0])
+
+
+def test_dlpack_import_orders_the_producers_work_before_ours(monkeypatch):
+    """The consumer stream handed to __dlpack__ is the one funcgrad's kernels run on (1: CUDA's
+    legacy default stream), never -1 (no ordering): the producer's pending writes come first."""
+    class Producer:
+        streams = []
+
+        def __dlpack_device__(self):
+            return (2, 0)  # kDLCUDA, device 0
+
+        def __dlpack__(self, stream=None, **kwargs):
+            self.streams.append(stream)
+            raise BufferError("the stream was recorded")
+    with pytest.raises(BufferError):
+        fg.cuda.from_cuda_array(Producer())
+    assert Producer.streams == [1]
+    from numba import config
+    monkeypatch.setattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", 1)
+    with pytest.raises(BufferError):
+        fg.cuda.from_cuda_array(Producer())
+    assert Producer.streams == [1, 2]
+
+
+def test_empty_cache_flushes_numbas_deferred_frees(monkeypatch):
+    """numba frees dropped device arrays later, in batches; empty_cache must hand them back now,
+    or memory_reserved() says less than the driver holds."""
+    from types import SimpleNamespace
+
+    from funcgrad.cuda import allocator
+    flushed = []
+    context = SimpleNamespace(memory_manager=SimpleNamespace(deallocations=SimpleNamespace(
+        clear=lambda: flushed.append(True))))
+    monkeypatch.setattr(allocator, "SIMULATOR", False)
+    monkeypatch.setattr(allocator.cuda, "current_context", lambda: context)
+    fg.cuda.empty_cache()
+    assert flushed == [True] and fg.cuda.memory_reserved() == fg.cuda.memory_allocated()
 
 
 def test_device_memory_through_the_generic_statistics():

@@ -207,6 +207,36 @@ def test_einsum(spec, shapes):
     same(*both(lambda *xs: fnp.einsum(spec, *xs), *ops))
 
 
+def test_every_launch_fits_the_hardware_at_any_size():
+    """The GPU's launch configurations checked against its limits without a GPU: grid-stride
+    launches at any n, and matmul's grid for a convolution-sized m (5M rows: above 65,535 row
+    tiles) and a batch above 65,535, which the grid's y and z axes could not hold."""
+    from funcgrad.cuda import runtime
+    from funcgrad.cuda.kernels import matmul
+    for n in (1, 255, 2**20, 2**40):
+        runtime.check_launch(*runtime.launch_shape(n, runtime.GPU_BLOCK, runtime.GPU_MAX_BLOCKS))
+    for m, n, batch in [(1, 1, 1), (5_000_000, 64, 1), (3, 5, 70_000), (2**21, 2**21, 1), (64, 64, 2**40)]:
+        runtime.check_launch(*matmul.launch_config(m, n, batch, matmul.GPU_TILE))
+    with pytest.raises(ValueError, match=r"grid \(1, 78125, 1\): axis y must be in 1..65535"):
+        runtime.check_launch((1, 78125, 1), (16, 16))
+    with pytest.raises(ValueError, match="2048 threads, above 1024"):
+        runtime.check_launch(1, (64, 32))
+
+
+def test_matmul_blocks_loop_over_tiles_when_the_grid_is_capped(monkeypatch):
+    from funcgrad.cuda.kernels import matmul
+    monkeypatch.setattr(matmul, "MAX_GRID", (3, 1, 1))  # 3 blocks for 2 x 3 x 5 tiles
+    a, b = rng.standard_normal((5, 7, 6)).astype(np.float32), rng.standard_normal((6, 9)).astype(np.float32)
+    same(*both(fnp.matmul, a, b))
+
+
+def test_launches_are_counted():
+    x = to_cuda(rng.standard_normal((3, 4)).astype(np.float32))
+    fg.cuda.reset_launch_count()
+    y = fnp.sum(fnp.exp(x) * 2.0, axis=0)
+    assert fg.cuda.launch_count() == 3 and y.device == "cuda:0"  # exp, mul, the row reduction
+
+
 # ---- structure, indexing, scatter ----------------------------------------------------------------------
 def test_views_and_copies():
     x = rng.standard_normal((3, 4, 5)).astype(np.float32)
@@ -237,6 +267,22 @@ def test_gather_and_scatter_match_numpy(index):
     def scatter(arr, idx, g):
         return fg.vjp(lambda a: a[idx], arr)[1](g)[0]  # the gather's transpose: repeated indices add
     same(scatter(fg.asarray(x), idx_c, fg.asarray(g)), scatter(to_cuda(x), idx_g, to_cuda(g)))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the simulator wraps as the GPU does
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "bool", "int32", "uint64", "float16", "bfloat16"])
+def test_index_add_on_every_dtype_is_numpys_add_at(dtype):
+    """Scatter-add on dtypes without CUDA atomics accumulates wider and converts back: repeated
+    indices wrap as NumPy's add.at does (true where any was, for bool)."""
+    dtype = np.dtype(dtype)
+    x = (np.array([100, 3, 250, 7, 1]) if dtype.kind in "iu" else np.array([1, 0, 0, 1, 0])).astype(dtype)
+    index = np.array([0, 0, 2, 2, 4, 0])
+    values = (np.array([100, 60, 9, 1, 0, 120]) if dtype.kind in "iu" else np.array([1, 1, 0, 1, 1, 0])).astype(dtype)
+    expected = x.copy()
+    np.add.at(expected, index, values)
+    out = to_cuda(x).at[to_cuda(index)].add(to_cuda(values))
+    assert out.device == "cuda:0" and out.dtype == dtype
+    np.testing.assert_array_equal(out.numpy().astype(np.float64), expected.astype(np.float64))
 
 
 def test_embedding_gradient_accumulates_repeated_rows():

@@ -1,7 +1,7 @@
 """The CUDA backend: device arrays, a kernel for every primitive, a caching allocator.
 
     x = fg.device_put(x, "cuda")        # or x.to("cuda")
-    fg.cuda.memory_allocated(), fg.cuda.max_memory_allocated()
+    fg.cuda.memory_allocated(), fg.cuda.max_memory_allocated(), fg.cuda.launch_count()
     print(fg.cuda.memory_summary())
 
 Importing this package is free; numba.cuda loads when the backend is first used. Set
@@ -84,6 +84,15 @@ def reset_transfer_counts() -> None:
     _runtime().transfers.reset()
 
 
+def launch_count() -> int:
+    """Kernels launched since the start or reset_launch_count(): each costs 5-50 us of dispatch."""
+    return _runtime().launches.count
+
+
+def reset_launch_count() -> None:
+    _runtime().launches.count = 0
+
+
 def from_cuda_array(obj):
     """An fg.Array viewing a CuPy array, PyTorch CUDA tensor or any object with
     ``__cuda_array_interface__`` or a CUDA ``__dlpack__``: no copy, the owner is kept alive."""
@@ -94,4 +103,4 @@ def from_cuda_array(obj):
 
 __all__ = ["from_cuda_array", "is_available", "device_count", "synchronize", "simulator", "memory_allocated", "max_memory_allocated",
            "reset_peak_memory_stats", "memory_reserved", "empty_cache", "memory_summary", "memory_stats",
-           "transfer_counts", "reset_transfer_counts"]
+           "transfer_counts", "reset_transfer_counts", "launch_count", "reset_launch_count"]

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .runtime import cuda
+from .runtime import SIMULATOR, cuda
 
 SMALL_ROUND = 512            # requests up to 1 MiB round up to a multiple of 512 bytes
 LARGE_ROUND = 1 << 20        # larger ones to a multiple of 1 MiB
@@ -100,6 +100,8 @@ class CachingAllocator:
             self.counts["device_frees"] += len(raws)
         self.pool.clear()
         self.cached = 0
+        if not SIMULATOR:  # numba defers the frees until its queue fills: hand the memory back now
+            cuda.current_context().memory_manager.deallocations.clear()
 
     def reset_peak(self) -> None:
         self.peak = self.allocated

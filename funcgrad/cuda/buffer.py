@@ -104,13 +104,21 @@ class ForeignBlock:
         self.raw, self.owner = raw, owner
 
 
+def dlpack_stream() -> int:
+    """DLPack's number for the stream numba launches on: 1 is CUDA's legacy default stream, 2 the
+    per-thread default stream (NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1)."""
+    from numba import config
+    return 2 if config.CUDA_PER_THREAD_DEFAULT_STREAM else 1
+
+
 def from_foreign(obj) -> DeviceValue:
     """A view of a CUDA array owned by another library (``__cuda_array_interface__`` or
     ``__dlpack__``), without a copy."""
     from .runtime import cuda
     if not hasattr(obj, "__cuda_array_interface__") and hasattr(obj, "__dlpack__"):
         from cuda.core.utils import StridedMemoryView  # numba-cuda's own DLPack importer
-        view = StridedMemoryView.from_dlpack(obj, stream_ptr=-1)
+        # The stream funcgrad's kernels run on, so the producer orders its pending writes first.
+        view = StridedMemoryView.from_dlpack(obj, stream_ptr=dlpack_stream())
         if not view.is_device_accessible:
             raise TypeError("from_cuda_array: this __dlpack__ object lives on the host; use fg.asarray")
         dtype = np.dtype(view.dtype)

@@ -14,9 +14,11 @@ from numba import config as _numba_config
 from numba import cuda
 
 SIMULATOR: bool = bool(_numba_config.ENABLE_CUDASIM)
-# Threads per block. The simulator runs each thread as a Python thread: keep blocks small there.
-BLOCK = 8 if SIMULATOR else 256
-MAX_BLOCKS = 2 if SIMULATOR else 65535
+# Threads per block and blocks per grid-stride launch. The simulator runs each thread as a Python
+# thread: keep blocks small there.
+GPU_BLOCK, GPU_MAX_BLOCKS = 256, 65535
+BLOCK = 8 if SIMULATOR else GPU_BLOCK
+MAX_BLOCKS = 2 if SIMULATOR else GPU_MAX_BLOCKS
 if SIMULATOR:
     # Simulated kernels compute on NumPy scalars: log(0) is -inf on a GPU, not a warning.
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="funcgrad_fused_")
@@ -40,6 +42,49 @@ class TransferCounts:
 
 
 transfers = TransferCounts()
+
+# What a launch may ask of the hardware (every NVIDIA GPU since compute capability 3.0). The
+# simulator enforces none of it, so every launch is checked here.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS = 1024
+MAX_STATIC_SHARED = 48 << 10
+
+
+class Launches:
+    """Kernels launched so far: each costs 5-50 us of driver and dispatch time however small it is."""
+    __slots__ = ("count",)
+
+    def __init__(self):
+        self.count = 0
+
+
+launches = Launches()
+
+
+def _dims(shape) -> tuple:
+    return tuple(shape) + (1,) * (3 - len(shape)) if isinstance(shape, tuple) else (shape, 1, 1)
+
+
+def check_launch(grid, block, shared_bytes: int = 0) -> None:
+    """Raise when (grid, block, static shared memory) exceeds what a GPU can launch."""
+    g, b = _dims(grid), _dims(block)
+    for name, dims, limits in (("grid", g, MAX_GRID), ("block", b, MAX_BLOCK)):
+        for axis, (d, limit) in enumerate(zip(dims, limits)):
+            if not 1 <= d <= limit:
+                raise ValueError(f"a kernel launch with {name} {dims}: axis {'xyz'[axis]} must be in 1..{limit}")
+    if b[0] * b[1] * b[2] > MAX_THREADS:
+        raise ValueError(f"a kernel launch with block {b}: {b[0] * b[1] * b[2]} threads, above {MAX_THREADS}")
+    if shared_bytes > MAX_STATIC_SHARED:
+        raise ValueError(f"a kernel with {shared_bytes} bytes of static shared memory, above {MAX_STATIC_SHARED}")
+
+
+def launch(kernel, grid, block, *args) -> None:
+    """kernel[grid, block](*args), checked against the hardware's limits and counted."""
+    if not (type(grid) is int and type(block) is int and 0 < grid <= MAX_GRID[0] and 0 < block <= MAX_THREADS):
+        check_launch(grid, block)  # 1-D launches that fit skip the full check (1.5 us)
+    launches.count += 1
+    kernel[grid, block](*args)
 
 
 def is_available() -> bool:
@@ -70,6 +115,6 @@ def synchronize() -> None:
     cuda.synchronize()
 
 
-def launch_shape(n: int, block: int = BLOCK) -> tuple[int, int]:
+def launch_shape(n: int, block: int = BLOCK, max_blocks: int = MAX_BLOCKS) -> tuple[int, int]:
     """(blocks, threads) for a grid-stride loop over n items."""
-    return max(1, min(MAX_BLOCKS, -(-n // block))), block
+    return max(1, min(max_blocks, -(-n // block))), block

@@ -41,6 +41,18 @@ def asarray(x: Any, dtype=None) -> Array:
     return Array(to_numpy(x, dtype=dtype))
 
 
+def follow(*operands) -> tuple:
+    """operands, with the host constants among them (NumPy arrays, lists) made Arrays on the device
+    of their first Array: as in JAX and PyTorch, constants follow the data. Python scalars stay
+    weak scalars, and Arrays on two devices remain an error (bind names them)."""
+    anchor = next((a for a in operands if isinstance(a, ArrayBase)), None)
+    if anchor is None:
+        return operands
+    device = anchor.device
+    return tuple(a if a is None or isinstance(a, ArrayBase) or _is_scalar(a) else
+                 asarray(a) if device.platform == "cpu" else device_put(asarray(a), device) for a in operands)
+
+
 def _holds_arrays(seq) -> bool:
     return builtins.any(isinstance(e, ArrayBase) or isinstance(e, (list, tuple)) and _holds_arrays(e) for e in seq)
 
@@ -120,7 +132,7 @@ def _pair(x, y):
             if w is not None:
                 return x, w
             return astype(x, dtypes.scalar_dtype(y.item() if isinstance(y, np.generic) else y)), y
-        return _pair(x, asarray(y))
+        return _pair(*follow(x, y))
     if isinstance(y, ArrayBase):
         b, a = _pair(y, x)
         return a, b

@@ -9,7 +9,7 @@ from ..array import Array, ArrayBase
 from ..ops import elementwise as E
 from ..ops import stop_gradient_p
 from ..trace import bind
-from ._creation import _float_arg, _float_pair, _is_scalar, _pair, asarray, astype
+from ._creation import _float_arg, _float_pair, _is_scalar, _pair, asarray, astype, follow
 from ..dtypes import bool_
 
 __all__ = [
@@ -145,6 +145,7 @@ def where(condition, x=None, y=None):
         return tuple(Array(i) for i in np.nonzero(np.asarray(condition)))
     if x is None or y is None:
         raise TypeError("where takes either one argument or three")
+    condition, x, y = follow(condition, x, y)
     c = astype(condition, bool_)
     x, y = _pair(x, y)
     return bind(E.select_p, c, x, y)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import dtypes
 from ..buffer import DeviceValue, empty
-from ..runtime import launch_shape
+from ..runtime import launch, launch_shape
 from .common import INDEX, array_type, cast, compile_source, scalar_type
 from . import elementwise
 from .copy import compact
@@ -153,9 +153,9 @@ def kernel(work, out, batch, n):
                     apq = work[A + p * n + q]
                     if apq == 0:
                         continue
-                    theta = (work[A + q * n + q] - work[A + p * n + p]) / (2 * apq)
-                    tan = (1 if theta >= 0 else -1) / (abs(theta) + math.sqrt(theta * theta + 1))
-                    c = 1 / math.sqrt(tan * tan + 1)
+                    theta = (work[A + q * n + q] - work[A + p * n + p]) / ({t}(2) * apq)  # typed literals:
+                    tan = ({t}(1) if theta >= 0 else {t}(-1)) / (abs(theta) + math.sqrt(theta * theta + {t}(1)))
+                    c = {t}(1) / math.sqrt(tan * tan + {t}(1))  # an int literal would widen float32 to float64
                     s = tan * c
                     for r in range(n):  # columns p, q of A and V
                         akp = work[A + r * n + p]
@@ -206,7 +206,7 @@ def solve(a: DeviceValue, b: DeviceValue) -> DeviceValue:
     x = _batched_copy(b, batch_shape + (n, k))
     batch = _batch(x.shape)
     if batch and n and k:
-        compile_source(_solve_source(a.dtype))[launch_shape(batch)](lu.data, x.data, batch, n, k)
+        launch(compile_source(_solve_source(a.dtype)), *launch_shape(batch), lu.data, x.data, batch, n, k)
     return x
 
 
@@ -216,7 +216,7 @@ def slogdet(a: DeviceValue) -> DeviceValue:
     out = empty(a.shape[:-2] + (2,), a.dtype)
     batch = _batch(a.shape)
     if batch:
-        compile_source(_slogdet_source(a.dtype))[launch_shape(batch)](lu.data, out.data, batch, n)
+        launch(compile_source(_slogdet_source(a.dtype)), *launch_shape(batch), lu.data, out.data, batch, n)
     return out
 
 
@@ -226,7 +226,7 @@ def cholesky(a: DeviceValue) -> DeviceValue:
     out = empty(a.shape, a.dtype)
     batch = _batch(a.shape)
     if batch and n:
-        compile_source(_cholesky_source(a.dtype))[launch_shape(batch)](a.data, out.data, batch, n)
+        launch(compile_source(_cholesky_source(a.dtype)), *launch_shape(batch), a.data, out.data, batch, n)
     return out
 
 
@@ -236,7 +236,7 @@ def eigh(a: DeviceValue) -> DeviceValue:
     out = empty(a.shape[:-2] + (n + 1, n), a.dtype)
     batch = _batch(a.shape)
     if batch and n:
-        compile_source(_eigh_source(a.dtype))[launch_shape(batch)](work.data, out.data, batch, n)
+        launch(compile_source(_eigh_source(a.dtype)), *launch_shape(batch), work.data, out.data, batch, n)
     return out
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ... import dtypes
 from ...ops import scalar
 from ..buffer import DeviceValue, empty
-from ..runtime import launch_shape
+from ..runtime import launch, launch_shape
 from .common import (HALF, INDEX, array_type, broadcast_strides, cast, collapse, compile_source, compute_dtype,
                      literal, narrow, round_to, scalar_type, tuple_type, widen)
 
@@ -145,7 +145,7 @@ def run_chain(kinds: tuple, steps: tuple, outputs: tuple, operands: list, shape:
             args += [x.data, x.offset, next(it)]
         elif x is not None:
             args.append(x)
-    chain_kernel(kinds, steps, outputs)[launch_shape(n)](*args)
+    launch(chain_kernel(kinds, steps, outputs), *launch_shape(n), *args)
     return outs
 
 

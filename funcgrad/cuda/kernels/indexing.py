@@ -14,7 +14,7 @@ import numpy as np
 from ... import dtypes
 from ...ops.elementwise import convert_p
 from ..buffer import DeviceValue, empty
-from ..runtime import launch_shape
+from ..runtime import launch, launch_shape
 from . import elementwise
 from .copy import compact, fill
 from .common import (INDEX, array_type, broadcast_strides, compile_source, scalar_type, tuple_type,
@@ -96,6 +96,17 @@ class AdvancedIndex:
         return (0,) * self.b_at + st + (0,) * (len(self.shape) - self.b_at - len(self.bshape))
 
 
+def accumulator(dtype: np.dtype) -> np.dtype:
+    """The dtype a scatter-add of dtype accumulates in: CUDA has atomic adds only for 32- and
+    64-bit integers and floats, so half floats add in float32 and bool and narrow integers in
+    32-bit ones, converted back at the end (wrapping, or true where any was, as NumPy adds)."""
+    if dtype in (dtypes.float16, dtypes.bfloat16):
+        return dtypes.float32
+    if dtype == dtypes.bool_ or dtype.kind in "iu" and dtype.itemsize < 4:
+        return dtypes.uint32 if dtype.kind == "u" else dtypes.int32
+    return dtype
+
+
 @cache
 def _source(mode: str, x_dtype: np.dtype, kinds: tuple) -> str:
     """mode 'gather': out[i] = x[at(i)]; 'scatter': out[at(i)] += g[i] atomically. kinds: each index
@@ -117,7 +128,9 @@ def _source(mode: str, x_dtype: np.dtype, kinds: tuple) -> str:
     if mode == "gather":
         lines.append("        out[i] = x[at]")
     else:  # x is the cotangent (read at i), out the accumulator (written at `at`)
-        lines.append(f"        cuda.atomic.add(out, at, {widen('x[i]', x_dtype)})")
+        acc = accumulator(x_dtype)
+        value = widen("x[i]", x_dtype) if acc.kind == "f" else f"np.{acc.name}(x[i])"
+        lines.append(f"        cuda.atomic.add(out, at, {value})")
     return "\n".join(lines) + "\n"
 
 
@@ -144,14 +157,14 @@ def gather(x: DeviceValue, spec: tuple, arrays: list) -> DeviceValue:
     if n:
         base = layout.base
         kernel = compile_source(_source("gather", x.dtype, _kinds(layout.arrays)))
-        kernel[launch_shape(n)](n, layout.shape or (1,), base.data, base.offset, layout.x_strides or (0,),
-                                out.data, *_index_args(layout))
+        launch(kernel, *launch_shape(n), n, layout.shape or (1,), base.data, base.offset, layout.x_strides or (0,),
+               out.data, *_index_args(layout))
     return out
 
 
 def scatter_add(g: DeviceValue, spec: tuple, arrays: list, shape: tuple) -> DeviceValue:
     """zeros(shape) with g added at the positions x[index] reads, for an index with arrays."""
-    acc_dtype = np.dtype(np.float32) if g.dtype in (dtypes.float16, dtypes.bfloat16) else g.dtype
+    acc_dtype = accumulator(g.dtype)
     acc = fill(shape, acc_dtype, 0)
     layout = AdvancedIndex(acc, spec, arrays)
     if layout.shape != g.shape:
@@ -161,21 +174,23 @@ def scatter_add(g: DeviceValue, spec: tuple, arrays: list, shape: tuple) -> Devi
     if n:
         kernel = compile_source(_source("scatter", g.dtype, _kinds(layout.arrays)))
         base = layout.base
-        kernel[launch_shape(n)](n, layout.shape or (1,), g.data, base.offset, layout.x_strides or (0,),
-                                base.data, *_index_args(layout))
+        launch(kernel, *launch_shape(n), n, layout.shape or (1,), g.data, base.offset, layout.x_strides or (0,),
+               base.data, *_index_args(layout))
     if acc_dtype == g.dtype:
         return acc
     return elementwise.apply(convert_p, [acc], g.dtype, {"dtype": g.dtype})
 
 
 def ptx_cases():
+    """Gather and scatter-add for every dtype an Array may have, with int64 and int32 index arrays,
+    then every other integer index dtype once."""
     i64 = scalar_type(INDEX)
-    for mode, dts in (("gather", [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int64,
-                                  dtypes.int32, dtypes.bool_, dtypes.uint32]),
-                      ("scatter", [dtypes.float32, dtypes.float64, dtypes.int64, dtypes.int32])):
-        for dt in dts:
-            for ix in (dtypes.int64, dtypes.int32):
-                acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-                sig = (i64, tuple_type(2), array_type(dt), i64, tuple_type(2), array_type(acc if mode == "scatter" else dt),
-                       array_type(ix), i64, tuple_type(2), i64, i64, i64, i64, i64)
-                yield f"{mode}[{dt.name}, index {ix.name}, int]", compile_source(_source(mode, dt, (ix, None))), sig
+    every = sorted(dtypes._supported, key=str)
+    cases = [(dt, ix) for dt in every for ix in (dtypes.int64, dtypes.int32)]
+    cases += [(dtypes.float32, ix) for ix in every if ix.kind in "iu" and ix not in (dtypes.int64, dtypes.int32)]
+    for mode in ("gather", "scatter"):
+        for dt, ix in cases:
+            out = accumulator(dt) if mode == "scatter" else dt
+            sig = (i64, tuple_type(2), array_type(dt), i64, tuple_type(2), array_type(out),
+                   array_type(ix), i64, tuple_type(2), i64, i64, i64, i64, i64)
+            yield f"{mode}[{dt.name}, index {ix.name}, int]", compile_source(_source(mode, dt, (ix, None))), sig

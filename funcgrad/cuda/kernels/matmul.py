@@ -15,13 +15,14 @@ import numpy as np
 
 from ... import dtypes
 from ..buffer import DeviceValue, empty
-from ..runtime import SIMULATOR
+from ..runtime import MAX_GRID, SIMULATOR, launch
 from .copy import fill
 from .common import (INDEX, array_type, cast, compile_source, compute_dtype, narrow, round_to, scalar_type,
                      tuple_type, widen)
 
 # Tile shape: (BM, BN, BK, RM, RN). The simulator runs a Python thread per GPU thread: tiny tiles there.
-TILE = (4, 4, 4, 2, 2) if SIMULATOR else (64, 64, 16, 4, 4)
+GPU_TILE = (64, 64, 16, 4, 4)
+TILE = (4, 4, 4, 2, 2) if SIMULATOR else GPU_TILE
 
 
 @cache
@@ -36,7 +37,7 @@ def _source(a_dtype: np.dtype, b_dtype: np.dtype, out_dtype: np.dtype, precision
         return round_to(f"{cast(acc)}({widen(f'{name}[{index}]', dtype)})", precision)
 
     lines = f"""@cuda.jit(cache=True)
-def kernel(a, a_off, a_bst, a_sm, a_sk, b, b_off, b_bst, b_sk, b_sn, out, bshape, m, n, k):
+def kernel(a, a_off, a_bst, a_sm, a_sk, b, b_off, b_bst, b_sk, b_sn, out, bshape, m, n, k, tiles_m, tiles_n, tiles):
     As = cuda.shared.array(({bk}, {bm}), np.{acc.name})
     Bs = cuda.shared.array(({bk}, {bn}), np.{acc.name})
     acc = cuda.local.array(({rm}, {rn}), np.{acc.name})
@@ -45,47 +46,48 @@ def kernel(a, a_off, a_bst, a_sm, a_sk, b, b_off, b_bst, b_sk, b_sn, out, bshape
     tcol = cuda.threadIdx.x
     trow = cuda.threadIdx.y
     tid = trow * {tx} + tcol
-    m0 = cuda.blockIdx.y * {bm}
-    n0 = cuda.blockIdx.x * {bn}
-    batch = cuda.blockIdx.z
-    a_base = S.element(batch, bshape, a_bst, a_off)
-    b_base = S.element(batch, bshape, b_bst, b_off)
-    for i in range({rm}):
-        for j in range({rn}):
-            acc[i, j] = 0
-    for k0 in range(0, k, {bk}):
-        for idx in range(tid, {bm * bk}, {tx * ty}):
-            r = idx // {bk}
-            c = idx % {bk}
-            if m0 + r < m and k0 + c < k:
-                As[c, r] = {load("a", a_dtype, "a_base + (m0 + r) * a_sm + (k0 + c) * a_sk")}
-            else:
-                As[c, r] = 0
-        for idx in range(tid, {bk * bn}, {tx * ty}):
-            r = idx // {bn}
-            c = idx % {bn}
-            if k0 + r < k and n0 + c < n:
-                Bs[r, c] = {load("b", b_dtype, "b_base + (k0 + r) * b_sk + (n0 + c) * b_sn")}
-            else:
-                Bs[r, c] = 0
-        cuda.syncthreads()
-        for kk in range({bk}):
-            for i in range({rm}):
-                ar[i] = As[kk, trow * {rm} + i]
+    for t in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
+        n0 = (t % tiles_n) * {bn}
+        m0 = (t // tiles_n % tiles_m) * {bm}
+        batch = t // tiles_n // tiles_m
+        a_base = S.element(batch, bshape, a_bst, a_off)
+        b_base = S.element(batch, bshape, b_bst, b_off)
+        for i in range({rm}):
             for j in range({rn}):
-                br[j] = Bs[kk, tcol * {rn} + j]
-            for i in range({rm}):
+                acc[i, j] = 0
+        for k0 in range(0, k, {bk}):
+            for idx in range(tid, {bm * bk}, {tx * ty}):
+                r = idx // {bk}
+                c = idx % {bk}
+                if m0 + r < m and k0 + c < k:
+                    As[c, r] = {load("a", a_dtype, "a_base + (m0 + r) * a_sm + (k0 + c) * a_sk")}
+                else:
+                    As[c, r] = 0
+            for idx in range(tid, {bk * bn}, {tx * ty}):
+                r = idx // {bn}
+                c = idx % {bn}
+                if k0 + r < k and n0 + c < n:
+                    Bs[r, c] = {load("b", b_dtype, "b_base + (k0 + r) * b_sk + (n0 + c) * b_sn")}
+                else:
+                    Bs[r, c] = 0
+            cuda.syncthreads()
+            for kk in range({bk}):
+                for i in range({rm}):
+                    ar[i] = As[kk, trow * {rm} + i]
                 for j in range({rn}):
-                    acc[i, j] += ar[i] * br[j]
-        cuda.syncthreads()
-    out_base = batch * m * n
-    for i in range({rm}):
-        row = m0 + trow * {rm} + i
-        if row < m:
-            for j in range({rn}):
-                col = n0 + tcol * {rn} + j
-                if col < n:
-                    out[out_base + row * n + col] = {narrow("acc[i, j]", out_dtype)}
+                    br[j] = Bs[kk, tcol * {rn} + j]
+                for i in range({rm}):
+                    for j in range({rn}):
+                        acc[i, j] += ar[i] * br[j]
+            cuda.syncthreads()
+        out_base = batch * m * n
+        for i in range({rm}):
+            row = m0 + trow * {rm} + i
+            if row < m:
+                for j in range({rn}):
+                    col = n0 + tcol * {rn} + j
+                    if col < n:
+                        out[out_base + row * n + col] = {narrow("acc[i, j]", out_dtype)}
 """
     return lines
 
@@ -109,14 +111,25 @@ def matmul(a: DeviceValue, b: DeviceValue, out_dtype: np.dtype, precision: np.dt
         st = (0,) * lead + tuple(0 if d == 1 else s for s, d in zip(x.strides[:-2], x.shape[:-2]))
         return st or (0,)
 
-    bm, bn, _, rm, rn = TILE
     kernel = compile_source(_source(a.dtype, b.dtype, np.dtype(out_dtype), precision and np.dtype(precision)))
-    grid = (-(-n // bn), -(-m // bm), batch)
-    kernel[grid, (bn // rn, bm // rm)](
-        a.data, a.offset, batch_strides(a), a.strides[-2], a.strides[-1],
-        b.data, b.offset, batch_strides(b), b.strides[-2], b.strides[-1],
-        out.data, bshape or (1,), m, n, k)
+    (grid, block), tiles = launch_config(m, n, batch), _tiles(m, n, batch)
+    launch(kernel, grid, block, a.data, a.offset, batch_strides(a), a.strides[-2], a.strides[-1],
+           b.data, b.offset, batch_strides(b), b.strides[-2], b.strides[-1],
+           out.data, bshape or (1,), m, n, k, *tiles)
     return out
+
+
+def _tiles(m: int, n: int, batch: int, tile: tuple = TILE) -> tuple[int, int, int]:
+    """(row tiles, column tiles, all tiles of every batch element)."""
+    tiles_m, tiles_n = -(-m // tile[0]), -(-n // tile[1])
+    return tiles_m, tiles_n, tiles_m * tiles_n * batch
+
+
+def launch_config(m: int, n: int, batch: int, tile: tuple = TILE) -> tuple[int, tuple[int, int]]:
+    """(blocks, threads per block): the output tiles of every batch element in one grid dimension
+    (x allows 2**31 - 1 blocks; y and z only 65535, too few for the rows of a large convolution's
+    matmul or a batch of 70,000), each block looping over tiles when there are more."""
+    return min(_tiles(m, n, batch, tile)[2], MAX_GRID[0]), (tile[1] // tile[4], tile[0] // tile[3])
 
 
 def ptx_cases():
@@ -127,6 +140,6 @@ def ptx_cases():
              (dtypes.float32, dtypes.float32, dtypes.bfloat16), (dtypes.int64, dtypes.int64, None)]
     for a_dt, out_dt, precision in cases:
         sig = (array_type(a_dt), i64, tuple_type(1), i64, i64, array_type(a_dt), i64, tuple_type(1), i64, i64,
-               array_type(out_dt), tuple_type(1), i64, i64, i64)
+               array_type(out_dt), tuple_type(1), i64, i64, i64, i64, i64, i64)
         yield f"matmul[{a_dt.name}->{out_dt.name}, precision={precision}]", compile_source(
             _source(np.dtype(a_dt), np.dtype(a_dt), np.dtype(out_dt), precision)), sig

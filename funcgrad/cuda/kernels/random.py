@@ -6,7 +6,7 @@ from __future__ import annotations
 from ... import dtypes
 from ...cpu.threefry import _PARITY, _ROTATIONS
 from ..buffer import DeviceValue, empty
-from ..runtime import launch_shape
+from ..runtime import launch, launch_shape
 from .common import INDEX, array_type, compile_source, scalar_type, tuple_type
 
 _ROUNDS = []
@@ -43,9 +43,9 @@ def threefry2x32(key: DeviceValue, x0: DeviceValue, x1: DeviceValue) -> DeviceVa
     pairs = out.size // 2
     if pairs:
         kernel = compile_source(SOURCE)
-        kernel[launch_shape(pairs)](key.data, key.offset, batch or (1,), key.strides[:-1] or (0,), key.strides[-1],
-                                    x0.data, x0.offset, x0.strides[0], x1.data, x1.offset, x1.strides[0], n, pairs,
-                                    out.data)
+        launch(kernel, *launch_shape(pairs), key.data, key.offset, batch or (1,), key.strides[:-1] or (0,),
+               key.strides[-1], x0.data, x0.offset, x0.strides[0], x1.data, x1.offset, x1.strides[0], n, pairs,
+               out.data)
     return out
 
 

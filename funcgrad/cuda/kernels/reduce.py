@@ -18,7 +18,7 @@ import numpy as np
 from ... import dtypes
 from ...ops import scalar
 from ..buffer import DeviceValue, contiguous_strides, empty
-from ..runtime import BLOCK, MAX_BLOCKS, SIMULATOR
+from ..runtime import BLOCK, MAX_BLOCKS, SIMULATOR, launch
 from .common import (INDEX, array_type, cast, compile_source, compute_dtype, literal, narrow, scalar_type,
                      tuple_type, widen)
 from .elementwise import CUDA
@@ -128,7 +128,7 @@ def reduce(monoid: Monoid, x: DeviceValue, axes: tuple, out_shape: tuple, out_dt
     if nrows == 0 or out.size == 0:
         return out
     kernel = compile_source(_reduce_source(monoid, x.dtype, np.dtype(out_dtype)))
-    kernel[_grid(nrows)](x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, out.data)
+    launch(kernel, *_grid(nrows), x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, out.data)
     return out
 
 
@@ -176,7 +176,7 @@ def arg_reduce(op: str, x: DeviceValue, axis: int, out_shape: tuple) -> DeviceVa
     if out.size == 0:
         return out
     kernel = compile_source(_arg_source(op, x.dtype))
-    kernel[_grid(nrows)](x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, x.shape[axis], out.data)
+    launch(kernel, *_grid(nrows), x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, x.shape[axis], out.data)
     return out
 
 
@@ -221,8 +221,8 @@ def softmax_family(mode: str, x: DeviceValue, axes: tuple, out_shape: tuple) -> 
     if out.size == 0 or nrows == 0:
         return out
     kernel = compile_source(_softmax_source(mode, x.dtype))
-    kernel[_grid(nrows)](x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, out.data,
-                         o_kstrides, o_rstrides)
+    launch(kernel, *_grid(nrows), x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, out.data,
+           o_kstrides, o_rstrides)
     return out
 
 

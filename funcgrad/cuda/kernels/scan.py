@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes
 from ..buffer import DeviceValue, contiguous_strides, empty
-from ..runtime import launch_shape
+from ..runtime import launch, launch_shape
 from .common import INDEX, array_type, cast, compile_source, compute_dtype, narrow, scalar_type, tuple_type, widen
 from .reduce import SUM, accumulator_dtype, rows_and_columns
 
@@ -36,8 +36,8 @@ def cumsum(x: DeviceValue, axis: int, reverse: bool, out_dtype: np.dtype) -> Dev
     nrows = int(np.prod(kshape, dtype=np.int64))
     if out.size:
         kernel = compile_source(_source(x.dtype, np.dtype(out_dtype)))
-        kernel[launch_shape(nrows)](x.data, x.offset, kshape, kstrides, stride, out.data, o_kstrides, o_stride,
-                                    nrows, x.shape[axis], reverse)
+        launch(kernel, *launch_shape(nrows), x.data, x.offset, kshape, kstrides, stride, out.data, o_kstrides,
+               o_stride, nrows, x.shape[axis], reverse)
     return out
 
 

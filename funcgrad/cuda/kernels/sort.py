@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import dtypes
 from ..buffer import DeviceValue, contiguous_strides, empty
-from ..runtime import launch_shape
+from ..runtime import launch, launch_shape
 from .common import INDEX, array_type, cast, compile_source, compute_dtype, scalar_type, tuple_type, widen
 from .reduce import rows_and_columns
 
@@ -43,8 +43,8 @@ def argsort(x: DeviceValue, axis: int) -> DeviceValue:
     nrows, length = int(np.prod(kshape, dtype=np.int64)), x.shape[axis]
     if out.size:
         kernel = compile_source(_source(x.dtype))
-        kernel[launch_shape(out.size)](x.data, x.offset, kshape, kstrides, stride, out.data, o_kstrides, o_stride,
-                                       nrows, length)
+        launch(kernel, *launch_shape(out.size), x.data, x.offset, kshape, kstrides, stride, out.data, o_kstrides,
+               o_stride, nrows, length)
     return out
 
 
