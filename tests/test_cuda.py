@@ -121,6 +121,14 @@ def test_host_constants_follow_the_data_to_its_device():
         x[fnp.asarray([0, 2])]  # a funcgrad Array says where its data lives: no silent copy
 
 
+def test_a_0d_array_keeps_its_shape_on_the_device():
+    x = fg.device_put(fg.asarray(3), "cuda")
+    assert x.shape == () and int(x) == 3 and float(x * 2) == 6.0
+    state = fg.device_put(optim.adamw(1e-3).init(nn.Linear(2, 2, key=fg.random.key(0))), "cuda")
+    assert all(a.shape == b.shape for a, b in zip(fg.tree_leaves(state), fg.tree_leaves(
+        optim.adamw(1e-3).init(nn.Linear(2, 2, key=fg.random.key(0))))))
+
+
 def test_no_implicit_copy_back():
     x = fg.device_put(fnp.arange(4.0), "cuda")
     with pytest.raises(TypeError, match="copied to the host explicitly"):

@@ -88,7 +88,8 @@ def empty(shape: tuple, dtype) -> DeviceValue:
 
 def from_host(host: np.ndarray) -> DeviceValue:
     """Copy a host array to the device (counted in runtime.transfers)."""
-    host = np.ascontiguousarray(host)
+    host = np.asarray(host)
+    host = np.ascontiguousarray(host).reshape(host.shape)  # ascontiguousarray alone makes 0-d arrays 1-d
     out = empty(host.shape, host.dtype)
     if host.size:
         out.data[:host.size].copy_to_device(host.reshape(-1).view(storage_dtype(host.dtype)))

@@ -118,11 +118,8 @@ class Job:
         learns only that its neighbour left, and the neighbour may have left because its own
         neighbour died first. The first rank to report names the rank that failed."""
         with contextlib.suppress(DistError, OSError, ValueError):  # no store (rank 0 gone): say what we saw
-            if self.store.add("fault/claimed", 1) == 1:
-                self.store.set("fault", message.encode())
-                return message
-            first = self.store.wait_get("fault", 2.0).decode()
-            return f"{message}; the first fault: {first}"
+            first = self.store.set_if_absent("fault", message.encode()).decode()
+            return message if first == message else f"{message}; the first fault: {first}"
         return message
 
     def close(self) -> None:
@@ -208,6 +205,10 @@ class StoreServer:
                 self.data[args[0]] = args[1]
                 self.cond.notify_all()
                 return [b"ok"]
+            if op == b"setnx":  # the value the key holds: ours when it had none
+                self.data.setdefault(args[0], args[1])
+                self.cond.notify_all()
+                return [self.data[args[0]]]
             if op == b"add":
                 value = int(self.data.get(args[0], b"0")) + int(args[1])
                 self.data[args[0]] = str(value).encode()
@@ -262,6 +263,10 @@ class StoreClient:
 
     def set(self, key: str, value: bytes) -> None:
         self._call(b"set", key.encode(), value)
+
+    def set_if_absent(self, key: str, value: bytes) -> bytes:
+        """Store value unless the key holds one already; returns what the key holds, in one step."""
+        return self._call(b"setnx", key.encode(), value)[0]
 
     def add(self, key: str, amount: int) -> int:
         return int(self._call(b"add", key.encode(), str(amount).encode())[0])
