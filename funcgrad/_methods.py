@@ -24,6 +24,18 @@ def _immutable(self, index, value):
                     "(or .add(value)) to get an updated copy")
 
 
+def _numpy_method(fn):
+    """A method NumPy's functions call with out=None (np.sum(x) is x.sum(axis=None, dtype=None,
+    out=None)): accepted, and any other out refused, since funcgrad arrays are immutable."""
+    def method(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise TypeError(f"{fn.__name__}: funcgrad arrays are immutable, so out= cannot be written; "
+                            f"use the returned array")
+        return fn(self, *args, **kwargs)
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
+
+
 def _block_until_ready(self):
     """JAX's wait for the device; returns the array."""
     value = getattr(self, "_value", None)
@@ -66,8 +78,10 @@ _METHODS = {
     "cpu": lambda self: device_put(self, "cpu"),
     "block_until_ready": _block_until_ready,
 }
+_REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "all", "any", "cumsum",
+               "cumprod", "clip", "round", "ptp", "trace")  # the methods NumPy's functions call with out=
 for _name, _fn in _METHODS.items():
-    setattr(ArrayBase, _name, _fn)
+    setattr(ArrayBase, _name, _numpy_method(_fn) if _name in _REDUCTIONS else _fn)
 
 ArrayBase.T = property(lambda self: fnp.transpose(self))
 ArrayBase.mT = property(lambda self: fnp.swapaxes(self, -1, -2))

@@ -42,12 +42,33 @@ def matmul(a, b):
     return out
 
 
-def einsum(subscripts: str, *operands):
-    """Einstein summation (NumPy's notation, including '...' and implicit output)."""
+def einsum(subscripts, *operands):
+    """Einstein summation (NumPy's notation, including '...' and implicit output), or NumPy's
+    sublist form: einsum(A, [0, 1], B, [1, 2], [0, 2])."""
+    if not isinstance(subscripts, str):
+        subscripts, operands = _from_sublists((subscripts,) + operands)
     precision = _precision(*operands)
     xs = [asarray(x) for x in operands] if precision else _common(operands)
     spec = _explicit_einsum(subscripts, [x.shape for x in xs])
     return bind(L.einsum_p, *xs, spec=spec, **precision)
+
+
+def _from_sublists(args: tuple) -> tuple[str, tuple]:
+    """(subscripts, operands) of einsum(op, sublist, op, sublist, ..., [output sublist]): axis
+    labels are ints in 0..51 (letters) or Ellipsis."""
+    def letters(sublist) -> str:
+        out = []
+        for label in sublist:
+            if label is Ellipsis:
+                out.append("...")
+            elif isinstance(label, (int, np.integer)) and 0 <= label < 52:
+                out.append(string.ascii_letters[label])
+            else:
+                raise ValueError(f"einsum: a sublist label must be an int in [0, 52) or Ellipsis, got {label!r}")
+        return "".join(out)
+    pairs, output = (args[:-1], args[-1]) if len(args) % 2 else (args, None)
+    spec = ",".join(letters(s) for s in pairs[1::2])
+    return (spec if output is None else f"{spec}->{letters(output)}"), pairs[0::2]
 
 
 def _explicit_einsum(subscripts: str, shapes) -> str:
@@ -112,6 +133,10 @@ def outer(a, b):
 
 
 def inner(a, b):
+    """Sum over the last axes; with a 0-d operand, the product (NumPy's)."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
     return tensordot(a, b, ((-1,), (-1,)))
 
 

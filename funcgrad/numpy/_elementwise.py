@@ -151,8 +151,13 @@ def where(condition, x=None, y=None):
     return bind(E.select_p, c, x, y)
 
 
-def clip(x, min=None, max=None):  # noqa: A002
-    """Clamp to [min, max]; the gradient flows where min <= x <= max (PyTorch's clamp)."""
+def clip(x, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
+    """Clamp to [min, max] (a_min and a_max: NumPy's older names); the gradient flows where
+    min <= x <= max (PyTorch's clamp)."""
+    if a_min is not None or a_max is not None:
+        if min is not None and a_min is not None or max is not None and a_max is not None:
+            raise TypeError("clip: give each bound once, as min/max or as a_min/a_max")
+        min, max = (a_min if min is None else min), (a_max if max is None else max)  # noqa: A001
     x = asarray(x)
     if min is None and max is None:
         return x

@@ -20,8 +20,8 @@ from ._elementwise import where
 
 __all__ = [
     "argsort", "broadcast_arrays", "broadcast_to", "concatenate", "expand_dims", "flip", "moveaxis", "pad",
-    "ravel", "reshape", "sort", "split", "squeeze", "stack", "swapaxes", "take", "take_along_axis", "transpose",
-    "tri", "tril", "triu",
+    "ravel", "reshape", "rollaxis", "sort", "split", "squeeze", "stack", "swapaxes", "take", "take_along_axis",
+    "transpose", "tri", "tril", "triu",
 ]
 
 
@@ -58,6 +58,18 @@ def transpose(x, axes=None):
     if sorted(perm) != list(range(x.ndim)):
         raise ShapeError(f"transpose: axes {axes} are not a permutation of the {x.ndim} axes")
     return x if perm == tuple(range(x.ndim)) else bind(Ly.transpose_p, x, perm=perm)
+
+
+def rollaxis(x, axis: int, start: int = 0):
+    """NumPy's older moveaxis: axis moves to sit before the axis now at start."""
+    x = asarray(x)
+    axis = _normalize_axis(axis, x.ndim)
+    start = start + x.ndim if start < 0 else start
+    if not 0 <= start <= x.ndim:
+        raise ShapeError(f"rollaxis: start {start} is out of range for an array of rank {x.ndim}")
+    order = [a for a in range(x.ndim) if a != axis]
+    order.insert(start - 1 if axis < start else start, axis)
+    return transpose(x, order)
 
 
 def swapaxes(x, axis1: int, axis2: int):

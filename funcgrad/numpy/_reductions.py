@@ -10,7 +10,7 @@ from ..ops import layout as Ly
 from ..ops import reductions as R
 from ..trace import bind
 from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32
-from ._elementwise import divide, multiply, sqrt, square, subtract
+from ._elementwise import divide, equal, multiply, sqrt, square, subtract, where
 from ._layout import ravel, reshape
 
 __all__ = [
@@ -71,9 +71,9 @@ def mean(x, axis=None, keepdims: bool = False, dtype=None):
     return multiply(total, 1.0 / n) if n else divide(total, 0.0)
 
 
-def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None):
+def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None):
     """Variance with NumPy's default ddof=0 (torch.var's default is correction=1)."""
-    x = _float_arg(x)
+    x = _float_arg(x if dtype is None else astype(x, dtype))
     ddof = ddof if correction is None else correction
     axes = _axes(axis, x.ndim)
     centered = subtract(x, mean(x, axes, keepdims=True))
@@ -81,8 +81,12 @@ def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None):
     return divide(sum(square(centered), axes, keepdims=keepdims), float(builtins.max(n - ddof, 0)))
 
 
-def std(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None):
-    return sqrt(var(x, axis, ddof=ddof, keepdims=keepdims, correction=correction))
+def std(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None):
+    """sqrt(var); where the variance is 0 (one element, equal elements) the gradient is 0, as
+    PyTorch's, not sqrt's infinite slope times var's zero."""
+    v = var(x, axis, ddof=ddof, keepdims=keepdims, correction=correction, dtype=dtype)
+    zero = equal(v, 0)
+    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):

@@ -52,8 +52,9 @@ def atleast_3d(*arys):
 
 
 def _listed(arys, name: str) -> list:
-    if isinstance(arys, ArrayBase) or not len(arys):
-        raise ValueError(f"{name} needs a sequence of arrays")
+    """The arrays to stack: a sequence, or one array read as the sequence of its rows (NumPy's)."""
+    if isinstance(arys, ArrayBase) and arys.ndim == 0 or not len(arys):
+        raise ValueError(f"{name} needs a sequence of arrays, or an array of at least one dimension")
     return list(arys)
 
 

@@ -1,5 +1,5 @@
-"""Products and signal helpers (cross, kron, interp, convolve, ...) and mapping functions over arrays
-(vectorize, apply_along_axis), through vmap."""
+"""Products and signal helpers (cross, kron, interp, convolve, gradient, ...) and mapping functions
+over arrays (vectorize, apply_along_axis), through vmap."""
 from __future__ import annotations
 
 import builtins
@@ -19,7 +19,7 @@ from ._util import _axis_index, _concrete
 
 __all__ = [
     "cross", "kron", "interp", "trapezoid", "polyval", "convolve", "correlate", "vectorize", "apply_along_axis",
-    "ix_",
+    "ix_", "gradient",
 ]
 
 
@@ -196,3 +196,68 @@ def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
 def ix_(*args) -> tuple:
     """Open-mesh index arrays from 1-D sequences (np.ix_)."""
     return tuple(Array(a) for a in np.ix_(*[_concrete(a, "ix_") for a in args]))
+
+
+def gradient(f, *varargs, axis=None, edge_order: int = 1):
+    """NumPy's gradient: second-order central differences inside, first- or second-order one-sided
+    differences at the ends; spacing per axis a scalar or the coordinates. One array for one axis,
+    else a tuple (differentiable: it is slicing and arithmetic)."""
+    f = fnp._float_arg(f)
+    axes = tuple(range(f.ndim)) if axis is None else tuple(
+        fnp._normalize_axis(a, f.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    if edge_order not in (1, 2):
+        raise ValueError(f"gradient: edge_order must be 1 or 2, got {edge_order}")
+    if not varargs:
+        spacings = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacings = [varargs[0]] * len(axes)
+    elif len(varargs) == len(axes):
+        spacings = list(varargs)
+    else:
+        raise TypeError(f"gradient: {len(varargs)} spacings given for {len(axes)} axes; give one, or one per axis")
+    out = [_gradient_along(f, ax, h, edge_order) for ax, h in zip(axes, spacings)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _gradient_along(f, ax: int, h, edge_order: int):
+    n = f.shape[ax]
+    if n < edge_order + 1:
+        raise ValueError(f"gradient: axis {ax} has {n} elements; edge_order {edge_order} needs at least "
+                         f"{edge_order + 1}")
+
+    def part(start, stop=None):
+        index = [slice(None)] * f.ndim
+        index[ax] = slice(start, stop)
+        return f[tuple(index)]
+
+    def along(v):  # a 1-D coefficient vector broadcast along axis ax
+        return fnp.reshape(v, (-1,) + (1,) * (f.ndim - 1 - ax))
+
+    if np.ndim(h) == 0:
+        dx = None
+    else:
+        x = fnp._float_arg(h)
+        if x.ndim != 1 or x.shape[0] != n:
+            raise ValueError(f"gradient: the coordinates of axis {ax} must be 1-D of length {n}, got shape {x.shape}")
+        dx = diff(x)
+    if dx is None:  # uniform spacing
+        inner = (part(2) - part(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first, last = (part(1, 2) - part(0, 1)) / h, (part(n - 1) - part(n - 2, n - 1)) / h
+        else:
+            first = (-1.5 * part(0, 1) + 2.0 * part(1, 2) - 0.5 * part(2, 3)) / h
+            last = (0.5 * part(n - 3, n - 2) - 2.0 * part(n - 2, n - 1) + 1.5 * part(n - 1)) / h
+    else:
+        d1, d2 = dx[:-1], dx[1:]
+        inner = (along(-d2 / (d1 * (d1 + d2))) * part(0, n - 2) + along((d2 - d1) / (d1 * d2)) * part(1, n - 1)
+                 + along(d1 / (d2 * (d1 + d2))) * part(2))
+        if edge_order == 1:
+            first, last = (part(1, 2) - part(0, 1)) / dx[0], (part(n - 1) - part(n - 2, n - 1)) / dx[-1]
+        else:
+            a, b = dx[0], dx[1]
+            first = (-(2 * a + b) / (a * (a + b)) * part(0, 1) + (a + b) / (a * b) * part(1, 2)
+                     - a / (b * (a + b)) * part(2, 3))
+            a, b = dx[-2], dx[-1]
+            last = (b / (a * (a + b)) * part(n - 3, n - 2) - (a + b) / (a * b) * part(n - 2, n - 1)
+                    + (2 * b + a) / (b * (a + b)) * part(n - 1))
+    return fnp.concatenate([first, inner, last], axis=ax)

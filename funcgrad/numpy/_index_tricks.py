@@ -1,0 +1,81 @@
+"""NumPy's index tricks r_ and c_: concatenation written as indexing (differentiable, as in
+jax.numpy): fnp.r_[a, 0.0, 1:4, b], fnp.c_[x, y] (1-D arrays as columns)."""
+from __future__ import annotations
+
+import builtins
+import functools
+
+from .. import dtypes
+from ..array import ArrayBase
+from ._creation import _is_scalar, arange, asarray, astype, linspace
+from ._layout import concatenate, reshape, transpose
+
+__all__ = ["c_", "r_"]
+
+
+def _at_least(a, ndmin: int, trans1d: int):
+    """a with ndmin dimensions: NumPy's array(a, ndmin=) prepends axes, then trans1d says where
+    the original axes go (-1: last, 0: first)."""
+    have = a.ndim
+    if have >= ndmin:
+        return a
+    a = reshape(a, (1,) * (ndmin - have) + tuple(a.shape))
+    if trans1d == -1:
+        return a
+    k1, k2 = trans1d if trans1d >= 0 else trans1d + ndmin - have + 1, ndmin - have
+    axes = list(range(ndmin))
+    return transpose(a, axes[:k1] + axes[k2:] + axes[k1:k2])
+
+
+class _Concatenator:
+    def __init__(self, axis: int, ndmin: int, trans1d: int):
+        self.axis, self.ndmin, self.trans1d = axis, ndmin, trans1d
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
+        parts = []  # arrays, and Python scalars whose dtype waits for the arrays' (weak, as NumPy's)
+        for i, item in enumerate(items):
+            if isinstance(item, str):
+                if i:
+                    raise ValueError(f"only the first item of an index trick may be a directive string, got {item!r}")
+                try:
+                    numbers = [int(v) for v in item.split(",")]
+                except ValueError:
+                    raise ValueError(f"the directive {item!r} is not 'axis[,ndmin[,trans1d]]' (the matrix "
+                                     f"directives 'r' and 'c' make numpy.matrix, which funcgrad has not)") from None
+                if not 1 <= len(numbers) <= 3:
+                    raise ValueError(f"the directive {item!r} has {len(numbers)} numbers; at most 3")
+                axis, ndmin, trans1d = (numbers + [ndmin, trans1d][len(numbers) - 1:])[:3]
+                continue
+            if isinstance(item, slice):
+                start = 0 if item.start is None else item.start
+                step = 1 if item.step is None else item.step
+                if isinstance(step, complex):  # 0:1:5j is five points from 0 to 1, ends included
+                    part = linspace(start, item.stop, int(builtins.abs(step)))
+                else:
+                    part = arange(start, item.stop, step)
+            elif _is_scalar(item):
+                parts.append(item)
+                continue
+            else:
+                part = item if isinstance(item, ArrayBase) else asarray(item)
+            parts.append(_at_least(part, builtins.max(ndmin, 1), trans1d))
+        arrays = [p for p in parts if isinstance(p, ArrayBase)]
+        if not arrays:
+            parts = [_at_least(asarray(p), builtins.max(ndmin, 1), trans1d) for p in parts]
+            return concatenate(parts, axis=axis) if parts else asarray([])
+        common = functools.reduce(dtypes.promote, [p.dtype for p in arrays])
+        for p in parts:
+            if not isinstance(p, ArrayBase) and dtypes.scalar_category(p) > dtypes._category(common):
+                common = dtypes.promote(common, dtypes.scalar_dtype(p))
+        parts = [astype(p, common) if isinstance(p, ArrayBase) else
+                 _at_least(asarray(p, common), builtins.max(ndmin, 1), trans1d) for p in parts]
+        return concatenate(parts, axis=axis)
+
+    def __len__(self) -> int:
+        return 0
+
+
+r_ = _Concatenator(0, 1, -1)
+c_ = _Concatenator(-1, 2, 0)
