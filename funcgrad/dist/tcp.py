@@ -204,11 +204,25 @@ class TCPGroup(JobGroup):
         for step in range(n - 1):  # all-gather of the reduced chunks
             self._exchange(_bytes(chunk(out, r + 1 - step)), _bytes(chunk(out, r - step)), what)
 
+    def _all_gather_into(self, src: np.ndarray, out: np.ndarray, what: str) -> None:
+        """The ring, each block received straight into its row of out (no framing, no copies)."""
+        n, r = self.world_size, self.rank
+        out[r] = src
+        for step in range(n - 1):
+            self._exchange(_bytes(out[(r - step) % n]), _bytes(out[(r - step - 1) % n]), what)
+
     def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
-        """Along the ring from src: each rank receives, then forwards (pipelined in segments)."""
+        """Along the ring from src: each rank receives, then forwards (pipelined in segments). A
+        pair (send/recv's channel) forwards nothing: one message."""
         n, r = self.world_size, self.rank
         last = (src - 1) % n
         view = _bytes(flat)
+        if n == 2:
+            if r == src:
+                self._wait_sent(self._send(view), what)
+            else:
+                self._recv_into(view, what)
+            return
         seg = SEGMENT
         pending = []
         for start in range(0, len(view), seg):
