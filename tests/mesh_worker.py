@@ -404,6 +404,17 @@ try:
             np.testing.assert_array_equal(part, np.arange(rows * 3, dtype=np.float64).reshape(rows, 3)[
                 rank * k:(rank + 1) * k] * factor, err_msg=op)
         assert np.asarray(dist.reduce_scatter(np.zeros((world, 0)))).shape == (1, 0)
+        for size in (1, capacity // 2 - 1, capacity // 2 + 1, 5 * capacity + 7):  # pipelined in halves
+            mine = np.arange(size, dtype=np.uint8) + rank
+            np.testing.assert_array_equal(np.asarray(dist.broadcast(mine, src=1)), np.arange(size, dtype=np.uint8) + 1)
+            if rank == 0:  # sends of many steps, each way
+                dist.send(mine, 1)
+                got = dist.recv(1, like=mine)
+            elif rank == 1:
+                got = dist.recv(0, like=mine)
+                dist.send(mine, 0)
+            if rank < 2:
+                np.testing.assert_array_equal(np.asarray(got), np.arange(size, dtype=np.uint8) + 1 - rank)
         report("ok")
     elif scenario == "groups":  # new_group and send/recv, with global ranks in messages
         evens = dist.new_group(list(range(0, world, 2)))

@@ -36,6 +36,7 @@ SHM_DIR = Path("/dev/shm")
 CAPACITY = 64 * 2 ** 20  # bytes per rank per round; larger messages go in rounds
 HEADER = 4096  # bytes per rank for the header exchange (two of them, used alternately)
 SMALL = 64 * 2 ** 10  # all-reduces up to this size take the one-barrier path (two buffers, alternately)
+PIPELINE = 4 * 2 ** 20  # bytes per step of a broadcast or send: written and read at once, in alternate halves
 _SLOT = 64  # control bytes per rank: sequence counter, pid
 
 
@@ -248,14 +249,20 @@ class SHMGroup(JobGroup):
                 result[bounds[p]:bounds[p + 1]] = views[p][bounds[p]:bounds[p + 1]]
 
     def _broadcast_into(self, flat: np.ndarray, src: int, what: str) -> None:
+        """Pipelined through two halves of src's segment: at step i src writes chunk i into one
+        half while the others read chunk i - 1 from the other, so the two copies overlap; the
+        barrier closing step i frees the half that step i + 1 writes (its readers are done)."""
         raw = flat.view(np.uint8)
-        for start in range(0, raw.size, CAPACITY):
-            piece = raw[start:start + CAPACITY]
-            if self.rank == src:
-                self.data[src][:piece.size] = piece
-            self._barrier(what)
-            if self.rank != src:
-                piece[:] = self.data[src][:piece.size]
+        step = min(PIPELINE, CAPACITY // 2)
+        halves = (self.data[src][:step], self.data[src][step:2 * step])
+        starts = range(0, raw.size, step)
+        for i in range(len(starts) + 1):
+            if self.rank == src and i < len(starts):
+                piece = raw[starts[i]:starts[i] + step]
+                halves[i % 2][:piece.size] = piece
+            elif self.rank != src and i > 0:
+                piece = raw[starts[i - 1]:starts[i - 1] + step]
+                piece[:] = halves[(i - 1) % 2][:piece.size]
             self._barrier(what)
 
     def close(self) -> None:
