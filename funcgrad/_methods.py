@@ -5,6 +5,7 @@ from . import numpy as fnp
 from ._indexing import at, getitem
 from .array import ArrayBase
 from .devices import device_put
+from .numpy._array_api import API_VERSIONS
 
 
 def _swap(fn):
@@ -34,6 +35,22 @@ def _numpy_method(fn):
         return fn(self, *args, **kwargs)
     method.__name__, method.__doc__ = fn.__name__, fn.__doc__
     return method
+
+
+def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """DLPack export of host data (NumPy's); device arrays go by __cuda_array_interface__."""
+    if self.device.platform != "cpu":
+        raise BufferError(f"__dlpack__ of an array on {self.device}: use __cuda_array_interface__ "
+                          f"(CuPy, PyTorch and numba read it without a copy) or move it with .to('cpu')")
+    kwargs = {} if max_version is None else {"max_version": max_version}
+    return self.numpy().__dlpack__(copy=copy, **kwargs)
+
+
+def _array_namespace(self, /, *, api_version=None):
+    """funcgrad.numpy: the Array API namespace of every funcgrad array."""
+    if api_version is not None and api_version not in API_VERSIONS:
+        raise ValueError(f"funcgrad.numpy implements the Array API up to {API_VERSIONS[-1]}, not {api_version!r}")
+    return fnp
 
 
 def _block_until_ready(self):
@@ -76,6 +93,10 @@ _METHODS = {
     "conj": fnp.conj, "conjugate": fnp.conj, "copy": fnp.copy,
     "__contains__": lambda self, value: bool(fnp.any(fnp.equal(self, value))),
     "cpu": lambda self: device_put(self, "cpu"),
+    "to_device": lambda self, device, /, *, stream=None: device_put(self, device),
+    "__array_namespace__": _array_namespace,
+    "__dlpack__": _dlpack,
+    "__dlpack_device__": lambda self: (1, 0) if self.device.platform == "cpu" else (2, self.device.index),
     "block_until_ready": _block_until_ready,
 }
 _REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "all", "any", "cumsum",

@@ -31,14 +31,26 @@ __all__ = [
 ]
 
 
-def asarray(x: Any, dtype=None) -> Array:
+def asarray(x: Any, dtype=None, *, device=None, copy: bool | None = None) -> Array:
     """x as an Array (no copy when it already is one of the right dtype). A list holding arrays
-    (or values being differentiated) is stacked with primitives, so gradients flow through it."""
-    if isinstance(x, ArrayBase):
-        return x if dtype is None else astype(x, dtype)
-    if isinstance(x, (list, tuple)) and _holds_arrays(x):
-        return _stacked(x, dtype)
-    return Array(to_numpy(x, dtype=dtype))
+    (or values being differentiated) is stacked with primitives, so gradients flow through it.
+    The Array API's keywords: copy=True always copies, copy=False raises where a copy would be
+    needed, device places the result."""
+    if copy is None and device is None:
+        if isinstance(x, ArrayBase):
+            return x if dtype is None else astype(x, dtype)
+        if isinstance(x, (list, tuple)) and _holds_arrays(x):
+            return _stacked(x, dtype)
+        return Array(to_numpy(x, dtype=dtype))
+    if copy:
+        return _placed(array(x, dtype), device)
+    out = asarray(x, dtype)
+    if copy is False:
+        shares = out is x or (isinstance(x, np.ndarray) and out.dtype == x.dtype)
+        if not shares or device is not None and parse_device(device) != out.device:
+            raise ValueError(f"asarray(copy=False): a {type(x).__name__} of dtype "
+                             f"{getattr(x, 'dtype', type(x).__name__)} cannot become this array without a copy")
+    return _placed(out, device)
 
 
 def follow(*operands) -> tuple:
@@ -92,10 +104,15 @@ def array(x: Any, dtype=None, copy: bool = True) -> Array:
     return Array(to_numpy(x, dtype=dtype, copy=copy))
 
 
-def astype(x, dtype) -> Array:
+def astype(x, dtype, /, *, copy: bool = False, device=None) -> Array:
+    """x in dtype; the same array when it already is, unless copy=True (the Array API's default is
+    True, but funcgrad arrays are immutable, so a copy is only ever asked for, never needed)."""
     x = asarray(x)
     dtype = dtypes.canonicalize(dtype)
-    return x if x.dtype == dtype else E.convert_p(x, dtype=dtype)
+    out = x if x.dtype == dtype else E.convert_p(x, dtype=dtype)
+    if copy and out is x:
+        out = array(x)
+    return _placed(out, device)
 
 
 def _is_scalar(x) -> bool:
@@ -224,13 +241,14 @@ def _placed(x: Array, device) -> Array:
     return x if device is None else device_put(x, device)
 
 
-def zeros(shape, dtype=float32, device=None) -> Array:
-    """device: 'cpu' (default) or 'cuda'; on a GPU the fill runs there, with no host copy."""
-    return full(shape, 0, dtype, device)
+def zeros(shape, dtype=None, device=None) -> Array:
+    """device: 'cpu' (default) or 'cuda'; on a GPU the fill runs there, with no host copy.
+    dtype None (given or not) is the default float."""
+    return full(shape, 0, dtypes.default_float if dtype is None else dtype, device)
 
 
-def ones(shape, dtype=float32, device=None) -> Array:
-    return full(shape, 1, dtype, device)
+def ones(shape, dtype=None, device=None) -> Array:
+    return full(shape, 1, dtypes.default_float if dtype is None else dtype, device)
 
 
 def full(shape, fill_value, dtype=None, device=None) -> Array:
@@ -288,8 +306,9 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, devi
     return _placed(bind(Ly.broadcast_to_p, out, shape=shape) if tuple(out.shape) != shape else out, device)
 
 
-def eye(n: int, m: int | None = None, k: int = 0, dtype=float32, device=None) -> Array:
-    return _placed(Array(np.eye(n, m, k, dtype=dtypes.canonicalize(dtype))), device)
+def eye(n: int, m: int | None = None, k: int = 0, dtype=None, device=None) -> Array:
+    dtype = dtypes.default_float if dtype is None else dtypes.canonicalize(dtype)
+    return _placed(Array(np.eye(n, m, k, dtype=dtype)), device)
 
 
 def shape(x) -> tuple[int, ...]:

@@ -77,9 +77,18 @@ invert = _unary_fn(E.invert_p, "invert")
 isnan = _unary_fn(E.isnan_p, "isnan")
 isinf = _unary_fn(E.isinf_p, "isinf")
 isfinite = _unary_fn(E.isfinite_p, "isfinite")
-floor = _unary_float_fn(E.floor_p, "floor")
-ceil = _unary_float_fn(E.ceil_p, "ceil")
-trunc = _unary_float_fn(E.trunc_p, "trunc")
+def _rounding_fn(prim, name):
+    def fn(x):
+        x = asarray(x)
+        return x if x.dtype.kind in "iub" else bind(prim, x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}; integers are already whole and keep their dtype (Array API, PyTorch)."
+    return fn
+
+
+floor = _rounding_fn(E.floor_p, "floor")
+ceil = _rounding_fn(E.ceil_p, "ceil")
+trunc = _rounding_fn(E.trunc_p, "trunc")
 exp = _unary_float_fn(E.exp_p, "exp")
 expm1 = _unary_float_fn(E.expm1_p, "expm1")
 log = _unary_float_fn(E.log_p, "log")

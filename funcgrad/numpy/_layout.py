@@ -241,15 +241,22 @@ def _index_array(indices, device=None):
 
 
 
-def argsort(x, axis: int = -1):
+def argsort(x, axis: int = -1, *, descending: bool = False, stable: bool = True):
+    """Indices that sort x along axis, always stable (equal elements keep their order, also when
+    descending)."""
     x = asarray(x)
-    return bind(prng.argsort_p, x, axis=_normalize_axis(axis, x.ndim))
+    axis = _normalize_axis(axis, x.ndim)
+    if not descending:
+        return bind(prng.argsort_p, x, axis=axis)
+    # the stable ascending order of x reversed, reversed again: ties stay in their first order
+    reversed_order = flip(bind(prng.argsort_p, flip(x, axis), axis=axis), axis)
+    return (x.shape[axis] - 1) - reversed_order
 
 
-def sort(x, axis: int = -1):
+def sort(x, axis: int = -1, *, descending: bool = False, stable: bool = True):
     """Sorted along axis (stable); the gradient flows back through the permutation."""
     x = asarray(x)
-    return take_along_axis(x, argsort(x, axis), axis)
+    return take_along_axis(x, argsort(x, axis, descending=descending), axis)
 
 
 def tri(n: int, m: int | None = None, k: int = 0, dtype=bool_, device=None) -> Array:

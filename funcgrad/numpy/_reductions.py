@@ -25,13 +25,19 @@ def _reduce(prim, x, axis, keepdims):
 
 
 def sum(x, axis=None, keepdims: bool = False, dtype=None):  # noqa: A001
-    x = asarray(x) if dtype is None else astype(x, dtype)
-    return _reduce(Ly.sum_p, x, axis, keepdims)
+    """dtype, when given, is the result's (small integers otherwise widen, as NumPy's)."""
+    return _reduce_as(Ly.sum_p, x, axis, keepdims, dtype)
 
 
 def prod(x, axis=None, keepdims: bool = False, dtype=None):
-    x = asarray(x) if dtype is None else astype(x, dtype)
-    return _reduce(R.prod_p, x, axis, keepdims)
+    return _reduce_as(R.prod_p, x, axis, keepdims, dtype)
+
+
+def _reduce_as(prim, x, axis, keepdims, dtype):
+    if dtype is None:
+        return _reduce(prim, asarray(x), axis, keepdims)
+    out = _reduce(prim, astype(x, dtype), axis, keepdims)
+    return out if out.dtype == dtype else astype(out, dtype)
 
 
 def max(x, axis=None, keepdims: bool = False):  # noqa: A001

@@ -333,7 +333,7 @@ def vecdot(x1, x2, /, *, axis: int = -1):
     return fnp.sum(fnp.multiply(x1, x2), axis=axis)
 
 
-def empty(shape, dtype=dtypes.float32, device=None):
+def empty(shape, dtype=None, device=None):
     """Arrays are immutable, so 'uninitialised' memory would be unusable: zeros, as JAX."""
     return fnp.zeros(shape, dtype, device)
 

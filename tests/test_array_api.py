@@ -1,0 +1,118 @@
+"""funcgrad.numpy as an Array API (2024.12) namespace: the standard's names, keywords and
+defaults, against NumPy's values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+from .helpers import assert_close
+
+rng = np.random.default_rng(5)
+
+
+def test_the_namespace_announces_itself():
+    x = fnp.ones(3)
+    assert fnp.__array_api_version__ == "2024.12" and x.__array_namespace__() is fnp
+    assert x.__array_namespace__(api_version="2023.12") is fnp
+    with pytest.raises(ValueError, match="up to 2024.12, not '2099.12'"):
+        x.__array_namespace__(api_version="2099.12")
+    info = fnp.__array_namespace_info__()
+    assert info.default_device() == "cpu" and "cpu" in info.devices()
+    assert info.default_dtypes() == {"real floating": np.float32, "integral": np.int64, "indexing": np.int64}
+    assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint32", "uint64"}
+    assert info.dtypes()["bool"] == np.bool_ and info.capabilities()["boolean indexing"]
+    assert fnp.bool == np.bool_ and "bool" not in fnp.__all__  # a star import keeps Python's bool
+
+
+def test_standard_spellings_are_the_numpy_functions():
+    a, b = rng.uniform(-0.9, 0.9, 5), rng.uniform(0.5, 2.0, 5)
+    for name, reference in [("acos", np.arccos), ("asin", np.arcsin), ("atan", np.arctan), ("asinh", np.arcsinh),
+                            ("atanh", np.arctanh)]:
+        assert_close(getattr(fnp, name)(fg.asarray(a)), reference(a), rtol=1e-12)
+    assert_close(fnp.acosh(fg.asarray(b + 1)), np.arccosh(b + 1), rtol=1e-12)
+    assert_close(fnp.atan2(fg.asarray(a), fg.asarray(b)), np.arctan2(a, b), rtol=1e-12)
+    assert_close(fnp.pow(fg.asarray(b), 2.5), b ** 2.5, rtol=1e-12)
+    ints = fg.asarray(np.array([1, 5, 12]))
+    assert fnp.bitwise_left_shift(ints, 2).tolist() == [4, 20, 48]
+    assert fnp.bitwise_right_shift(ints, 1).tolist() == [0, 2, 6]
+
+
+def test_isdtype_kinds():
+    assert fnp.isdtype(fnp.float32, "real floating") and not fnp.isdtype(fnp.int8, "real floating")
+    assert fnp.isdtype(fnp.uint8, ("bool", "unsigned integer")) and fnp.isdtype(fnp.bool, "bool")
+    assert fnp.isdtype(np.dtype("int16"), "signed integer") and fnp.isdtype(fnp.int64, "integral")
+    assert fnp.isdtype(fnp.float64, "numeric") and not fnp.isdtype(fnp.bool_, "numeric")
+    assert fnp.isdtype(fnp.ones(2).dtype, fnp.float32) and not fnp.isdtype(fnp.float32, fnp.float64)
+    with pytest.raises(ValueError, match="unknown kind 'float'"):
+        fnp.isdtype(fnp.float32, "float")
+
+
+def test_unstack_and_the_unique_family():
+    x = rng.standard_normal((3, 4))
+    parts = fnp.unstack(fg.asarray(x), axis=1)
+    assert isinstance(parts, tuple) and len(parts) == 4
+    for i, part in enumerate(parts):
+        assert_close(part, x[:, i])
+    v = np.array([[3.0, 1.0, np.nan], [3.0, np.nan, 1.0]])
+    values, indices, inverse, counts = fnp.unique_all(fg.asarray(v))
+    assert values.shape == (4,) and np.isnan(values.numpy()[2:]).all()  # NaNs are distinct
+    assert values.numpy()[:2].tolist() == [1.0, 3.0] and counts.tolist() == [2, 2, 1, 1]
+    assert inverse.shape == v.shape and np.array_equal(values.numpy()[inverse.numpy()], v, equal_nan=True)
+    assert np.array_equal(v.ravel()[indices.numpy()], values.numpy(), equal_nan=True)
+    assert fnp.unique_values(fg.asarray([2, 1, 2])).tolist() == [1, 2]
+    assert fnp.unique_counts(fg.asarray([2, 1, 2])).counts.tolist() == [1, 2]
+    assert fnp.unique_inverse(fg.asarray([[2, 1], [2, 2]])).inverse_indices.tolist() == [[1, 0], [1, 1]]
+
+
+def test_dlpack_both_ways_and_to_device():
+    x = fg.asarray(np.arange(6.0).reshape(2, 3))
+    assert x.__dlpack_device__() == (1, 0)
+    assert np.array_equal(np.from_dlpack(x), x.numpy())
+    a = np.arange(4.0)
+    shared, copied = fnp.from_dlpack(a), fnp.from_dlpack(a, copy=True)
+    a[0] = 9.0
+    assert shared.tolist()[0] == 9.0 and copied.tolist()[0] == 0.0  # DLPack shares unless copy=True
+    assert x.to_device("cpu") is x
+
+
+def test_defaults_and_keywords_of_the_standard():
+    assert fnp.zeros(2, dtype=None).dtype == np.float32 and fnp.ones((1,), None).dtype == np.float32
+    assert fnp.empty(2, dtype=None).dtype == np.float32 and fnp.eye(2, dtype=None).dtype == np.float32
+    assert fnp.full(2, 3).dtype == np.int64 and fnp.full(2, True).dtype == np.bool_
+    ints = fg.asarray(np.array([-2, 3]))
+    for name in ("ceil", "floor", "trunc"):
+        out = getattr(fnp, name)(ints)
+        assert out.dtype == np.int64 and out.tolist() == [-2, 3], name  # whole already: the same dtype
+    assert fnp.floor(fg.asarray(np.array([-1.5, 2.5]))).tolist() == [-2.0, 2.0]
+    small = fg.asarray(np.array([200, 100], np.uint8))
+    assert fnp.sum(small, dtype=fnp.uint8).dtype == np.uint8 and int(fnp.sum(small, dtype=fnp.uint8)) == 44
+    assert fnp.sum(small).dtype == np.uint64 and int(fnp.prod(small, dtype=np.uint8)) == (200 * 100) % 256
+
+
+def test_sort_descending_stays_stable_and_differentiates():
+    x = np.array([3, 1, 3, 2, 1, 2])
+    assert fnp.argsort(fg.asarray(x), descending=True).tolist() == [0, 2, 3, 5, 1, 4]
+    assert fnp.sort(fg.asarray(x), descending=True).tolist() == [3, 3, 2, 2, 1, 1]
+    m = rng.standard_normal((3, 5))
+    assert_close(fnp.sort(fg.asarray(m), axis=0, descending=True), -np.sort(-m, axis=0))
+    weights = np.arange(5.0)
+    g = fg.grad(lambda a: fnp.sum(fnp.sort(a, descending=True, stable=False) * weights))(fg.asarray(m[0]))
+    assert_close(g, weights[np.argsort(np.argsort(-m[0]))])
+
+
+def test_asarray_and_astype_copy_and_device():
+    a = np.ones(3, np.float32)
+    shared, copied = fnp.asarray(a, copy=False), fnp.asarray(a, copy=True)
+    a[0] = 5.0
+    assert shared.tolist()[0] == 5.0 and copied.tolist()[0] == 1.0
+    with pytest.raises(ValueError, match="a ndarray of dtype float32 cannot become this array without a copy"):
+        fnp.asarray(a, dtype=fnp.float64, copy=False)
+    with pytest.raises(ValueError, match="a list of dtype list cannot become this array without a copy"):
+        fnp.asarray([1.0], copy=False)
+    x = fnp.arange(3)
+    assert fnp.asarray(x, copy=False) is x and fnp.asarray(x, device="cpu") is x
+    assert fnp.astype(x, fnp.int64) is x and fnp.astype(x, fnp.int64, copy=True) is not x
+    assert fnp.astype(x, "float64", device="cpu").dtype == np.float64
