@@ -5,6 +5,7 @@ minutes on 2 cores).
     git clone --recurse-submodules --branch 2026.02.26 https://github.com/data-apis/array-api-tests
     pip install ndindex pytest-json-report          # the suite's own requirements
     python benchmarks/array_api.py path/to/array-api-tests [--max-examples 20] [-k expr]
+        [--skip-dtypes complex64,complex128] [--module numpy]    # a peer, for comparison
 
 ARRAY_API_TESTS_MODULE=funcgrad.numpy, hypothesis seed 0, with no wrapper: the module as users
 get it.
@@ -20,7 +21,7 @@ import sys
 import tempfile
 
 
-def run(suite: str, max_examples: int, select: str | None, module: str) -> dict:
+def run(suite: str, max_examples: int, select: str | None, module: str, skip_dtypes: str) -> dict:
     """{test file: Counter of outcomes} from one pytest run of the suite."""
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
@@ -29,7 +30,8 @@ def run(suite: str, max_examples: int, select: str | None, module: str) -> dict:
                "--disable-warnings", "-o", "addopts="]
         if select:
             cmd += ["-k", select]
-        env = {**os.environ, "ARRAY_API_TESTS_MODULE": module, "NUMBA_ENABLE_CUDASIM": "1"}
+        env = {**os.environ, "ARRAY_API_TESTS_MODULE": module, "ARRAY_API_TESTS_SKIP_DTYPES": skip_dtypes,
+               "NUMBA_ENABLE_CUDASIM": "1"}
         subprocess.run(cmd, cwd=suite, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(report) as f:
             tests = json.load(f)["tests"]
@@ -45,8 +47,9 @@ def main(argv=None) -> None:
     parser.add_argument("--max-examples", type=int, default=20)
     parser.add_argument("-k", dest="select", help="pytest -k expression (a subset)")
     parser.add_argument("--module", default="funcgrad.numpy")
+    parser.add_argument("--skip-dtypes", default="", help="e.g. complex64,complex128 (the suite's own switch)")
     args = parser.parse_args(argv)
-    table = run(args.suite, args.max_examples, args.select, args.module)
+    table = run(args.suite, args.max_examples, args.select, args.module, args.skip_dtypes)
     total: collections.Counter = collections.Counter()
     print(f"{'file':<32}{'passed':>8}{'failed':>8}{'skipped':>9}{'pass %':>8}")
     for name in sorted(table):
