@@ -69,6 +69,54 @@ def _values_for(x, values):
     return fnp.astype(values, x.dtype)
 
 
+def _last_writes(shape: tuple, spec: tuple, arrays: list, selected_shape: tuple):
+    """Where x.at[index] repeats a position: a boolean mask over the selected elements marking
+    each position's last write (C order), or None when nothing repeats or the index arrays are
+    traced. The key of an element is its target's position, computed on two small helper arrays
+    that encode the coordinates along the array-indexed axes and along the others (zero strides
+    elsewhere), so the cost is that of the selection, not of x."""
+    if not arrays or any(isinstance(a, ArrayBase) and a.device.platform != "cpu" for a in arrays):
+        return None  # slices and integers never repeat; device indices would have to be copied back
+    try:
+        concrete = [_concrete(a) for a in arrays]
+    except Exception:  # noqa: BLE001  (a traced index: jit cannot see its values)
+        return None
+    indexed = _indexed_axes(spec, len(shape))
+    codes = []
+    for group in (indexed, [d for d in range(len(shape)) if d not in indexed]):
+        sizes = [shape[d] for d in group]
+        ids = np.arange(int(np.prod(sizes, dtype=np.int64)), dtype=np.int64)
+        strides = [0] * len(shape)
+        step = ids.itemsize
+        for d in reversed(group):
+            strides[d] = step
+            step *= shape[d]
+        helper = np.lib.stride_tricks.as_strided(ids, shape=shape, strides=strides, writeable=False)
+        codes.append((helper[S.build_index(spec, concrete)], int(ids.size)))
+    (first, _), (second, n_second) = codes
+    key = np.broadcast_to(first * max(n_second, 1) + second, selected_shape).ravel()
+    _, last_from_end = np.unique(key[::-1], return_index=True)
+    if last_from_end.size == key.size:
+        return None
+    keep = np.zeros(key.size, bool)
+    keep[key.size - 1 - last_from_end] = True
+    return keep.reshape(selected_shape)
+
+
+def _indexed_axes(spec: tuple, ndim: int) -> list[int]:
+    """The axes of x that integer arrays and integers index."""
+    axes, d = [], 0
+    for item in spec:
+        if item[0] == "e":
+            d += ndim - sum(1 for it in spec if it[0] in "sia")
+        elif item[0] in "ia":
+            axes.append(d)
+            d += 1
+        elif item[0] == "s":
+            d += 1
+    return axes
+
+
 class _IndexUpdate:
     __slots__ = ("array", "index")
 
@@ -88,14 +136,22 @@ class _IndexUpdate:
         return fnp.add(x, bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape))
 
     def set(self, values):
-        """x with index replaced by values (for repeated indices the values are summed)."""
+        """x with index replaced by values. Where an index repeats, the last write wins, as in
+        NumPy, when the indices are host values; traced indices (jit arguments) and indices on a
+        GPU are not read back, and there repeated positions get the sum of their values (JAX
+        leaves which write wins undefined)."""
         from . import numpy as fnp
         x = self.array
         spec, arrays = _spec(self.index, x.ndim)
         selected_shape = getitem(x, self.index).shape
         values = fnp.broadcast_to(_values_for(x, values), selected_shape)
-        hit = bind(S.scatter_add_p, devices.full(selected_shape, 1, np.float32, x.device), *arrays, spec=spec,
-                   shape=x.shape)
+        last = _last_writes(x.shape, spec, arrays, selected_shape)
+        if last is None:
+            writes = devices.full(selected_shape, 1, np.float32, x.device)
+        else:  # only each position's last write takes part
+            writes = devices.device_put(fnp.asarray(last.astype(np.float32)), x.device)
+            values = fnp.where(writes > 0, values, fnp.zeros((), x.dtype, device=x.device))
+        hit = bind(S.scatter_add_p, writes, *arrays, spec=spec, shape=x.shape)
         placed = bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape)
         return fnp.where(hit > 0, placed, x)
 

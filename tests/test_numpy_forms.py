@@ -151,3 +151,37 @@ def test_grad_accepts_any_one_element_output(shape):
     x = rng.standard_normal(3)
     g = fg.grad(lambda a: fnp.reshape(fnp.sum(a ** 2), shape))(fg.asarray(x))
     assert_close(g, 2 * x)
+
+
+@pytest.mark.parametrize("shape,index,values", [
+    ((5,), (np.array([0, 0, 3]),), np.array([1.0, 2.0, 3.0])),
+    ((3, 4), (np.array([1, 1]), slice(None)), np.arange(8.0).reshape(2, 4)),
+    ((3, 4), (slice(None), np.array([2, 0, 2])), np.arange(9.0).reshape(3, 3)),
+    ((3, 4, 2), (np.array([0, 0]), slice(1, 3), np.array([1, 1])), np.arange(4.0).reshape(2, 2)),
+    ((3, 4, 2), (np.array([[0], [0]]), Ellipsis, np.array([1, 1, 0])), np.arange(24.0).reshape(2, 3, 4)),
+    ((4, 3), (np.array([3, -1]), 1), np.array([5.0, 6.0])),
+    ((4, 3), (np.array([1, 1]), np.array([2, 2])), np.array([5.0, 6.0])),
+    ((4, 3), (np.array([True, False, True, False]),), 7.0)])
+def test_index_set_with_repeated_positions_keeps_the_last_write(shape, index, values):
+    """NumPy's x[index] = values: where a position repeats, the last value (C order) wins, never
+    the sum; gradients reach only the values that were kept."""
+    base = rng.standard_normal(shape)
+    expected = base.copy()
+    expected[index] = values
+    as_fg = tuple(fg.asarray(i) if isinstance(i, np.ndarray) else i for i in index)
+    assert_close(fg.asarray(base).at[as_fg].set(values), expected, rtol=0, atol=0)
+    if np.ndim(values):
+        kept = np.zeros(shape)
+        kept[index] = np.arange(1, np.size(values) + 1).reshape(np.shape(values))  # the survivor of each position
+        weights = rng.standard_normal(shape)
+        grad = fg.grad(lambda v: fnp.sum(fg.asarray(base).at[as_fg].set(v) * weights))(fg.asarray(values))
+        survivors = np.isin(np.arange(1, np.size(values) + 1), kept).reshape(np.shape(values))
+        assert_close(grad, np.where(survivors, weights[index], 0.0))
+
+
+def test_index_set_under_jit_with_traced_repeated_indices_sums_them():
+    """What jit cannot check (the index is an argument): repeated positions get the sum, as
+    documented; JAX leaves which write wins undefined."""
+    update = fg.jit(lambda a, i: a.at[i].set(fnp.asarray([1.0, 2.0])))
+    assert update(fnp.zeros(3), fg.asarray([0, 0])).tolist() == [3.0, 0.0, 0.0]
+    assert update(fnp.zeros(3), fg.asarray([0, 2])).tolist() == [1.0, 0.0, 2.0]
