@@ -94,6 +94,7 @@ _METHODS = {
     "__contains__": lambda self, value: bool(fnp.any(fnp.equal(self, value))),
     "cpu": lambda self: device_put(self, "cpu"),
     "to_device": lambda self, device, /, *, stream=None: device_put(self, device),
+    "__complex__": lambda self: complex(self.item()),
     "__array_namespace__": _array_namespace,
     "__dlpack__": _dlpack,
     "__dlpack_device__": lambda self: (1, 0) if self.device.platform == "cpu" else (2, self.device.index),

@@ -116,3 +116,19 @@ def test_asarray_and_astype_copy_and_device():
     assert fnp.asarray(x, copy=False) is x and fnp.asarray(x, device="cpu") is x
     assert fnp.astype(x, fnp.int64) is x and fnp.astype(x, fnp.int64, copy=True) is not x
     assert fnp.astype(x, "float64", device="cpu").dtype == np.float64
+
+
+def test_what_the_conformance_suite_found():
+    """meshgrid of empty inputs, result_type of dtype names, cumulative sums in a given dtype,
+    take_along_axis's default axis, complex() of a one-element array."""
+    grids = fnp.meshgrid(fnp.zeros(0), fnp.zeros(3))
+    assert [g.shape for g in grids] == [m.shape for m in np.meshgrid(np.zeros(0), np.zeros(3))] == [(3, 0)] * 2
+    assert [g.shape for g in fnp.meshgrid(fnp.zeros(2), fnp.zeros(0), indexing="ij")] == [(2, 0)] * 2
+    assert fnp.result_type(fnp.float32, fnp.int8, fnp.ones(1, fnp.float64)) == np.float64
+    small = fg.asarray(np.array([200, 100], np.uint8))
+    out = fnp.cumulative_sum(small, dtype=fnp.uint8)
+    assert out.dtype == np.uint8 and out.tolist() == [200, 44]
+    x = rng.standard_normal((3, 4))
+    idx = np.argsort(x, axis=-1)
+    assert_close(fnp.take_along_axis(fg.asarray(x), fg.asarray(idx)), np.take_along_axis(x, idx, axis=-1))
+    assert complex(fg.asarray(2.5)) == 2.5 + 0j

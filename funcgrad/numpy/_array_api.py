@@ -124,7 +124,8 @@ class Info:
                 "indexing": ScalarType(dtypes.int64)}
 
     def dtypes(self, *, device=None, kind=None) -> dict:
-        every = {d.name: ScalarType(d) for d in sorted(dtypes._supported, key=str) if d != dtypes.bfloat16}
+        every = {d.name: ScalarType(d) for d in sorted(dtypes._supported, key=str)
+                 if d not in dtypes.low_precision}  # float16 and bfloat16 are not the standard's
         return {name: d for name, d in every.items() if kind is None or isdtype(d, kind)}
 
 

@@ -213,7 +213,7 @@ def take(a, indices, axis: int | None = None):
     return bind(S.gather_p, a, idx, spec=(("s", None, None, None),) * axis + (("a",),))
 
 
-def take_along_axis(a, indices, axis: int):
+def take_along_axis(a, indices, axis: int = -1):
     a = asarray(a)
     idx = _index_array(indices, a.device)
     axis = _normalize_axis(axis, a.ndim)

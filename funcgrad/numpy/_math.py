@@ -12,6 +12,7 @@ from . import _base as fnp
 from ..array import Array, ArrayBase
 from ..ops import prng
 from ..trace import bind
+from ._scalar_types import ScalarType
 from ._util import _concrete
 
 __all__ = [
@@ -242,7 +243,7 @@ def result_type(*arrays_and_dtypes) -> np.dtype:
     for x in arrays_and_dtypes:
         if isinstance(x, (bool, int, float)):
             continue
-        d = fnp.asarray(x).dtype if not isinstance(x, (np.dtype, type, str)) else dtypes.canonicalize(x)
+        d = dtypes.canonicalize(x) if isinstance(x, (np.dtype, type, str, ScalarType)) else fnp.asarray(x).dtype
         out = d if out is None else dtypes.promote(out, d)
     if out is None:
         scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float))]

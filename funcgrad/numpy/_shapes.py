@@ -218,6 +218,8 @@ def _cumulative(fn, x, axis, dtype, include_initial, initial):
             raise ValueError(f"axis is required for arrays of rank > 1 (got shape {x.shape})")
         axis = 0
     out = fn(x, axis=axis, dtype=dtype)
+    if dtype is not None and out.dtype != dtype:  # the result's dtype, as given (small integers widen inside)
+        out = fnp.astype(out, dtype)
     if include_initial:
         axis = fnp._normalize_axis(axis, x.ndim)
         start = fnp.full(out.shape[:axis] + (1,) + out.shape[axis + 1:], initial, out.dtype, device=out.device)
@@ -247,8 +249,10 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
     out = [fnp.reshape(x, tuple(s)) for x, s in zip(xs, shapes)]
     if sparse:
         return out
-    full = tuple(builtins.max(s[d] for s in shapes) for d in range(n))
-    return [fnp.broadcast_to(x, full) for x in out]
+    full = [x.shape[0] for x in xs]  # each axis is one input's length (0 included)
+    if indexing == "xy" and n >= 2:
+        full[0], full[1] = full[1], full[0]
+    return [fnp.broadcast_to(x, tuple(full)) for x in out]
 
 
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
