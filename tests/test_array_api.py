@@ -132,3 +132,14 @@ def test_what_the_conformance_suite_found():
     idx = np.argsort(x, axis=-1)
     assert_close(fnp.take_along_axis(fg.asarray(x), fg.asarray(idx)), np.take_along_axis(x, idx, axis=-1))
     assert complex(fg.asarray(2.5)) == 2.5 + 0j
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nextafter_is_numpys_at_zeros_infinities_and_nans(dtype):
+    a = np.array([1.0, -1.0, 0.0, -0.0, 0.0, -0.0, np.inf, np.finfo(dtype).max, 3.0, np.nan, 2.0, -np.inf], dtype)
+    b = np.array([2.0, 0.0, 1.0, 0.0, -1.0, -1.0, 0.0, np.inf, 3.0, 1.0, np.nan, 0.0], dtype)
+    ours = fnp.nextafter(fg.asarray(a), fg.asarray(b)).numpy()
+    with np.errstate(over="ignore"):
+        expected = np.nextafter(a, b)
+    assert ours.dtype == dtype and np.array_equal(ours, expected, equal_nan=True)
+    assert np.array_equal(np.signbit(ours), np.signbit(expected))  # -0 toward +0 is +0

@@ -21,6 +21,7 @@ __all__ = [
     "ldexp", "rint", "around", "fix", "sinc", "nan_to_num", "conj", "conjugate", "real", "imag", "angle",
     "iscomplexobj", "isreal", "isrealobj", "positive", "bitwise_not", "bitwise_invert", "promote_types",
     "result_type", "can_cast", "finfo", "iinfo", "dtype", "isscalar", "issubdtype", "gcd", "lcm", "frexp",
+    "nextafter",
 ]
 
 
@@ -235,6 +236,21 @@ bitwise_invert = bitwise_not
 
 def promote_types(type1, type2) -> np.dtype:
     return dtypes.promote(dtypes.canonicalize(type1), dtypes.canonicalize(type2))
+
+
+def nextafter(x1, x2):
+    """The next representable float after x1 toward x2 (IEEE's nextafter): one step of the bit
+    pattern read as an integer (+1 moves away from zero for either sign); x2 where they are equal
+    (so -0 toward +0 is +0), the smallest subnormal off zero, NaN where either is NaN."""
+    x1, x2 = fnp._float_pair(x1, x2)
+    as_int = np.dtype(f"int{8 * x1.dtype.itemsize}")
+    bits = bind(prng.bitcast_p, x1, dtype=as_int)
+    away = fnp.equal(fnp.greater(x2, x1), fnp.greater(x1, 0))
+    stepped = bind(prng.bitcast_p, fnp.where(away, bits + 1, bits - 1), dtype=x1.dtype)
+    tiny = bind(prng.bitcast_p, fnp.ones((), as_int, device=x1.device), dtype=x1.dtype)
+    out = fnp.where(fnp.equal(x1, 0), fnp.where(fnp.greater(x2, x1), tiny, -tiny), stepped)
+    out = fnp.where(fnp.equal(x1, x2), x2, out)
+    return fnp.where(fnp.isnan(x1) | fnp.isnan(x2), fnp.nan, out)
 
 
 def result_type(*arrays_and_dtypes) -> np.dtype:
