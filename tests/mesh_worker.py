@@ -240,14 +240,15 @@ try:
             mine = tuple(a[part * 8 // dp:(part + 1) * 8 // dp] for a in batch)  # this replica's share
             stage = pipeline.stage(model, "pp")
             expected = pipeline.split(grads, pp)[s]
-            for name, m, remat in (("gpipe", 4 // dp, False), ("1f1b", 4 // dp, False), ("1f1b", 1, False),
-                                   ("1f1b", 2, True)):
-                pipe = pipeline.Pipeline(token_loss, axis="pp", microbatches=m, schedule=name, remat=remat)
+            for name, m, remat, jit in (("gpipe", 4 // dp, False, False), ("1f1b", 4 // dp, False, False),
+                                        ("1f1b", 1, False, False), ("1f1b", 2, True, False), ("gpipe", 2, False, True),
+                                        ("1f1b", 4 // dp, False, True)):
+                pipe = pipeline.Pipeline(token_loss, axis="pp", microbatches=m, schedule=name, remat=remat, jit=jit)
                 pp_loss, pp_grads = pipe.value_and_grad(stage, mine)
                 if dp > 1:
                     pp_loss = dist.all_reduce(pp_loss, "mean", group=mesh.group("dp"))
                     pp_grads = dist.all_reduce_tree(pp_grads, "mean", group=mesh.group("dp"))
-                what = f"{axes} {name} M={m} remat={remat}"
+                what = f"{axes} {name} M={m} remat={remat} jit={jit}"
                 np.testing.assert_allclose(float(pp_loss), float(loss), rtol=1e-12, err_msg=what)
                 same(pp_grads, expected, what)
                 held = m if name == "gpipe" else min(pp - s, m)

@@ -142,7 +142,7 @@ class LayoutTrainer:
         self.loss_fn = (lambda y, t: parallel.token_loss(y, t, "tp")) if split_vocab else loss_fn
         if layout.pp > 1:
             self.pipe = pipeline.Pipeline(self.loss_fn, axis="pp", microbatches=layout.microbatches,
-                                          schedule=layout.schedule)
+                                          schedule=layout.schedule, jit=use_jit)
         self.optimizer = zero.zero(optimizer, stage=layout.zero, axis="dp") if layout.zero else optimizer
         self.opt_state = self.optimizer.init(self.params)
         self._grad = (jit if use_jit else (lambda f: f))(value_and_grad(self._loss))

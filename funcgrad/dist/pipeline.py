@@ -13,7 +13,9 @@ The schedules have torch.distributed.pipelining's names: "gpipe" runs every micr
 then every one backward, so each stage holds M micro-batches of activations; "1f1b" (PipeDream-
 Flush) starts the backward passes as soon as the last stage can, so stage s holds at most P - s.
 Both leave the bubble (P-1)/(M+P-1) idle. remat=True keeps only a micro-batch's input and
-recomputes the stage's forward pass in its backward pass.
+recomputes the stage's forward pass in its backward pass. jit=True compiles a stage's forward
+pass and (recomputing the forward, as remat) its backward pass, and the last stage's loss with
+its gradients in one program: fewer, fused operations per micro-batch.
 
 Sends are asynchronous (isend): a stage never waits for its neighbour to take an activation,
 which lets 1F1B's interleaved sends and receives run without deadlock; every wait is bounded by
@@ -29,6 +31,7 @@ import numpy as np
 from .. import dtypes
 from .. import numpy as fnp
 from ..custom import checkpoint
+from ..jit import jit as compile_jit
 from ..nn.layers import Sequential
 from ..nn.module import Module
 from ..tree import tree_leaves, tree_map
@@ -115,13 +118,14 @@ class Pipeline:
     forward and backward passes, not waiting: the rest of the step is its share of the bubble)."""
 
     def __init__(self, loss_fn: Callable, *, axis: str = "pp", microbatches: int = 1, schedule: str = "1f1b",
-                 remat: bool = False):
+                 remat: bool = False, jit: bool = False):
         if not isinstance(microbatches, int) or isinstance(microbatches, bool) or microbatches < 1:
             raise ValueError(f"microbatches must be a positive integer, got {microbatches!r}")
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown pipeline schedule {schedule!r}: use one of {SCHEDULES}")
         self.loss_fn, self.axis, self.microbatches, self.schedule = loss_fn, axis, microbatches, schedule
         self.forward = checkpoint(_apply) if remat else _apply
+        self.compiled = _Compiled(self._loss) if jit else None
         self.stats: dict[str, int] = {}
 
     def value_and_grad(self, stage: Stage, batch):
@@ -148,7 +152,11 @@ class Pipeline:
             if kind == "F":
                 x = xs[j] if first else channel.recv(prev)
                 started = time.perf_counter()
-                if last:
+                if self.compiled is not None:
+                    y, backward[j] = self.compiled.forward(stage, x, ts[j] if last else None, first, last, m)
+                    if last:
+                        losses.append(y)
+                elif last:
                     loss, backward[j] = vjp(self._loss(ts[j]), stage, x)
                     losses.append(loss)
                 elif first:
@@ -185,6 +193,34 @@ class Pipeline:
 
 def _apply(stage: Stage, x):
     return stage(x)
+
+
+class _Compiled:
+    """The jitted passes of Pipeline(jit=True). forward() returns (output, backward): the last
+    stage's loss with its gradients already taken (the seed 1/M is known in advance), the others'
+    activations, their backward recomputing the forward inside one compiled program."""
+
+    def __init__(self, loss_of: Callable):
+        def last(stage, x, targets, seed):
+            loss, pullback = vjp(loss_of(targets), stage, x)
+            return loss, pullback(seed)
+
+        def middle(stage, x, g):
+            return vjp(_apply, stage, x)[1](g)
+
+        def first(stage, x, g):
+            return vjp(lambda p: _apply(p, x), stage)[1](g)[0]
+        self.last, self.middle, self.first = compile_jit(last), compile_jit(middle), compile_jit(first)
+        self.apply = compile_jit(_apply)
+
+    def forward(self, stage, x, targets, is_first: bool, is_last: bool, m: int):
+        if is_last:
+            loss, grads = self.last(stage, x, targets, fnp.full((), 1.0 / m, _float_of(stage)))
+            return loss, lambda seed: grads
+        y = self.apply(stage, x)
+        if is_first:
+            return y, lambda g: (self.first(stage, x, g), None)
+        return y, lambda g: self.middle(stage, x, g)
 
 
 def _micro(tree, m: int, what: str) -> list:
