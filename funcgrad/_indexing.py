@@ -56,8 +56,38 @@ def _spec(index, ndim: int):
 
 
 def getitem(x, index):
+    x, index, _ = _scalar_masks(x, index)
     spec, arrays = _spec(index, x.ndim)
     return bind(S.gather_p, x, *arrays, spec=spec)
+
+
+def _is_scalar_mask(item) -> bool:
+    return (isinstance(item, bool) or isinstance(item, np.bool_) or
+            getattr(item, "dtype", None) == np.bool_ and getattr(item, "ndim", None) == 0)
+
+
+def _scalar_masks(x, index):
+    """NumPy's 0-d boolean index (x[True], x[mask0d, 1:]): a new axis of length 1, or 0 when
+    false, where it stands. Done as a new axis of x indexed by [0] or []: returns (x with the new
+    axes, the index, the new axes' positions)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(_is_scalar_mask(item) for item in items):
+        return x, index, ()
+    from . import numpy as fnp
+    consumed = [0 if item is None or item is Ellipsis or _is_scalar_mask(item) else
+                _concrete(item).ndim if getattr(item, "dtype", None) == np.bool_ else 1 for item in items]
+    rest = x.ndim - sum(consumed)
+    out, axis, inserted = [], 0, []
+    for item, used in zip(items, consumed):
+        if _is_scalar_mask(item):
+            x = fnp.expand_dims(x, axis)
+            out.append(np.arange(1 if bool(_concrete(item)) else 0))
+            inserted.append(axis)
+            axis += 1
+        else:
+            out.append(item)
+            axis += rest if item is Ellipsis else used
+    return x, tuple(out), tuple(inserted)
 
 
 def _values_for(x, values):
@@ -129,6 +159,9 @@ class _IndexUpdate:
     def add(self, values):
         """x with values added at index; repeated indices accumulate."""
         from . import numpy as fnp
+        x, index, inserted = _scalar_masks(self.array, self.index)
+        if inserted:  # on x with the 0-d masks' axes, which then go again
+            return fnp.squeeze(_IndexUpdate(x, index).add(values), axis=inserted)
         x = self.array
         spec, arrays = _spec(self.index, x.ndim)
         selected = getitem(x, self.index)
@@ -141,7 +174,9 @@ class _IndexUpdate:
         GPU are not read back, and there repeated positions get the sum of their values (JAX
         leaves which write wins undefined)."""
         from . import numpy as fnp
-        x = self.array
+        x, index, inserted = _scalar_masks(self.array, self.index)
+        if inserted:
+            return fnp.squeeze(_IndexUpdate(x, index).set(values), axis=inserted)
         spec, arrays = _spec(self.index, x.ndim)
         selected_shape = getitem(x, self.index).shape
         values = fnp.broadcast_to(_values_for(x, values), selected_shape)

@@ -143,3 +143,27 @@ def test_nextafter_is_numpys_at_zeros_infinities_and_nans(dtype):
         expected = np.nextafter(a, b)
     assert ours.dtype == dtype and np.array_equal(ours, expected, equal_nan=True)
     assert np.array_equal(np.signbit(ours), np.signbit(expected))  # -0 toward +0 is +0
+
+
+@pytest.mark.parametrize("index", [True, False, (0, True), (True, 1), (Ellipsis, True), (slice(None), False, 1),
+                                   (np.array(True),), (np.array([0, 1]), True), (True, np.array([0, 1]), Ellipsis, 2)])
+def test_a_0d_boolean_index_is_a_new_axis_of_length_1_or_0(index):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    got = fg.asarray(a)[index]
+    assert got.shape == a[index].shape and np.array_equal(got.numpy(), a[index])
+    values = np.full(a[index].shape, -1.0)
+    expected = a.copy()
+    expected[index] = values
+    assert np.array_equal(fg.asarray(a).at[index].set(values).numpy(), expected)
+    expected = a.copy()
+    expected[index] += 2.0
+    assert np.array_equal(fg.asarray(a).at[index].add(2.0).numpy(), expected)
+
+
+def test_finfo_gives_python_numbers():
+    for dtype in (fnp.float32, fnp.float64, fnp.float16, fnp.bfloat16):
+        info = fnp.finfo(dtype)
+        assert all(isinstance(v, float) for v in (info.eps, info.max, info.min, info.smallest_normal))
+        assert info.dtype == dtype and isinstance(info.bits, int)
+    assert fnp.finfo(fnp.float32).eps == float(np.finfo(np.float32).eps)
+    assert fnp.finfo(fnp.ones(2, fnp.float64)).max == float(np.finfo(np.float64).max)

@@ -3,6 +3,7 @@ integer helpers that need concrete values (gcd, lcm, frexp)."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -275,10 +276,26 @@ def can_cast(from_, to, casting: str = "safe") -> bool:
                             dtypes.canonicalize(to), casting))
 
 
-def finfo(dtype):
-    """Machine limits of a float dtype, bfloat16 included (ml_dtypes' finfo)."""
+class FInfo(NamedTuple):
+    """Machine limits of a float dtype as Python numbers (the Array API's finfo; NumPy's gives
+    NumPy scalars, which are not weak beside an array of another dtype)."""
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    tiny: float
+    resolution: float
+    precision: int
+    dtype: np.dtype
+
+
+def finfo(dtype) -> FInfo:
+    """Machine limits of a float dtype, bfloat16 included (from ml_dtypes' finfo)."""
     dt = fnp.asarray(dtype).dtype if isinstance(dtype, ArrayBase) else dtypes.canonicalize(dtype)
-    return ml_dtypes.finfo(dt)
+    info = ml_dtypes.finfo(dt)
+    return FInfo(int(info.bits), float(info.eps), float(info.max), float(info.min), float(info.smallest_normal),
+                 float(info.tiny), float(info.resolution), int(info.precision), np.dtype(dt))
 
 
 def iinfo(int_type):
