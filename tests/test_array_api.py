@@ -167,3 +167,11 @@ def test_finfo_gives_python_numbers():
         assert info.dtype == dtype and isinstance(info.bits, int)
     assert fnp.finfo(fnp.float32).eps == float(np.finfo(np.float32).eps)
     assert fnp.finfo(fnp.ones(2, fnp.float64)).max == float(np.finfo(np.float64).max)
+
+
+def test_reshape_takes_the_standards_copy():
+    x = fnp.arange(6)
+    assert fnp.reshape(x, (2, 3)).shape == (2, 3) and fnp.reshape(x, (6,), copy=False) is x
+    copied = fnp.reshape(x, (6,), copy=True)
+    assert copied is not x and copied.tolist() == x.tolist()
+    assert x.reshape(3, 2).shape == (3, 2)  # the method keeps NumPy's varargs form

@@ -40,12 +40,13 @@ def _resolve_shape(shape, size: int, old_shape) -> tuple[int, ...]:
     return shape
 
 
-def reshape(x, shape, *more):
+def reshape(x, /, shape, *, copy: bool | None = None):
+    """x in shape (one -1 inferred). copy=True gives a new array; arrays are immutable, so
+    copy=False and None only skip it."""
     x = asarray(x)
-    if more:
-        shape = (shape,) + more
     shape = _resolve_shape(shape, x.size, x.shape)
-    return x if shape == x.shape else bind(Ly.reshape_p, x, shape=shape)
+    out = x if shape == x.shape else bind(Ly.reshape_p, x, shape=shape)
+    return asarray(out, copy=True) if copy and out is x else out
 
 
 def ravel(x):
