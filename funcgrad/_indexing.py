@@ -7,6 +7,7 @@ import numpy as np
 
 from . import devices
 from .array import ArrayBase
+from .errors import ConcretizationError
 from .ops import shape as S
 from .trace import bind
 
@@ -109,7 +110,7 @@ def _last_writes(shape: tuple, spec: tuple, arrays: list, selected_shape: tuple)
         return None  # slices and integers never repeat; device indices would have to be copied back
     try:
         concrete = [_concrete(a) for a in arrays]
-    except Exception:  # noqa: BLE001  (a traced index: jit cannot see its values)
+    except ConcretizationError:  # a traced index (jit, or batched under vmap): its values are unknown
         return None
     indexed = _indexed_axes(spec, len(shape))
     codes = []
@@ -170,8 +171,8 @@ class _IndexUpdate:
 
     def set(self, values):
         """x with index replaced by values. Where an index repeats, the last write wins, as in
-        NumPy, when the indices are host values; traced indices (jit arguments) and indices on a
-        GPU are not read back, and there repeated positions get the sum of their values (JAX
+        NumPy, when the indices are host values; traced indices (jit arguments, batched under
+        vmap) and indices on a GPU are not read back, and there repeated positions get the sum of their values (JAX
         leaves which write wins undefined)."""
         from . import numpy as fnp
         x, index, inserted = _scalar_masks(self.array, self.index)
