@@ -163,7 +163,6 @@ class _IndexUpdate:
         x, index, inserted = _scalar_masks(self.array, self.index)
         if inserted:  # on x with the 0-d masks' axes, which then go again
             return fnp.squeeze(_IndexUpdate(x, index).add(values), axis=inserted)
-        x = self.array
         spec, arrays = _spec(self.index, x.ndim)
         selected = getitem(x, self.index)
         values = fnp.broadcast_to(_values_for(x, values), selected.shape)

@@ -128,6 +128,9 @@ def test_what_the_conformance_suite_found():
     small = fg.asarray(np.array([200, 100], np.uint8))
     out = fnp.cumulative_sum(small, dtype=fnp.uint8)
     assert out.dtype == np.uint8 and out.tolist() == [200, 44]
+    for ours, numpys in ((fnp.cumsum, np.cumsum), (fnp.cumprod, np.cumprod), (fnp.cumulative_prod, np.cumprod)):
+        got, want = ours(small, dtype=fnp.uint8), numpys(np.array([200, 100], np.uint8), dtype=np.uint8)
+        assert got.dtype == np.uint8 and got.tolist() == want.tolist()
     x = rng.standard_normal((3, 4))
     idx = np.argsort(x, axis=-1)
     assert_close(fnp.take_along_axis(fg.asarray(x), fg.asarray(idx)), np.take_along_axis(x, idx, axis=-1))

@@ -3,12 +3,11 @@ jax.numpy): fnp.r_[a, 0.0, 1:4, b], fnp.c_[x, y] (1-D arrays as columns)."""
 from __future__ import annotations
 
 import builtins
-import functools
 
-from .. import dtypes
 from ..array import ArrayBase
 from ._creation import _is_scalar, arange, asarray, astype, linspace
 from ._layout import concatenate, reshape, transpose
+from ._math import result_type
 
 __all__ = ["c_", "r_"]
 
@@ -55,23 +54,15 @@ class _Concatenator:
                     part = linspace(start, item.stop, int(builtins.abs(step)))
                 else:
                     part = arange(start, item.stop, step)
-            elif _is_scalar(item):
-                parts.append(item)
-                continue
             else:
-                part = item if isinstance(item, ArrayBase) else asarray(item)
-            parts.append(_at_least(part, builtins.max(ndmin, 1), trans1d))
-        arrays = [p for p in parts if isinstance(p, ArrayBase)]
-        if not arrays:
-            parts = [_at_least(asarray(p), builtins.max(ndmin, 1), trans1d) for p in parts]
-            return concatenate(parts, axis=axis) if parts else asarray([])
-        common = functools.reduce(dtypes.promote, [p.dtype for p in arrays])
-        for p in parts:
-            if not isinstance(p, ArrayBase) and dtypes.scalar_category(p) > dtypes._category(common):
-                common = dtypes.promote(common, dtypes.scalar_dtype(p))
-        parts = [astype(p, common) if isinstance(p, ArrayBase) else
-                 _at_least(asarray(p, common), builtins.max(ndmin, 1), trans1d) for p in parts]
-        return concatenate(parts, axis=axis)
+                part = item if isinstance(item, ArrayBase) or _is_scalar(item) else asarray(item)
+            parts.append(part)
+        if not parts:
+            return asarray([])
+        if not any(isinstance(p, ArrayBase) for p in parts):
+            parts = [asarray(p) for p in parts]
+        common = result_type(*parts)  # Python scalars weak beside the arrays, as everywhere
+        return concatenate([_at_least(astype(p, common), builtins.max(ndmin, 1), trans1d) for p in parts], axis=axis)
 
     def __len__(self) -> int:
         return 0

@@ -34,10 +34,14 @@ def prod(x, axis=None, keepdims: bool = False, dtype=None):
 
 
 def _reduce_as(prim, x, axis, keepdims, dtype):
-    if dtype is None:
-        return _reduce(prim, asarray(x), axis, keepdims)
-    out = _reduce(prim, astype(x, dtype), axis, keepdims)
-    return out if out.dtype == dtype else astype(out, dtype)
+    x = asarray(x) if dtype is None else astype(x, dtype)
+    return _as_given(_reduce(prim, x, axis, keepdims), dtype)
+
+
+def _as_given(out, dtype):
+    """out in the dtype the caller gave, if any: sums of small integers widen inside (NumPy's
+    default), but dtype= names the result's."""
+    return out if dtype is None or out.dtype == dtype else astype(out, dtype)
 
 
 def max(x, axis=None, keepdims: bool = False):  # noqa: A001
@@ -121,4 +125,4 @@ def cumsum(x, axis=None, dtype=None):
     x = asarray(x) if dtype is None else astype(x, dtype)
     if axis is None:
         x, axis = ravel(x), 0
-    return bind(R.cumsum_p, x, axis=_normalize_axis(axis, x.ndim), reverse=False)
+    return _as_given(bind(R.cumsum_p, x, axis=_normalize_axis(axis, x.ndim), reverse=False), dtype)

@@ -208,7 +208,7 @@ def cumprod(a, axis: int | None = None, dtype=None):
     n = moved.shape[-1]
     mask = fnp.tri(n, n, device=moved.device)  # row i keeps entries j <= i
     rows = fnp.where(mask, fnp.expand_dims(moved, -2), np.ones((), moved.dtype))
-    return fnp.moveaxis(fnp.prod(rows, axis=-1), -1, axis)
+    return fnp.moveaxis(fnp.prod(rows, axis=-1, dtype=dtype), -1, axis)
 
 
 def _cumulative(fn, x, axis, dtype, include_initial, initial):
@@ -218,8 +218,6 @@ def _cumulative(fn, x, axis, dtype, include_initial, initial):
             raise ValueError(f"axis is required for arrays of rank > 1 (got shape {x.shape})")
         axis = 0
     out = fn(x, axis=axis, dtype=dtype)
-    if dtype is not None and out.dtype != dtype:  # the result's dtype, as given (small integers widen inside)
-        out = fnp.astype(out, dtype)
     if include_initial:
         axis = fnp._normalize_axis(axis, x.ndim)
         start = fnp.full(out.shape[:axis] + (1,) + out.shape[axis + 1:], initial, out.dtype, device=out.device)
@@ -240,19 +238,14 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
         raise ValueError(f"meshgrid indexing must be 'xy' or 'ij', got {indexing!r}")
     xs = [fnp.ravel(x) for x in xi]
     n = len(xs)
-    shapes = [[1] * n for _ in xs]
-    for i, x in enumerate(xs):
-        shapes[i][i] = x.shape[0]
+    axes = list(range(n))  # the output axis along which input i varies
     if indexing == "xy" and n >= 2:
-        for s in shapes:
-            s[0], s[1] = s[1], s[0]
-    out = [fnp.reshape(x, tuple(s)) for x, s in zip(xs, shapes)]
-    if sparse:
-        return out
-    full = [x.shape[0] for x in xs]  # each axis is one input's length (0 included)
-    if indexing == "xy" and n >= 2:
-        full[0], full[1] = full[1], full[0]
-    return [fnp.broadcast_to(x, tuple(full)) for x in out]
+        axes[0], axes[1] = 1, 0
+    full = [0] * n
+    for x, axis in zip(xs, axes):
+        full[axis] = x.shape[0]
+    out = [fnp.reshape(x, tuple(full[d] if d == axis else 1 for d in range(n))) for x, axis in zip(xs, axes)]
+    return out if sparse else [fnp.broadcast_to(x, tuple(full)) for x in out]
 
 
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
