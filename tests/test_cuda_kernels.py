@@ -216,7 +216,8 @@ def test_every_launch_fits_the_hardware_at_any_size():
     for n in (1, 255, 2**20, 2**40):
         runtime.check_launch(*runtime.launch_shape(n, runtime.GPU_BLOCK, runtime.GPU_MAX_BLOCKS))
     for m, n, batch in [(1, 1, 1), (5_000_000, 64, 1), (3, 5, 70_000), (2**21, 2**21, 1), (64, 64, 2**40)]:
-        runtime.check_launch(*matmul.launch_config(m, n, batch, matmul.GPU_TILE))
+        grid, block, _ = matmul.launch_config(m, n, batch, matmul.GPU_TILE)
+        runtime.check_launch(grid, block)
     with pytest.raises(ValueError, match=r"grid \(1, 78125, 1\): axis y must be in 1..65535"):
         runtime.check_launch((1, 78125, 1), (16, 16))
     with pytest.raises(ValueError, match="2048 threads, above 1024"):

@@ -112,24 +112,21 @@ def matmul(a: DeviceValue, b: DeviceValue, out_dtype: np.dtype, precision: np.dt
         return st or (0,)
 
     kernel = compile_source(_source(a.dtype, b.dtype, np.dtype(out_dtype), precision and np.dtype(precision)))
-    (grid, block), tiles = launch_config(m, n, batch), _tiles(m, n, batch)
+    grid, block, tiles = launch_config(m, n, batch)
     launch(kernel, grid, block, a.data, a.offset, batch_strides(a), a.strides[-2], a.strides[-1],
            b.data, b.offset, batch_strides(b), b.strides[-2], b.strides[-1],
            out.data, bshape or (1,), m, n, k, *tiles)
     return out
 
 
-def _tiles(m: int, n: int, batch: int, tile: tuple = TILE) -> tuple[int, int, int]:
-    """(row tiles, column tiles, all tiles of every batch element)."""
+def launch_config(m: int, n: int, batch: int, tile: tuple = TILE) -> tuple[int, tuple[int, int], tuple]:
+    """(blocks, threads per block, (row tiles, column tiles, all tiles)): the output tiles of every
+    batch element in one grid dimension (x allows 2**31 - 1 blocks; y and z only 65535, too few for
+    the rows of a large convolution's matmul or a batch of 70,000), each block looping over tiles
+    when there are more."""
     tiles_m, tiles_n = -(-m // tile[0]), -(-n // tile[1])
-    return tiles_m, tiles_n, tiles_m * tiles_n * batch
-
-
-def launch_config(m: int, n: int, batch: int, tile: tuple = TILE) -> tuple[int, tuple[int, int]]:
-    """(blocks, threads per block): the output tiles of every batch element in one grid dimension
-    (x allows 2**31 - 1 blocks; y and z only 65535, too few for the rows of a large convolution's
-    matmul or a batch of 70,000), each block looping over tiles when there are more."""
-    return min(_tiles(m, n, batch, tile)[2], MAX_GRID[0]), (tile[1] // tile[4], tile[0] // tile[3])
+    tiles = tiles_m * tiles_n * batch
+    return min(tiles, MAX_GRID[0]), (tile[1] // tile[4], tile[0] // tile[3]), (tiles_m, tiles_n, tiles)
 
 
 def ptx_cases():
