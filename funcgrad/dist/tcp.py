@@ -153,8 +153,8 @@ class TCPGroup(JobGroup):
                                    f"{self.who((self.rank + 1) % self.world_size)}")
         if self._send_error is not None:
             error, self._send_error = self._send_error, None
-            raise DistError(self.job.first_fault(f"{self.who(self.rank)}: {self.who((self.rank + 1) % self.world_size)} "
-                                                 f"is gone ({error}) during {what}"))
+            gone = self.who((self.rank + 1) % self.world_size)
+            raise DistError(self.job.first_fault(f"{self.who(self.rank)}: {gone} is gone ({error}) during {what}"))
 
     def _recv_into(self, view: memoryview, what: str):
         got, n = 0, len(view)
