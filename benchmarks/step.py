@@ -6,6 +6,8 @@ and HIPS autograd, whichever are installed, on the same data in one run.
 (e) per-example gradients of the MLP for 128 examples
 (a2) case (a) with the model and optimiser state donated to the jitted step (funcgrad, JAX), so
      both update them in place, as PyTorch's optimiser does
+(f) case (c)'s CNN at MNIST size: 28x28 images, batch 64
+(g) a GPT step at a realistic small size: dim 128, 4 heads, 2 blocks, sequence 64, batch 16, vocab 64
 
     python benchmarks/step.py [--rounds N] [--no-compile]
 Each case is timed for every implementation in turns (blocks of calls, a pause between them so
@@ -28,7 +30,9 @@ from benchmarks.common import have, interleaved_samples, paired_ratio  # noqa: E
 
 LR, BATCH = 1e-3, 128
 CASES = ["a: MLP step (AdamW)", "b: grad of 200-op chain", "c: CNN step", "d: transformer step",
-         "e: per-example grads (128)", "a2: (a), state donated"]
+         "e: per-example grads (128)", "a2: (a), state donated", "f: CNN step, 28x28", "g: GPT step, dim 128"]
+# The two transformer cases: vocabulary, sequence length, width, batch.
+SMALL_GPT, GPT_128 = (11, 12, 64, 64), (64, 64, 128, 16)
 
 
 def data():
@@ -38,6 +42,8 @@ def data():
         "z": np.linspace(-1, 1, 16, dtype=np.float32),
         "img": rng.standard_normal((64, 1, 8, 8)).astype(np.float32), "img_y": rng.integers(0, 10, 64),
         "tok": rng.integers(0, 11, (64, 12)), "tok_y": rng.integers(0, 11, (64, 12)),
+        "mnist": rng.standard_normal((64, 1, 28, 28)).astype(np.float32), "mnist_y": rng.integers(0, 10, 64),
+        "tok128": rng.integers(0, 64, (16, 64)), "tok128_y": rng.integers(0, 64, (16, 64)),
     }
 
 
@@ -75,23 +81,28 @@ def funcgrad_cases(d, use_jit: bool):
         return fnp.sum(z)
     chain_grad, z = wrap(fg.grad(chain)), fg.asarray(d["z"])
 
-    cnn_step = trainer(CNN(8, 1, 10, dropout=0.0, key=keys[2]), lambda m, x, y: nn.cross_entropy(m(x), y))
-    img, img_y = fg.asarray(d["img"]), fg.asarray(d["img_y"])
+    def cnn_step(side, img, labels):
+        step = trainer(CNN(side, 1, 10, dropout=0.0, key=keys[2]), lambda m, x, y: nn.cross_entropy(m(x), y))
+        img, labels = fg.asarray(img), fg.asarray(labels)
+        return lambda: step(img, labels)
 
-    gpt = GPT(11, 12, dim=64, depth=2, heads=4, key=keys[3])
+    def gpt_step(spec, tok, target):
+        vocab, length, dim, _ = spec
 
-    def gpt_loss(m, t, target):
-        logits = m(t)
-        return nn.cross_entropy(fnp.reshape(logits, (-1, 11)), fnp.reshape(target, (-1,)))
-    gpt_step = trainer(gpt, gpt_loss)
-    tok, tok_y = fg.asarray(d["tok"]), fg.asarray(d["tok_y"])
+        def loss(m, t, target):
+            logits = m(t)
+            return nn.cross_entropy(fnp.reshape(logits, (-1, vocab)), fnp.reshape(target, (-1,)))
+        step = trainer(GPT(vocab, length, dim=dim, depth=2, heads=4, key=keys[3]), loss)
+        tok, target = fg.asarray(tok), fg.asarray(target)
+        return lambda: step(tok, target)
 
     def single_loss(m, xi, yi):
         return nn.cross_entropy(m(xi[None]), yi[None])
     per_example = wrap(fg.vmap(fg.grad(single_loss), in_axes=(None, 0, 0)))
-    return [lambda: mlp_step(x, y), lambda: chain_grad(z), lambda: cnn_step(img, img_y),
-            lambda: gpt_step(tok, tok_y), lambda: per_example(mlp, x, y),
-            (lambda: mlp_step_donated(x, y)) if use_jit else None]
+    return [lambda: mlp_step(x, y), lambda: chain_grad(z), cnn_step(8, d["img"], d["img_y"]),
+            gpt_step(SMALL_GPT, d["tok"], d["tok_y"]), lambda: per_example(mlp, x, y),
+            (lambda: mlp_step_donated(x, y)) if use_jit else None,
+            cnn_step(28, d["mnist"], d["mnist_y"]), gpt_step(GPT_128, d["tok128"], d["tok128_y"])]
 
 
 # ---- PyTorch --------------------------------------------------------------------------------------
@@ -125,25 +136,35 @@ def torch_cases(d, compile_: bool):
         return torch.autograd.grad(out.sum(), z)[0]
     chain = wrap(chain_grad)
 
-    cnn = tnn.Sequential(tnn.Conv2d(1, 32, 3, padding=1), tnn.ReLU(), tnn.Conv2d(32, 64, 3, padding=1), tnn.ReLU(),
-                         tnn.MaxPool2d(2), tnn.Flatten(), tnn.Linear(64 * 16, 128), tnn.ReLU(), tnn.Linear(128, 10))
-    img, img_y = torch.tensor(d["img"]), torch.tensor(d["img_y"])
-    cnn_step = trainer(cnn, lambda m, x, y: F.cross_entropy(m(x), y))
+    def cnn_step(side, img, labels):
+        pooled = side // 2
+        cnn = tnn.Sequential(tnn.Conv2d(1, 32, 3, padding=1), tnn.ReLU(), tnn.Conv2d(32, 64, 3, padding=1),
+                             tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(), tnn.Linear(64 * pooled * pooled, 128),
+                             tnn.ReLU(), tnn.Linear(128, 10))
+        step = trainer(cnn, lambda m, x, y: F.cross_entropy(m(x), y))
+        img, labels = torch.tensor(img), torch.tensor(labels)
+        return lambda: step(img, labels)
 
     class GPT(tnn.Module):
-        def __init__(self):
+        def __init__(self, vocab, length, dim):
             super().__init__()
-            self.tok, self.pos = tnn.Embedding(11, 64), tnn.Parameter(torch.randn(12, 64) * 0.02)
-            layer = tnn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, activation="gelu", batch_first=True,
+            self.vocab = vocab
+            self.tok, self.pos = tnn.Embedding(vocab, dim), tnn.Parameter(torch.randn(length, dim) * 0.02)
+            layer = tnn.TransformerEncoderLayer(dim, 4, 4 * dim, dropout=0.0, activation="gelu", batch_first=True,
                                                 norm_first=True)
             self.blocks = tnn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-            self.ln, self.head = tnn.LayerNorm(64), tnn.Linear(64, 11)
+            self.ln, self.head = tnn.LayerNorm(dim), tnn.Linear(dim, vocab)
 
         def forward(self, t):
             mask = tnn.Transformer.generate_square_subsequent_mask(t.shape[1])
             return self.head(self.ln(self.blocks(self.tok(t) + self.pos[:t.shape[1]], mask=mask, is_causal=True)))
-    tok, tok_y = torch.tensor(d["tok"]), torch.tensor(d["tok_y"])
-    gpt_step = trainer(GPT(), lambda m, t, target: F.cross_entropy(m(t).reshape(-1, 11), target.reshape(-1)))
+
+    def gpt_step(spec, tok, target):
+        vocab, length, dim, _ = spec
+        step = trainer(GPT(vocab, length, dim),
+                       lambda m, t, y: F.cross_entropy(m(t).reshape(-1, vocab), y.reshape(-1)))
+        tok, target = torch.tensor(tok), torch.tensor(target)
+        return lambda: step(tok, target)
 
     from torch.func import functional_call, grad, vmap
     params = {k: v.detach() for k, v in mlp.named_parameters()}
@@ -151,8 +172,10 @@ def torch_cases(d, compile_: bool):
     def single_loss(p, xi, yi):
         return F.cross_entropy(functional_call(mlp, p, (xi[None],)), yi[None])
     per_example = wrap(vmap(grad(single_loss), in_dims=(None, 0, 0)))
-    return [lambda: mlp_step(x, y), chain, lambda: cnn_step(img, img_y), lambda: gpt_step(tok, tok_y),
-            lambda: per_example(params, x, y), lambda: mlp_step(x, y)]  # a2: torch updates in place anyway
+    return [lambda: mlp_step(x, y), chain, cnn_step(8, d["img"], d["img_y"]),
+            gpt_step(SMALL_GPT, d["tok"], d["tok_y"]), lambda: per_example(params, x, y),
+            lambda: mlp_step(x, y),  # a2: torch updates in place anyway
+            cnn_step(28, d["mnist"], d["mnist_y"]), gpt_step(GPT_128, d["tok128"], d["tok128_y"])]
 
 
 # ---- JAX --------------------------------------------------------------------------------------------
@@ -208,9 +231,6 @@ def jax_cases(d):
         return jnp.sum(z)
     chain_grad, z = jax.jit(jax.grad(chain)), jnp.asarray(d["z"])
 
-    conv_p = {"c1": jax.random.normal(k[2], (32, 1, 3, 3)) * 0.3, "c2": jax.random.normal(k[3], (64, 32, 3, 3)) * 0.05,
-              "f1": dense(k[4], 1024, 128), "f2": dense(k[5], 128, 10)}
-
     def cnn_fwd(p, x):
         dn = ("NCHW", "OIHW", "NCHW")
         h = jax.nn.relu(jax.lax.conv_general_dilated(x, p["c1"], (1, 1), "SAME", dimension_numbers=dn))
@@ -218,14 +238,13 @@ def jax_cases(d):
         h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID").reshape(x.shape[0], -1)
         h = jax.nn.relu(h @ p["f1"]["w"] + p["f1"]["b"])
         return h @ p["f2"]["w"] + p["f2"]["b"]
-    cnn_run = runner(conv_p, lambda p, x, y: xent(cnn_fwd(p, x), y), jnp.asarray(d["img"]), jnp.asarray(d["img_y"]))
 
-    def block_params(kk):
-        a, b, c, dd, e, f = jax.random.split(kk, 6)
-        return {"q": dense(a, 64, 64), "k": dense(b, 64, 64), "v": dense(c, 64, 64), "o": dense(dd, 64, 64),
-                "m1": dense(e, 64, 256), "m2": dense(f, 256, 64)}
-    gpt_p = {"tok": jax.random.normal(k[6], (11, 64)), "pos": jax.random.normal(k[7], (12, 64)) * 0.02,
-             "blocks": [block_params(kk) for kk in jax.random.split(k[6], 2)], "head": dense(k[7], 64, 11)}
+    def cnn_run(side, img, labels):
+        pooled = side // 2
+        conv_p = {"c1": jax.random.normal(k[2], (32, 1, 3, 3)) * 0.3,
+                  "c2": jax.random.normal(k[3], (64, 32, 3, 3)) * 0.05,
+                  "f1": dense(k[4], 64 * pooled * pooled, 128), "f2": dense(k[5], 128, 10)}
+        return runner(conv_p, lambda p, x, y: xent(cnn_fwd(p, x), y), jnp.asarray(img), jnp.asarray(labels))
 
     def ln(h):
         mu = h.mean(-1, keepdims=True)
@@ -237,22 +256,34 @@ def jax_cases(d):
     def gpt_fwd(p, t):
         h = p["tok"][t] + p["pos"][:t.shape[1]]
         mask = jnp.tril(jnp.ones((t.shape[1], t.shape[1]), bool))
+        dim = h.shape[-1]
         for bp in p["blocks"]:
             a = ln(h)
-            heads = [lin(bp[n], a).reshape(a.shape[0], a.shape[1], 4, 16).transpose(0, 2, 1, 3) for n in "qkv"]
-            s = jnp.where(mask, heads[0] @ heads[1].transpose(0, 1, 3, 2) / 4.0, -jnp.inf)
+            heads = [lin(bp[n], a).reshape(a.shape[0], a.shape[1], 4, dim // 4).transpose(0, 2, 1, 3) for n in "qkv"]
+            s = jnp.where(mask, heads[0] @ heads[1].transpose(0, 1, 3, 2) / np.sqrt(dim // 4), -jnp.inf)
             o = (jax.nn.softmax(s, -1) @ heads[2]).transpose(0, 2, 1, 3).reshape(a.shape)
             h = h + lin(bp["o"], o)
             h = h + lin(bp["m2"], jax.nn.gelu(lin(bp["m1"], ln(h)), approximate=False))
         return lin(p["head"], ln(h))
-    gpt_run = runner(gpt_p, lambda p, t, y: xent(gpt_fwd(p, t).reshape(-1, 11), y.reshape(-1)),
-                     jnp.asarray(d["tok"]), jnp.asarray(d["tok_y"]))
+
+    def gpt_run(spec, tok, target):
+        vocab, length, dim, _ = spec
+
+        def block_params(kk):
+            a, b, c, dd, e, f = jax.random.split(kk, 6)
+            return {"q": dense(a, dim, dim), "k": dense(b, dim, dim), "v": dense(c, dim, dim),
+                    "o": dense(dd, dim, dim), "m1": dense(e, dim, 4 * dim), "m2": dense(f, 4 * dim, dim)}
+        gpt_p = {"tok": jax.random.normal(k[6], (vocab, dim)), "pos": jax.random.normal(k[7], (length, dim)) * 0.02,
+                 "blocks": [block_params(kk) for kk in jax.random.split(k[6], 2)], "head": dense(k[7], dim, vocab)}
+        return runner(gpt_p, lambda p, t, y: xent(gpt_fwd(p, t).reshape(-1, vocab), y.reshape(-1)),
+                      jnp.asarray(tok), jnp.asarray(target))
 
     def single(p, xi, yi):
         return xent(mlp_fwd(p, xi[None]), yi[None])
     per_example = jax.jit(jax.vmap(jax.grad(single), in_axes=(None, 0, 0)))
-    return [mlp_run, lambda: chain_grad(z).block_until_ready(), cnn_run, gpt_run,
-            lambda: jax.block_until_ready(per_example(mlp, x, y)), mlp_run_donated]
+    return [mlp_run, lambda: chain_grad(z).block_until_ready(), cnn_run(8, d["img"], d["img_y"]),
+            gpt_run(SMALL_GPT, d["tok"], d["tok_y"]), lambda: jax.block_until_ready(per_example(mlp, x, y)),
+            mlp_run_donated, cnn_run(28, d["mnist"], d["mnist_y"]), gpt_run(GPT_128, d["tok128"], d["tok128_y"])]
 
 
 # ---- HIPS autograd -----------------------------------------------------------------------------------
@@ -265,14 +296,19 @@ def autograd_cases(d):
             z = anp.tanh(z) * 1.01
         return anp.sum(z)
     g = autograd.grad(chain)
-    return [None, lambda: g(d["z"]), None, None, None, None]
+    return [None, lambda: g(d["z"])] + [None] * (len(CASES) - 2)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="timed blocks per implementation and case")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
+    parser.add_argument("--cases", default="", help="comma-separated case letters to run (default: all), e.g. c,f,g")
     args = parser.parse_args(argv)
+    chosen = {c.strip() for c in args.cases.split(",") if c.strip()}
+    unknown = chosen - {case.split(":")[0] for case in CASES}
+    if unknown:
+        parser.error(f"unknown cases {sorted(unknown)}; choose from {[case.split(':')[0] for case in CASES]}")
     d = data()
     impls = [("funcgrad jit", lambda: funcgrad_cases(d, True)), ("funcgrad eager", lambda: funcgrad_cases(d, False))]
     if have("torch"):
@@ -291,6 +327,8 @@ def main(argv=None):
             print(f"{name}: unavailable ({type(e).__name__}: {e})")
     results: dict[str, list] = {name: [None] * len(CASES) for name in built}
     for i, case in enumerate(CASES):  # each case timed for every implementation in turns
+        if chosen and case.split(":")[0] not in chosen:
+            continue
         fns = {}
         for name, cases in built.items():
             if cases[i] is None:
@@ -309,6 +347,8 @@ def main(argv=None):
           "funcgrad jit are medians of the per-round ratios (above 1: slower)")
     print(f"{'case':<30}" + "".join(f"{n:>16}" for n in results))
     for i, case in enumerate(CASES):
+        if chosen and case.split(":")[0] not in chosen:
+            continue
         cells = []
         for name in results:
             t, ratio = results[name][i] or (None, None)

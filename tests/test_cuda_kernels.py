@@ -331,3 +331,37 @@ def test_conv_pool_windows_and_their_gradients():
         return fnp.sum(F.max_pool2d(y, 2) ** 2) + fnp.sum(F.avg_pool2d(y, 2))
     for c, g in zip(*both(lambda a, b: fg.grad(loss, argnums=(0, 1))(a, b), x, w)):
         same(c, g, tol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_grouped_convolution_and_all_its_derivatives(dtype):
+    """conv, conv_input_grad and conv_weight_grad (each the others' derivative) with groups and
+    the uneven padding of 'same' on an even kernel; second derivatives reach all three."""
+    from funcgrad.nn import functional as F
+    x = rng.standard_normal((2, 4, 5, 4)).astype(dtype)
+    w = rng.standard_normal((6, 2, 2, 3)).astype(dtype)
+
+    def loss(x, w):
+        return fnp.sum(fnp.astype(F.conv2d(x, w, padding="same", groups=2), np.float32) ** 2)
+
+    def grad_norm(x, w):
+        gx, gw = fg.grad(loss, argnums=(0, 1))(x, w)
+        return fnp.sum(fnp.astype(gx, np.float32) ** 2) + fnp.sum(fnp.astype(gw, np.float32) ** 2)
+    for c, g in zip(*both(lambda a, b: fg.grad(grad_norm, argnums=(0, 1))(a, b), x, w)):
+        same(c, g, tol=2e-4 if dtype == np.float32 else 5e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16, np.int32])
+def test_max_pool_positions_with_padding_ties_and_nan(dtype):
+    """window_argmax's kernel skips padding, keeps the first of tied maxima and lets a NaN win;
+    the gradient scatters back to those positions (gather_plane / scatter_plane)."""
+    from funcgrad.nn import functional as F
+    x = np.round(rng.standard_normal((2, 3, 7, 6)) * 2)
+    if dtype != np.int32:
+        x[1, 2, 3, 3] = np.nan
+    x = x.astype(dtype)
+    for kernel, stride, padding, dilation in [(2, None, 0, 1), (3, 2, 1, 1), ((3, 2), (1, 2), (1, 0), (2, 1))]:
+        same(*both(lambda a: F.max_pool2d(a, kernel, stride, padding, dilation), x))
+        if dtype != np.int32:
+            same(*both(lambda a: fg.grad(lambda b: fnp.sum(fnp.astype(F.max_pool2d(b, kernel, stride, padding,
+                                                                                    dilation), np.float32)))(a), x))

@@ -50,6 +50,58 @@ def test_conv2d_second_order_and_same_padding():
     assert F.conv2d(x[0], w).shape == (3, 2, 2)  # unbatched input
 
 
+def test_conv2d_all_three_primitives_to_second_order():
+    """conv, conv_input_grad and conv_weight_grad are each other's derivatives: second-order
+    checks cover all three, with groups, stride, dilation and the uneven padding of 'same'."""
+    x, w = RNG.standard_normal((2, 4, 5, 6)), RNG.standard_normal((6, 2, 2, 3))
+    fg.check_grads(lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=1, dilation=(1, 2), groups=2), (x, w), order=2)
+    fg.check_grads(lambda x, w: F.conv2d(x, w, padding="same", groups=2), (x, w), order=2)
+    assert_close(F.conv2d(x, w, padding="same", groups=2),
+                 np_conv2d(np.pad(x, ((0, 0), (0, 0), (0, 1), (1, 1))), w, None, 1, 0, 1, 2), atol=1e-10)
+    xt = RNG.standard_normal((2, 4, 3, 4))
+    wt = RNG.standard_normal((4, 3, 3, 2))
+    fg.check_grads(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1, groups=2),
+                   (xt, wt), order=2)
+
+
+def test_conv2d_chunks_of_images_give_the_whole_batch(monkeypatch):
+    """The CPU kernels work through the batch a few images at a time: chunks of one image give
+    what one chunk for the whole batch gives, for the value and both gradients."""
+    from funcgrad.cpu import conv as cpu_conv
+    x, w = RNG.standard_normal((5, 3, 7, 6)), RNG.standard_normal((4, 3, 3, 3))
+
+    def run():
+        return fg.value_and_grad(lambda x, w: fnp.sum(F.conv2d(x, w, stride=2, padding=1) ** 2),
+                                 argnums=(0, 1))(x, w)
+    whole = run()
+    monkeypatch.setattr(cpu_conv, "CHUNK_BYTES", 1)
+    chunked = run()
+    for a, b in zip(fg.tree_leaves(whole), fg.tree_leaves(chunked)):
+        assert_close(a, b, rtol=1e-12)
+
+
+def test_conv2d_low_precision_and_integer_inputs():
+    x, w = RNG.standard_normal((2, 3, 5, 5)), RNG.standard_normal((4, 3, 3, 3))
+    ref = np_conv2d(x, w, None, 1, 1)
+    for dtype in (fnp.float16, fnp.bfloat16):
+        out = F.conv2d(fnp.asarray(x, dtype), fnp.asarray(w, dtype), padding=1)
+        assert out.dtype == dtype
+        assert_close(fnp.astype(out, fnp.float64), ref, rtol=0.05, atol=0.1)
+    xi, wi = RNG.integers(-3, 4, (2, 3, 5, 5)), RNG.integers(-3, 4, (4, 3, 3, 3))
+    out = F.conv2d(xi, wi, padding=1)
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, np_conv2d(xi, wi, None, 1, 1).astype(np.int64))
+
+
+def test_conv2d_names_what_does_not_fit():
+    with pytest.raises(ValueError, match="conv2d.*window.*does not fit"):
+        F.conv2d(np.ones((1, 1, 2, 2)), np.ones((1, 1, 3, 3)))
+    with pytest.raises(ValueError, match="channels"):
+        F.conv2d(np.ones((1, 3, 4, 4)), np.ones((2, 2, 3, 3)))
+    with pytest.raises(ValueError, match="padding"):
+        F.conv2d(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), padding=-1)
+
+
 def np_pool(x, k, s, pad, fn, pad_value):
     x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=pad_value)
     ho, wo = (x.shape[2] - k) // s + 1, (x.shape[3] - k) // s + 1
@@ -69,6 +121,22 @@ def test_pooling(k, s, pad):
 def test_max_pool_gives_tied_gradient_to_the_first_maximum():
     x = np.zeros((1, 1, 2, 2))
     assert_close(fg.grad(lambda v: fnp.sum(F.max_pool2d(v, 2)))(x), [[[[1, 0], [0, 0]]]])
+
+
+def test_max_pool_nan_wins_padding_never_does_and_dilation():
+    """A NaN is its window's maximum (PyTorch); padding is never chosen, even over -inf; dilated
+    windows against a loop."""
+    x = np.full((1, 1, 3, 3), -np.inf)
+    x[0, 0, 1, 1] = np.nan
+    out = np.asarray(F.max_pool2d(x, 3, 1, 1))
+    assert np.isnan(out).all()
+    grad = np.asarray(fg.grad(lambda v: fnp.sum(F.max_pool2d(v, 2, 1, 1)[..., :1, :1]))(np.full((1, 1, 3, 3), -np.inf)))
+    assert grad[0, 0, 0, 0] == 1 and grad.sum() == 1  # the one real element of the corner window
+    y = RNG.standard_normal((2, 2, 9, 8))
+    ref = np.array([[[[y[n, c, i:i + 5:2, j:j + 3:1].max() for j in range(6)] for i in range(5)]
+                     for c in range(2)] for n in range(2)])
+    assert_close(F.max_pool2d(y, (3, 3), 1, 0, (2, 1)), ref)
+    fg.check_grads(lambda v: F.max_pool2d(v, (3, 3), 1, 0, (2, 1)), (y,), order=2)
 
 
 def test_layer_norm_against_formula():

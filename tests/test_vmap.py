@@ -67,6 +67,8 @@ def test_vmap_conv_pool_attention_and_indexing():
     w = RNG.standard_normal((3, 1, 3, 3))
     conv = lambda v: F.max_pool2d(F.conv2d(v, w, padding=1), 2)  # noqa: E731
     assert_close(fg.vmap(conv)(x), _loop(conv, [x], [0]), rtol=1e-10)
+    pool = lambda v: F.max_pool2d(v, 3, 2, 1)  # noqa: E731
+    assert_close(fg.vmap(pool, in_axes=1, out_axes=2)(np.swapaxes(x, 0, 1)), np.moveaxis(_loop(pool, [x], [0]), 0, 2))
     q = RNG.standard_normal((B, 2, 4, 8))
     attn = lambda v: F.scaled_dot_product_attention(v, v, v, is_causal=True)  # noqa: E731
     assert_close(fg.vmap(attn)(q), _loop(attn, [q], [0]), rtol=1e-10)
@@ -140,3 +142,24 @@ def test_keyword_arguments_are_batched_and_axis_size_maps_unbatched_functions():
     assert fg.vmap(lambda: fnp.ones(2), axis_size=3)().shape == (3, 2)
     with pytest.raises(ValueError, match="pass axis_size"):
         fg.vmap(lambda x: x, in_axes=None)(fnp.ones(2))
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_vmap_conv_over_weights_and_per_example_gradients(groups):
+    """Batched weights take the grouped path (the batch joins the channels); per-example gradients
+    of a conv net batch all three convolution primitives at once."""
+    x = RNG.standard_normal((2, 4, 5, 6))
+    ws = RNG.standard_normal((B, 6, 4 // groups, 3, 2))
+    conv = lambda w, v: F.conv2d(v, w, stride=(2, 1), padding=1, dilation=(1, 2), groups=groups)  # noqa: E731
+    assert_close(fg.vmap(conv, in_axes=(0, None))(ws, x), _loop(conv, [ws, x], [0, None]), rtol=1e-10)
+    xs = RNG.standard_normal((B, 2, 4, 5, 6))
+    assert_close(fg.vmap(conv)(ws, xs), _loop(conv, [ws, xs], [0, 0]), rtol=1e-10)
+
+    def loss(w, v):
+        h = F.max_pool2d(fnp.tanh(F.conv2d(v[None], w, padding=1, groups=groups)), 2)
+        return fnp.sum(F.conv2d(h, w, padding=1, groups=groups) ** 2)
+    w = RNG.standard_normal((4, 4 // groups, 3, 3))
+    per_example = fg.vmap(fg.grad(loss, argnums=(0, 1)), in_axes=(None, 0))(w, xs[:, 0])
+    loop = [fg.grad(loss, argnums=(0, 1))(w, xs[i, 0]) for i in range(B)]
+    for k in range(2):
+        assert_close(per_example[k], np.stack([np.asarray(g[k]) for g in loop]), rtol=1e-10)

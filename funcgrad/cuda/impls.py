@@ -13,14 +13,14 @@ import numpy as np
 
 from .. import dtypes
 from ..ops import shape as S
-from ..ops.conv import output_size
+from ..ops.conv import output_size, window_argmax_p
 from ..ops.core import aval
 from ..ops.elementwise import add_p, convert_p
 from ..ops.linalg import contraction_dtype
 from ..ops.reductions import cumsum_p
 from .buffer import DeviceValue, contiguous_strides, from_host, to_host
 from .kernels import decompositions as D, elementwise as elementwise_kernels, indexing, matmul as M, random, reduce as R
-from .kernels import scan, sort
+from .kernels import pool, scan, sort
 from .kernels.copy import arange, compact, contiguous, copy_into, fill
 from .kernels.indexing import basic_view
 
@@ -188,6 +188,77 @@ def col2im(cols, image_shape, kernel, stride, dilation):
             elementwise_kernels.apply(add_p, [dest, basic_view(cols, (Ellipsis, i, j))], out.dtype, out=dest,
                                       shape=dest.shape)
     return out
+
+
+# ---- convolution: window views contracted by einsum (the GPU's GEMM) --------------------------
+def _grouped_windows(x, kernel, stride, padding, dilation, groups):
+    """The windows of x, padded, as the view (N, groups, C / groups, Ho, Wo, kh, kw)."""
+    x = _device(x)
+    if any(lo or hi for lo, hi in padding):
+        x = pad(x, ((0, 0), (0, 0)) + tuple(padding), 0)
+    cols = im2col(x, kernel, stride, dilation)
+    s = cols.strides
+    return cols.view((cols.shape[0], groups, cols.shape[1] // groups) + cols.shape[2:],
+                     (s[0], s[1] * (cols.shape[1] // groups)) + s[1:])
+
+
+def _grouped(a, groups: int, axis: int):
+    """A contiguous operand with axis split into (groups, rest)."""
+    a = _device(a)
+    return reshape(a, a.shape[:axis] + (groups, a.shape[axis] // groups) + a.shape[axis + 1:])
+
+
+def conv(x, w, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    cols = _grouped_windows(x, w.shape[2:], stride, padding, dilation, groups)
+    out = einsum(cols, _grouped(w, groups, 0), spec="ngchwij,gocij->ngohw", precision=precision, out_dtype=out_dtype)
+    return reshape(out, (out.shape[0], -1) + out.shape[3:])
+
+
+def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    cols = _grouped_windows(x, kernel, stride, padding, dilation, groups)
+    out = einsum(cols, _grouped(g, groups, 1), spec="ngchwij,ngohw->gocij", precision=precision, out_dtype=out_dtype)
+    return reshape(out, (-1,) + out.shape[2:])
+
+
+def conv_input_grad(g, w, image_size, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    g, w = _device(g), _device(w)
+    dtype = contraction_dtype([g.dtype, w.dtype], np.dtype(precision) if precision is not None else None, out_dtype)
+    work = np.dtype(np.float32) if dtype in dtypes.low_precision else dtype  # windows add up in float32
+    cols = einsum(_grouped(g, groups, 1), _grouped(w, groups, 0), spec="ngohw,gocij->ngchwij", precision=precision,
+                  out_dtype=work)
+    cols = reshape(cols, (cols.shape[0], -1) + cols.shape[3:])
+    (pt, pb), (pl, pr) = padding
+    image = col2im(cols, (g.shape[0], cols.shape[1], image_size[0] + pt + pb, image_size[1] + pl + pr), w.shape[2:],
+                   stride, dilation)
+    image = basic_view(image, (slice(None), slice(None), slice(pt, pt + image_size[0]), slice(pl, pl + image_size[1])))
+    return image if dtype == work else elementwise_kernels.apply(convert_p, [image], dtype, {"dtype": dtype})
+
+
+def window_argmax(x, kernel, stride, padding, dilation):
+    x = _device(x)
+    hw = window_argmax_p.shape_rule(aval(x), kernel=kernel, stride=stride, padding=padding, dilation=dilation).shape[2:]
+    return pool.window_argmax(x, kernel, stride, padding, dilation, hw)
+
+
+def _plane_index(index) -> list:
+    """Index vectors (plane, position) over the (N * C) planes, for gather_plane and scatter_plane."""
+    index = _device(index)
+    planes = index.shape[0] * index.shape[1]
+    return [reshape(arange(planes, index.dtype), (planes, 1)), reshape(index, (planes, -1))]
+
+
+def gather_plane(x, index):
+    x = _device(x)
+    out = indexing.gather(reshape(x, (x.shape[0] * x.shape[1], -1)), (("a",), ("a",)), _plane_index(index))
+    return reshape(out, tuple(index.shape))
+
+
+def scatter_plane(g, index, plane):
+    g = _device(g)
+    planes = g.shape[0] * g.shape[1]
+    out = indexing.scatter_add(reshape(g, (planes, -1)), (("a",), ("a",)), _plane_index(index),
+                               (planes, plane[0] * plane[1]))
+    return reshape(out, tuple(g.shape[:2]) + tuple(plane))
 
 
 def bitcast(x, dtype):

@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes
 from ..ops import elementwise as E
 from ..ops.core import Primitive, ShapedArray, registry
-from .kernels import decompositions, elementwise, indexing, matmul, random, reduce, scan, sort
+from .kernels import decompositions, elementwise, indexing, matmul, pool, random, reduce, scan, sort
 
 CANDIDATES = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
               dtypes.uint32, dtypes.uint8, dtypes.bool_]
@@ -90,7 +90,7 @@ def cases():
             elementwise.ptx_signature(kinds, out, 2)
     for name, kinds, steps, outputs in _fused_cases():
         yield name, elementwise.chain_kernel(kinds, steps, outputs), elementwise.chain_signature(kinds, outputs, steps, 2)
-    for module in (reduce, matmul, indexing, scan, sort, random, decompositions):
+    for module in (reduce, matmul, indexing, scan, sort, random, decompositions, pool):
         yield from module.ptx_cases()
 
 

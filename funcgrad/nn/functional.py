@@ -147,17 +147,22 @@ def _batched_image(x, fname: str):
     return (x, False) if x.ndim == 4 else (fnp.expand_dims(x, 0), True)
 
 
-def _windows(x, kernel, stride, padding, dilation, fname, pad_value=0.0):
-    """x (N, C, H, W) -> windows (N, C, Ho, Wo, kh, kw), padding with pad_value."""
+def _windows(x, kernel, stride, padding, dilation, fname):
+    """x (N, C, H, W) -> windows (N, C, Ho, Wo, kh, kw) of x zero-padded."""
     (ph, pw) = padding
     if ph or pw:
-        x = fnp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=pad_value)
-    ho = C.output_size(x.shape[2], kernel[0], stride[0], dilation[0])
-    wo = C.output_size(x.shape[3], kernel[1], stride[1], dilation[1])
-    if ho <= 0 or wo <= 0 or 0 in stride:
-        raise fg_errors.ShapeError(f"{fname}: a {kernel} window (stride {stride}, dilation {dilation}) does not "
-                                   f"fit the padded input of spatial shape {tuple(x.shape[2:])}")
+        x = fnp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    _check_fits(fname, x.shape, kernel, stride, ((0, 0), (0, 0)), dilation)
     return bind(C.im2col_p, x, kernel=kernel, stride=stride, dilation=dilation)
+
+
+def _check_fits(fname: str, shape, kernel, stride, sides, dilation) -> None:
+    """A named error for windows that do not fit the (padded) image."""
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(shape[2:], sides))
+    out = [C.output_size(n, k, s, d) for n, k, s, d in zip(padded, kernel, stride, dilation)]
+    if min(out) <= 0 or min(stride) <= 0 or min(dilation) <= 0:
+        raise fg_errors.ShapeError(f"{fname}: a {kernel} window (stride {stride}, dilation {dilation}) does not "
+                                   f"fit the padded input of spatial shape {padded}")
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
@@ -176,23 +181,19 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     if padding == "valid":
         padding = (0, 0)
-    elif padding == "same":
+    if padding == "same":
         if stride != (1, 1):
             raise ValueError("padding='same' needs stride 1")
-        total = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
-        if total[0] % 2 or total[1] % 2:
-            x = fnp.pad(x, ((0, 0), (0, 0), (0, total[0] % 2), (0, total[1] % 2)))
-        padding = (total[0] // 2, total[1] // 2)
-    padding = _pair(padding, "padding")
-    x, weight = fnp._common((x, weight))
-    cols = _windows(x, (kh, kw), stride, padding, dilation, "conv2d")
-    if groups == 1:
-        out = fnp.einsum("nchwij,ocij->nohw", cols, weight)
+        total = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))  # an odd total pads one more after
+        sides = tuple((t // 2, t - t // 2) for t in total)
     else:
-        ho, wo = cols.shape[2], cols.shape[3]
-        cols = fnp.reshape(cols, (n, groups, in_per_group, ho, wo, kh, kw))
-        w = fnp.reshape(weight, (groups, out_ch // groups, in_per_group, kh, kw))
-        out = fnp.reshape(fnp.einsum("ngchwij,gocij->ngohw", cols, w), (n, out_ch, ho, wo))
+        sides = tuple((p, p) for p in _pair(padding, "padding"))
+    if min(min(side) for side in sides) < 0:
+        raise ValueError(f"conv2d: padding {padding!r} must be non-negative")
+    _check_fits("conv2d", x.shape, (kh, kw), stride, sides, dilation)
+    precision = fnp._precision(x, weight)
+    x, weight = (x, weight) if precision else fnp._common((x, weight))
+    out = bind(C.conv_p, x, weight, stride=stride, padding=sides, dilation=dilation, groups=groups, **precision)
     if bias is not None:
         out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
     return out[0] if unbatched else out
@@ -330,13 +331,14 @@ def _pool_args(kernel_size, stride, padding, dilation):
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
-    """Max over windows; the gradient goes to the first maximum of each window, as in PyTorch."""
+    """Max over windows (padding never wins); the gradient goes to the first maximum of each
+    window, as in PyTorch, and a NaN in a window is its maximum."""
     x, unbatched = _batched_image(x, "max_pool2d")
     kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation)
-    cols = _windows(x, kernel, stride, padding, dilation, "max_pool2d", pad_value=-np.inf)
-    flat = fnp.reshape(cols, cols.shape[:4] + (kernel[0] * kernel[1],))
-    first_max = fnp.expand_dims(fnp.argmax(flat, axis=-1), -1) == fnp.arange(flat.shape[-1], device=flat.device)
-    out = fnp.sum(fnp.where(first_max, flat, 0.0), axis=-1)
+    sides = tuple((p, p) for p in padding)
+    _check_fits("max_pool2d", x.shape, kernel, stride, sides, dilation)
+    where = bind(C.window_argmax_p, x, kernel=kernel, stride=stride, padding=sides, dilation=dilation)
+    out = bind(C.gather_plane_p, x, where)
     return out[0] if unbatched else out
 
 

@@ -1,40 +1,30 @@
-"""Sliding windows: im2col and its transpose col2im, from which convolution and pooling are built.
+"""Convolution and sliding windows.
 
-im2col turns a padded (N, C, H, W) batch into the view (N, C, Ho, Wo, kh, kw) of every window;
-col2im adds windows back into an image. Each is the other's VJP, so convolution (an einsum of
-windows and weights) and pooling are differentiable to any order with no rules of their own.
+conv, conv_input_grad and conv_weight_grad are one bilinear operation and its two transposes:
+each one's derivatives are the other two (or itself), so convolutions are differentiable to any
+order while every pass runs as chunked GEMMs (cpu/conv.py) and never materialises the batch's
+windows. im2col turns a padded (N, C, H, W) batch into the view (N, C, Ho, Wo, kh, kw) of every
+window and col2im adds windows back into an image; each is the other's VJP, and pooling is built
+from them.
 """
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
-from ..cpu import windows
-from .core import Primitive, ShapedArray, deflinear
-from .layout import batch_first, reshape_p
-
-
-def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
-    return (size - dilation * (kernel - 1) - 1) // stride + 1
+from ..cpu import conv as cpu_conv, windows
+from ..cpu.conv import output_size
+from .core import Primitive, ShapedArray, defjvp, deflinear, defvjp
+from .layout import batch_first, batch_to, reshape_p
+from .linalg import _cotangent_params, _low_precision_matmul, contraction_dtype
 
 
 def _im2col_impl(x, kernel, stride, dilation):
-    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    windows = sliding_window_view(x, (span_h, span_w), axis=(2, 3))
-    return windows[:, :, ::sh, ::sw, ::dh, ::dw]
+    return cpu_conv.window_view(x, kernel, stride, dilation)
 
 
 def _col2im_impl(cols, image_shape, kernel, stride, dilation):
-    fast = windows.col2im(np.asarray(cols), image_shape, stride, dilation)
-    if fast is not None:
-        return fast
-    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-    ho, wo = cols.shape[2], cols.shape[3]
     out = np.zeros(image_shape, cols.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            out[:, :, i * dh:i * dh + sh * (ho - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw] += cols[:, :, :, :, i, j]
+    cpu_conv.col2im_into(np.asarray(cols), out, stride, dilation)
     return out
 
 
@@ -79,3 +69,163 @@ deflinear(im2col_p, lambda g, out, x, kernel, stride, dilation: col2im_p(
     g, image_shape=x.shape, kernel=kernel, stride=stride, dilation=dilation))
 deflinear(col2im_p, lambda g, out, cols, image_shape, kernel, stride, dilation: im2col_p(
     g, kernel=kernel, stride=stride, dilation=dilation))
+
+
+# ---- convolution: conv(x, w) and its transposes ------------------------------------------------
+# Parameters shared by the three: stride, padding ((top, bottom), (left, right)), dilation,
+# groups, and under autocast precision / out_dtype as for matmul.
+def _conv_output_hw(image_hw, kernel, stride, padding, dilation):
+    hw = tuple(output_size(size + lo + hi, k, s, d)
+               for size, (lo, hi), k, s, d in zip(image_hw, padding, kernel, stride, dilation))
+    if min(hw) <= 0 or min(stride) <= 0:
+        raise ValueError(f"conv: a {tuple(kernel)} window (stride {tuple(stride)}, dilation {tuple(dilation)}) does "
+                         f"not fit the padded input of spatial shape "
+                         f"{tuple(size + lo + hi for size, (lo, hi) in zip(image_hw, padding))}")
+    return hw
+
+
+def _check_conv(x_shape, w_shape, groups):
+    if len(x_shape) != 4 or len(w_shape) != 4:
+        raise ValueError(f"conv takes an (N, C, H, W) input and an (O, C/groups, kh, kw) weight, got shapes "
+                         f"{tuple(x_shape)} and {tuple(w_shape)}")
+    if x_shape[1] != w_shape[1] * groups or w_shape[0] % groups:
+        raise ValueError(f"conv: input of shape {tuple(x_shape)} has {x_shape[1]} channels but weight "
+                         f"{tuple(w_shape)} with groups={groups} expects {w_shape[1] * groups} (and out channels "
+                         f"divisible by groups)")
+
+
+def _conv_shape(x, w, *, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    _check_conv(x.shape, w.shape, groups)
+    hw = _conv_output_hw(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    return ShapedArray((x.shape[0], w.shape[0]) + hw, contraction_dtype([x.dtype, w.dtype], precision, out_dtype))
+
+
+def _check_cotangent(g_shape, x_shape, w_shape, stride, padding, dilation):
+    expected = (x_shape[0], w_shape[0]) + _conv_output_hw(x_shape[2:], w_shape[2:], stride, padding, dilation)
+    if tuple(g_shape) != expected:
+        raise ValueError(f"conv cotangent of shape {tuple(g_shape)} does not match the output {expected} of a conv "
+                         f"of input {tuple(x_shape)} with weight {tuple(w_shape)}")
+
+
+def _input_grad_shape(g, w, *, image_size, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    x_shape = (g.shape[0], w.shape[1] * groups) + tuple(image_size)
+    _check_conv(x_shape, w.shape, groups)
+    _check_cotangent(g.shape, x_shape, w.shape, stride, padding, dilation)
+    return ShapedArray(x_shape, contraction_dtype([g.dtype, w.dtype], precision, out_dtype))
+
+
+def _weight_grad_shape(x, g, *, kernel, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    w_shape = (g.shape[1], x.shape[1] // groups) + tuple(kernel)
+    _check_conv(x.shape, w_shape, groups)
+    _check_cotangent(g.shape, x.shape, w_shape, stride, padding, dilation)
+    return ShapedArray(w_shape, contraction_dtype([x.dtype, g.dtype], precision, out_dtype))
+
+
+def _conv_batch(kinds: str):
+    """vmap's rule for an operation whose operands (and result, last) are images (N, C, H, W) or
+    weights (O, C/groups, kh, kw), as `kinds` spells them ("iw" + "i" for conv). With only images
+    batched and an image result, the batch joins N; otherwise it joins the channels as groups
+    (JAX's rule): per-example weights become groups * batch independent convolutions."""
+    def rule(size, prim, vals, dims, groups, **params):
+        operands, result = kinds[:-1], kinds[-1]
+        if result == "i" and all(d is None for k, d in zip(operands, dims) if k == "w"):
+            return _batch_into_n(size, prim, vals, dims, kinds=operands, groups=groups, **params)
+        moved = [_merge(batch_to(v, d, 1, size), 1) if k == "i" else _merge(batch_first(v, d, size), 0)
+                 for k, v, d in zip(operands, vals, dims)]
+        out = prim(*moved, groups=groups * size, **params)
+        if result == "i":  # (N, B * O, Ho, Wo): the batch stays on axis 1
+            return reshape_p(out, shape=(out.shape[0], size, out.shape[1] // size) + tuple(out.shape[2:])), 1
+        return reshape_p(out, shape=(size, out.shape[0] // size) + tuple(out.shape[1:])), 0
+    return rule
+
+
+def _batch_into_n(size, prim, vals, dims, kinds=None, **params):
+    """vmap's rule where the batch can join the images' N axis: every image operand (all of them
+    without `kinds`; "w" marks an unbatched weight, left as it is) is batched, N-major."""
+    moved = [v if kinds and kinds[i] == "w" else _merge(batch_first(v, d, size), 0)
+             for i, (v, d) in enumerate(zip(vals, dims))]
+    out = prim(*moved, **params)
+    return reshape_p(out, shape=(size, out.shape[0] // size) + tuple(out.shape[1:])), 0
+
+
+def _merge(x, axis: int):
+    """Merge axis and axis + 1 of x."""
+    return reshape_p(x, shape=tuple(x.shape[:axis]) + (x.shape[axis] * x.shape[axis + 1],) + tuple(x.shape[axis + 2:]))
+
+
+conv_p = Primitive("conv", _low_precision_matmul(lambda x, w, **p: cpu_conv.conv(x, w, **p)), shape_rule=_conv_shape,
+                   batch_rule=_conv_batch("iwi"), cuda="conv", fresh=True)
+conv_input_grad_p = Primitive(
+    "conv_input_grad", _low_precision_matmul(lambda g, w, image_size, **p: cpu_conv.conv_input_grad(g, w, image_size, **p)),
+    shape_rule=_input_grad_shape, batch_rule=_conv_batch("iwi"), cuda="conv_input_grad")
+conv_weight_grad_p = Primitive(
+    "conv_weight_grad", _low_precision_matmul(lambda x, g, kernel, **p: cpu_conv.conv_weight_grad(x, g, kernel, **p)),
+    shape_rule=_weight_grad_shape, batch_rule=_conv_batch("iiw"), cuda="conv_weight_grad", fresh=True)
+
+# <conv(x, w), g> = <x, conv_input_grad(g, w)> = <w, conv_weight_grad(x, g)>: every rule is one of the three.
+defvjp(conv_p,
+       lambda g, out, x, w, **p: conv_input_grad_p(g, w, image_size=x.shape[2:], **_cotangent_params(p, x)),
+       lambda g, out, x, w, **p: conv_weight_grad_p(x, g, kernel=w.shape[2:], **_cotangent_params(p, w)))
+defjvp(conv_p, lambda t, out, x, w, **p: conv_p(t, w, **p), lambda t, out, x, w, **p: conv_p(x, t, **p))
+defvjp(conv_input_grad_p,
+       lambda a, out, g, w, image_size, **p: conv_p(a, w, **_cotangent_params(p, g)),
+       lambda a, out, g, w, image_size, **p: conv_weight_grad_p(a, g, kernel=w.shape[2:], **_cotangent_params(p, w)))
+defjvp(conv_input_grad_p, lambda t, out, g, w, **p: conv_input_grad_p(t, w, **p),
+       lambda t, out, g, w, **p: conv_input_grad_p(g, t, **p))
+defvjp(conv_weight_grad_p,
+       lambda b, out, x, g, kernel, **p: conv_input_grad_p(g, b, image_size=x.shape[2:], **_cotangent_params(p, x)),
+       lambda b, out, x, g, kernel, **p: conv_p(x, b, **_cotangent_params(p, g)))
+defjvp(conv_weight_grad_p, lambda t, out, x, g, **p: conv_weight_grad_p(t, g, **p),
+       lambda t, out, x, g, **p: conv_weight_grad_p(x, t, **p))
+
+
+# ---- max pooling: where each window's maximum lies, and a gather / scatter by those positions ---
+def _window_argmax_shape(x, *, kernel, stride, padding, dilation):
+    if len(x.shape) != 4:
+        raise ValueError(f"window_argmax takes an (N, C, H, W) batch, got shape {x.shape}")
+    if any(lo > k // 2 or hi > k // 2 for (lo, hi), k in zip(padding, kernel)):
+        raise ValueError(f"pool padding {tuple(padding)} must be at most half the kernel size {tuple(kernel)}")
+    return ShapedArray(x.shape[:2] + _conv_output_hw(x.shape[2:], kernel, stride, padding, dilation), np.int64)
+
+
+def _window_argmax_impl(x, kernel, stride, padding, dilation):
+    hw = _conv_output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    return windows.window_argmax(x, kernel, stride, padding, dilation, hw)
+
+
+def _planes(x, index):
+    """(N * C, H * W) and (N * C, P) views of an image batch and positions in its planes."""
+    return np.reshape(x, (x.shape[0] * x.shape[1], -1)), np.reshape(index, (index.shape[0] * index.shape[1], -1))
+
+
+def _gather_plane_shape(x, index):
+    if len(x.shape) != 4 or tuple(index.shape[:2]) != tuple(x.shape[:2]) or index.dtype.kind not in "iu":
+        raise ValueError(f"gather_plane takes an (N, C, H, W) batch and integer positions (N, C, ...) in its planes, "
+                         f"got shapes {x.shape} and {index.shape} ({index.dtype})")
+    return ShapedArray(index.shape, x.dtype)
+
+
+def _scatter_plane_shape(g, index, *, plane):
+    if tuple(g.shape) != tuple(index.shape) or index.dtype.kind not in "iu":
+        raise ValueError(f"scatter_plane: values of shape {g.shape} for integer positions of shape {index.shape}")
+    return ShapedArray(tuple(g.shape[:2]) + tuple(plane), g.dtype)
+
+
+def _gather_plane_impl(x, index):
+    rows, positions = _planes(x, index)
+    return windows.gather_rows(rows, positions).reshape(index.shape)
+
+
+def _scatter_plane_impl(g, index, plane):
+    rows, positions = _planes(g, index)
+    return windows.scatter_rows(rows, positions, plane[0] * plane[1]).reshape(g.shape[:2] + tuple(plane))
+
+
+window_argmax_p = Primitive("window_argmax", _window_argmax_impl, shape_rule=_window_argmax_shape,
+                            batch_rule=_batch_into_n, cuda="window_argmax", fresh=True, differentiable=False)
+gather_plane_p = Primitive("gather_plane", _gather_plane_impl, shape_rule=_gather_plane_shape,
+                           batch_rule=_batch_into_n, cuda="gather_plane", fresh=True)
+scatter_plane_p = Primitive("scatter_plane", _scatter_plane_impl, shape_rule=_scatter_plane_shape,
+                            batch_rule=_batch_into_n, cuda="scatter_plane", fresh=True)
+deflinear(gather_plane_p, lambda g, out, x, index: scatter_plane_p(g, index, plane=x.shape[2:]))
+deflinear(scatter_plane_p, lambda g, out, values, index, plane: gather_plane_p(g, index))
