@@ -189,8 +189,7 @@ class _Codegen:
         out_names, in_place = self._output_buffers([members[i].out for i in outputs], inputs, in_refs, end)
         sum_names = self._sum_buffers(sums)
         size = [str(int(np.prod(shape, dtype=np.int64)))] if sums else []
-        parallel = int(np.prod(shape, dtype=np.int64)) >= fusion.PARALLEL_MIN_SIZE
-        source = fusion.kernel_source(kinds, steps, outputs, parallel, in_place,
+        source = fusion.kernel_source(kinds, steps, outputs, in_place,
                                       [(step, how) for _, step, how in sums], nested=split is not None)
         kernel = self.const(None)
         self.namespace[kernel] = _LazyKernel(source, self.namespace, kernel)

@@ -327,7 +327,7 @@ def test_fused_update_writes_donated_buffers_in_place():
     assert {id(new_p._value), id(new_m._value)} == buffers
     # the kernel stores through the input parameters it overwrites (so LLVM vectorises the loop)
     source = fusion.kernel_source(["full", "full", "full"], [("(x0 * x1)", np.dtype(np.float32)), ("(t0 + x2)", np.dtype(np.float32))],
-                                  [0, 1], parallel=False, in_place={1: 2})
+                                  [0, 1], in_place={1: 2})
     assert "def kernel(in0, in1, in2, out0):" in source and "in2[i] = t1" in source
 
 

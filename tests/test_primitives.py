@@ -84,7 +84,7 @@ def test_every_elementwise_primitive_fuses_into_a_cpu_kernel_that_agrees(dtype):
     cases = list(_cases(dtype, inputs))
     steps = [(fusion.step_source(prim, ["x0", "x1", "x2"][:n], [dtype] * n, params, want.dtype), want.dtype)
              for prim, params, n, want in cases]
-    kernel = fusion.compile_kernel(fusion.kernel_source(["full"] * 3, steps, list(range(len(steps))), False))
+    kernel = fusion.compile_kernel(fusion.kernel_source(["full"] * 3, steps, list(range(len(steps)))))
     outs = [np.empty(64, want.dtype) for _, _, _, want in cases]
     kernel(*inputs, *outs)
     tol = {np.float32: 5e-6, np.float64: 1e-13}.get(dtype.type, 0)

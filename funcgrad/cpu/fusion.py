@@ -26,7 +26,9 @@ from ..ops import scalar
 # so NaN and inf propagate as they do in NumPy. Kernels use numba's NumPy error model: x / 0 is
 # inf or nan as in NumPy, and without Python's zero-division check the loops vectorise.
 FASTMATH = {"contract"}
-PARALLEL_MIN_SIZE = 1 << 20  # below this a thread pool (competing with BLAS threads) costs more than it saves
+# Kernels run on the calling thread: BLAS owns the cores. A numba thread pool (OpenMP) beside
+# OpenBLAS's took cores from the GEMMs that follow while its threads spun waiting for work: the
+# MNIST-size CNN step ran 118 ms with pooled kernels above 1M elements, 96 ms with none.
 FUSABLE_DTYPES = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32,
                             dtypes.uint64, dtypes.uint8, dtypes.bool_})
 
@@ -106,7 +108,7 @@ def loop_splits(in_shapes: list[tuple], out_shape: tuple) -> frozenset[int] | No
 
 
 def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: list[int],
-                  parallel: bool, in_place: dict[int, int] | None = None,
+                  in_place: dict[int, int] | None = None,
                   sums: list[tuple[int, str]] = (), nested: bool = False) -> str:
     """One loop over flat, contiguous arrays. kinds: each input's operand_layout; with an 'inner' or
     'outer' input the loop nests (outer rows, then n_inner elements: the kernel's last argument).
@@ -117,18 +119,17 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     sums: (step, 'all' or 'lead') for each step also summed, into sum{k}: over every element (in
     float64, then rounded), or over the outer dimensions into n_inner zeroed sums (the kernel then
     nests, and adds row after row as NumPy's sum over leading axes does). The loop's length is
-    then the argument `size`, and the loop is serial."""
+    then the argument `size`."""
     in_place = in_place or {}
     nested = nested or any(kind in ("inner", "outer") for kind in kinds)
     stores = [f"in{in_place[k]}" if k in in_place else f"out{k}" for k in range(len(outputs))]
     args = [f"in{i}" for i in range(len(kinds))] + [name for name in stores if name.startswith("out")]
     args += [f"sum{k}" for k in range(len(sums))] + (["size"] if sums else [])
     size = "size" if sums else f"{stores[0]}.size"
-    loop = "prange" if parallel and not sums else "range"
-    lines = ["import numpy as np", "from numba import njit, prange", "",
+    lines = ["import numpy as np", "from numba import njit", "",
              f"from funcgrad.cpu import vecmath as vm  # {_VECMATH}", "",
              f"FASTMATH = set({sorted(FASTMATH)!r})", "",
-             f"@njit(cache=True, nogil=True, parallel={parallel}, fastmath=FASTMATH, error_model=\"numpy\")",
+             "@njit(cache=True, nogil=True, fastmath=FASTMATH, error_model=\"numpy\")",
              f"def kernel({', '.join(args + (['n_inner'] if nested else []))}):"]
     # Runtime scalars are read once, before the loop: read inside it, LLVM must assume a store to an
     # output could change them, and then it will not vectorise the loop.
@@ -136,14 +137,14 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     lines += [f"    acc{k} = 0.0" for k, (_, how) in enumerate(sums) if how == "all"]
     indent = "        "
     if nested:
-        lines.append(f"    for o in {loop}({size} // n_inner if n_inner else 0):")
+        lines.append(f"    for o in range({size} // n_inner if n_inner else 0):")
         lines += [f"        x{i} = in{i}[o]" for i, kind in enumerate(kinds) if kind == "outer"]
         lines.append("        for j in range(n_inner):")
         indent = "            "
         lines.append(f"{indent}i = o * n_inner + j")
         lines += [f"{indent}x{i} = in{i}[j]" for i, kind in enumerate(kinds) if kind == "inner"]
     else:
-        lines.append(f"    for i in {loop}({size}):")
+        lines.append(f"    for i in range({size}):")
     lines += [f"{indent}x{i} = in{i}[i]" for i, kind in enumerate(kinds) if kind == "full"]
     for j, (expr, dtype) in enumerate(steps):
         lines.append(f"{indent}t{j} = {_cast(dtype)}({expr})")
