@@ -1,13 +1,14 @@
 """Contractions: batched matmul and einsum (which also carries dot, tensordot, outer)."""
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
 
 from .. import dtypes
 from .core import Primitive, ShapedArray, defjvp, defvjp
-from .layout import batch_elementwise, batch_first, transpose_p, unbroadcast
+from .layout import batch_elementwise, batch_first, reshape_p, transpose_p, unbroadcast
 
 
 def contraction_dtype(operand_dtypes, precision=None, out_dtype=None) -> np.dtype:
@@ -57,14 +58,24 @@ def _matmul_shape(a, b, *, precision=None, out_dtype=None):
 def _matmul(a, b):
     if np.ndim(a) >= 2 and np.ndim(b) >= 2 and np.shape(a)[-1] == 1:  # nothing to sum: a broadcast
         return np.multiply(a, b)  # at memory speed: NumPy's matmul would run a K=1 gemm per matrix
+    if np.ndim(a) > 2 and np.ndim(b) == 2:  # a stack times one matrix (x @ W): one GEMM of all rows,
+        rows = np.reshape(a, (-1, a.shape[-1]))  # where NumPy would run one small GEMM per matrix
+        return np.matmul(rows, b).reshape(a.shape[:-1] + (b.shape[-1],))
     return np.matmul(a, b)
 
 
 matmul_p = Primitive("matmul", _low_precision_matmul(_matmul), shape_rule=_matmul_shape, batch_rule=batch_elementwise,
                      cuda="matmul", fresh=True)
+def _matmul_rhs_cotangent(g, out, a, b, **p):
+    if len(b.shape) == 2 and len(a.shape) > 2:  # one matrix for a stack: the stack's rows are summed over,
+        rows = math.prod(a.shape[:-1])  # in one GEMM rather than a GEMM per matrix and a sum
+        a, g = reshape_p(a, shape=(rows, a.shape[-1])), reshape_p(g, shape=(rows, g.shape[-1]))
+    return unbroadcast(matmul_p(_swap_last(a), g, **_cotangent_params(p, b)), b.shape)
+
+
 defvjp(matmul_p,
        lambda g, out, a, b, **p: unbroadcast(matmul_p(g, _swap_last(b), **_cotangent_params(p, a)), a.shape),
-       lambda g, out, a, b, **p: unbroadcast(matmul_p(_swap_last(a), g, **_cotangent_params(p, b)), b.shape))
+       _matmul_rhs_cotangent)
 defjvp(matmul_p, lambda t, out, a, b, **p: matmul_p(t, b, **p), lambda t, out, a, b, **p: matmul_p(a, t, **p))
 
 
