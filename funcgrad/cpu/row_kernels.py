@@ -25,7 +25,9 @@ def row_softmax(x, out, log, zero):
         m = row_shift(x, r, zero)
         total = 0.0  # float64: the sum of the exponentials is accumulated exactly enough
         for j in range(n):
-            total += np.exp(x[r, j] - m)
+            e = np.exp(x[r, j] - m)
+            out[r, j] = e  # kept for softmax: one exp per element
+            total += e
         if log:
             shift = m + np.log(total)
             for j in range(n):
@@ -33,7 +35,7 @@ def row_softmax(x, out, log, zero):
         else:
             scale = 1.0 / total
             for j in range(n):
-                out[r, j] = np.exp(x[r, j] - m) * scale
+                out[r, j] = out[r, j] * scale
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
