@@ -40,6 +40,7 @@ _KNOWN_TREES = 8  # argument structures a jitted function checks by their matche
 # ==== abstract tracing ==============================================================================
 class JitTracer(Tracer):
     __slots__ = ("aval", "var", "origin")
+    abstract = True
 
     def __init__(self, trace, aval: ShapedArray, var: Var, origin: str):
         self._trace = trace

@@ -57,6 +57,7 @@ class Tracer(ArrayBase):
     # VJP and JVP tracers: a host copy of their value is a constant that cuts the gradient, so
     # .numpy() and np.asarray() refuse (as PyTorch's do) and float() / .item() warn
     differentiated = False
+    abstract = False  # jit's tracers: a shape and dtype, wrapping no value
 
     def _host(self, what: str, refuse: bool) -> Array:
         if self.differentiated:
@@ -243,6 +244,16 @@ def bind(prim, *args, **params):
         prof.record_op(prim.name, start, perf_counter_ns(), vals, out)
     return Array(out)
 
+
+
+def is_differentiated(x) -> bool:
+    """Whether x is a value being differentiated at some level: a tracer of grad or jvp, or one of
+    vmap's wrapping one. Rules with a faster first-order form use it to know when they may."""
+    while isinstance(x, Tracer) and not x.abstract:
+        if x.differentiated:
+            return True
+        x = x.primal()
+    return False
 
 
 def is_differentiable_output(prim, out) -> bool:

@@ -39,6 +39,9 @@ class Node:
 
     def backward(self, cts):
         g, prim, out, args, params = cts[0], self.prim, self.out, self.args, self.params
+        if prim.vjp_joint is not None:
+            joint = prim.vjp_joint(g, out, *args, wanted=tuple(i for i, _, _ in self.parents), **params)
+            return [(node, idx, joint[i]) for i, node, idx in self.parents]
         return [(node, idx, prim.vjp(i, g, out, args, params)) for i, node, idx in self.parents]
 
     def release(self):

@@ -365,3 +365,17 @@ def test_max_pool_positions_with_padding_ties_and_nan(dtype):
         if dtype != np.int32:
             same(*both(lambda a: fg.grad(lambda b: fnp.sum(fnp.astype(F.max_pool2d(b, kernel, stride, padding,
                                                                                     dilation), np.float32)))(a), x))
+
+
+def test_attention_and_its_fused_gradients():
+    """attention and attention_grads on the device (the einsum and softmax kernels composed), a
+    causal mask and an additive bias whose gradient is asked for."""
+    from funcgrad.nn import functional as F
+    q, k = rng.standard_normal((2, 2, 5, 4)).astype(np.float32), rng.standard_normal((2, 2, 6, 4)).astype(np.float32)
+    v, bias = rng.standard_normal((2, 2, 6, 3)).astype(np.float32), rng.standard_normal((5, 6)).astype(np.float32)
+
+    def loss(q, k, v, bias):
+        return fnp.sum(F.scaled_dot_product_attention(q, k, v, bias, is_causal=True) ** 2)
+    same(*both(lambda *a: F.scaled_dot_product_attention(*a, is_causal=True), q, k, v, bias), tol=1e-5)
+    for c, g in zip(*both(lambda *a: fg.grad(loss, argnums=(0, 1, 2, 3))(*a), q, k, v, bias)):
+        same(c, g, tol=1e-4)

@@ -163,6 +163,70 @@ def test_attention_against_numpy():
     fg.check_grads(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=False), (q, k, v), order=1)
 
 
+def _np_attention(q, k, v, bias, causal, scale):
+    s = q @ np.swapaxes(k, -1, -2) * scale + bias
+    if causal:
+        s = np.where(np.tri(q.shape[-2], k.shape[-2], dtype=bool), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention_masks_bias_scale_and_all_derivatives(causal):
+    """The fused primitive against NumPy with a boolean mask, an additive bias with its own
+    gradient, a scale and more keys than queries (PyTorch's top-left causal alignment); first
+    derivatives take the fused backward pass, second ones the composition: both against finite
+    differences, forward and reverse mode."""
+    q, k = RNG.standard_normal((2, 3, 4, 5)), RNG.standard_normal((2, 3, 6, 5))
+    v, bias = RNG.standard_normal((2, 3, 6, 2)), RNG.standard_normal((3, 4, 6))
+    mask = RNG.random((4, 6)) > 0.4
+    mask[:, 0] = True
+    assert_close(F.scaled_dot_product_attention(q, k, v, bias, causal, scale=0.3),
+                 _np_attention(q, k, v, bias, causal, 0.3), atol=1e-12)
+    assert_close(F.scaled_dot_product_attention(q, k, v, mask, causal),
+                 _np_attention(q, k, v, np.where(mask, 0.0, -np.inf), causal, 1 / np.sqrt(5)), atol=1e-12)
+    fg.check_grads(lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, b, causal, scale=0.3),
+                   (q, k, v, bias), order=2)
+
+
+def test_fused_attention_blocks_of_queries_give_the_whole(monkeypatch):
+    """Long sequences are done a block of query rows at a time: blocks of one row give what one
+    block gives, for the value and every gradient."""
+    from funcgrad.cpu import attention as cpu_attention
+    q, k, v = (RNG.standard_normal((2, 7, 3)) for _ in range(3))
+
+    def run():
+        return fg.value_and_grad(lambda q, k, v: fnp.sum(F.scaled_dot_product_attention(q, k, v, is_causal=True) ** 2),
+                                 argnums=(0, 1, 2))(q, k, v)
+    whole = run()
+    monkeypatch.setattr(cpu_attention, "BLOCK_BYTES", 1)
+    for a, b in zip(fg.tree_leaves(whole), fg.tree_leaves(run())):
+        assert_close(a, b, rtol=1e-12)
+
+
+def test_fused_attention_edge_cases():
+    q = RNG.standard_normal((1, 3, 4))
+    none_seen = np.zeros((3, 3), bool)
+    none_seen[1:] = True  # query 0 may attend to no key: NaN there, as PyTorch's math path
+    out = np.asarray(F.scaled_dot_product_attention(q, q, q, none_seen))
+    assert np.isnan(out[0, 0]).all() and np.isfinite(out[0, 1:]).all()
+    half = F.scaled_dot_product_attention(*(fnp.asarray(q, fnp.bfloat16) for _ in range(3)), is_causal=True)
+    assert half.dtype == fnp.bfloat16
+    assert_close(fnp.astype(half, fnp.float64), _np_attention(q, q, q, 0.0, True, 0.5), atol=0.05)
+    assert F.scaled_dot_product_attention(q, q, q, np.ones((2, 3, 3))).shape == (2, 3, 4)  # the mask's batch too
+    with pytest.raises(ValueError, match="broadcast"):
+        F.scaled_dot_product_attention(q, q, q, np.ones((3, 2)))
+    with pytest.raises(ValueError, match="q .*k .*v"):
+        F.scaled_dot_product_attention(q, q[..., :3], q)
+    jitted = fg.jit(fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2)))
+    assert_close(jitted(q), fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2))(q),
+                 rtol=1e-12)
+    per_example = fg.vmap(fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 3)))
+    batch = RNG.standard_normal((3, 1, 3, 4))
+    assert_close(per_example(batch), np.stack([fg.grad(lambda q: fnp.sum(
+        F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 3))(b) for b in batch]), rtol=1e-12)
+
+
 def test_multi_head_attention_is_causal():
     mha = nn.MultiHeadAttention(8, 2, key=fg.random.key(0))
     x = fg.random.normal(fg.random.key(1), (1, 5, 8))

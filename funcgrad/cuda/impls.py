@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..ops import attention as A
 from ..ops import shape as S
 from ..ops.conv import output_size, window_argmax_p
 from ..ops.core import aval
@@ -259,6 +260,22 @@ def scatter_plane(g, index, plane):
     out = indexing.scatter_add(reshape(g, (planes, -1)), (("a",), ("a",)), _plane_index(index),
                                (planes, plane[0] * plane[1]))
     return reshape(out, tuple(g.shape[:2]) + tuple(plane))
+
+
+# ---- attention: the composition of einsum and softmax, each step on the device ----------------
+def _on_device(prim, *args, **params):
+    return prim.impl_for("cuda")(*args, **params)
+
+
+def attention(q, k, v, bias, scale, causal):
+    return A.composed(_device(q), _device(k), _device(v), bias, scale, causal, _on_device)
+
+
+def attention_grads(q, k, v, bias, out, g, scale, causal, score_grad):
+    q, k, v, g = _device(q), _device(k), _device(v), _device(g)
+    parts = A.composed_grads(g, q, k, v, bias, scale, causal, _on_device)[:4 if score_grad else 3]
+    lead = q.shape[:-2]
+    return concatenate(*[reshape(x, lead + (-1,)) for x in parts], axis=len(lead))
 
 
 def bitcast(x, dtype):

@@ -9,6 +9,7 @@ from .. import dtypes as fg_dtypes
 from .. import errors as fg_errors
 from .. import numpy as fnp
 from .. import random
+from ..ops import attention as A
 from ..ops import conv as C
 from ..ops import elementwise as E
 from ..ops import reductions as R
@@ -435,15 +436,19 @@ def one_hot(labels, num_classes: int, dtype=fg_dtypes.float32):
     return fnp.astype(fnp.expand_dims(idx, -1) == fnp.arange(num_classes, device=idx.device), dtype)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False):
-    """softmax(q k^T / sqrt(d) + mask) v over (..., L, d) inputs; `mask` is boolean (True = attend)
-    or additive, as in torch.nn.functional.scaled_dot_product_attention."""
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, scale: float | None = None):
+    """softmax(q k^T * scale + mask) v over (..., L, d) inputs, as
+    torch.nn.functional.scaled_dot_product_attention: `mask` is boolean (True = attend) or additive,
+    is_causal masks the keys after each query, scale defaults to 1 / sqrt(d). One fused primitive
+    (ops/attention.py): the scores are formed a block of queries at a time, and the backward pass
+    recomputes them instead of keeping them."""
     q, k, v = fnp._common((q, k, v))
-    scores = fnp.einsum("...qd,...kd->...qk", q, k) * (1.0 / np.sqrt(q.shape[-1]))
-    if is_causal:
-        causal = fnp.tri(q.shape[-2], k.shape[-2], device=scores.device)
-        scores = fnp.where(causal, scores, -np.inf)
+    q, k, v = (fnp._float_arg(x) for x in (q, k, v))
+    mask = None if mask is None else fnp.asarray(mask)
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
+    q, k, v = (fnp.broadcast_to(x, lead + x.shape[-2:]) for x in (q, k, v))
+    bias = 0.0
     if mask is not None:
-        mask = fnp.asarray(mask)
-        scores = fnp.where(mask, scores, -np.inf) if mask.dtype == fg_dtypes.bool_ else scores + mask
-    return fnp.einsum("...qk,...kd->...qd", softmax(scores, axis=-1), v)
+        bias = fnp.where(mask, 0.0, -np.inf).astype(q.dtype) if mask.dtype == fg_dtypes.bool_ else mask
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    return bind(A.attention_p, q, k, v, bias, scale=scale, causal=bool(is_causal))

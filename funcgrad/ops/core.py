@@ -76,7 +76,7 @@ def aval(x):
 class Primitive:
     """An operation and everything the transforms and backends need to know about it."""
     __slots__ = ("name", "impl", "shape_rule", "batch_rule", "cuda", "_cuda_impl", "scalar", "fresh", "ordered",
-                 "differentiable", "vjps", "vjp_argnum", "jvps", "jvp_argnum", "jvp_joint")
+                 "differentiable", "vjps", "vjp_argnum", "vjp_joint", "jvps", "jvp_argnum", "jvp_joint")
 
     __call__ = bind  # prim(*args, **params) is bind(prim, *args, **params)
 
@@ -100,6 +100,9 @@ class Primitive:
         self.differentiable = differentiable
         self.vjps: tuple | None = None
         self.vjp_argnum: Callable | None = None
+        # vjp_joint(g, out, *args, wanted=(argument indices), **params) -> a cotangent (or None) per
+        # argument: one rule for all of them, where they share work (attention's backward pass).
+        self.vjp_joint: Callable | None = None
         self.jvps: tuple | None = None
         self.jvp_argnum: Callable | None = None
         # jvp_joint(tangents, out, *args, **params): one rule for all tangents at once, for
@@ -161,7 +164,7 @@ def incomplete() -> list[str]:
             if getattr(prim, attr) is None:
                 problems.append(f"{prim.name}: no {attr}")
         if prim.differentiable:
-            if prim.vjps is None and prim.vjp_argnum is None:
+            if prim.vjps is None and prim.vjp_argnum is None and prim.vjp_joint is None:
                 problems.append(f"{prim.name}: differentiable but no VJP rule")
             if prim.jvps is None and prim.jvp_argnum is None and prim.jvp_joint is None:
                 problems.append(f"{prim.name}: differentiable but no JVP rule")

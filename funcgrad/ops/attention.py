@@ -1,0 +1,188 @@
+"""Scaled dot-product attention as one primitive: softmax(q k^T * scale + bias, causal) v.
+
+attention_p computes it a block of query rows at a time (cpu/attention.py), never holding the
+whole score matrix of a long sequence, and its reverse rule is attention_grads_p, the fused
+backward pass that recomputes the probabilities block by block. That pair is first-order only;
+where a rule's operands are themselves being differentiated (grad of grad, jvp of grad), the
+rules use the composition of einsum and softmax instead, which differentiates to any order. So
+derivatives of every order come out right, and the common first-order pass is the fused one.
+
+Operands: q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with equal leading (batch, head) dims;
+bias a float array broadcastable to (..., Lq, Lk), or 0.0. Parameters: scale, causal (key j
+masked out for query i when j > i, PyTorch's is_causal).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..cpu import attention as cpu_attention
+from ..trace import is_differentiated
+from . import elementwise as E
+from .core import Primitive, ShapedArray, shape_of
+from .layout import batch_first, reshape_p, transpose_p, unbroadcast
+from .linalg import einsum_p
+from .reductions import softmax_p, sum_p
+from .shape import gather_p
+
+
+def _check(q, k, v, bias):
+    if len(q.shape) < 2 or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or len(k.shape) != len(q.shape) or \
+            len(v.shape) != len(q.shape) or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"attention takes q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with the same leading "
+                         f"dims, got shapes {q.shape}, {k.shape}, {v.shape}")
+    scores = tuple(q.shape[:-1]) + (k.shape[-2],)
+    if not isinstance(bias, (int, float)):
+        if np.broadcast_shapes(tuple(bias.shape), scores) != scores:
+            raise ValueError(f"attention: a bias (mask) of shape {bias.shape} does not broadcast to the scores "
+                             f"{scores}")
+    dtype = np.result_type(q.dtype, k.dtype, v.dtype)
+    if dtype not in dtypes.float_dtypes:
+        raise TypeError(f"attention needs floating-point q, k, v, got {q.dtype}, {k.dtype}, {v.dtype}")
+    return dtype, scores
+
+
+def _attention_shape(q, k, v, bias, *, scale, causal):
+    dtype, _ = _check(q, k, v, bias)
+    return ShapedArray(tuple(q.shape[:-1]) + (v.shape[-1],), dtype)
+
+
+def _grad_sizes(q, k, v):
+    """The lengths of dq, dk, dv (and of the score gradient) per batch element, in packing order."""
+    per = lambda x: math.prod(x.shape[-2:])  # noqa: E731
+    return per(q), per(k), per(v), q.shape[-2] * k.shape[-2]
+
+
+def _grads_shape(q, k, v, bias, out, g, *, scale, causal, score_grad):
+    dtype, _ = _check(q, k, v, bias)
+    sizes = _grad_sizes(q, k, v)
+    return ShapedArray(tuple(q.shape[:-2]) + (sum(sizes[:3]) + (sizes[3] if score_grad else 0),), dtype)
+
+
+def _flat(q, k, v, bias, *rest):
+    """NumPy operands with the batch dims flattened, in the compute dtype (float32 for half types),
+    and the bias as (1 or B, Lq, Lk) (a broadcast view where it is shared across the batch)."""
+    dtype = np.result_type(q, k, v)
+    work = np.dtype(np.float32) if dtype in dtypes.low_precision else dtype
+    batch, lq, lk = math.prod(q.shape[:-2]), q.shape[-2], k.shape[-2]
+    flat = [np.asarray(x, work).reshape((batch,) + x.shape[-2:]) for x in (q, k, v) + rest]
+    bias = np.asarray(bias, work)
+    if math.prod(bias.shape[:-2]) == 1:
+        bias = np.broadcast_to(bias.reshape(bias.shape[-2:]) if bias.ndim >= 2 else bias, (lq, lk))[None]
+    else:
+        bias = np.ascontiguousarray(np.broadcast_to(bias, q.shape[:-1] + (lk,))).reshape(batch, lq, lk)
+    return flat, bias, dtype
+
+
+def _attention_impl(q, k, v, bias, scale, causal):
+    _check(q, k, v, bias)  # eager calls reach here without the shape rule
+    (q2, k2, v2), bias2, dtype = _flat(q, k, v, bias)
+    out = cpu_attention.attention(q2, k2, v2, bias2, scale, causal)
+    return out.reshape(q.shape[:-1] + (v.shape[-1],)).astype(dtype, copy=False)
+
+
+def _grads_impl(q, k, v, bias, out, g, scale, causal, score_grad):
+    (q2, k2, v2, out2, g2), bias2, dtype = _flat(q, k, v, bias, out, g)
+    packed = cpu_attention.attention_grads(q2, k2, v2, bias2, out2, g2, scale, causal, score_grad)
+    return packed.reshape(q.shape[:-2] + packed.shape[-1:]).astype(dtype, copy=False)
+
+
+def _batch(size, prim, vals, dims, **params):
+    """The vmapped axis joins the leading dims; an unbatched bias broadcasts as it is."""
+    moved = [batch_first(v, d, size) if i != 3 or d is not None else v for i, (v, d) in enumerate(zip(vals, dims))]
+    return prim(*moved, **params), 0
+
+
+attention_p = Primitive("attention", _attention_impl, shape_rule=_attention_shape, batch_rule=_batch,
+                        cuda="attention", fresh=True)
+# Bound only where nothing is being differentiated (attention_p's rule checks), so it needs no rules.
+attention_grads_p = Primitive("attention_grads", _grads_impl, shape_rule=_grads_shape, batch_rule=_batch,
+                              cuda="attention_grads", fresh=True, differentiable=False)
+
+
+# ---- the composition: the rules' (any order), and the CUDA implementation's ----------------------
+# `call(prim, *args, **params)` runs each step: binding it (in the rules) or on a backend directly.
+def bound(prim, *args, **params):
+    return prim(*args, **params)
+
+
+def _swap(x, call):
+    n = len(x.shape)
+    return call(transpose_p, x, perm=tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _matmul(a, b, call):
+    batch = "abcdefgh"[:len(a.shape) - 2]  # letters apart from i, j, k
+    return call(einsum_p, a, b, spec=f"{batch}ij,{batch}jk->{batch}ik")
+
+
+def _softmax_jacobian(t, p, call):
+    """The softmax Jacobian (at probabilities p, over the last axis) applied to t."""
+    total = call(sum_p, call(E.mul_p, t, p), axes=(len(p.shape) - 1,), keepdims=True)
+    return call(E.mul_p, p, call(E.sub_p, t, total))
+
+
+def probabilities(q, k, bias, scale, causal, call=bound):
+    scores = call(E.mul_p, _matmul(q, _swap(k, call), call), scale)
+    if not isinstance(bias, (int, float)) or bias:
+        scores = call(E.add_p, scores, bias)
+    if causal:
+        scores = call(E.select_p, np.tri(q.shape[-2], k.shape[-2], dtype=bool), scores, -np.inf)
+    return call(softmax_p, scores, axes=(len(q.shape) - 1,))
+
+
+def composed_grads(g, q, k, v, bias, scale, causal, call=bound):
+    """dq, dk, dv and the scores' gradient, from the probabilities recomputed."""
+    p = probabilities(q, k, bias, scale, causal, call)
+    ds = _softmax_jacobian(_matmul(g, _swap(v, call), call), p, call)
+    return (call(E.mul_p, _matmul(ds, k, call), scale), call(E.mul_p, _matmul(_swap(ds, call), q, call), scale),
+            _matmul(_swap(p, call), g, call), ds)
+
+
+def composed(q, k, v, bias, scale, causal, call=bound):
+    return _matmul(probabilities(q, k, bias, scale, causal, call), v, call)
+
+
+def _fused_grads(g, out, q, k, v, bias, scale, causal, score_grad):
+    packed = attention_grads_p(q, k, v, bias, out, g, scale=scale, causal=causal, score_grad=score_grad)
+    lead, start, parts = tuple(q.shape[:-2]), 0, []
+    shapes = [q.shape[-2:], k.shape[-2:], v.shape[-2:]] + ([(q.shape[-2], k.shape[-2])] if score_grad else [])
+    for shape in shapes:
+        n = math.prod(shape)
+        piece = gather_p(packed, spec=tuple(("s", 0, d, 1) for d in lead) + (("s", start, start + n, 1),))
+        parts.append(reshape_p(piece, shape=lead + tuple(shape)))
+        start += n
+    return parts + [None] * (4 - len(parts))
+
+
+def _vjp(g, out, q, k, v, bias, *, wanted, scale, causal):
+    score_grad = 3 in wanted
+    if any(is_differentiated(x) for x in (g, out, q, k, v, bias)):
+        dq, dk, dv, ds = composed_grads(g, q, k, v, bias, scale, causal)
+    else:
+        dq, dk, dv, ds = _fused_grads(g, out, q, k, v, bias, scale, causal, score_grad)
+    return [dq, dk, dv, unbroadcast(ds, shape_of(bias)) if score_grad else None]
+
+
+def _jvp(tangents, out, q, k, v, bias, scale, causal):
+    """d out = dP v + P dv, with dP the softmax's Jacobian applied to d(scores)."""
+    tq, tk, tv, tb = tangents
+    p = probabilities(q, k, bias, scale, causal)
+    terms = ([E.mul_p(_matmul(tq, _swap(k, bound), bound), scale)] if tq is not None else []) + \
+        ([E.mul_p(_matmul(q, _swap(tk, bound), bound), scale)] if tk is not None else []) + \
+        ([tb] if tb is not None else [])
+    results = []
+    if terms:
+        d_scores = terms[0]
+        for term in terms[1:]:
+            d_scores = E.add_p(d_scores, term)
+        results.append(_matmul(_softmax_jacobian(d_scores, p, bound), v, bound))
+    if tv is not None:
+        results.append(_matmul(p, tv, bound))
+    return results[0] if len(results) == 1 else E.add_p(*results) if results else None
+
+
+attention_p.vjp_joint = _vjp
+attention_p.jvp_joint = _jvp
