@@ -102,3 +102,19 @@ def attention_probs(s, bias, scale, causal, row0, zero):
             masked = (0.0 if m == m else np.nan) * inv  # exp(-inf - m) / total, as the unfused form
             for j in range(n, keys):
                 row[j] = masked
+
+
+@njit(cache=True, nogil=True)
+def add_rows(g, index, out):
+    """out[index[i]] += g[i] row by row (NumPy's negative indices wrap); returns the position of
+    the first index out of range, or -1."""
+    n = out.shape[0]
+    for i in range(index.shape[0]):
+        r = index[i]
+        if r < 0:
+            r += n
+        if r < 0 or r >= n:
+            return i
+        for j in range(out.shape[1]):
+            out[r, j] += g[i, j]
+    return -1

@@ -1,5 +1,7 @@
-"""softmax, log_softmax and logsumexp over the last axis in one numba pass per row, and picking
-each row's entry at its label (cross-entropy's likelihood term) and its transpose.
+"""softmax, log_softmax and logsumexp over the last axis in one numba pass per row, picking
+each row's entry at its label (cross-entropy's likelihood term) and its transpose, and adding rows
+into a table at repeated indices (an embedding's gradient; np.add.at took 0.7 ms for 1024 rows
+of 128).
 
 NumPy needs nine calls (max, isfinite, where, subtract, exp, sum, log, subtract, astype) and a
 temporary per step; for the small rows of a classifier's logits or attention scores those calls
@@ -81,3 +83,16 @@ def unpick(g: np.ndarray, labels: np.ndarray, classes: int) -> np.ndarray:
     if row_kernels().unpick_rows(np.ascontiguousarray(g).reshape(-1), flat, out) >= 0:
         raise _label_error(labels, classes)
     return out.reshape(g.shape + (classes,))
+
+
+def add_rows(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray | None:
+    """zeros(shape) with g's rows added at rows `index` of it (x[index]'s transpose: g has shape
+    index.shape + shape[1:]), or None for a dtype the kernel does not take."""
+    if g.dtype not in _NATIVE:
+        return None
+    out = np.zeros((shape[0], int(np.prod(shape[1:], dtype=np.int64))), g.dtype)
+    flat = np.ascontiguousarray(index, dtype=np.int64).reshape(-1)
+    bad = row_kernels().add_rows(np.ascontiguousarray(g).reshape(flat.size, -1), flat, out)
+    if bad >= 0:
+        raise IndexError(f"index {flat[bad]} is out of bounds for axis 0 with size {shape[0]}")
+    return out.reshape(shape)

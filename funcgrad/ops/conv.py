@@ -153,14 +153,13 @@ def _merge(x, axis: int):
     return reshape_p(x, shape=tuple(x.shape[:axis]) + (x.shape[axis] * x.shape[axis + 1],) + tuple(x.shape[axis + 2:]))
 
 
-conv_p = Primitive("conv", _low_precision_matmul(lambda x, w, **p: cpu_conv.conv(x, w, **p)), shape_rule=_conv_shape,
-                   batch_rule=_conv_batch("iwi"), cuda="conv", fresh=True)
-conv_input_grad_p = Primitive(
-    "conv_input_grad", _low_precision_matmul(lambda g, w, image_size, **p: cpu_conv.conv_input_grad(g, w, image_size, **p)),
-    shape_rule=_input_grad_shape, batch_rule=_conv_batch("iwi"), cuda="conv_input_grad")
-conv_weight_grad_p = Primitive(
-    "conv_weight_grad", _low_precision_matmul(lambda x, g, kernel, **p: cpu_conv.conv_weight_grad(x, g, kernel, **p)),
-    shape_rule=_weight_grad_shape, batch_rule=_conv_batch("iiw"), cuda="conv_weight_grad", fresh=True)
+conv_p = Primitive("conv", _low_precision_matmul(cpu_conv.conv), shape_rule=_conv_shape, batch_rule=_conv_batch("iwi"),
+                   cuda="conv", fresh=True)
+conv_input_grad_p = Primitive("conv_input_grad", _low_precision_matmul(cpu_conv.conv_input_grad),
+                              shape_rule=_input_grad_shape, batch_rule=_conv_batch("iwi"), cuda="conv_input_grad")
+conv_weight_grad_p = Primitive("conv_weight_grad", _low_precision_matmul(cpu_conv.conv_weight_grad),
+                               shape_rule=_weight_grad_shape, batch_rule=_conv_batch("iiw"), cuda="conv_weight_grad",
+                               fresh=True)
 
 # <conv(x, w), g> = <x, conv_input_grad(g, w)> = <w, conv_weight_grad(x, g)>: every rule is one of the three.
 defvjp(conv_p,

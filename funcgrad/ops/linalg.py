@@ -59,7 +59,7 @@ def _matmul(a, b):
     if np.ndim(a) >= 2 and np.ndim(b) >= 2 and np.shape(a)[-1] == 1:  # nothing to sum: a broadcast
         return np.multiply(a, b)  # at memory speed: NumPy's matmul would run a K=1 gemm per matrix
     if np.ndim(a) > 2 and np.ndim(b) == 2:  # a stack times one matrix (x @ W): one GEMM of all rows,
-        rows = np.reshape(a, (-1, a.shape[-1]))  # where NumPy would run one small GEMM per matrix
+        rows = np.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))  # where NumPy would run a GEMM per matrix
         return np.matmul(rows, b).reshape(a.shape[:-1] + (b.shape[-1],))
     return np.matmul(a, b)
 

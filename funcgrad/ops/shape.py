@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cpu import rows
 from .core import Primitive, ShapedArray, deflinear, defjvp, defvjp
 from .layout import aligned, batch_first, batch_to, broadcast_to_p, transpose_p
 
@@ -175,6 +176,11 @@ def _gather_impl(x, *arrays, spec):
 
 
 def _scatter_add_impl(g, *arrays, spec, shape):
+    index = np.asarray(arrays[0]) if len(arrays) == 1 else None
+    if tuple(spec) == (("a",),) and index.dtype.kind in "iu" and np.shape(g) == index.shape + tuple(shape[1:]):
+        fast = rows.add_rows(np.asarray(g), index, tuple(shape))  # rows of a table (an embedding's gradient)
+        if fast is not None:
+            return fast
     out = np.zeros(shape, g.dtype)
     index = build_index(spec, arrays)
     if arrays:
