@@ -92,7 +92,7 @@ def add_rows(g: np.ndarray, index: np.ndarray, shape: tuple) -> np.ndarray | Non
         return None
     out = np.zeros((shape[0], int(np.prod(shape[1:], dtype=np.int64))), g.dtype)
     flat = np.ascontiguousarray(index, dtype=np.int64).reshape(-1)
-    bad = row_kernels().add_rows(np.ascontiguousarray(g).reshape(flat.size, -1), flat, out)
+    bad = row_kernels().add_rows(np.ascontiguousarray(g).reshape(flat.size, out.shape[1]), flat, out)
     if bad >= 0:
         raise IndexError(f"index {flat[bad]} is out of bounds for axis 0 with size {shape[0]}")
     return out.reshape(shape)
