@@ -343,17 +343,13 @@ def device_runner(program: Program, platform: str) -> Callable:
             return device_put(Array(value), platform)._value
         return value.item() if isinstance(value, (np.ndarray, np.generic)) else value
 
-    used_later: dict[int, int] = {}
-    for position, eqn in enumerate(program.eqns):
-        for x in eqn.inputs:
-            if isinstance(x, Var):
-                used_later[x.id] = position
-    outs = {o.id for o in program.outs if isinstance(o, Var)}
-    runs, position = [], 0
+    last = last_uses(program)
+    runs, group_of, position = [], {}, 0  # group_of: equation index -> index of its run
     for group in _groups(program.eqns, scalars=False, sums=False):
         end = position + len(group)
+        group_of.update((i, len(runs)) for i in range(position, end))
         if len(group) >= 2:
-            needed = {e.out.id for e in group if e.out.id in outs or used_later.get(e.out.id, -1) >= end}
+            needed = {e.out.id for e in group if last.get(e.out.id, -1) >= end}
             runs.append(_device_group(group, needed, device_const))
         else:
             eqn = group[0]
@@ -362,11 +358,22 @@ def device_runner(program: Program, platform: str) -> Callable:
             runs.append(lambda env, impl=impl, inputs=inputs, params=eqn.params, out=eqn.out: env.__setitem__(
                 out, impl(*[env[x] if isinstance(x, Var) else x for x in inputs], **params)))
         position = end
+    # Each value is dropped after the run that reads it last (or makes it, if nothing reads it), so
+    # the caching allocator hands its block to the equations after: memory held is what is live.
+    dead: list[list[Var]] = [[] for _ in runs]
+    made_by = {eqn.out.id: i for i, eqn in enumerate(program.eqns)}
+    for var in list(program.in_vars) + [eqn.out for eqn in program.eqns]:
+        use = last.get(var.id, made_by.get(var.id, 0))
+        if use < len(program.eqns) and runs:
+            dead[group_of[use]].append(var)
+    steps = list(zip(runs, dead))
 
     def run(*values):
         env = dict(zip(program.in_vars, values))
-        for step in runs:
+        for step, dead in steps:
             step(env)
+            for var in dead:  # the caching allocator takes the block back for the next equations
+                env.pop(var, None)
         return [env[o] if isinstance(o, Var) else o.value for o in program.outs]
     return run
 

@@ -43,6 +43,26 @@ def test_attention_block_gradients_equal_cpu():
     close_trees(fg.grad(loss)(block, x), fg.grad(loss)(fg.device_put(block, "cuda"), fg.device_put(x, "cuda")))
 
 
+def test_jit_on_the_device_frees_each_intermediate_after_its_last_use():
+    """A chain of eight unfused steps holds a few live values at a time, not all of them; an output
+    that is a view of a dropped intermediate (a reshape) keeps its data."""
+    x = fg.device_put(fnp.ones((16, 16)) * 0.1, "cuda")  # 1 KiB each (the allocator's 512-byte blocks)
+
+    def chain(x):
+        for _ in range(8):
+            x = fnp.sum(x @ x, axis=0, keepdims=True) * 0.01 + x @ x * 0.01
+        return fnp.reshape(x @ x, (-1,)), x[0]
+    jitted = fg.jit(chain)
+    jitted(x)
+    base = fg.cuda.memory_allocated()
+    fg.cuda.reset_peak_memory_stats()
+    flat, row = jitted(x)
+    assert fg.cuda.max_memory_allocated() - base <= 5 * 1024  # the outputs, and a few live values
+    expected = chain(fg.asarray(np.full((16, 16), 0.1, np.float32)))
+    np.testing.assert_allclose(flat.numpy(), expected[0].numpy(), rtol=1e-5)
+    np.testing.assert_allclose(row.numpy(), expected[1].numpy(), rtol=1e-5)
+
+
 def test_allocator_statistics_rise_and_fall():
     fg.cuda.empty_cache()
     before = fg.cuda.memory_allocated()
