@@ -37,3 +37,17 @@ def test_compiles_to_ptx(name, kernel, sig):
     assert shared <= runtime.MAX_STATIC_SHARED, f"{name}: {shared} bytes of static shared memory"
     if computes_in_float32(sig):
         assert not re.search(r"\.f64\b", code), f"{name} computes in float64"
+
+
+def test_a_contiguous_elementwise_kernel_indexes_without_remainders():
+    """Operands collapsed to one dimension (every contiguous one) index as offset + i * stride:
+    no 64-bit remainder per operand per element (a 2-d launch keeps one per inner dimension)."""
+    import numpy as np
+
+    from funcgrad.cuda.kernels import elementwise
+    from funcgrad.ops import elementwise as E
+    kinds = (np.dtype(np.float32), np.dtype(np.float32))
+    kernel = elementwise.kernel_for(E.add_p, (), kinds, np.dtype(np.float32))
+    for ndim, remainders in ((1, 0), (2, 3)):  # two operands and the output
+        code = ptx.compile_case(kernel, elementwise.ptx_signature(kinds, np.float32, ndim))
+        assert len(re.findall(r"\brem\.[su]64\b", code)) == remainders, ndim

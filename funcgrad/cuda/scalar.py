@@ -17,10 +17,14 @@ from .runtime import SIMULATOR, cuda
 
 @cuda.jit(device=True)
 def element(i, shape, strides, offset):
-    """Storage index of element i (row-major over shape) of a strided view."""
-    for d in range(len(shape) - 1, -1, -1):
+    """Storage index of element i (row-major over shape, i < its size) of a strided view. The
+    outermost index needs no remainder (i < size), so an operand collapsed to one dimension (any
+    contiguous one) costs a multiply-add, no 64-bit division."""
+    for d in range(len(shape) - 1, 0, -1):
         offset += (i % shape[d]) * strides[d]
         i //= shape[d]
+    for d in range(min(len(shape), 1)):
+        offset += i * strides[d]
     return offset
 
 
