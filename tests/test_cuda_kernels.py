@@ -380,3 +380,19 @@ def test_attention_and_its_fused_gradients():
     same(*both(lambda *a: F.scaled_dot_product_attention(*a, is_causal=True), q, k, v, bias), tol=1e-5)
     for c, g in zip(*both(lambda *a: fg.grad(loss, argnums=(0, 1, 2, 3))(*a), q, k, v, bias)):
         same(c, g, tol=1e-4)
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "all", "any"])
+def test_few_long_rows_reduce_in_two_passes(op):
+    """A full reduction (and one of few rows) splits each row across blocks and combines the
+    partial results in a second launch, in the accumulator's type (float32 for bfloat16)."""
+    from funcgrad.cuda.kernels import reduce as RK
+    prim = core.registry[op]
+    for dtype in (np.float32, BF16, np.int32):
+        x = rng.uniform(0.9, 1.1, (3, 301)) if op == "prod" else rng.standard_normal((3, 301)) * 3
+        x = (x > 0) if op in ("all", "any") and dtype == np.int32 else x.astype(dtype)
+        assert RK._splits(3, 301)[0] > 1 and RK._splits(1, 903)[0] > 1
+        fg.cuda.reset_launch_count()
+        same(*both(lambda a: prim(a, axes=(1,), keepdims=False), x), tol=1e-4 if dtype == np.float32 else None)
+        assert fg.cuda.launch_count() >= 2
+        same(*both(lambda a: prim(a, axes=(0, 1), keepdims=True), x), tol=1e-4 if dtype == np.float32 else None)

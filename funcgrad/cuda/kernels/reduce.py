@@ -3,7 +3,8 @@
 The input is viewed as rows (the kept axes) by columns (the reduced axes), both through strides,
 so no transpose is ever copied. Each block takes a row (grid-stride over rows); its threads stride
 over the columns accumulating in registers (several elements per thread), then combine in a
-shared-memory tree. On a GPU the last 32 partial results combine with warp shuffles; the
+shared-memory tree. A few long rows split across blocks, and a second pass combines the partial
+results (two passes, as CUB's device reduction). On a GPU the last 32 partial results combine with warp shuffles; the
 simulator has no warp operations, so there the tree runs to the end in shared memory.
 """
 from __future__ import annotations
@@ -96,13 +97,20 @@ def _reduce_source(monoid: Monoid, dtype: np.dtype, out_dtype: np.dtype) -> str:
     if monoid.logical:
         value = f"np.int32({value} != 0)"
     body = [f"v = {_identity(monoid, acc)}",
-            "for j in range(t, ncols, cuda.blockDim.x):",
+            "for j in range(start + t, stop, cuda.blockDim.x):",
             f"    v = {combine.format(a='v', b=f'{cast(acc)}({value})')}"]
     body += [line[4:] for line in _tree(combine, cast(acc))]
-    body += ["if t == 0:", f"    out[row] = {narrow('sh[0]', out_dtype)}", "cuda.syncthreads()"]
+    body += ["if t == 0:", f"    out[piece] = {narrow('sh[0]', out_dtype)}", "cuda.syncthreads()"]
+    # A block per (row, split): split s of a row reduces its columns [s * chunk, (s + 1) * chunk).
     lines = ["@cuda.jit(cache=True)",
-             "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out):",
-             f"    sh = cuda.shared.array({BLOCK}, np.{acc.name})", *_ROW_LOOP, *_indent(body, 8)]
+             "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out, splits, chunk):",
+             f"    sh = cuda.shared.array({BLOCK}, np.{acc.name})",
+             "    t = cuda.threadIdx.x",
+             "    for piece in range(cuda.blockIdx.x, nrows * splits, cuda.gridDim.x):",
+             "        row = piece // splits",
+             "        start = (piece - row * splits) * chunk",
+             "        stop = min(ncols, start + chunk)",
+             "        base = S.element(row, kshape, kstrides, x_off)", *_indent(body, 8)]
     return "\n".join(lines) + "\n"
 
 
@@ -120,6 +128,20 @@ def _grid(nrows: int) -> tuple[int, int]:
     return max(1, min(MAX_BLOCKS, nrows)), BLOCK
 
 
+SPLIT_BLOCKS = 256  # below this many rows a reduction splits its rows, so every SM gets blocks
+SPLIT_COLUMNS = 8 * BLOCK  # the fewest columns per split: each thread accumulates several
+
+
+def _splits(nrows: int, ncols: int) -> tuple[int, int]:
+    """(splits, chunk): a few long rows (a full sum, a loss, a global norm) become rows * splits
+    blocks, whose partial results a second pass combines (the two-pass reduction)."""
+    if nrows >= SPLIT_BLOCKS or ncols < 2 * SPLIT_COLUMNS:
+        return 1, max(ncols, 1)
+    splits = min(-(-SPLIT_BLOCKS // nrows), ncols // SPLIT_COLUMNS)
+    chunk = -(-ncols // splits)
+    return -(-ncols // chunk), chunk
+
+
 def reduce(monoid: Monoid, x: DeviceValue, axes: tuple, out_shape: tuple, out_dtype: np.dtype) -> DeviceValue:
     out = empty(out_shape, out_dtype)
     kshape, kstrides, rshape, rstrides = rows_and_columns(x.shape, x.strides, axes)
@@ -127,9 +149,14 @@ def reduce(monoid: Monoid, x: DeviceValue, axes: tuple, out_shape: tuple, out_dt
     ncols = int(np.prod(rshape, dtype=np.int64))
     if nrows == 0 or out.size == 0:
         return out
-    kernel = compile_source(_reduce_source(monoid, x.dtype, np.dtype(out_dtype)))
-    launch(kernel, *_grid(nrows), x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, out.data)
-    return out
+    splits, chunk = _splits(nrows, ncols)
+    partial = out if splits == 1 else empty((nrows, splits), accumulator_dtype(monoid, np.dtype(out_dtype)))
+    kernel = compile_source(_reduce_source(monoid, x.dtype, partial.dtype))
+    launch(kernel, *_grid(nrows * splits), x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols,
+           partial.data, splits, chunk)
+    if splits == 1:
+        return out
+    return reduce(monoid, partial, (1,), out_shape, out_dtype)  # the second pass: a row of partials each
 
 
 # ---- argmax / argmin: (value, index) pairs; the first of equal values wins, NaN beats everything --
@@ -240,7 +267,13 @@ def ptx_cases():
             out_dt = np.dtype(np.bool_) if monoid.logical else (
                 np.dtype(np.int64) if dt.kind in "biu" and monoid in (SUM, PROD) else dt)
             yield (f"{monoid.name}[{dt.name}]", compile_source(_reduce_source(monoid, dt, out_dt)),
-                   head(dt) + (array_type(out_dt),))
+                   head(dt) + (array_type(out_dt), scalar_type(INDEX), scalar_type(INDEX)))
+            acc = accumulator_dtype(monoid, out_dt)
+            if acc != out_dt:  # a split reduction: partial results at the accumulator's type, combined
+                for src, dst in ((dt, acc), (acc, out_dt)):
+                    yield (f"{monoid.name}[{src.name} -> {dst.name}, split]",
+                           compile_source(_reduce_source(monoid, src, dst)),
+                           head(src) + (array_type(dst), scalar_type(INDEX), scalar_type(INDEX)))
     for op in ("argmax", "argmin"):
         for dt in floats + ints[:3]:
             yield f"{op}[{dt.name}]", compile_source(_arg_source(op, dt)), head(dt) + (array_type(INDEX),)
