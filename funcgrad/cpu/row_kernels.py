@@ -79,6 +79,8 @@ def attention_probs(s, bias, scale, causal, row0, zero):
     causal (probability 0). The shift and the NaN and -inf rules are row_softmax's; the exponential
     is vecmath's, whose loop vectorises (libm's expf took two thirds of the time)."""
     batch, rows, keys = s.shape
+    if keys == 0:
+        return
     for b in range(batch):
         for i in range(rows):
             row, brow = s[b, i], bias[b if bias.shape[0] > 1 else 0, row0 + i]
