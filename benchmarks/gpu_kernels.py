@@ -1,5 +1,6 @@
 """CUDA kernels: matmul TFLOP/s against cuBLAS, reduction and elementwise bandwidth against a
-device-to-device copy, and the MLP training step against PyTorch on the GPU.
+device-to-device copy, and the MLP, CNN and GPT training steps (time and kernel launches per
+step) against PyTorch on the GPU.
 
     python benchmarks/gpu_kernels.py              # on a machine with an NVIDIA GPU
     python benchmarks/gpu_kernels.py --simulator  # tiny sizes in numba's simulator (checks it runs)
@@ -83,38 +84,70 @@ def bandwidth_rows():
         print(f"{name:24s} {t * 1e3:9.3f} ms  {gbs:8.1f} GB/s  {100 * gbs / copy_gbs:5.1f}% of copy")
 
 
-def mlp_step_row():
-    batch, sizes = (8, (16, 32, 4)) if SIM else (128, (784, 256, 10))
-    model = fg.device_put(nn.MLP(sizes[0], [sizes[1]], sizes[2], key=fg.random.key(0)), "cuda")
+def _torch_step(torch, net, loss, *batch):
+    opt = torch.optim.AdamW(net.parameters(), 1e-3)
+
+    def step():
+        opt.zero_grad()
+        loss(net(*batch[:-1]), batch[-1]).backward()
+        opt.step()
+        torch.cuda.synchronize()
+    return median_seconds(step, repeats=REPEATS, warmup=2)
+
+
+def step_row(name: str, model, loss, data, torch_time=None):
+    """A jitted AdamW training step on the device: its time, its kernel launches, and PyTorch
+    CUDA's time for the same model where given (torch_time: torch -> seconds)."""
+    model = fg.device_put(model, "cuda")
     opt = optim.adamw(1e-3)
-    step = make_train_step(lambda m, b, k: (nn.losses.cross_entropy(m(b[0]), b[1]), {}), opt)
-    rng = np.random.default_rng(0)
-    data = fg.device_put((fg.asarray(rng.standard_normal((batch, sizes[0])).astype(np.float32)),
-                          fg.asarray(rng.integers(0, sizes[2], batch))), "cuda")
+    step = make_train_step(lambda m, b, k: (loss(m(b[0]), b[1]), {}), opt)
+    data = fg.device_put(tuple(fg.asarray(x) for x in data), "cuda")
     key = fg.device_put(fg.random.key(1), "cuda")
     state = [model, opt.init(model), fg.amp.DynamicLossScale.create()]
 
     def one():
-        state[0], state[1], state[2], loss, _ = step(state[0], state[1], state[2], data, key)
-        return loss
-    t = timed(one)
-    line = f"MLP {sizes} batch {batch} AdamW step (jit)  {t * 1e3:9.3f} ms"
+        state[0], state[1], state[2], out, _ = step(state[0], state[1], state[2], data, key)
+        return out
+    one()  # traced and compiled: the launches below are a step's own
+    fg.cuda.reset_launch_count()
+    one()
+    launches = fg.cuda.launch_count()
+    t = timed(one) if not SIM else float("nan")  # the simulator runs each step once: it checks the path
+    line = f"{name:40s} {t * 1e3:9.3f} ms  {launches:4d} launches"
     torch = torch_cuda()
-    if torch is not None:
-        net = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
-                                  torch.nn.Linear(sizes[1], sizes[2])).cuda()
-        topt = torch.optim.AdamW(net.parameters(), 1e-3)
-        tx = torch.randn(batch, sizes[0], device="cuda")
-        ty = torch.randint(0, sizes[2], (batch,), device="cuda")
-
-        def tstep():
-            topt.zero_grad()
-            torch.nn.functional.cross_entropy(net(tx), ty).backward()
-            topt.step()
-            torch.cuda.synchronize()
-        tt = median_seconds(tstep, repeats=REPEATS, warmup=2)
+    if torch is not None and torch_time is not None:
+        tt = torch_time(torch)
         line += f"  PyTorch CUDA {tt * 1e3:9.3f} ms  ratio {t / tt:5.2f}x"
     print(line)
+
+
+def step_rows():
+    """The MLP, the MNIST-size CNN and a GPT: launches per step and time (the MLP alone, at tiny
+    sizes, in the simulator)."""
+    from funcgrad.models import CNN, GPT
+    rng = np.random.default_rng(0)
+    batch, sizes = (8, (16, 32, 4)) if SIM else (128, (784, 256, 10))
+    x, y = rng.standard_normal((batch, sizes[0])).astype(np.float32), rng.integers(0, sizes[2], batch)
+
+    def torch_mlp(torch):
+        net = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
+                                  torch.nn.Linear(sizes[1], sizes[2])).cuda()
+        return _torch_step(torch, net, torch.nn.functional.cross_entropy, torch.tensor(x, device="cuda"),
+                           torch.tensor(y, device="cuda"))
+    step_row(f"MLP {sizes} batch {batch}", nn.MLP(sizes[0], [sizes[1]], sizes[2], key=fg.random.key(0)),
+             nn.losses.cross_entropy, (x, y), torch_mlp)
+    if SIM:  # a CNN or GPT step takes the simulator tens of minutes; tests/test_cuda.py covers their kernels
+        return
+    side, n = 28, 64
+    images, labels = rng.standard_normal((n, 1, side, side)).astype(np.float32), rng.integers(0, 10, n)
+    step_row(f"CNN {side}x{side} batch {n}", CNN(side, 1, 10, dropout=0.0, key=fg.random.key(0)),
+             nn.losses.cross_entropy, (images, labels))
+    vocab, length, dim, n = 64, 64, 128, 16
+    tokens = rng.integers(0, vocab, (n, length))
+    step_row(f"GPT dim {dim} seq {length} batch {n}", GPT(vocab, length, dim=dim, depth=2, heads=4,
+                                                          key=fg.random.key(0)),
+             lambda logits, t: nn.losses.cross_entropy(fnp.reshape(logits, (-1, vocab)), fnp.reshape(t, (-1,))),
+             (tokens, tokens))
 
 
 if __name__ == "__main__":
@@ -123,5 +156,5 @@ if __name__ == "__main__":
     print(f"device: {'numba CUDA simulator' if fg.cuda.simulator() else 'NVIDIA GPU'}")
     matmul_rows()
     bandwidth_rows()
-    mlp_step_row()
+    step_rows()
     print(fg.cuda.memory_summary())
