@@ -100,6 +100,10 @@ def test_conv2d_names_what_does_not_fit():
         F.conv2d(np.ones((1, 3, 4, 4)), np.ones((2, 2, 3, 3)))
     with pytest.raises(ValueError, match="padding"):
         F.conv2d(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), padding=-1)
+    for fn in (lambda: F.conv2d(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), stride=0),
+               lambda: F.max_pool2d(np.ones((1, 1, 4, 4)), 2, stride=(1, 0))):
+        with pytest.raises(ValueError, match="must be positive"):
+            fn()
 
 
 def np_pool(x, k, s, pad, fn, pad_value):

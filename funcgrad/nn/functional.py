@@ -159,9 +159,10 @@ def _windows(x, kernel, stride, padding, dilation, fname):
 
 def _check_fits(fname: str, shape, kernel, stride, sides, dilation) -> None:
     """A named error for windows that do not fit the (padded) image."""
+    if min(stride) <= 0 or min(dilation) <= 0:
+        raise ValueError(f"{fname}: stride {stride} and dilation {dilation} must be positive")
     padded = tuple(n + lo + hi for n, (lo, hi) in zip(shape[2:], sides))
-    out = [C.output_size(n, k, s, d) for n, k, s, d in zip(padded, kernel, stride, dilation)]
-    if min(out) <= 0 or min(stride) <= 0 or min(dilation) <= 0:
+    if min(C.output_size(n, k, s, d) for n, k, s, d in zip(padded, kernel, stride, dilation)) <= 0:
         raise fg_errors.ShapeError(f"{fname}: a {kernel} window (stride {stride}, dilation {dilation}) does not "
                                    f"fit the padded input of spatial shape {padded}")
 
