@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes
 from ..ops import attention as A
 from ..ops import shape as S
-from ..ops.conv import output_size, window_argmax_p
+from ..ops.conv import window_output_hw
 from ..ops.core import aval
 from ..ops.elementwise import add_p, convert_p
 from ..ops.linalg import contraction_dtype
@@ -170,10 +170,8 @@ def unpick(g, labels, classes):
 
 def im2col(x, kernel, stride, dilation):
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-    n, c, h, w = x.shape
-    ho, wo = output_size(h, kh, sh, dh), output_size(w, kw, sw, dw)
-    if ho <= 0 or wo <= 0:
-        raise ValueError(f"window {kernel} with dilation {dilation} is larger than the input {x.shape}")
+    n, c = x.shape[:2]
+    ho, wo = window_output_hw(x.shape[2:], kernel, stride, ((0, 0), (0, 0)), dilation, "im2col")
     s = x.strides
     return x.view((n, c, ho, wo, kh, kw), (s[0], s[1], s[2] * sh, s[3] * sw, s[2] * dh, s[3] * dw))
 
@@ -237,7 +235,7 @@ def conv_input_grad(g, w, image_size, stride, padding, dilation, groups, precisi
 
 def window_argmax(x, kernel, stride, padding, dilation):
     x = _device(x)
-    hw = window_argmax_p.shape_rule(aval(x), kernel=kernel, stride=stride, padding=padding, dilation=dilation).shape[2:]
+    hw = window_output_hw(x.shape[2:], kernel, stride, padding, dilation, "window_argmax")
     return pool.window_argmax(x, kernel, stride, padding, dilation, hw)
 
 

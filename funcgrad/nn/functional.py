@@ -153,18 +153,8 @@ def _windows(x, kernel, stride, padding, dilation, fname):
     (ph, pw) = padding
     if ph or pw:
         x = fnp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    _check_fits(fname, x.shape, kernel, stride, ((0, 0), (0, 0)), dilation)
+    C.window_output_hw(x.shape[2:], kernel, stride, ((0, 0), (0, 0)), dilation, fname)
     return bind(C.im2col_p, x, kernel=kernel, stride=stride, dilation=dilation)
-
-
-def _check_fits(fname: str, shape, kernel, stride, sides, dilation) -> None:
-    """A named error for windows that do not fit the (padded) image."""
-    if min(stride) <= 0 or min(dilation) <= 0:
-        raise ValueError(f"{fname}: stride {stride} and dilation {dilation} must be positive")
-    padded = tuple(n + lo + hi for n, (lo, hi) in zip(shape[2:], sides))
-    if min(C.output_size(n, k, s, d) for n, k, s, d in zip(padded, kernel, stride, dilation)) <= 0:
-        raise fg_errors.ShapeError(f"{fname}: a {kernel} window (stride {stride}, dilation {dilation}) does not "
-                                   f"fit the padded input of spatial shape {padded}")
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
@@ -192,7 +182,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
         sides = tuple((p, p) for p in _pair(padding, "padding"))
     if min(min(side) for side in sides) < 0:
         raise ValueError(f"conv2d: padding {padding!r} must be non-negative")
-    _check_fits("conv2d", x.shape, (kh, kw), stride, sides, dilation)
+    C.window_output_hw(x.shape[2:], (kh, kw), stride, sides, dilation, "conv2d")
     precision = fnp._precision(x, weight)
     x, weight = (x, weight) if precision else fnp._common((x, weight))
     out = bind(C.conv_p, x, weight, stride=stride, padding=sides, dilation=dilation, groups=groups, **precision)
@@ -338,7 +328,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
     x, unbatched = _batched_image(x, "max_pool2d")
     kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation)
     sides = tuple((p, p) for p in padding)
-    _check_fits("max_pool2d", x.shape, kernel, stride, sides, dilation)
+    C.window_output_hw(x.shape[2:], kernel, stride, sides, dilation, "max_pool2d")
     where = bind(C.window_argmax_p, x, kernel=kernel, stride=stride, padding=sides, dilation=dilation)
     out = bind(C.gather_plane_p, x, where)
     return out[0] if unbatched else out

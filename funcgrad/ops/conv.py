@@ -13,6 +13,7 @@ import numpy as np
 
 from ..cpu import conv as cpu_conv, windows
 from ..cpu.conv import output_size
+from ..errors import ShapeError
 from .core import Primitive, ShapedArray, defjvp, deflinear, defvjp
 from .layout import batch_first, batch_to, reshape_p
 from .linalg import _cotangent_params, _low_precision_matmul, contraction_dtype
@@ -31,11 +32,8 @@ def _col2im_impl(cols, image_shape, kernel, stride, dilation):
 def _im2col_shape(x, *, kernel, stride, dilation):
     if len(x.shape) != 4:
         raise ValueError(f"im2col takes an (N, C, H, W) batch, got shape {x.shape}")
-    n, c, h, w = x.shape
-    ho, wo = (output_size(size, k, s, d) for size, k, s, d in zip((h, w), kernel, stride, dilation))
-    if ho <= 0 or wo <= 0:
-        raise ValueError(f"window {tuple(kernel)} with dilation {tuple(dilation)} is larger than the input {x.shape}")
-    return ShapedArray((n, c, ho, wo) + tuple(kernel), x.dtype)
+    hw = window_output_hw(x.shape[2:], kernel, stride, ((0, 0), (0, 0)), dilation, "im2col")
+    return ShapedArray(tuple(x.shape[:2]) + hw + tuple(kernel), x.dtype)
 
 
 def _col2im_shape(cols, *, image_shape, kernel, stride, dilation):
@@ -74,13 +72,16 @@ deflinear(col2im_p, lambda g, out, cols, image_shape, kernel, stride, dilation: 
 # ---- convolution: conv(x, w) and its transposes ------------------------------------------------
 # Parameters shared by the three: stride, padding ((top, bottom), (left, right)), dilation,
 # groups, and under autocast precision / out_dtype as for matmul.
-def _conv_output_hw(image_hw, kernel, stride, padding, dilation):
-    hw = tuple(output_size(size + lo + hi, k, s, d)
-               for size, (lo, hi), k, s, d in zip(image_hw, padding, kernel, stride, dilation))
-    if min(hw) <= 0 or min(stride) <= 0:
-        raise ValueError(f"conv: a {tuple(kernel)} window (stride {tuple(stride)}, dilation {tuple(dilation)}) does "
-                         f"not fit the padded input of spatial shape "
-                         f"{tuple(size + lo + hi for size, (lo, hi) in zip(image_hw, padding))}")
+def window_output_hw(image_hw, kernel, stride, padding, dilation, name: str = "conv") -> tuple:
+    """(Ho, Wo) of windows over an image padded by ((top, bottom), (left, right)); a ShapeError
+    naming `name` where the stride or dilation is not positive or the window does not fit."""
+    if min(stride) <= 0 or min(dilation) <= 0:
+        raise ShapeError(f"{name}: stride {tuple(stride)} and dilation {tuple(dilation)} must be positive")
+    padded = tuple(size + lo + hi for size, (lo, hi) in zip(image_hw, padding))
+    hw = tuple(output_size(size, k, s, d) for size, k, s, d in zip(padded, kernel, stride, dilation))
+    if min(hw) <= 0:
+        raise ShapeError(f"{name}: a {tuple(kernel)} window (stride {tuple(stride)}, dilation {tuple(dilation)}) does "
+                         f"not fit the padded input of spatial shape {padded}")
     return hw
 
 
@@ -96,12 +97,12 @@ def _check_conv(x_shape, w_shape, groups):
 
 def _conv_shape(x, w, *, stride, padding, dilation, groups, precision=None, out_dtype=None):
     _check_conv(x.shape, w.shape, groups)
-    hw = _conv_output_hw(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    hw = window_output_hw(x.shape[2:], w.shape[2:], stride, padding, dilation)
     return ShapedArray((x.shape[0], w.shape[0]) + hw, contraction_dtype([x.dtype, w.dtype], precision, out_dtype))
 
 
 def _check_cotangent(g_shape, x_shape, w_shape, stride, padding, dilation):
-    expected = (x_shape[0], w_shape[0]) + _conv_output_hw(x_shape[2:], w_shape[2:], stride, padding, dilation)
+    expected = (x_shape[0], w_shape[0]) + window_output_hw(x_shape[2:], w_shape[2:], stride, padding, dilation)
     if tuple(g_shape) != expected:
         raise ValueError(f"conv cotangent of shape {tuple(g_shape)} does not match the output {expected} of a conv "
                          f"of input {tuple(x_shape)} with weight {tuple(w_shape)}")
@@ -184,11 +185,12 @@ def _window_argmax_shape(x, *, kernel, stride, padding, dilation):
         raise ValueError(f"window_argmax takes an (N, C, H, W) batch, got shape {x.shape}")
     if any(lo > k // 2 or hi > k // 2 for (lo, hi), k in zip(padding, kernel)):
         raise ValueError(f"pool padding {tuple(padding)} must be at most half the kernel size {tuple(kernel)}")
-    return ShapedArray(x.shape[:2] + _conv_output_hw(x.shape[2:], kernel, stride, padding, dilation), np.int64)
+    hw = window_output_hw(x.shape[2:], kernel, stride, padding, dilation, "window_argmax")
+    return ShapedArray(x.shape[:2] + hw, np.int64)
 
 
 def _window_argmax_impl(x, kernel, stride, padding, dilation):
-    hw = _conv_output_hw(x.shape[2:], kernel, stride, padding, dilation)
+    hw = window_output_hw(x.shape[2:], kernel, stride, padding, dilation, "window_argmax")
     return windows.window_argmax(x, kernel, stride, padding, dilation, hw)
 
 

@@ -176,11 +176,12 @@ def _gather_impl(x, *arrays, spec):
 
 
 def _scatter_add_impl(g, *arrays, spec, shape):
-    index = np.asarray(arrays[0]) if len(arrays) == 1 else None
-    if tuple(spec) == (("a",),) and index.dtype.kind in "iu" and np.shape(g) == index.shape + tuple(shape[1:]):
-        fast = rows.add_rows(np.asarray(g), index, tuple(shape))  # rows of a table (an embedding's gradient)
-        if fast is not None:
-            return fast
+    if tuple(spec) == (("a",),):  # rows of a table (an embedding's gradient)
+        index = np.asarray(arrays[0])
+        if index.dtype.kind in "iu" and np.shape(g) == index.shape + tuple(shape[1:]):
+            fast = rows.add_rows(np.asarray(g), index, tuple(shape))
+            if fast is not None:
+                return fast
     out = np.zeros(shape, g.dtype)
     index = build_index(spec, arrays)
     if arrays:
