@@ -31,7 +31,7 @@ def as_input(x, fname: str, where: str, require_float: bool = True):
             raise TypeError(f"{fname}: {where} is a {type(x).__name__}, not an array; "
                             f"mark it static (pass it through a closure) or remove it from the inputs")
         x = Array(to_numpy(x))
-    if require_float and not dtypes.is_float(x.dtype):
+    if require_float and not dtypes.is_inexact(x.dtype):
         raise TypeError(f"{fname}: {where} has dtype {x.dtype}; only floating-point inputs can be "
                         f"differentiated (cast it with .astype(fg.float32), or leave it out of argnums)")
     return x

@@ -203,8 +203,8 @@ class Array(ArrayBase):
 def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.ndarray:
     """Host data (list, scalar, ndarray) as an ndarray of a supported dtype.
 
-    Python floats become float32 and ints int64 (PyTorch's defaults); NumPy arrays keep
-    their dtype unless one is asked for.
+    Python floats become float32, complex numbers complex64 and ints int64 (PyTorch's defaults);
+    NumPy arrays keep their dtype unless one is asked for.
     """
     if isinstance(x, Array):
         value = np.asarray(host(x._value))
@@ -217,14 +217,16 @@ def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.nd
             raise TypeError(f"cannot make an array from {type(x).__name__}: {e}") from None
         if dtype is None and value.dtype == np.float64:
             value = value.astype(dtypes.default_float)
+        elif dtype is None and value.dtype == np.complex128:
+            value = value.astype(dtypes.default_complex)
         elif dtype is None and value.dtype.kind == "i":
             value = value.astype(dtypes.default_int)
     if dtype is not None:
         dtype = dtypes.canonicalize(dtype)
         if value.dtype != dtype:
             return value.astype(dtype)
-    elif value.dtype.kind in "OUSVcmM" and value.dtype != dtypes.bfloat16:
-        raise TypeError(f"funcgrad arrays hold real numbers and booleans; a {type(x).__name__} "
+    elif value.dtype.kind in "OUSVmM" and value.dtype != dtypes.bfloat16:
+        raise TypeError(f"funcgrad arrays hold numbers and booleans; a {type(x).__name__} "
                         f"of {value.dtype.name} cannot become one")
     else:
         dtypes.canonicalize(value.dtype)

@@ -136,7 +136,7 @@ def _same_kind(expected, got, what: str, against: str) -> None:
         raise TypeError(f"scan: {what} differs from {against} in structure, {e_def.difference(g_def)}")
     for path_leaf, e, g in zip(tree_flatten_with_path(got)[0], e_leaves, g_leaves):
         e_kind, g_kind = ((tuple(np.shape(v)), fnp.asarray(v).dtype) for v in (e, g))
-        weak = isinstance(e, (bool, int, float))  # a Python number takes the dtype the steps give it
+        weak = isinstance(e, (bool, int, float, complex))  # a Python number takes the dtype the steps give it
         if e_kind[0] != g_kind[0] or (e_kind[1] != g_kind[1] and not weak):
             raise TypeError(f"scan: {what} has shape {g_kind[0]} dtype {g_kind[1]} at {keystr(path_leaf[0])}, "
                             f"but {against} has shape {e_kind[0]} dtype {e_kind[1]}: the carry and ys keep one "

@@ -380,7 +380,7 @@ class Jitted:
         outs = [Array(o) if isinstance(o, (np.ndarray, np.generic, ExternalValue)) else o
                 for o in compiled.run(*[v.copy() if i in compiled.donated else v for i, v in enumerate(call.values)])]
         for k, out in enumerate(outs):
-            if isinstance(out, Array) and dtypes.is_float(out.dtype) and np.isnan(out.numpy().astype(np.float32)).any():
+            if isinstance(out, Array) and dtypes.is_inexact(out.dtype) and np.isnan(out.numpy()).any():
                 with disable_jit():
                     self.fun(*call.args, **call.kwargs)
                 raise NonFiniteError(f"jit: output {k} of {getattr(self.fun, '__name__', 'function')} holds NaN "

@@ -9,13 +9,27 @@ import operator
 
 from . import numpy as fnp
 from .control import cond, fori_loop, map, scan, switch, while_loop  # noqa: A004
+from . import dtypes
 from .numpy import stop_gradient
 from .ops import elementwise as E
 from .trace import bind
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gradient", "select", "rsqrt",
            "square", "integer_pow", "exp", "log", "tanh", "logistic", "erf", "max", "min", "abs", "sign", "dot",
-           "batch_matmul", "concatenate", "broadcast_in_dim", "expand_dims", "clamp", "top_k"]
+           "batch_matmul", "concatenate", "broadcast_in_dim", "expand_dims", "clamp", "top_k", "complex", "real",
+           "imag", "conj"]
+
+
+def complex(x, y):  # noqa: A001  (lax's name; torch.complex)
+    """x + i y from two real arrays (broadcast), differentiable in both: complex64 from float32
+    parts, complex128 from float64."""
+    re, im = fnp._float_pair(x, y)
+    if not (dtypes.is_float(re.dtype) and dtypes.is_float(im.dtype)):
+        raise TypeError(f"complex takes real parts, not {re.dtype} and {im.dtype}")
+    return bind(E.complex_p, re, im)
+
+
+real, imag, conj = fnp.real, fnp.imag, fnp.conj
 
 
 def select(pred, on_true, on_false):

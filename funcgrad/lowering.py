@@ -214,8 +214,8 @@ class _Codegen:
             for x in eqn.inputs:
                 if isinstance(x, Const) and (x.value is None or np.ndim(x.value) == 0):
                     refs.append(None if x.value is None else x.value)  # a literal, typed below
-                    dtypes.append(None if x.value is None else type(x.value) if type(x.value) in (bool, int, float)
-                                  else np.asarray(x.value).dtype)
+                    weak = type(x.value) in (bool, int, float, complex)
+                    dtypes.append(None if x.value is None else type(x.value) if weak else np.asarray(x.value).dtype)
                     continue
                 if not (isinstance(x, Var) and x.id in local):
                     key = x.id if isinstance(x, Var) else ("c", id(x.value))

@@ -161,7 +161,7 @@ def impl_error(prim, args, e: Exception) -> Exception:
 
 def _check_nans(prim, out):
     out = np.asarray(host(out))  # debug_nans reads device results back: a debugging mode, not a fast path
-    if dtypes.is_float(out.dtype) and np.isnan(out.astype(np.float32, copy=False)).any():
+    if dtypes.is_inexact(out.dtype) and np.isnan(out).any():
         raise NonFiniteError(f"primitive '{prim.name}' produced NaN (debug_nans is on), "
                              f"called from {user_frame()}")
 
@@ -257,7 +257,7 @@ def is_differentiated(x) -> bool:
 
 
 def is_differentiable_output(prim, out) -> bool:
-    return prim.differentiable and out.dtype in dtypes.float_dtypes
+    return prim.differentiable and out.dtype in dtypes.inexact_dtypes
 
 
 def find_top_trace(leaves):

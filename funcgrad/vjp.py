@@ -83,7 +83,7 @@ class VJPTrace(Trace):
             else:
                 vals.append(a)
         out = bind(prim, *vals, **params)
-        if not prim.differentiable or out.dtype not in dtypes.float_dtypes:
+        if not prim.differentiable or out.dtype not in dtypes.inexact_dtypes:
             return out
         return VJPTracer(self, out, Node(prim, vals, params, out, parents), 0)
 
@@ -123,7 +123,7 @@ class VJPTrace(Trace):
 
 
 def _is_float_array(x) -> bool:
-    return hasattr(x, "dtype") and dtypes.is_float(x.dtype)
+    return hasattr(x, "dtype") and dtypes.is_inexact(x.dtype)
 
 
 class _MultiOutputNode(Node):
@@ -250,6 +250,13 @@ def backward_pass(outputs, cts, release: bool = False):
     return acc
 
 
+def _pytorch_convention(ct):
+    """The primitives' rules pass complex cotangents in JAX's convention (the gradient of |z|^2 is
+    2 conj(z)); users get PyTorch's (2z, so gradient descent works unchanged). The two are each
+    other's conjugates, so a complex cotangent is conjugated on the way in and on the way out."""
+    return E.conj_p(ct) if dtypes.is_complex(ct.dtype) else ct
+
+
 def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
     """vjp over a flat list of primals; fun_flat may return any pytree."""
     with VJPTrace(name) as trace:
@@ -276,13 +283,13 @@ def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
                 raise ShapeError(f"the cotangent has shape {c.shape}, but the output has shape {o.shape}")
             if out_node is not None:
                 seeds.append(out_node)
-                cts.append(c)
+                cts.append(_pytorch_convention(c))
         acc = backward_pass(seeds, cts, release) if seeds else {}
         grads = []
         for x, node in zip(primals, in_nodes):
             slots = acc.get(node)
             g = zeros(x.shape, x.dtype, x.device) if slots is None else slots[0]
-            grads.append(g if g.dtype == x.dtype else E.convert_p(g, dtype=x.dtype))
+            grads.append(_pytorch_convention(g if g.dtype == x.dtype else E.convert_p(g, dtype=x.dtype)))
         return grads
 
     return out_tree.unflatten(out_vals), vjp_fn
@@ -315,9 +322,10 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             if not hasattr(out, "shape"):
                 out = Array(to_numpy(out))
             if out.size != 1 or not dtypes.is_float(out.dtype):
-                raise TypeError(f"grad needs {fun.__name__} to return a floating-point scalar; "
-                                f"it returned shape {tuple(out.shape)} dtype {out.dtype} "
-                                f"(reduce it with .sum() or use jacrev / vjp)")
+                hint = ("a complex value has no gradient: differentiate its .real or abs()"
+                        if dtypes.is_complex(out.dtype) else "reduce it with .sum() or use jacrev / vjp")
+                raise TypeError(f"grad needs {fun.__name__} to return a real floating-point scalar; "
+                                f"it returned shape {tuple(out.shape)} dtype {out.dtype} ({hint})")
             return out
 
         with annotate("forward"):

@@ -21,8 +21,10 @@ def test_the_namespace_announces_itself():
         x.__array_namespace__(api_version="2099.12")
     info = fnp.__array_namespace_info__()
     assert info.default_device() == "cpu" and "cpu" in info.devices()
-    assert info.default_dtypes() == {"real floating": np.float32, "integral": np.int64, "indexing": np.int64}
+    assert info.default_dtypes() == {"real floating": np.float32, "complex floating": np.complex64,
+                                     "integral": np.int64, "indexing": np.int64}
     assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint32", "uint64"}
+    assert set(info.dtypes(kind="complex floating")) == {"complex64", "complex128"}
     assert info.dtypes()["bool"] == np.bool_ and info.capabilities()["boolean indexing"]
     assert fnp.bool == np.bool_ and "bool" not in fnp.__all__  # a star import keeps Python's bool
 

@@ -42,7 +42,8 @@ class _Numba(scalar.Dialect):
         return literal(value, dtype)
 
     def call(self, name: str, args: list[str], exprs: tuple) -> str:
-        return f"{self.VECMATH.get(name, 'np.' + name)}({', '.join(args)})"
+        fast = self.VECMATH.get(name) if exprs[0].dtype is None or not dtypes.is_complex(exprs[0].dtype) else None
+        return f"{fast or 'np.' + name}({', '.join(args)})"
 
 
 NUMBA = _Numba()
@@ -66,10 +67,17 @@ def _cast(dtype: np.dtype) -> str:
     return "bool" if dtype == dtypes.bool_ else f"np.{dtype.name}"
 
 
+def _float_text(v: float) -> str:
+    return repr(v) if math.isfinite(v) else f"float({str(v)!r})"  # inf, nan
+
+
 def literal(value, dtype: np.dtype) -> str:
     """A scalar constant as typed source text, so the kernel computes in the program's dtype."""
     v = np.asarray(value).astype(dtype).item()
-    text = repr(v) if not isinstance(v, float) or math.isfinite(v) else f"float({str(v)!r})"  # inf, nan
+    if isinstance(v, complex):
+        text = f"complex({_float_text(v.real)}, {_float_text(v.imag)})"
+    else:
+        text = _float_text(v) if isinstance(v, float) else repr(v)
     return f"{_cast(dtype)}({text})"
 
 

@@ -35,7 +35,7 @@ def _device(x):
 
 def _scalar_or_device(x):
     """Elementwise operands: 0-d host constants stay scalars (NumPy 0-d arrays keep their dtype)."""
-    if isinstance(x, DeviceValue) or x is None or isinstance(x, (bool, int, float)):
+    if isinstance(x, DeviceValue) or x is None or isinstance(x, (bool, int, float, complex)):
         return x
     if isinstance(x, np.generic):
         x = np.asarray(x)

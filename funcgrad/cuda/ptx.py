@@ -22,7 +22,7 @@ from ..ops.core import Primitive, ShapedArray, registry
 from .kernels import decompositions, elementwise, indexing, matmul, pool, random, reduce, scan, sort
 
 CANDIDATES = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
-              dtypes.uint32, dtypes.uint8, dtypes.bool_]
+              dtypes.uint32, dtypes.uint8, dtypes.bool_, dtypes.complex64, dtypes.complex128]
 PARAM_VALUES = {"approximate": (False, True), "dtype": tuple(map(np.dtype, CANDIDATES))}  # keyword params' values
 
 

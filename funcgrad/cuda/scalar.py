@@ -68,4 +68,14 @@ else:
         u = uint32(libdevice.float_as_int(x))
         return uint16((u + uint32(0x7FFF) + ((u >> 16) & uint32(1))) >> 16)  # round to nearest even
 
+# complex operands: cmath on a GPU, NumPy's ufuncs in the simulator; kernels call scalar.c_exp(z), ...
+_CMATH = ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "atan", "asin", "acos",
+          "asinh", "acosh", "atanh", "isnan", "isinf", "isfinite")
+if SIMULATOR:
+    CMATH = {f"c_{name}": MATH[name] for name in _CMATH}
+else:
+    import cmath
+    CMATH = {f"c_{name}": getattr(cmath, name) for name in _CMATH}
+
 globals().update(MATH)  # kernels call them as scalar.exp(x), scalar.atan2(y, x), ...
+globals().update(CMATH)

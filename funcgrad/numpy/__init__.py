@@ -13,8 +13,8 @@ from . import (_array_api, _contractions, _creation, _elementwise, _index_tricks
                _shapes, _signal, _statistics)
 from . import linalg
 from ._base import *  # noqa: F401,F403
-from ._base import (_axes, _common, _float_arg, _index_array, _normalize_axis, _pair, _placed, _precision,  # noqa: F401
-                    _weak, autocast_to_float32, concrete_or_none)  # for funcgrad's own layers (nn, lax)
+from ._base import (_axes, _common, _float_arg, _float_pair, _index_array, _normalize_axis, _pair, _placed,  # noqa: F401
+                    _precision, _weak, autocast_to_float32, concrete_or_none)  # for funcgrad's own layers (nn, lax)
 from ._math import *  # noqa: F401,F403
 from ._shapes import *  # noqa: F401,F403
 from ._signal import *  # noqa: F401,F403

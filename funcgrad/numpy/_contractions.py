@@ -10,7 +10,7 @@ from ..errors import ShapeError
 from ..ops import linalg as L
 from ..trace import bind
 from ._creation import _common, _normalize_axis, _precision, asarray
-from ._elementwise import multiply
+from ._elementwise import conj, multiply
 from ._layout import ravel, reshape, squeeze
 from ._reductions import sum
 
@@ -141,4 +141,5 @@ def inner(a, b):
 
 
 def vdot(a, b):
-    return sum(multiply(ravel(a), ravel(b)))
+    """The dot product of the flattened arrays, the first conjugated (NumPy's)."""
+    return sum(multiply(conj(ravel(a)), ravel(b)))

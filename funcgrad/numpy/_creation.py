@@ -13,8 +13,8 @@ from .. import devices, dtypes
 from ..array import Array, ArrayBase, parse_device, to_numpy
 from ..config import autocast_state
 from ..devices import device_put
-from ..dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
-                      uint32, uint64)
+from ..dtypes import (bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,  # noqa: F401
+                      int32, int64, uint8, uint32, uint64)
 from ..errors import ConcretizationError, ShapeError
 from ..ops import elementwise as E
 from ..ops import layout as Ly
@@ -24,7 +24,7 @@ from ..trace import Tracer, bind
 pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
 
 __all__ = [
-    "allclose", "arange", "array", "asarray", "astype", "bfloat16", "bool_",
+    "allclose", "arange", "array", "asarray", "astype", "bfloat16", "bool_", "complex64", "complex128",
     "e", "eye", "float16", "float32", "float64", "full", "full_like", "inf", "int16",
     "int32", "int64", "int8", "linspace", "nan", "ndim", "newaxis", "ones", "ones_like", "pi", "shape", "size",
     "uint32", "uint64", "uint8", "zeros", "zeros_like",
@@ -116,20 +116,30 @@ def astype(x, dtype, /, *, copy: bool = False, device=None) -> Array:
 
 
 def _is_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(x, ArrayBase)
+    return isinstance(x, (bool, int, float, complex, np.bool_, np.number)) and not isinstance(x, ArrayBase)
 
 
 def _weak(s, dtype):
     """A Python scalar next to an array of `dtype`: it takes the array's dtype if its category
-    (bool < int < float) is no higher, as in PyTorch."""
+    (bool < int < float < complex) is no higher, as in PyTorch."""
     s = s.item() if isinstance(s, np.generic) else s
     if dtypes.scalar_category(s) > dtypes._category(dtype):
         return None
     return np.asarray(s, dtype) if dtype in dtypes.low_precision or dtype.kind == "u" else s
 
 
-_NATIVE_WEAK = {float: frozenset({float32, float64}),
-                int: frozenset({float32, float64, int32, int64})}  # NumPy already treats these weakly
+def _scalar_result_dtype(s, dtype):
+    """The dtype of an array of `dtype` with a Python scalar of a higher category: the scalar's
+    default, except that a complex scalar keeps a float64 array's precision (PyTorch)."""
+    if isinstance(s, complex) and dtypes.is_float(dtype):
+        return dtypes.complex_dtype(dtype)
+    return dtypes.scalar_dtype(s)
+
+
+_NATIVE_WEAK = {float: frozenset({float32, float64, complex64, complex128}),
+                complex: frozenset({complex64, complex128}),
+                int: frozenset({float32, float64, int32, int64, complex64, complex128})}
+# (NumPy already treats these weakly)
 
 
 def _pair(x, y):
@@ -148,7 +158,7 @@ def _pair(x, y):
             w = _weak(y, x.dtype)
             if w is not None:
                 return x, w
-            return astype(x, dtypes.scalar_dtype(y.item() if isinstance(y, np.generic) else y)), y
+            return astype(x, _scalar_result_dtype(y.item() if isinstance(y, np.generic) else y, x.dtype)), y
         return _pair(*follow(x, y))
     if isinstance(y, ArrayBase):
         b, a = _pair(y, x)
@@ -158,10 +168,10 @@ def _pair(x, y):
 
 def _float_arg(x):
     """Math functions of integers compute in the default float dtype (PyTorch: exp(int) -> float32)."""
-    if isinstance(x, ArrayBase) and x.dtype in dtypes.float_dtypes:
+    if isinstance(x, ArrayBase) and x.dtype in dtypes.inexact_dtypes:
         return x
     x = asarray(x)
-    return x if dtypes.is_float(x.dtype) else E.convert_p(x, dtype=dtypes.default_float)
+    return x if dtypes.is_inexact(x.dtype) else E.convert_p(x, dtype=dtypes.default_float)
 
 
 def _float_pair(x, y):

@@ -9,17 +9,17 @@ from ..array import Array, ArrayBase
 from ..ops import elementwise as E
 from ..ops import stop_gradient_p
 from ..trace import bind
-from ._creation import _float_arg, _float_pair, _is_scalar, _pair, asarray, astype, follow
+from ._creation import _float_arg, _float_pair, _is_scalar, _pair, asarray, astype, follow, zeros
 from ..dtypes import bool_
 
 __all__ = [
     "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "ceil", "clip", "cos", "cosh", "divide", "equal", "exp",
-    "expm1", "floor", "floor_divide", "greater", "greater_equal", "invert", "isfinite", "isinf", "isnan",
-    "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "power",
-    "reciprocal", "remainder", "right_shift", "round", "sign", "sin", "sinh", "sqrt", "square", "stop_gradient",
-    "subtract", "tan", "tanh", "true_divide", "trunc", "where",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "ceil", "clip", "conj", "conjugate", "cos", "cosh", "divide",
+    "equal", "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "imag", "invert", "isfinite",
+    "isinf", "isnan", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "mod", "multiply", "negative", "not_equal",
+    "power", "real", "reciprocal", "remainder", "right_shift", "round", "sign", "sin", "sinh", "sqrt", "square",
+    "stop_gradient", "subtract", "tan", "tanh", "true_divide", "trunc", "where",
 ]
 
 
@@ -175,6 +175,27 @@ def clip(x, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
     if isinstance(lo, ArrayBase) and lo.dtype != x.dtype or isinstance(hi, ArrayBase) and hi.dtype != x.dtype:
         x = astype(x, dtypes.promote(x.dtype, (lo if isinstance(lo, ArrayBase) else hi).dtype))
     return bind(E.clip_p, x, lo, hi)
+
+
+def conj(x):
+    """The complex conjugate; a real array is its own."""
+    x = asarray(x)
+    return bind(E.conj_p, x) if dtypes.is_complex(x.dtype) else x
+
+
+conjugate = conj
+
+
+def real(x):
+    """The real part (float32 for complex64); a real array is its own."""
+    x = asarray(x)
+    return bind(E.real_p, x) if dtypes.is_complex(x.dtype) else x
+
+
+def imag(x):
+    """The imaginary part; zeros for a real array."""
+    x = asarray(x)
+    return bind(E.imag_p, x) if dtypes.is_complex(x.dtype) else zeros(x.shape, x.dtype, device=x.device)
 
 
 def stop_gradient(x):

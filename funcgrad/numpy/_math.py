@@ -19,8 +19,8 @@ from ._util import _concrete
 __all__ = [
     "isclose", "array_equal", "array_equiv", "logaddexp", "logaddexp2", "exp2", "cbrt", "copysign", "signbit",
     "deg2rad", "radians", "rad2deg", "degrees", "fabs", "fmax", "fmin", "fmod", "heaviside", "hypot", "float_power",
-    "ldexp", "rint", "around", "fix", "sinc", "nan_to_num", "conj", "conjugate", "real", "imag", "angle",
-    "iscomplexobj", "isreal", "isrealobj", "positive", "bitwise_not", "bitwise_invert", "promote_types",
+    "ldexp", "rint", "around", "fix", "sinc", "nan_to_num", "angle",
+    "iscomplexobj", "iscomplex", "isreal", "isrealobj", "positive", "bitwise_not", "bitwise_invert", "promote_types",
     "result_type", "can_cast", "finfo", "iinfo", "dtype", "isscalar", "issubdtype", "gcd", "lcm", "frexp",
     "nextafter",
 ]
@@ -192,36 +192,29 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
     return fnp.where(fnp.isinf(x) & (x < 0), np.asarray(info.min if neginf is None else neginf, x.dtype), x)
 
 
-def conj(x):
-    """Arrays are real here: the conjugate is x itself (complex dtypes are not supported)."""
-    return fnp.asarray(x)
-
-
-conjugate = real = conj
-
-
-def imag(x):
-    x = fnp.asarray(x)
-    return fnp.zeros(x.shape, x.dtype, device=x.device)
-
-
 def angle(z, deg: bool = False):
+    """The argument of each complex number, atan2(imag, real); 0 or pi for reals (NumPy)."""
     z = fnp._float_arg(z)
-    out = fnp.where(fnp.less(z, 0), np.asarray(180.0 if deg else math.pi, z.dtype), np.zeros((), z.dtype))
-    return out
+    out = fnp.arctan2(fnp.imag(z), fnp.real(z))
+    return out * (180.0 / math.pi) if deg else out
 
 
 def iscomplexobj(x) -> bool:
-    return False
+    return dtypes.is_complex(fnp.asarray(x).dtype)
 
 
 def isrealobj(x) -> bool:
-    return True
+    return not iscomplexobj(x)
 
 
 def isreal(x):
-    x = fnp.asarray(x)
-    return fnp.ones(x.shape, dtypes.bool_, device=x.device)
+    """True where the imaginary part is zero (everywhere, for a real array)."""
+    return fnp.equal(fnp.imag(x), 0)
+
+
+def iscomplex(x):
+    """True where the imaginary part is nonzero."""
+    return fnp.not_equal(fnp.imag(x), 0)
 
 
 def positive(x):
@@ -254,20 +247,23 @@ def nextafter(x1, x2):
     return fnp.where(fnp.isnan(x1) | fnp.isnan(x2), fnp.nan, out)
 
 
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
 def result_type(*arrays_and_dtypes) -> np.dtype:
     """The dtype binary operations on these would give (Python scalars are weak)."""
     out = None
     for x in arrays_and_dtypes:
-        if isinstance(x, (bool, int, float)):
+        if isinstance(x, _PYTHON_SCALARS):
             continue
         d = dtypes.canonicalize(x) if isinstance(x, (np.dtype, type, str, ScalarType)) else fnp.asarray(x).dtype
         out = d if out is None else dtypes.promote(out, d)
     if out is None:
-        scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float))]
+        scalars = [x for x in arrays_and_dtypes if isinstance(x, _PYTHON_SCALARS)]
         return dtypes.scalar_dtype(scalars[-1]) if scalars else dtypes.default_float
     for x in arrays_and_dtypes:
-        if isinstance(x, (bool, int, float)) and fnp._weak(x, out) is None:
-            out = dtypes.promote(out, dtypes.scalar_dtype(x))
+        if isinstance(x, _PYTHON_SCALARS) and fnp._weak(x, out) is None:
+            out = dtypes.promote(out, fnp._scalar_result_dtype(x, out))
     return out
 
 

@@ -5,12 +5,13 @@ import builtins
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..ops import layout as Ly
 from ..ops import reductions as R
 from ..trace import bind
 from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32
-from ._elementwise import divide, equal, multiply, sqrt, square, subtract, where
+from ._elementwise import add, divide, equal, imag, multiply, real, sqrt, square, subtract, where
 from ._layout import ravel, reshape
 
 __all__ = [
@@ -82,13 +83,15 @@ def mean(x, axis=None, keepdims: bool = False, dtype=None):
 
 
 def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None):
-    """Variance with NumPy's default ddof=0 (torch.var's default is correction=1)."""
+    """Variance with NumPy's default ddof=0 (torch.var's default is correction=1); of complex
+    numbers, the mean squared modulus of the deviations (a real array, as NumPy's)."""
     x = _float_arg(x if dtype is None else astype(x, dtype))
     ddof = ddof if correction is None else correction
     axes = _axes(axis, x.ndim)
     centered = subtract(x, mean(x, axes, keepdims=True))
     n = _count(x, axes)
-    return divide(sum(square(centered), axes, keepdims=keepdims), float(builtins.max(n - ddof, 0)))
+    squared = add(square(real(centered)), square(imag(centered))) if dtypes.is_complex(x.dtype) else square(centered)
+    return divide(sum(squared, axes, keepdims=keepdims), float(builtins.max(n - ddof, 0)))
 
 
 def std(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None):

@@ -65,7 +65,7 @@ def aval(x):
     """What a shape rule sees of an operand: a ShapedArray for anything with a shape and dtype (NumPy
     scalars included: they take part in promotion with their dtype), the value itself for a Python
     scalar or None (weak: a Python float beside a float32 array stays float32)."""
-    if x is None or type(x) in (bool, int, float) or isinstance(x, ShapedArray):
+    if x is None or type(x) in (bool, int, float, complex) or isinstance(x, ShapedArray):
         return x
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype)
@@ -169,6 +169,18 @@ def incomplete() -> list[str]:
             if prim.jvps is None and prim.jvp_argnum is None and prim.jvp_joint is None:
                 problems.append(f"{prim.name}: differentiable but no JVP rule")
     return problems
+
+
+def real_only(name: str, fn: Callable) -> Callable:
+    """fn (a shape rule or an implementation) refusing complex operands: orderings, rounding, the
+    activations and the softmax family have no complex meaning (PyTorch refuses them; NumPy would
+    order complex numbers lexicographically)."""
+    def checked(*args, **params):
+        for a in args:
+            if isinstance(a, complex) or getattr(getattr(a, "dtype", None), "kind", None) == "c":
+                raise TypeError(f"{name} is defined for real numbers only, not {getattr(a, 'dtype', 'complex')}")
+        return fn(*args, **params)
+    return checked
 
 
 def shape_of(x) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtypes
 from ..cpu.special import erf as _erf_impl
 from . import scalar as X
-from .core import Primitive, ShapedArray, defjvp, defvjp, dtype_of, shape_of
+from .core import Primitive, ShapedArray, defjvp, defvjp, dtype_of, real_only, shape_of
 from .layout import batch_elementwise, broadcast_like, unbroadcast
 
 
@@ -75,23 +75,26 @@ def _convert_shape(x, *, dtype):
 
 # ---- how a primitive is made -------------------------------------------------------------------------
 def _elementwise(name: str, impl, scalar, shape_rule=None, differentiable: bool = True,
-                 fresh: bool = True) -> Primitive:
-    return Primitive(name, impl, shape_rule=shape_rule or ufunc_shape(impl), batch_rule=batch_elementwise,
-                     cuda="elementwise", scalar=scalar, fresh=fresh, differentiable=differentiable)
+                 fresh: bool = True, real_numbers: bool = False) -> Primitive:
+    shape_rule = shape_rule or ufunc_shape(impl)
+    if real_numbers:
+        impl, shape_rule = real_only(name, impl), real_only(name, shape_rule)
+    return Primitive(name, impl, shape_rule=shape_rule, batch_rule=batch_elementwise, cuda="elementwise",
+                     scalar=scalar, fresh=fresh, differentiable=differentiable)
 
 
-def _unary(name: str, impl, scalar, deriv=None, shape_rule=None) -> Primitive:
+def _unary(name: str, impl, scalar, deriv=None, shape_rule=None, real_numbers: bool = False) -> Primitive:
     """deriv(x, out) -> d out / d x, built from primitives; None: not differentiable."""
-    prim = _elementwise(name, impl, scalar, shape_rule, differentiable=deriv is not None)
+    prim = _elementwise(name, impl, scalar, shape_rule, differentiable=deriv is not None, real_numbers=real_numbers)
     if deriv is not None:
         defvjp(prim, lambda g, out, x: mul_p(g, deriv(x, out)))
         defjvp(prim, lambda t, out, x: mul_p(t, deriv(x, out)))
     return prim
 
 
-def _binary(name: str, impl, scalar, dx=None, dy=None) -> Primitive:
+def _binary(name: str, impl, scalar, dx=None, dy=None, real_numbers: bool = False) -> Primitive:
     """dx(g, out, x, y) / dy(...) -> cotangent before un-broadcasting; None: not differentiable."""
-    prim = _elementwise(name, impl, scalar, differentiable=dx is not None)
+    prim = _elementwise(name, impl, scalar, differentiable=dx is not None, real_numbers=real_numbers)
     if dx is not None:
         defvjp(prim, lambda g, out, x, y: unbroadcast(dx(g, out, x, y), shape_of(x)),
                lambda g, out, x, y: unbroadcast(dy(g, out, x, y), shape_of(y)))
@@ -150,10 +153,10 @@ def _tie_mask(winner, tie, dtype):
 
 maximum_p = _binary("maximum", np.maximum, X.maximum,
                     lambda g, o, x, y: mul_p(g, _tie_mask(gt_p(x, y), eq_p(x, y), g.dtype)),
-                    lambda g, o, x, y: mul_p(g, _tie_mask(lt_p(x, y), eq_p(x, y), g.dtype)))
+                    lambda g, o, x, y: mul_p(g, _tie_mask(lt_p(x, y), eq_p(x, y), g.dtype)), real_numbers=True)
 minimum_p = _binary("minimum", np.minimum, X.minimum,
                     lambda g, o, x, y: mul_p(g, _tie_mask(lt_p(x, y), eq_p(x, y), g.dtype)),
-                    lambda g, o, x, y: mul_p(g, _tie_mask(gt_p(x, y), eq_p(x, y), g.dtype)))
+                    lambda g, o, x, y: mul_p(g, _tie_mask(gt_p(x, y), eq_p(x, y), g.dtype)), real_numbers=True)
 
 
 def _atan2_common(x, y):
@@ -163,10 +166,10 @@ def _atan2_common(x, y):
 # arctan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
 arctan2_p = _binary("arctan2", np.arctan2, X.arctan2,
                     lambda g, o, a, b: mul_p(g, div_p(b, _atan2_common(a, b))),
-                    lambda g, o, a, b: neg_p(mul_p(g, div_p(a, _atan2_common(a, b)))))
+                    lambda g, o, a, b: neg_p(mul_p(g, div_p(a, _atan2_common(a, b)))), real_numbers=True)
 remainder_p = _binary("remainder", np.remainder, operator.mod, lambda g, o, x, y: g,
-                      lambda g, o, x, y: neg_p(mul_p(g, floor_p(div_p(x, y)))))
-floor_divide_p = _binary("floor_divide", np.floor_divide, operator.floordiv)
+                      lambda g, o, x, y: neg_p(mul_p(g, floor_p(div_p(x, y)))), real_numbers=True)
+floor_divide_p = _binary("floor_divide", np.floor_divide, operator.floordiv, real_numbers=True)
 
 
 # ---- comparisons and logic (no gradient) -----------------------------------------------------------------
@@ -176,10 +179,10 @@ def _truth(x):
 
 eq_p = _binary("eq", np.equal, operator.eq)
 ne_p = _binary("ne", np.not_equal, operator.ne)
-lt_p = _binary("lt", np.less, operator.lt)
-le_p = _binary("le", np.less_equal, operator.le)
-gt_p = _binary("gt", np.greater, operator.gt)
-ge_p = _binary("ge", np.greater_equal, operator.ge)
+lt_p = _binary("lt", np.less, operator.lt, real_numbers=True)
+le_p = _binary("le", np.less_equal, operator.le, real_numbers=True)
+gt_p = _binary("gt", np.greater, operator.gt, real_numbers=True)
+ge_p = _binary("ge", np.greater_equal, operator.ge, real_numbers=True)
 and_p = _binary("and", np.logical_and, lambda x, y: _truth(x) & _truth(y))
 or_p = _binary("or", np.logical_or, lambda x, y: _truth(x) | _truth(y))
 xor_p = _binary("xor", np.logical_xor, lambda x, y: _truth(x) ^ _truth(y))
@@ -190,15 +193,23 @@ left_shift_p = _binary("left_shift", np.left_shift, operator.lshift)
 right_shift_p = _binary("right_shift", np.right_shift, operator.rshift)
 not_p = _unary("not", np.logical_not, lambda x: x == 0)
 invert_p = _unary("invert", np.invert, lambda x: x == 0 if x.is_bool else ~x)
-isnan_p = _unary("isnan", np.isnan, lambda x: X.isnan(x) if x.is_float else False)
-isinf_p = _unary("isinf", np.isinf, lambda x: X.isinf(x) if x.is_float else False)
-isfinite_p = _unary("isfinite", np.isfinite, lambda x: X.isfinite(x) if x.is_float else True)
-# np.sign: 1, -1, 0 for either zero, NaN for NaN
-sign_p = _unary("sign", np.sign, lambda x: X.where(x > 0, 1, X.where(x < 0, -1, X.where(x == 0, 0, x))))
+isnan_p = _unary("isnan", np.isnan, lambda x: X.isnan(x) if x.is_inexact else False)
+isinf_p = _unary("isinf", np.isinf, lambda x: X.isinf(x) if x.is_inexact else False)
+isfinite_p = _unary("isfinite", np.isfinite, lambda x: X.isfinite(x) if x.is_inexact else True)
+
+
+def _sign_scalar(x):
+    """np.sign: 1, -1, 0 for either zero, NaN for NaN; z / |z| for a complex z (0 at 0)."""
+    if x.is_complex:
+        return X.where(x == 0, 0, x / abs(x))
+    return X.where(x > 0, 1, X.where(x < 0, -1, X.where(x == 0, 0, x)))
+
+
+sign_p = _unary("sign", np.sign, _sign_scalar)
 floor_p = _unary("floor", np.floor, lambda x: X.floor(x) if x.is_float else x)
 ceil_p = _unary("ceil", np.ceil, lambda x: X.ceil(x) if x.is_float else x)
 round_p = _unary("round", np.round, lambda x: X.rint(x) if x.is_float else x,  # half to even, as np.round
-                 shape_rule=_round_shape)
+                 shape_rule=_round_shape, real_numbers=True)
 trunc_p = _unary("trunc", np.trunc, lambda x: X.trunc(x) if x.is_float else x)
 
 
@@ -211,7 +222,7 @@ neg_p = _elementwise("neg", np.negative, operator.neg)
 defvjp(neg_p, lambda g, out, x: neg_p(g))
 defjvp(neg_p, lambda t, out, x: neg_p(t))
 
-abs_p = _unary("abs", np.abs, abs, lambda x, out: sign_p(x))  # PyTorch: gradient 0 at 0
+abs_p = _elementwise("abs", np.abs, abs)
 exp_p = _unary("exp", np.exp, X.exp, lambda x, out: out)
 expm1_p = _unary("expm1", np.expm1, X.expm1, lambda x, out: add_p(out, const(1, out.dtype)))
 log_p = _unary("log", np.log, X.log, lambda x, out: reciprocal_p(x))
@@ -220,7 +231,7 @@ log2_p = _unary("log2", np.log2, X.log2, lambda x, out: reciprocal_p(mul_p(x, co
 log10_p = _unary("log10", np.log10, X.log10, lambda x, out: reciprocal_p(mul_p(x, const(math.log(10), x.dtype))))
 sqrt_p = _unary("sqrt", np.sqrt, X.sqrt, lambda x, out: div_p(const(0.5, out.dtype), out))
 square_p = _unary("square", np.square, lambda x: x * x, lambda x, out: mul_p(x, const(2, x.dtype)))
-reciprocal_p = _unary("reciprocal", np.reciprocal, lambda x: 1 / x if x.is_float else X.where(abs(x) == 1, x, 0),
+reciprocal_p = _unary("reciprocal", np.reciprocal, lambda x: 1 / x if x.is_inexact else X.where(abs(x) == 1, x, 0),
                       lambda x, out: neg_p(mul_p(out, out)))
 sin_p = _unary("sin", np.sin, X.sin, lambda x, out: cos_p(x))
 cos_p = _unary("cos", np.cos, X.cos, lambda x, out: neg_p(sin_p(x)))
@@ -239,7 +250,8 @@ arccosh_p = _unary("arccosh", np.arccosh, X.arccosh,
 arctanh_p = _unary("arctanh", np.arctanh, X.arctanh,
                    lambda x, out: reciprocal_p(sub_p(const(1, x.dtype), mul_p(x, x))))
 erf_p = _unary("erf", _erf_impl, X.erf, lambda x, out: mul_p(const(2 / math.sqrt(math.pi), x.dtype),
-                                                              exp_p(neg_p(mul_p(x, x)))), shape_rule=_same_dtype)
+                                                              exp_p(neg_p(mul_p(x, x)))), shape_rule=_same_dtype,
+               real_numbers=True)
 
 
 # ---- activations --------------------------------------------------------------------------------------------
@@ -258,12 +270,13 @@ def _softplus_impl(x):
 
 
 sigmoid_p = _unary("sigmoid", _sigmoid_impl, _sigmoid_scalar,
-                   lambda x, out: mul_p(out, sub_p(const(1, out.dtype), out)), shape_rule=_same_dtype)
+                   lambda x, out: mul_p(out, sub_p(const(1, out.dtype), out)), shape_rule=_same_dtype,
+                   real_numbers=True)
 softplus_p = _unary("softplus", _softplus_impl, lambda x: X.maximum(x, 0) + X.log1p(X.exp(-abs(x))),
-                    lambda x, out: sigmoid_p(x), shape_rule=_softplus_shape)
+                    lambda x, out: sigmoid_p(x), shape_rule=_softplus_shape, real_numbers=True)
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), lambda x: X.maximum(x, 0),
                 lambda x, out: convert_p(gt_p(x, zero(x.dtype)), dtype=x.dtype),  # 0 at 0, as PyTorch
-                shape_rule=_same_dtype)
+                shape_rule=_same_dtype, real_numbers=True)
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _GELU_C = 0.044715
@@ -331,7 +344,7 @@ def _not_below(x, lo):
 
 
 # PyTorch's clamp: the gradient flows to x where lo <= x <= hi, else to the bound that won.
-clip_p = _elementwise("clip", np.clip, _clip_scalar, _clip_shape)
+clip_p = _elementwise("clip", np.clip, _clip_scalar, _clip_shape, real_numbers=True)
 defvjp(clip_p,
        lambda g, out, x, lo, hi: select_p(_in_range(x, lo, hi), g, zero(g.dtype)),
        lambda g, out, x, lo, hi: unbroadcast(select_p(lt_p(x, lo), g, zero(g.dtype)), shape_of(lo)),
@@ -345,13 +358,78 @@ defjvp(clip_p,
 
 
 def _convert_impl(x, dtype):
-    return np.asarray(x).astype(dtype, copy=False)
+    x = np.asarray(x)
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(dtype) and dtype != np.bool_:
+        x = x.real  # a complex number becomes a real one by its real part (NumPy's, PyTorch's cast)
+    return x.astype(dtype, copy=False)
 
 
-convert_p = _elementwise("convert", _convert_impl, lambda x, *, dtype: _truth(x) if dtype == np.bool_ else x,
+def _convert_scalar(x, *, dtype):
+    if dtype == np.bool_:
+        return _truth(x)
+    return X.real(x) if x.is_complex and not dtypes.is_complex(dtype) else x
+
+
+convert_p = _elementwise("convert", _convert_impl, _convert_scalar,
                          _convert_shape, fresh=False)  # a conversion to the same dtype is the input itself
 defvjp(convert_p, lambda g, out, x, dtype: convert_p(g, dtype=dtype_of(x)))
 defjvp(convert_p, lambda t, out, x, dtype: convert_p(t, dtype=dtype))
+
+# ---- complex numbers ---------------------------------------------------------------------------------------
+# Derivative rules follow JAX's convention: a rule maps a cotangent g to g * df/dz for a holomorphic f,
+# and a function of z and conj(z) adds conj(g) * conj(df/dconj(z)) (the real-linear transpose). So
+# conj's rule is conj, real's makes g complex, imag's is -i g. vjp.py conjugates complex cotangents
+# at its boundary, so what users receive is PyTorch's gradient, dL/dx + i dL/dy.
+def _part_shape(x):
+    return ShapedArray(x.shape, dtypes.real_dtype(x.dtype))
+
+
+def _complex_shape(re, im):
+    out = ufunc_shape(np.add)(re, im)
+    return ShapedArray(out.shape, dtypes.complex_dtype(out.dtype))
+
+
+def _complex_impl(re, im):
+    out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), dtypes.complex_dtype(np.result_type(re, im)))
+    out.real, out.imag = re, im  # never re + 1j * im: inf * 0j would put a NaN in the real part
+    return out
+
+
+def _as_complex(g, dtype):
+    return g if dtypes.is_complex(dtype_of(g)) else convert_p(g, dtype=dtype)
+
+
+real_p = _elementwise("real", lambda x: np.real(x).copy(), X.real, _part_shape)
+imag_p = _elementwise("imag", lambda x: np.imag(x).copy(), X.imag, _part_shape)
+conj_p = _elementwise("conj", np.conjugate, X.conj, _same_dtype)
+complex_p = _elementwise("complex", _complex_impl, X.complex_, _complex_shape)  # complex(re, im)
+defvjp(real_p, lambda g, out, x: convert_p(g, dtype=x.dtype))
+defjvp(real_p, lambda t, out, x: real_p(t))
+defvjp(imag_p, lambda g, out, x: mul_p(convert_p(g, dtype=x.dtype), const(-1j, x.dtype)))
+defjvp(imag_p, lambda t, out, x: imag_p(t))
+defvjp(conj_p, lambda g, out, x: conj_p(g))
+defjvp(conj_p, lambda t, out, x: conj_p(t))
+defvjp(complex_p, lambda g, out, re, im: unbroadcast(real_p(g), shape_of(re)),
+       lambda g, out, re, im: unbroadcast(neg_p(imag_p(g)), shape_of(im)))
+defjvp(complex_p, lambda t, out, re, im: broadcast_like(convert_p(t, dtype=out.dtype), out),
+       lambda t, out, re, im: broadcast_like(mul_p(convert_p(t, dtype=out.dtype), const(1j, out.dtype)), out))
+
+
+def _abs_vjp(g, out, x):
+    """g * sign(x), PyTorch's 0 at 0; for a complex x, g * conj(x) / |x|."""
+    if dtypes.is_complex(x.dtype):
+        return mul_p(_as_complex(g, x.dtype), conj_p(sign_p(x)))
+    return mul_p(g, sign_p(x))
+
+
+def _abs_jvp(t, out, x):
+    if dtypes.is_complex(x.dtype):
+        return real_p(mul_p(t, conj_p(sign_p(x))))
+    return mul_p(t, sign_p(x))
+
+
+defvjp(abs_p, _abs_vjp)
+defjvp(abs_p, _abs_jvp)
 
 stop_gradient_p = _elementwise("stop_gradient", lambda x: x, lambda x: x, _same_dtype, differentiable=False,
                                fresh=False)

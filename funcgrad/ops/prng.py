@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes
 from ..cpu.threefry import threefry2x32
-from .core import Primitive, ShapedArray
+from .core import Primitive, ShapedArray, real_only
 from .layout import batch_axis, batch_first, batch_leading, normalized_axes
 
 
@@ -52,5 +52,6 @@ threefry2x32_p = Primitive("threefry2x32", _threefry_impl, shape_rule=_threefry_
 # grows or shrinks when the itemsizes differ.
 bitcast_p = Primitive("bitcast", lambda x, dtype: np.asarray(x).view(dtype), shape_rule=_bitcast_shape,
                       batch_rule=batch_leading, cuda="bitcast", differentiable=False)
-argsort_p = Primitive("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"), shape_rule=_argsort_shape,
+argsort_p = Primitive("argsort", real_only("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable")),
+                      shape_rule=real_only("argsort", _argsort_shape),
                       batch_rule=batch_axis, cuda="argsort", differentiable=False)

@@ -7,7 +7,7 @@ import numpy as np
 from .. import dtypes
 from ..cpu import rows
 from . import elementwise as E
-from .core import Primitive, ShapedArray, aval, deflinear, defjvp, defvjp, shape_of
+from .core import Primitive, ShapedArray, aval, deflinear, defjvp, defvjp, real_only, shape_of
 from .layout import (accumulate, accumulated_dtype, batch_axes, batch_axis, batch_leading, expand_reduced,
                      normalized_axes, reduced_shape, reshape_p, sum_p, transpose_p)
 from .shape import flip_last, pad_p, slice_last
@@ -42,8 +42,8 @@ def _arg_reduction(name: str) -> Primitive:
             return ShapedArray((1,) * len(x.shape) if keepdims else (), dtypes.int64)
         return ShapedArray(reduced_shape(x.shape, axes, keepdims), dtypes.int64)
     impl = getattr(np, name)
-    return Primitive(name, lambda x, axis, keepdims: impl(x, axis=axis, keepdims=keepdims), shape_rule=shape_rule,
-                     batch_rule=batch_axis, cuda=name, differentiable=False)
+    return Primitive(name, real_only(name, lambda x, axis, keepdims: impl(x, axis=axis, keepdims=keepdims)),
+                     shape_rule=real_only(name, shape_rule), batch_rule=batch_axis, cuda=name, differentiable=False)
 
 
 def _cumsum_shape(x, *, axis, reverse):
@@ -58,9 +58,12 @@ def _softmax_shape(x, *, axes):
 
 
 def _reduction(name: str, impl, dtype_of, cuda: str, identity: bool = True, differentiable: bool = True,
-               fresh: bool = False) -> Primitive:
-    return Primitive(name, impl, shape_rule=_reduction_shape(dtype_of, identity), batch_rule=batch_axes, cuda=cuda,
-                     differentiable=differentiable, fresh=fresh)
+               fresh: bool = False, real_numbers: bool = False) -> Primitive:
+    shape_rule = _reduction_shape(dtype_of, identity)
+    if real_numbers:
+        impl, shape_rule = real_only(name, impl), real_only(name, shape_rule)
+    return Primitive(name, impl, shape_rule=shape_rule, batch_rule=batch_axes, cuda=cuda, differentiable=differentiable,
+                     fresh=fresh)
 
 
 # ---- max / min: the gradient is shared evenly among tied maxima (as PyTorch's amax) --------------
@@ -70,7 +73,7 @@ def _chooser_weights(x, out, axes, keepdims):
 
 
 def _chooser(name, impl):
-    prim = _reduction(name, impl, _same, f"reduce_{name}", identity=False)
+    prim = _reduction(name, impl, _same, f"reduce_{name}", identity=False, real_numbers=True)
     defvjp(prim, lambda g, out, x, axes, keepdims: E.mul_p(
         expand_reduced(g, x.shape, axes, keepdims), _chooser_weights(x, out, axes, keepdims)))
     defjvp(prim, lambda t, out, x, axes, keepdims: sum_p(
@@ -168,7 +171,7 @@ def _softmax_of(x, out, axes, keepdims):
     return E.exp_p(E.sub_p(x, expand_reduced(out, x.shape, axes, keepdims)))
 
 
-logsumexp_p = _reduction("logsumexp", _logsumexp_impl, _same, "logsumexp", fresh=True)
+logsumexp_p = _reduction("logsumexp", _logsumexp_impl, _same, "logsumexp", fresh=True, real_numbers=True)
 defvjp(logsumexp_p, lambda g, out, x, axes, keepdims: E.mul_p(
     expand_reduced(g, x.shape, axes, keepdims), _softmax_of(x, out, axes, keepdims)))
 defjvp(logsumexp_p, lambda t, out, x, axes, keepdims: sum_p(
@@ -210,12 +213,13 @@ def _log_softmax_jvp(t, out, axes):
     return E.sub_p(t, sum_p(E.mul_p(E.exp_p(out), t), axes=axes, keepdims=True))
 
 
-softmax_p = Primitive("softmax", _softmax_impl, shape_rule=_softmax_shape, batch_rule=batch_axes, cuda="softmax",
-                      fresh=True)
+softmax_p = Primitive("softmax", real_only("softmax", _softmax_impl), shape_rule=real_only("softmax", _softmax_shape),
+                      batch_rule=batch_axes, cuda="softmax", fresh=True)
 defvjp(softmax_p, lambda g, out, x, axes: _softmax_linear(g, out, axes))
 defjvp(softmax_p, lambda t, out, x, axes: _softmax_linear(t, out, axes))
-log_softmax_p = Primitive("log_softmax", _log_softmax_impl, shape_rule=_softmax_shape, batch_rule=batch_axes,
-                          cuda="log_softmax", fresh=True)
+log_softmax_p = Primitive("log_softmax", real_only("log_softmax", _log_softmax_impl),
+                          shape_rule=real_only("log_softmax", _softmax_shape),
+                          batch_rule=batch_axes, cuda="log_softmax", fresh=True)
 defvjp(log_softmax_p, lambda g, out, x, axes: _log_softmax_vjp(g, out, axes))
 defjvp(log_softmax_p, lambda t, out, x, axes: _log_softmax_jvp(t, out, axes))
 

@@ -32,7 +32,16 @@ class Expr:
 
     @property
     def is_float(self) -> bool:
+        """Real floating point."""
         return self.dtype is not None and dtypes.is_float(self.dtype)
+
+    @property
+    def is_complex(self) -> bool:
+        return self.dtype is not None and dtypes.is_complex(self.dtype)
+
+    @property
+    def is_inexact(self) -> bool:
+        return self.dtype is not None and dtypes.is_inexact(self.dtype)
 
     @property
     def is_bool(self) -> bool:
@@ -88,10 +97,18 @@ def _binary(op: str, a, b) -> Expr:
     return Expr(op, (a, b), dtype)
 
 
+_TO_REAL = frozenset({"abs", "real", "imag"})  # functions whose value is real for a complex operand
+
+
 def call(name: str, *args) -> Expr:
     """A function of the backends' math library: every name below, spelled by each dialect."""
     args = tuple(_lift(a) for a in args)
-    return Expr("call", (name,) + args, next((a.dtype for a in args if a.dtype is not None), None))
+    dtype = next((a.dtype for a in args if a.dtype is not None), None)
+    if dtype is not None and name in _TO_REAL:
+        dtype = dtypes.real_dtype(dtype)
+    elif dtype is not None and name == "complex":
+        dtype = dtypes.complex_dtype(dtype)
+    return Expr("call", (name,) + args, dtype)
 
 
 def where(c, a, b) -> Expr:
@@ -106,16 +123,22 @@ def _function(name: str) -> Callable[..., Expr]:
     return fn
 
 
-# Every function a dialect must spell; abs is Python's abs(x) (Expr.__abs__).
+# Every function a dialect must spell (for a complex operand too, where the function has a complex
+# form); abs is Python's abs(x) (Expr.__abs__). real, imag, conj and complex(re, im) are spelled
+# by Dialect.render itself, in the syntax numba and numba.cuda share.
 FUNCTIONS = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh",
              "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "erf", "floor", "ceil", "trunc", "rint",
              "isnan", "isinf", "isfinite", "maximum", "minimum", "arctan2", "abs")
 (exp, expm1, log, log1p, log2, log10, sqrt, sin, cos, tan, tanh, sinh, cosh, arctan, arcsin, arccos, arcsinh,
  arccosh, arctanh, erf, floor, ceil, trunc, rint, isnan, isinf, isfinite, maximum, minimum,
  arctan2) = map(_function, FUNCTIONS[:-1])
+real, imag, conj, complex_ = (_function(name) for name in ("real", "imag", "conj", "complex"))
+# complex(re, im) takes the parts' .real: a dialect may have cast them to the step's complex type
+_PARTS = {"real": "({}).real", "imag": "({}).imag", "conj": "({}).conjugate()",
+          "complex": "complex(({}).real, ({}).real)"}
 
 
-_WEAK = {bool: False, int: 0, float: 0.0}
+_WEAK = {bool: False, int: 0, float: 0.0, complex: 0j}
 
 
 def compute_dtype(operand_dtypes: list, out_dtype: np.dtype) -> np.dtype:
@@ -149,7 +172,9 @@ class Dialect:
             value = args[0]
             return repr(value) if isinstance(value, bool) else self.literal(value, dtype)
         if op == "call":
-            return self.call(args[0], [self.render(a, dtype) for a in args[1:]], args[1:])
+            rendered = [self.render(a, dtype) for a in args[1:]]
+            part = _PARTS.get(args[0])
+            return part.format(*rendered) if part else self.call(args[0], rendered, args[1:])
         if op == "where":
             c, a, b = (self.render(x, dtype) for x in args)
             return f"({a} if {c} else {b})"

@@ -57,9 +57,16 @@ def round_to(expr: str, dtype: np.dtype | None) -> str:
     return expr
 
 
+def _float_text(v: float) -> str:
+    return repr(v) if np.isfinite(v) else ("math.nan" if v != v else f"{'-' if v < 0 else ''}math.inf")
+
+
 def literal(value, dtype: np.dtype) -> str:
     v = np.asarray(value).astype(dtype).item()
-    text = repr(v) if not isinstance(v, float) or np.isfinite(v) else ("math.nan" if v != v else f"{'-' if v < 0 else ''}math.inf")
+    if isinstance(v, complex):
+        text = f"complex({_float_text(v.real)}, {_float_text(v.imag)})"
+    else:
+        text = _float_text(v) if isinstance(v, float) else repr(v)
     return f"{cast(dtype)}({text})"
 
 

@@ -7,6 +7,7 @@ paddings, and col2im's accumulation, are elementwise kernels too.
 """
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -31,12 +32,25 @@ class _Cuda(scalar.Dialect):
     def call(self, name: str, args: list[str], exprs: tuple) -> str:
         if name == "abs":
             return f"abs({args[0]})"
+        if exprs[0].is_complex:
+            return self._complex_call(name, args[0], exprs[0].dtype)
         if name in ("maximum", "minimum"):
             a, b = args
             return f"({a} if ({a} {'>=' if name == 'maximum' else '<='} {b} or {a} != {a}) else {b})"
         if name == "rint":  # round half to even, as NumPy
             return f"S.rint{exprs[0].dtype.itemsize * 8}({args[0]})"
         return f"S.{self.NAMES.get(name, name)}({', '.join(args)})"
+
+
+    def _complex_call(self, name: str, z: str, dtype: np.dtype) -> str:
+        """cmath's function of a complex operand (NumPy's in the simulator); cmath lacks expm1, log1p
+        and log2, which are composed (without their special accuracy near 0 and 1)."""
+        one = literal(1, dtype)
+        composed = {"expm1": f"(S.c_exp({z}) - {one})", "log1p": f"S.c_log({one} + {z})",
+                    "log2": f"(S.c_log({z}) / {literal(math.log(2), dtype)})"}
+        if name in composed:
+            return composed[name]
+        return f"S.c_{self.NAMES.get(name, name)}({z})"
 
 
 CUDA = _Cuda()
@@ -97,8 +111,10 @@ def chain_source(kinds: tuple, steps: tuple, outputs: tuple) -> str:
             if kind is None:
                 operands.append(None)
                 continue
-            # booleans stay booleans (a condition, a logical operand); the rest compute in ct
-            target = np.dtype(np.bool_) if kind in (bool, dtypes.bool_) else ct
+            # booleans stay booleans (a condition, a logical operand), complex operands of a real step
+            # stay complex (real, imag, abs and casts take their parts); the rest compute in ct
+            target = (np.dtype(np.bool_) if kind in (bool, dtypes.bool_) else
+                      kind if kind in dtypes.complex_dtypes and not dtypes.is_complex(ct) else ct)
             source = f"x{ref[1]}" if ref[0] == "in" else f"t{ref[1]}"
             operands.append(scalar.operand(f"{cast(target)}({source})", target))
         fn = scalar_of(op)
@@ -179,5 +195,5 @@ def chain_signature(kinds: tuple, outputs: tuple, steps: tuple, ndim: int) -> tu
         if isinstance(kind, np.dtype):
             sig += [array_type(kind), scalar_type(INDEX), tuple_type(ndim)]
         elif kind is not None:
-            sig.append(scalar_type({bool: np.bool_, int: np.int64, float: np.float64}[kind]))
+            sig.append(scalar_type({bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}[kind]))
     return tuple(sig)

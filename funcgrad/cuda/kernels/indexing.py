@@ -12,7 +12,7 @@ from functools import cache
 import numpy as np
 
 from ... import dtypes
-from ...ops.elementwise import convert_p
+from ...ops.elementwise import complex_p, convert_p, imag_p, real_p
 from ..buffer import DeviceValue, empty
 from ..runtime import launch, launch_shape
 from . import elementwise
@@ -163,7 +163,12 @@ def gather(x: DeviceValue, spec: tuple, arrays: list) -> DeviceValue:
 
 
 def scatter_add(g: DeviceValue, spec: tuple, arrays: list, shape: tuple) -> DeviceValue:
-    """zeros(shape) with g added at the positions x[index] reads, for an index with arrays."""
+    """zeros(shape) with g added at the positions x[index] reads, for an index with arrays. CUDA has
+    no complex atomics: a complex g adds its real and imaginary parts apart."""
+    if dtypes.is_complex(g.dtype):
+        part = dtypes.real_dtype(g.dtype)
+        sums = [scatter_add(elementwise.apply(prim, [g], part, {}), spec, arrays, shape) for prim in (real_p, imag_p)]
+        return elementwise.apply(complex_p, sums, g.dtype, {})
     acc_dtype = accumulator(g.dtype)
     acc = fill(shape, acc_dtype, 0)
     layout = AdvancedIndex(acc, spec, arrays)
@@ -190,6 +195,8 @@ def ptx_cases():
     cases += [(dtypes.float32, ix) for ix in every if ix.kind in "iu" and ix not in (dtypes.int64, dtypes.int32)]
     for mode in ("gather", "scatter"):
         for dt, ix in cases:
+            if mode == "scatter" and dtypes.is_complex(dt):
+                continue  # scatter_add adds the parts, real cases
             out = accumulator(dt) if mode == "scatter" else dt
             sig = (i64, tuple_type(2), array_type(dt), i64, tuple_type(2), array_type(out),
                    array_type(ix), i64, tuple_type(2), i64, i64, i64, i64, i64)

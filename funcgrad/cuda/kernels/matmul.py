@@ -134,7 +134,8 @@ def ptx_cases():
     cases = [(dtypes.float32, dtypes.float32, None), (dtypes.float64, dtypes.float64, None),
              (dtypes.float16, dtypes.float16, None), (dtypes.bfloat16, dtypes.bfloat16, None),
              (dtypes.float32, dtypes.bfloat16, dtypes.bfloat16), (dtypes.float32, dtypes.float16, dtypes.float16),
-             (dtypes.float32, dtypes.float32, dtypes.bfloat16), (dtypes.int64, dtypes.int64, None)]
+             (dtypes.float32, dtypes.float32, dtypes.bfloat16), (dtypes.int64, dtypes.int64, None),
+             (dtypes.complex64, dtypes.complex64, None), (dtypes.complex128, dtypes.complex128, None)]
     for a_dt, out_dt, precision in cases:
         sig = (array_type(a_dt), i64, tuple_type(1), i64, i64, array_type(a_dt), i64, tuple_type(1), i64, i64,
                array_type(out_dt), tuple_type(1), i64, i64, i64, i64, i64, i64)

@@ -67,13 +67,15 @@ def _combine(monoid: Monoid, acc: np.dtype) -> str:
 
 
 def _tree(combine: str, acc: str) -> list[str]:
-    """Source combining `v` across the block into sh[0]."""
+    """Source combining `v` across the block into sh[0]. Warp shuffles move 32- and 64-bit words,
+    so complex accumulators combine in shared memory down to the last pair."""
     lines = ["    sh[t] = v", "    cuda.syncthreads()"]
-    stop = 1 if SIMULATOR else 32
+    shuffles = not SIMULATOR and "complex" not in acc
+    stop = 32 if shuffles else 1
     lines += [f"    s = {BLOCK // 2}", f"    while s >= {stop}:", "        if t < s:",
               f"            sh[t] = {combine.format(a='sh[t]', b='sh[t + s]')}", "        cuda.syncthreads()",
               "        s //= 2"]
-    if not SIMULATOR:  # the last warp: shuffles, no shared memory, no barriers
+    if shuffles:  # the last warp: shuffles, no shared memory, no barriers
         lines += ["    if t < 32:", "        v = sh[t]", "        w = 16", "        while w >= 1:",
                   f"            v = {combine.format(a='v', b=f'{acc}(cuda.shfl_down_sync(0xFFFFFFFF, v, w))')}",
                   "            w //= 2", "        if t == 0:", "            sh[0] = v", "    cuda.syncthreads()"]
@@ -263,7 +265,7 @@ def ptx_cases():
         return (array_type(dt), scalar_type(INDEX), t1, t1, tuple_type(2), tuple_type(2),
                 scalar_type(INDEX), scalar_type(INDEX))
     for monoid in MONOIDS:
-        for dt in floats + ints:
+        for dt in floats + ints + ([dtypes.complex64, dtypes.complex128] if monoid in (SUM, PROD) else []):
             out_dt = np.dtype(np.bool_) if monoid.logical else (
                 np.dtype(np.int64) if dt.kind in "biu" and monoid in (SUM, PROD) else dt)
             yield (f"{monoid.name}[{dt.name}]", compile_source(_reduce_source(monoid, dt, out_dt)),

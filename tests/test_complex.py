@@ -1,0 +1,212 @@
+"""Complex dtypes: promotion, values against NumPy, and gradients in PyTorch's convention (the
+gradient with respect to z = x + iy is dL/dx + i dL/dy), checked by central differences along the
+real and the imaginary part of every element."""
+import warnings
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import dtypes
+
+RNG = np.random.default_rng(7)
+Z = RNG.normal(size=(3, 4)) + 1j * RNG.normal(size=(3, 4))
+W = RNG.normal(size=(4, 2)) + 1j * RNG.normal(size=(4, 2))
+X = RNG.normal(size=(3, 4))
+
+
+def numeric_grad(f, z, eps=1e-6):
+    """dL/dx + i dL/dy per element of a complex z (or dL/dx of a real one), by central differences."""
+    z = np.asarray(z)
+    out = np.zeros(z.shape, z.dtype)
+    steps = (1.0, 1j) if np.iscomplexobj(z) else (1.0,)
+    for k in np.ndindex(z.shape):
+        for step in steps:
+            e = np.zeros(z.shape, z.dtype)
+            e[k] = eps * step
+            d = (float(f(fnp.asarray(z + e))) - float(f(fnp.asarray(z - e)))) / (2 * eps)
+            out[k] += d * step
+    return out
+
+
+# ---- dtypes and promotion ------------------------------------------------------------------------
+@pytest.mark.parametrize("a, b, expected", [
+    ("complex64", "float32", "complex64"), ("complex64", "float64", "complex128"),
+    ("complex128", "float32", "complex128"), ("complex64", "int64", "complex64"),
+    ("complex64", "bool", "complex64"), ("complex64", "complex128", "complex128"),
+    ("float16", "complex64", "complex64"), ("bfloat16", "complex128", "complex128"),
+])
+def test_promotion_follows_pytorch(a, b, expected):
+    assert dtypes.promote(np.dtype(fnp.dtype(a)), np.dtype(fnp.dtype(b))) == np.dtype(expected)
+    x, y = fnp.ones(2, dtype=a), fnp.ones(2, dtype=b)
+    assert (x + y).dtype == expected and (y * x).dtype == expected
+
+
+def test_python_complex_scalars_are_weak():
+    assert fnp.asarray(1j).dtype == fnp.complex64  # torch.tensor(1j): complex64
+    assert fnp.asarray([1 + 2j, 3]).dtype == fnp.complex64
+    assert (fnp.ones(2, dtype=fnp.float32) * 1j).dtype == fnp.complex64
+    assert (fnp.ones(2, dtype=fnp.float64) * 1j).dtype == fnp.complex128
+    assert (fnp.ones(2, dtype=fnp.int64) + 1j).dtype == fnp.complex64
+    assert (fnp.ones(2, dtype=fnp.complex64) * 2.5).dtype == fnp.complex64
+    assert fnp.result_type(fnp.float64, 1j) == np.complex128
+    assert fnp.asarray(np.array([1j], np.complex128)).dtype == fnp.complex128  # NumPy arrays keep theirs
+
+
+def test_casts_and_parts():
+    z = fnp.asarray(np.array([1.5 - 2j, -3 + 0.5j], np.complex64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning: the real part is taken on purpose
+        np.testing.assert_array_equal(fnp.astype(z, fnp.float32), [1.5, -3.0])
+        np.testing.assert_array_equal(fnp.float64(z), [1.5, -3.0])
+    np.testing.assert_array_equal(z.real, [1.5, -3.0])
+    np.testing.assert_array_equal(z.imag, [-2.0, 0.5])
+    assert z.real.dtype == fnp.float32 and fnp.abs(z).dtype == fnp.float32
+    np.testing.assert_array_equal(z.conj(), [1.5 + 2j, -3 - 0.5j])
+    np.testing.assert_array_equal(fnp.astype(z, bool), [True, True])
+    assert fnp.iscomplexobj(z) and not fnp.iscomplexobj(z.real)
+    np.testing.assert_array_equal(fnp.isreal(fnp.asarray([1 + 0j, 1j])), [True, False])
+    np.testing.assert_array_equal(fg.lax.complex(fnp.asarray([1.0, np.inf]), fnp.asarray([0.0, 2.0])),
+                                  np.array([1 + 0j, complex(np.inf, 2.0)]))  # no NaN from inf * 0j
+    assert fg.lax.complex(fnp.zeros(2, dtype=fnp.float64), 1.0).dtype == fnp.complex128
+    with pytest.raises(TypeError, match="real parts"):
+        fg.lax.complex(z, z)
+
+
+UNARY = ["exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan",
+         "arcsinh", "arccosh", "arctanh", "expm1", "log1p", "log2", "log10", "square", "reciprocal", "sign",
+         "abs", "negative", "conj", "real", "imag", "angle", "isnan", "isinf", "isfinite"]
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_values_match_numpy(name, dtype):
+    z = np.array([0.3 + 0.4j, -1.2 + 2j, 2.5 - 0.1j, 0j, complex(np.inf, 1), complex(np.nan, 0)], dtype)
+    with np.errstate(all="ignore"):
+        expected = getattr(np, name)(z)
+        eager = getattr(fnp, name)(fnp.asarray(z))
+        jitted = fg.jit(getattr(fnp, name))(fnp.asarray(z))
+    assert eager.dtype == expected.dtype and jitted.dtype == expected.dtype
+    tol = 1e-5 if dtype == "complex64" else 1e-12
+    np.testing.assert_allclose(np.asarray(eager), expected, rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(jitted), expected, rtol=tol, atol=tol)
+
+
+def test_arithmetic_reductions_and_matmul_match_numpy():
+    z, w = fnp.asarray(Z), fnp.asarray(W)
+    np.testing.assert_allclose(z @ w, Z @ W, rtol=1e-12)
+    np.testing.assert_allclose(fnp.einsum("ij,jk->ik", z, w), Z @ W, rtol=1e-12)
+    np.testing.assert_allclose(z / (z + 1) - z ** 2 * 0.5, Z / (Z + 1) - Z ** 2 * 0.5, rtol=1e-12)
+    np.testing.assert_allclose(z ** z, Z ** Z, rtol=1e-12)
+    np.testing.assert_allclose(fnp.sum(z, axis=0), Z.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(fnp.prod(z, axis=1), Z.prod(1), rtol=1e-12)
+    np.testing.assert_allclose(fnp.mean(z), Z.mean(), rtol=1e-12)
+    np.testing.assert_allclose(fnp.cumsum(z, axis=1), Z.cumsum(1), rtol=1e-12)
+    np.testing.assert_array_equal(z == fnp.asarray(Z), np.ones(Z.shape, bool))
+    np.testing.assert_allclose(fnp.vdot(z, z), np.vdot(Z, Z), rtol=1e-12)
+    np.testing.assert_allclose(fnp.linalg.vecdot(z, z), np.sum(Z.conj() * Z, -1), rtol=1e-12)
+
+
+def test_statistics_of_complex_are_numpys():
+    z = fnp.asarray(Z)
+    np.testing.assert_allclose(fnp.var(z, axis=0), np.var(Z, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(fnp.std(z), np.std(Z), rtol=1e-12)
+    assert fnp.var(z).dtype == fnp.float64
+
+
+# ---- gradients: PyTorch's convention ----------------------------------------------------------------
+LOSSES = {
+    "abs2": lambda z: fnp.sum(fnp.abs(z) ** 2),
+    "real_of_holomorphic": lambda z: fnp.sum(fnp.real(z * z * (1.5 + 0.5j) + fnp.exp(z))),
+    "imag_log_sqrt": lambda z: fnp.sum(fnp.imag(fnp.log(z + 4) * fnp.sqrt(z + 3))),
+    "abs_of_trig": lambda z: fnp.sum(fnp.abs(fnp.sin(z) * fnp.tanh(z) + fnp.cosh(z))),
+    "conj": lambda z: fnp.sum(fnp.real(fnp.conj(z) * z * z)),
+    "angle": lambda z: fnp.sum(fnp.angle(z)),
+    "matmul": lambda z: fnp.sum(fnp.abs(z @ fnp.asarray(W))),
+    "division_power": lambda z: fnp.sum(fnp.real(z / (z ** 2 + 2) + fnp.reciprocal(z))),
+    "mean_prod": lambda z: fnp.abs(fnp.mean(fnp.prod(z, axis=0))),
+    "mixed_with_real": lambda z: fnp.sum(fnp.abs(z * fnp.asarray(X) + 1j)),
+    "to_real_cast": lambda z: fnp.sum(fnp.astype(z * z, fnp.float64) ** 2),
+    "inverse_trig": lambda z: fnp.sum(fnp.abs(fnp.arcsin(z * 0.3) + fnp.arctan(z * 0.2) + fnp.arcsinh(z))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_gradient_is_dl_dx_plus_i_dl_dy(name):
+    f = LOSSES[name]
+    g = fg.grad(f)(fnp.asarray(Z))
+    assert g.dtype == fnp.complex128
+    np.testing.assert_allclose(g, numeric_grad(f, Z), rtol=1e-6, atol=1e-7)
+
+
+def test_gradient_descent_on_abs2_moves_toward_zero():
+    """grad |z|^2 = 2z (PyTorch; JAX would give 2 conj(z)), so z - lr * grad shrinks z."""
+    z = fnp.asarray(np.array([1 + 2j, -3 + 1j]))
+    g = fg.grad(lambda z: fnp.sum(fnp.abs(z) ** 2))(z)
+    np.testing.assert_allclose(g, 2 * np.array([1 + 2j, -3 + 1j]))
+
+
+def test_real_inputs_of_complex_computations():
+    def f(x, y):
+        z = fg.lax.complex(x, y)
+        return fnp.sum(fnp.abs(fnp.exp(1j * x) * z + z * z))
+    x, y = X[0], X[1]
+    gx, gy = fg.grad(f, argnums=(0, 1))(fnp.asarray(x), fnp.asarray(y))
+    assert gx.dtype == fnp.float64 and gy.dtype == fnp.float64
+    np.testing.assert_allclose(gx, numeric_grad(lambda a: f(a, fnp.asarray(y)), x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gy, numeric_grad(lambda b: f(fnp.asarray(x), b), y), rtol=1e-6, atol=1e-8)
+
+
+def test_vjp_of_a_holomorphic_function_conjugates_the_derivative():
+    """PyTorch: the vector-Jacobian product of a holomorphic f is v * conj(f'(z))."""
+    z, v = Z[0], W[:, 0]
+    out, vjp_fn = fg.vjp(lambda z: z ** 3, fnp.asarray(z))
+    np.testing.assert_allclose(vjp_fn(fnp.asarray(v))[0], v * np.conj(3 * z ** 2), rtol=1e-12)
+
+
+def test_jvp_of_holomorphic_and_of_abs():
+    z, t = Z[0], W[:, 1]
+    _, tangent = fg.jvp(lambda z: fnp.exp(z) * z, (fnp.asarray(z),), (fnp.asarray(t),))
+    np.testing.assert_allclose(tangent, (np.exp(z) * z + np.exp(z)) * t, rtol=1e-12)
+    _, tangent = fg.jvp(lambda z: fnp.abs(z), (fnp.asarray(z),), (fnp.asarray(t),))
+    np.testing.assert_allclose(tangent, np.real(np.conj(z) * t) / np.abs(z), rtol=1e-12)
+
+
+def test_jit_and_vmap_of_complex_gradients():
+    f = LOSSES["real_of_holomorphic"]
+    np.testing.assert_allclose(fg.jit(fg.grad(f))(fnp.asarray(Z)), fg.grad(f)(fnp.asarray(Z)), rtol=1e-12)
+    rows = fg.vmap(fg.grad(lambda z: fnp.sum(fnp.abs(z) ** 2)))(fnp.asarray(Z))
+    np.testing.assert_allclose(rows, 2 * Z, rtol=1e-12)
+
+
+def test_jit_renders_complex_literals_and_casts():
+    z = fnp.asarray(np.array([1 + 2j, complex(np.nan, 0), -3j], np.complex64))
+
+    def f(z):
+        return fnp.where(fnp.isnan(z), complex(np.inf, -1.0), z * (2 - 1j)), fnp.astype(z, fnp.float32)
+    for got, want in zip(fg.jit(f)(z), f(z)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_grad_of_a_complex_loss_is_refused():
+    with pytest.raises(TypeError, match="complex value has no gradient"):
+        fg.grad(lambda z: fnp.sum(z * z))(fnp.asarray(Z))
+
+
+# ---- on the device (numba's simulator here; tests/ptx_check.py compiles the complex kernels) -------
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+def test_complex_on_the_device_equals_the_cpu():
+    def f(z, w, x):
+        y = fnp.exp(z * 0.5) @ w + fnp.sqrt(z[:, :2]) * x[:, :2] - 1j
+        return fnp.sum(fnp.abs(y) ** 2) + fnp.sum(fnp.angle(z[np.array([0, 2, 2])]))
+    args = (fnp.asarray(Z.astype(np.complex64)), fnp.asarray(W.astype(np.complex64)), fnp.asarray(X.astype(np.float32)))
+    value, grads = fg.value_and_grad(f, argnums=(0, 1, 2))(*args)
+    on_device = fg.device_put(args, "cuda")
+    d_value, d_grads = fg.value_and_grad(f, argnums=(0, 1, 2))(*on_device)
+    np.testing.assert_allclose(d_value.numpy(), value.numpy(), rtol=1e-5)
+    for g, d in zip(grads, d_grads):
+        assert d.device == "cuda:0" and d.dtype == g.dtype
+        np.testing.assert_allclose(d.numpy(), g.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fnp.prod(on_device[0], axis=0).numpy(), Z.astype(np.complex64).prod(0), rtol=1e-5)
