@@ -51,3 +51,18 @@ def numeric_grad(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
         lo[i] -= eps
         g[i] = (float(f(hi)) - float(f(lo))) / (2 * eps)
     return g
+
+
+def complex_numeric_grad(f, z, eps=1e-6):
+    """dL/dx + i dL/dy per element of a complex z (PyTorch's gradient convention), or dL/dx of a
+    real z, by central differences of the real scalar f."""
+    import funcgrad.numpy as fnp
+    z = np.asarray(z)
+    out = np.zeros(z.shape, z.dtype)
+    steps = (1.0, 1j) if np.iscomplexobj(z) else (1.0,)
+    for k in np.ndindex(z.shape):
+        for step in steps:
+            e = np.zeros(z.shape, z.dtype)
+            e[k] = eps * step
+            out[k] += step * (float(f(fnp.asarray(z + e))) - float(f(fnp.asarray(z - e)))) / (2 * eps)
+    return out

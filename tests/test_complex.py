@@ -9,25 +9,12 @@ import pytest
 import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import dtypes
+from .helpers import complex_numeric_grad as numeric_grad
 
 RNG = np.random.default_rng(7)
 Z = RNG.normal(size=(3, 4)) + 1j * RNG.normal(size=(3, 4))
 W = RNG.normal(size=(4, 2)) + 1j * RNG.normal(size=(4, 2))
 X = RNG.normal(size=(3, 4))
-
-
-def numeric_grad(f, z, eps=1e-6):
-    """dL/dx + i dL/dy per element of a complex z (or dL/dx of a real one), by central differences."""
-    z = np.asarray(z)
-    out = np.zeros(z.shape, z.dtype)
-    steps = (1.0, 1j) if np.iscomplexobj(z) else (1.0,)
-    for k in np.ndindex(z.shape):
-        for step in steps:
-            e = np.zeros(z.shape, z.dtype)
-            e[k] = eps * step
-            d = (float(f(fnp.asarray(z + e))) - float(f(fnp.asarray(z - e)))) / (2 * eps)
-            out[k] += d * step
-    return out
 
 
 # ---- dtypes and promotion ------------------------------------------------------------------------
@@ -210,3 +197,14 @@ def test_complex_on_the_device_equals_the_cpu():
         assert d.device == "cuda:0" and d.dtype == g.dtype
         np.testing.assert_allclose(d.numpy(), g.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(fnp.prod(on_device[0], axis=0).numpy(), Z.astype(np.complex64).prod(0), rtol=1e-5)
+
+
+def test_second_derivatives_through_complex_abs():
+    """abs's rule for complex numbers is made of differentiable primitives (the phase varies)."""
+    def f(x):
+        return fnp.sum(fnp.abs(x * (1 + 1j) + 0.3j)) + fnp.sum(fnp.abs(fg.lax.complex(x, x ** 2)) ** 2)
+    v = RNG.normal(size=X.shape)
+    _, hvp = fg.jvp(fg.grad(f), (fnp.asarray(X),), (fnp.asarray(v),))
+    eps = 1e-5
+    diff = np.asarray(fg.grad(f)(fnp.asarray(X + eps * v))) - np.asarray(fg.grad(f)(fnp.asarray(X - eps * v)))
+    np.testing.assert_allclose(hvp, diff / (2 * eps), rtol=1e-6, atol=1e-6)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ops import attention as A
+from ..ops import fft as F
 from ..ops import shape as S
 from ..ops.conv import window_output_hw
 from ..ops.core import aval
@@ -274,6 +275,11 @@ def attention_grads(q, k, v, bias, out, g, scale, causal, score_grad):
     parts = A.composed_grads(g, q, k, v, bias, scale, causal, _on_device)[:4 if score_grad else 3]
     lead = q.shape[:-2]
     return concatenate(*[reshape(x, lead + (-1,)) for x in parts], axis=len(lead))
+
+
+# ---- fft: DFT matrix products on the matmul kernel (numba has no FFT) -------------------------
+def fft(x, kind, lengths):
+    return F.by_matmul(_device(x), kind, tuple(lengths), _on_device, lambda n: arange(n, dtypes.int64))
 
 
 def bitcast(x, dtype):

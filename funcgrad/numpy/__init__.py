@@ -5,13 +5,13 @@ does (Python scalars are weak: x_float32 * 2.5 stays float32) and bind primitive
 here is composed from the primitives in funcgrad.ops, so it is differentiable where math allows.
 The modules, each on the ones before it: _creation (conversion, promotion, constructors),
 _elementwise, _layout, _reductions, _contractions (the primitive-backed functions, gathered in
-_base), then _shapes, _math, _statistics, _signal, _index_tricks and linalg, composed from those;
+_base), then _shapes, _math, _statistics, _signal, _index_tricks, linalg and fft, composed from those;
 _scalar_types makes the dtype names (fnp.float32) callable casts, and _array_api adds the Array
 API standard's own names (acos, isdtype, unique_all, __array_namespace_info__, ...).
 """
 from . import (_array_api, _contractions, _creation, _elementwise, _index_tricks, _layout, _math, _reductions,
                _shapes, _signal, _statistics)
-from . import linalg
+from . import fft, linalg
 from ._base import *  # noqa: F401,F403
 from ._base import (_axes, _common, _float_arg, _float_pair, _index_array, _normalize_axis, _pair, _placed,  # noqa: F401
                     _precision, _weak, autocast_to_float32, concrete_or_none)  # for funcgrad's own layers (nn, lax)
@@ -26,6 +26,6 @@ from ._array_api import __array_api_version__, __array_namespace_info__  # noqa:
 
 bool = bool_  # noqa: A001  (the standard's name; left out of __all__, so a star import keeps the builtin)
 
-__all__ = sorted(["linalg", *_creation.__all__, *_elementwise.__all__, *_layout.__all__, *_reductions.__all__,
+__all__ = sorted(["fft", "linalg", *_creation.__all__, *_elementwise.__all__, *_layout.__all__, *_reductions.__all__,
                   *_contractions.__all__, *_shapes.__all__, *_math.__all__, *_statistics.__all__, *_signal.__all__,
                   *_index_tricks.__all__, *_array_api.__all__])

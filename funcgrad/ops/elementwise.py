@@ -415,16 +415,24 @@ defjvp(complex_p, lambda t, out, re, im: broadcast_like(convert_p(t, dtype=out.d
        lambda t, out, re, im: broadcast_like(mul_p(convert_p(t, dtype=out.dtype), const(1j, out.dtype)), out))
 
 
+def _conj_phase(x, out):
+    """conj(x) / |x|, 0 at 0 (PyTorch's choice), from differentiable primitives: a complex x's
+    phase varies, so it takes part in second derivatives (a real x's sign does not)."""
+    at_zero = eq_p(out, 0)
+    return select_p(at_zero, zero(x.dtype), div_p(conj_p(x), convert_p(select_p(at_zero, const(1, out.dtype), out),
+                                                                       dtype=x.dtype)))
+
+
 def _abs_vjp(g, out, x):
     """g * sign(x), PyTorch's 0 at 0; for a complex x, g * conj(x) / |x|."""
     if dtypes.is_complex(x.dtype):
-        return mul_p(_as_complex(g, x.dtype), conj_p(sign_p(x)))
+        return mul_p(_as_complex(g, x.dtype), _conj_phase(x, out))
     return mul_p(g, sign_p(x))
 
 
 def _abs_jvp(t, out, x):
     if dtypes.is_complex(x.dtype):
-        return real_p(mul_p(t, conj_p(sign_p(x))))
+        return real_p(mul_p(t, _conj_phase(x, out)))
     return mul_p(t, sign_p(x))
 
 
