@@ -451,5 +451,9 @@ def eigh(a):
     return D.eigh(_device(a))
 
 
+def svd(a, compute_uv):
+    return D.svd(_device(a), compute_uv)
+
+
 argmax, argmin = _arg_reduction("argmax"), _arg_reduction("argmin")
 softmax, log_softmax = _softmax("softmax"), _softmax("log_softmax")

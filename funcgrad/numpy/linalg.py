@@ -1,11 +1,11 @@
-"""funcgrad.numpy.linalg (fnp.linalg): solve, inv, det, slogdet, cholesky, eigh, qr and norms.
+"""funcgrad.numpy.linalg (fnp.linalg): solve, inv, det, slogdet, cholesky, eigh, qr, svd, pinv,
+lstsq, matrix_rank and norms.
 
-Four primitives carry it (solve, slogdet, cholesky, eigh, in funcgrad.ops.decompositions, each
-with a CUDA kernel); the rest is composed from them, so everything is differentiable, batches
+Five primitives carry it (solve, slogdet, cholesky, eigh, svd, in funcgrad.ops.decompositions,
+each with a CUDA kernel); the rest is composed from them, so everything is differentiable, batches
 over leading axes, and runs under jit and vmap. Integer inputs compute in float32 and half
 types in float32 (the result is cast back), as LAPACK has neither. qr is Householder reflections
-written with array operations (LAPACK's sign convention). Singular values (ord=2 and 'nuc' norms,
-cond) come from the eigenvalues of a^T a; an SVD and lstsq are not provided.
+written with array operations (LAPACK's sign convention).
 """
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ from ..trace import bind
 from . import _base as fnp
 from . import _shapes, _signal
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "qr", "QRResult", "eigvalsh", "norm", "vector_norm", "matrix_norm",
-           "matrix_power", "multi_dot", "cond", "matmul", "outer", "cross", "tensordot", "trace", "diagonal",
-           "vecdot", "matrix_transpose", "SlogdetResult", "EighResult", "LinAlgError"]
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "qr", "QRResult", "eigvalsh", "svd", "svdvals",
+           "SVDResult", "pinv", "lstsq", "matrix_rank", "norm", "vector_norm", "matrix_norm", "matrix_power",
+           "multi_dot", "cond", "matmul", "outer", "cross", "tensordot", "trace", "diagonal", "vecdot",
+           "matrix_transpose", "SlogdetResult", "EighResult", "LinAlgError"]
 
 LinAlgError = np.linalg.LinAlgError  # what a singular or indefinite matrix raises on the CPU
 
@@ -151,13 +152,108 @@ def qr(a, mode: str = "reduced"):
     return QRResult(_back(q, dtype), _back(r, dtype))
 
 
-def _singular_values(x):
-    """Singular values (descending) of (..., m, n) matrices, from the eigenvalues of the Gram matrix."""
-    x = fnp.asarray(x)
-    gram = fnp.matmul(fnp.swapaxes(x, -1, -2), x) if x.shape[-2] >= x.shape[-1] else \
-        fnp.matmul(x, fnp.swapaxes(x, -1, -2))
-    w = eigvalsh(gram)
-    return fnp.flip(fnp.sqrt(fnp.maximum(w, 0)), -1)
+class SVDResult(NamedTuple):
+    U: object
+    S: object
+    Vh: object
+
+
+def _matrices(a, name: str):
+    """a as float32/float64 matrices of shape (..., m, n), and the dtype to give results back in."""
+    a = fnp.asarray(a)
+    if a.ndim < 2:
+        raise ShapeError(f"{name} needs matrices of shape (..., m, n), got shape {a.shape}")
+    original = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float
+    return (a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
+
+
+def _completed(q):
+    """q's orthonormal columns (..., r, k) completed to a square orthogonal matrix: the extra columns
+    are the eigenvectors of the projector I - q q^T with eigenvalue 1, a basis of the complement. As
+    in PyTorch they carry no gradient (any basis of the complement would do)."""
+    r, k = q.shape[-2:]
+    if r == k:
+        return q
+    projector = fnp.eye(r, dtype=q.dtype, device=q.device) - fnp.matmul(q, fnp.swapaxes(q, -1, -2))
+    basis = bind(D.eigh_p, fnp.stop_gradient(projector))[..., 1:, k:]  # eigenvalues ascend: 0s, then 1s
+    return fnp.concatenate([q, fnp.stop_gradient(basis)], axis=-1)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """a = U @ diag(S) @ Vh with S descending (NumPy's and the Array API's). full_matrices=True makes
+    U and Vh square; their columns beyond min(m, n) span the complement and carry no gradient (as
+    PyTorch's). Gradients through U and Vh are finite where singular values are distinct; those of
+    S (svdvals, compute_uv=False) everywhere. hermitian is accepted and changes nothing."""
+    a, dtype = _matrices(a, "svd")
+    if not compute_uv:
+        return _back(bind(D.svd_p, a, compute_uv=False), dtype)
+    u, s, v = D.svd_parts(bind(D.svd_p, a, compute_uv=True), a.shape[-2])
+    if full_matrices:
+        u, v = _completed(u), _completed(v)
+    return SVDResult(_back(u, dtype), _back(s, dtype), _back(fnp.swapaxes(v, -1, -2), dtype))
+
+
+def svdvals(x, /):
+    """The singular values of (..., m, n) matrices, descending."""
+    return svd(x, compute_uv=False)
+
+
+def _cutoff(s, rtol, shape):
+    """rtol * the largest singular value, per matrix; rtol defaults to max(m, n) * eps (NumPy 2)."""
+    if rtol is None:
+        rtol = max(shape[-2:]) * float(np.finfo(s.dtype).eps)
+    top = fnp.max(s, axis=-1, keepdims=True) if s.shape[-1] else fnp.zeros(s.shape[:-1] + (1,), s.dtype)
+    rtol = fnp.asarray(rtol, s.dtype)
+    return fnp.multiply(top, rtol if rtol.ndim == 0 else fnp.expand_dims(rtol, -1))
+
+
+def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse: V diag(1/s) U^T over the singular values above rtol (or
+    NumPy's older name rcond) times the largest."""
+    a, dtype = _matrices(a, "pinv")
+    if rcond is not None and rtol is not None:
+        raise TypeError("pinv: give rtol or rcond, not both")
+    u, s, vh = svd(a, full_matrices=False)
+    keep = fnp.greater(s, _cutoff(s, rtol if rcond is None else rcond, a.shape))
+    s_inv = fnp.where(keep, 1 / fnp.where(keep, s, np.ones((), s.dtype)), np.zeros((), s.dtype))
+    return _back(fnp.matmul(fnp.swapaxes(vh, -1, -2) * fnp.expand_dims(s_inv, -2), fnp.swapaxes(u, -1, -2)), dtype)
+
+
+def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None):  # noqa: N803  (NumPy's name)
+    """How many singular values exceed tol (absolute) or rtol times the largest (default
+    max(m, n) * eps); of a vector, 1 unless it is all zeros."""
+    A = fnp.asarray(A)  # noqa: N806
+    if A.ndim < 2:
+        return fnp.astype(fnp.any(fnp.not_equal(A, 0)), dtypes.int64)
+    if tol is not None and rtol is not None:
+        raise TypeError("matrix_rank: give tol or rtol, not both")
+    s = svdvals(fnp.stop_gradient(A))
+    limit = fnp.expand_dims(fnp.asarray(tol, s.dtype), -1) if tol is not None else _cutoff(s, rtol, A.shape)
+    return fnp.sum(fnp.greater(s, limit), axis=-1)
+
+
+def lstsq(a, b, rcond=None):
+    """NumPy's least squares: (x minimising ||b - a x||, the squared residual norms (empty unless a
+    has full column rank and more rows than columns), the rank of a, its singular values)."""
+    a, dtype = _matrices(a, "lstsq")
+    b = fnp.astype(b, a.dtype)
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise ShapeError(f"lstsq: a (m, n) and b (m,) or (m, k) must agree, got {a.shape} and {b.shape}")
+    m, n = a.shape
+    x = fnp.matmul(pinv(a, rcond), b)
+    s = svdvals(a)
+    rank = matrix_rank(a, rtol=rcond)
+    if m > n and int(rank) == n:
+        residuals = fnp.sum((b - fnp.matmul(a, x)) ** 2, axis=0)
+        residuals = fnp.reshape(residuals, (1,)) if b.ndim == 1 else residuals
+    else:
+        residuals = fnp.zeros((0,), a.dtype, device=a.device)
+    return _back(x, dtype), _back(residuals, dtype), rank, _back(s, dtype)
+
+
+def _abs_squared(x):
+    """|x|^2, real for complex x."""
+    return fnp.real(x) ** 2 + fnp.imag(x) ** 2 if dtypes.is_complex(x.dtype) else x * x
 
 
 def _safe_sqrt(s):
@@ -174,7 +270,7 @@ def vector_norm(x, ord=2, axis=None, keepdims: bool = False):  # noqa: A002
         shape = None
     mag = fnp.abs(x)
     if ord == 2:
-        out = _safe_sqrt(fnp.sum(x * x, axis=axis, keepdims=keepdims))
+        out = _safe_sqrt(fnp.sum(_abs_squared(x), axis=axis, keepdims=keepdims))
     elif ord == np.inf:
         out = fnp.max(mag, axis=axis, keepdims=keepdims)
     elif ord == -np.inf:
@@ -202,7 +298,7 @@ def matrix_norm(x, ord="fro", keepdims: bool = False):  # noqa: A002
 def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
     row, col = axes
     if ord == "fro" or ord is None:
-        out = _safe_sqrt(fnp.sum(x * x, axis=axes, keepdims=keepdims))
+        out = _safe_sqrt(fnp.sum(_abs_squared(x), axis=axes, keepdims=keepdims))
     elif ord in (1, -1):
         sums = fnp.sum(fnp.abs(x), axis=row, keepdims=True)
         out = (fnp.max if ord == 1 else fnp.min)(sums, axis=col, keepdims=True)
@@ -211,7 +307,7 @@ def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
         out = (fnp.max if ord == np.inf else fnp.min)(sums, axis=row, keepdims=True)
     elif ord in (2, -2, "nuc"):
         moved = fnp.moveaxis(x, (row, col), (-2, -1))
-        s = _singular_values(moved)
+        s = svdvals(moved)
         out = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else fnp.sum(s, axis=-1)
         if keepdims:
             out = fnp.expand_dims(fnp.expand_dims(out, min(row, col)), max(row, col))
@@ -251,7 +347,7 @@ def cond(x, p=None):
     """Condition number: the ratio of the largest to the smallest singular value (p None or 2)."""
     if p not in (None, 2, -2):
         return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
-    s = _singular_values(x)
+    s = svdvals(x)
     return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
 
 

@@ -1,13 +1,14 @@
-"""Dense linear algebra: solve, slogdet, cholesky and eigh on batches of square matrices.
+"""Dense linear algebra: solve, slogdet, cholesky, eigh (batches of square matrices) and svd.
 
 Every primitive takes float32 or float64 operands of shape (..., n, n) (solve's right-hand side
-is (..., n, k)) and batches over the leading axes. Rules are written with primitives, so second
-derivatives work. The CPU implementations are NumPy's LAPACK calls; a singular or non-positive-
+is (..., n, k); svd's matrices are (..., m, n)) and batches over the leading axes. Rules are
+written with primitives, so second derivatives work. The CPU implementations are NumPy's LAPACK calls; a singular or non-positive-
 definite matrix raises numpy.linalg.LinAlgError there (as PyTorch raises), while the GPU kernels
 give inf/NaN (a kernel cannot raise without stalling the device).
 
-Primitives return one array, so slogdet packs (sign, log|det|) along a last axis of 2, and eigh
-packs the eigenvalues as row 0 above the eigenvector matrix: (..., n + 1, n).
+Primitives return one array, so slogdet packs (sign, log|det|) along a last axis of 2, eigh
+packs the eigenvalues as row 0 above the eigenvector matrix: (..., n + 1, n), and svd packs U,
+the singular values and V as rows: (..., m + 1 + n, min(m, n)).
 """
 from __future__ import annotations
 
@@ -210,3 +211,104 @@ def _eigh_jvp(t, out, a):
 
 defvjp(eigh_p, _eigh_vjp)
 defjvp(eigh_p, _eigh_jvp)
+
+
+# ---- svd ---------------------------------------------------------------------------------------------------
+# The reduced SVD a = U diag(s) V^T of (..., m, n) matrices, k = min(m, n), s descending. With
+# compute_uv it packs U (m rows), s (one row) and V (n rows) as (..., m + 1 + n, k); without, it is
+# s alone, (..., k), whose derivatives stay finite where singular values repeat.
+def _svd_shape(a, *, compute_uv):
+    if len(a.shape) < 2:
+        raise ValueError(f"svd needs matrices (..., m, n), got shape {tuple(a.shape)}")
+    if np.dtype(a.dtype) not in LINALG_DTYPES:
+        raise TypeError(f"svd works on float32 or float64 matrices, got {np.dtype(a.dtype)}")
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    return ShapedArray(a.shape[:-2] + ((m + 1 + n, k) if compute_uv else (k,)), a.dtype)
+
+
+def _svd_impl(a, compute_uv):
+    _svd_shape(aval(a), compute_uv=compute_uv)
+    if not compute_uv:
+        return np.linalg.svd(a, compute_uv=False).astype(a.dtype, copy=False)
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return np.concatenate([u, s[..., None, :], np.swapaxes(vt, -1, -2)], axis=-2).astype(a.dtype, copy=False)
+
+
+svd_p = Primitive("svd", _svd_impl, shape_rule=_svd_shape, batch_rule=batch_leading, cuda="svd")
+
+
+def svd_parts(packed, m: int):
+    """(U, s, V) of svd_p's packed output for matrices of m rows."""
+    s = gather_p(packed, spec=(("e",), ("i", m), ("s", None, None, None)))
+    return _rows(packed, 0, m), s, _rows(packed, m + 1, packed.shape[-2])
+
+
+def _row(v):
+    return reshape_p(v, shape=tuple(v.shape[:-1]) + (1, v.shape[-1]))
+
+
+def _column(v):
+    return reshape_p(v, shape=tuple(v.shape) + (1,))
+
+
+def _safe_inverse(s):
+    """1 / s, 0 where s is 0 (a rank-deficient matrix's missing directions get no gradient)."""
+    zero = E.eq_p(s, 0)
+    return E.select_p(zero, np.zeros((), s.dtype), E.reciprocal_p(E.select_p(zero, np.ones((), s.dtype), s)))
+
+
+def _svd_gaps(s):
+    """F[i, j] = 1 / (s_j^2 - s_i^2) off the diagonal, 0 on it (inf for repeated values, as JAX and PyTorch)."""
+    sq = E.mul_p(s, s)
+    return _gaps(sq)
+
+
+def _complement(x, basis, project_from):
+    """x minus its projection on basis's columns, taken from project_from (None: x itself)."""
+    return E.sub_p(x, L.matmul_p(basis, L.matmul_p(_mT(basis), x if project_from is None else project_from)))
+
+
+def _svd_vjp(g, out, a, compute_uv):
+    m, n = a.shape[-2:]
+    if not compute_uv:  # d s_i = u_i^T dA v_i
+        u, _, v = svd_parts(svd_p(a, compute_uv=True), m)
+        return L.matmul_p(E.mul_p(u, _row(g)), _mT(v))
+    u, s, v = svd_parts(out, m)
+    gu, gs, gv = svd_parts(g, m)
+    f = _svd_gaps(s)
+    j = E.mul_p(f, E.sub_p(L.matmul_p(_mT(u), gu), L.matmul_p(_mT(gu), u)))   # Townsend (2016)
+    k = E.mul_p(f, E.sub_p(L.matmul_p(_mT(v), gv), L.matmul_p(_mT(gv), v)))
+    inner = E.add_p(E.add_p(E.mul_p(j, _row(s)), _diag_embed(gs)), E.mul_p(_column(s), k))
+    grad = L.matmul_p(L.matmul_p(u, inner), _mT(v))
+    s_inv = _row(_safe_inverse(s))
+    if m > n:
+        grad = E.add_p(grad, L.matmul_p(E.mul_p(_complement(gu, u, None), s_inv), _mT(v)))
+    if n > m:
+        grad = E.add_p(grad, L.matmul_p(u, _mT(E.mul_p(_complement(gv, v, None), s_inv))))
+    return grad
+
+
+def _svd_jvp(t, out, a, compute_uv):
+    m, n = a.shape[-2:]
+    packed = out if compute_uv else svd_p(a, compute_uv=True)
+    u, s, v = svd_parts(packed, m)
+    ds_full = L.matmul_p(L.matmul_p(_mT(u), t), v)
+    k = s.shape[-1]
+    ds = sum_p(E.mul_p(ds_full, _eye(k, s.dtype)), axes=(len(ds_full.shape) - 2,), keepdims=True)
+    if not compute_uv:
+        return reshape_p(ds, shape=tuple(s.shape))
+    f = _svd_gaps(s)
+    ds_s, s_ds = E.mul_p(ds_full, _row(s)), E.mul_p(_column(s), ds_full)
+    du = L.matmul_p(u, E.mul_p(f, E.add_p(ds_s, _mT(ds_s))))
+    dv = L.matmul_p(v, E.mul_p(f, E.add_p(s_ds, _mT(s_ds))))
+    s_inv = _row(_safe_inverse(s))
+    if m > n:
+        du = E.add_p(du, E.mul_p(_complement(L.matmul_p(t, v), u, None), s_inv))
+    if n > m:
+        dv = E.add_p(dv, E.mul_p(_complement(L.matmul_p(_mT(t), u), v, None), s_inv))
+    return concatenate_p(du, ds, dv, axis=len(ds.shape) - 2)
+
+
+defvjp(svd_p, _svd_vjp)
+defjvp(svd_p, _svd_jvp)

@@ -1,7 +1,9 @@
 """Dense linear algebra on batches of small matrices: a thread per matrix.
 
 solve (Gaussian elimination with partial pivoting), slogdet (the same elimination, keeping the
-pivots), cholesky and eigh (cyclic Jacobi rotations, eigenvalues sorted ascending). Each thread
+pivots), cholesky, eigh (cyclic Jacobi rotations, eigenvalues sorted ascending) and svd (one-sided
+Jacobi rotations of a tall matrix's columns until they are orthogonal: their norms are the singular
+values, sorted descending; a zero singular value leaves its column of U zero). Each thread
 works in a private copy of its matrix in global memory, so any n fits; this suits the many small
 matrices of a batch, not one large matrix (which would want a blocked, many-thread algorithm).
 Singular or indefinite inputs give inf/NaN, as a kernel cannot raise.
@@ -17,7 +19,8 @@ from ..buffer import DeviceValue, empty
 from ..runtime import launch, launch_shape
 from .common import INDEX, array_type, cast, compile_source, scalar_type
 from . import elementwise
-from .copy import compact
+from .copy import compact, copy_into
+from .indexing import basic_view
 
 SWEEPS = 60  # Jacobi sweeps; convergence is quadratic, so float64 needs well under 20 in practice
 
@@ -190,6 +193,91 @@ def kernel(work, out, batch, n):
 """
 
 
+_SVD_INIT_V = """
+        for i in range(c):
+            for j in range(c):
+                out[V + i * c + j] = {t}(1) if i == j else {t}(0)"""
+_SVD_ROTATE_V = """
+                    for i in range(c):
+                        vp = out[V + i * c + p]
+                        vq = out[V + i * c + q]
+                        out[V + i * c + p] = {t}(cs * vp - sn * vq)
+                        out[V + i * c + q] = {t}(sn * vp + cs * vq)"""
+_SVD_SWAP_COLUMNS = """
+                for k in range(r):
+                    tmp = work[A + k * c + i]
+                    work[A + k * c + i] = work[A + k * c + high]
+                    work[A + k * c + high] = tmp
+                for k in range(c):
+                    tmp = out[V + k * c + i]
+                    out[V + k * c + i] = out[V + k * c + high]
+                    out[V + k * c + high] = tmp"""
+_SVD_WRITE_U = """
+        for j in range(c):
+            s = out[W + j]
+            for i in range(r):
+                out[O + i * c + j] = work[A + i * c + j] / s if s > 0 else {t}(0)"""
+
+
+@cache
+def _svd_source(dtype: np.dtype, uv: bool) -> str:
+    t = cast(dtype)
+    eps = float(np.finfo(dtype).eps)
+    init_v, rotate_v, swap, write_u = ((part.format(t=t) if uv else "")
+                                       for part in (_SVD_INIT_V, _SVD_ROTATE_V, _SVD_SWAP_COLUMNS, _SVD_WRITE_U))
+    return f"""@cuda.jit(cache=True)
+def kernel(work, out, batch, r, c):
+    # work[m]: a tall (r, c) matrix, r >= c, rotated in place into U diag(s); out[m] is
+    # (r + 1 + c, c): U, the singular values and V with uv, else the c singular values
+    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+        A = m * r * c
+        O = m * (r + 1 + c) * c if {uv} else m * c
+        W = O + r * c if {uv} else O
+        V = O + (r + 1) * c{init_v}
+        for sweep in range({SWEEPS}):
+            rotated = False
+            for p in range(c - 1):
+                for q in range(p + 1, c):
+                    alpha = {t}(0)
+                    beta = {t}(0)
+                    gamma = {t}(0)
+                    for i in range(r):
+                        ap = work[A + i * c + p]
+                        aq = work[A + i * c + q]
+                        alpha += ap * ap
+                        beta += aq * aq
+                        gamma += ap * aq
+                    if abs(gamma) <= {t}({eps}) * math.sqrt(alpha * beta):
+                        continue
+                    rotated = True
+                    zeta = (beta - alpha) / ({t}(2) * gamma)
+                    tan = ({t}(1) if zeta >= 0 else {t}(-1)) / (abs(zeta) + math.sqrt(zeta * zeta + {t}(1)))
+                    cs = {t}(1) / math.sqrt(tan * tan + {t}(1))
+                    sn = cs * tan
+                    for i in range(r):
+                        ap = work[A + i * c + p]
+                        aq = work[A + i * c + q]
+                        work[A + i * c + p] = {t}(cs * ap - sn * aq)
+                        work[A + i * c + q] = {t}(sn * ap + cs * aq){rotate_v}
+            if not rotated:
+                break
+        for j in range(c):
+            total = {t}(0)
+            for i in range(r):
+                total += work[A + i * c + j] * work[A + i * c + j]
+            out[W + j] = {t}(math.sqrt(total))
+        for i in range(c):  # selection sort, descending, moving the columns of U diag(s) and V along
+            high = i
+            for j in range(i + 1, c):
+                if out[W + j] > out[W + high]:
+                    high = j
+            if high != i:
+                tmp = out[W + i]
+                out[W + i] = out[W + high]
+                out[W + high] = tmp{swap}{write_u}
+"""
+
+
 def _batched_copy(x: DeviceValue, shape: tuple) -> DeviceValue:
     """A fresh contiguous copy of x broadcast to shape (the kernels work in place on it)."""
     return elementwise.apply(elementwise.copy, [x], x.dtype, shape=tuple(shape))
@@ -240,6 +328,28 @@ def eigh(a: DeviceValue) -> DeviceValue:
     return out
 
 
+def svd(a: DeviceValue, compute_uv: bool) -> DeviceValue:
+    """The reduced SVD, packed as svd_p's: of a tall matrix directly; a wide one's is its
+    transpose's with U and V exchanged."""
+    m, n = a.shape[-2:]
+    wide = m < n
+    tall = a.view(a.shape[:-2] + (n, m), a.strides[:-2] + (a.strides[-1], a.strides[-2])) if wide else a
+    r, c = tall.shape[-2:]
+    work = _batched_copy(tall, tall.shape)
+    out = empty(a.shape[:-2] + ((r + 1 + c, c) if compute_uv else (c,)), a.dtype)
+    batch = _batch(a.shape)
+    if batch and c:
+        launch(compile_source(_svd_source(a.dtype, compute_uv)), *launch_shape(batch), work.data, out.data, batch, r, c)
+    if not (wide and compute_uv):
+        return out
+    lead = (slice(None),) * (a.ndim - 2)
+    packed, start = empty(out.shape, a.dtype), 0
+    for lo, hi in ((r + 1, r + 1 + c), (r, r + 1), (0, r)):  # V' (a's U), s, U' (a's V)
+        copy_into(basic_view(packed, lead + (slice(start, start + hi - lo),)), basic_view(out, lead + (slice(lo, hi),)))
+        start += hi - lo
+    return packed
+
+
 def ptx_cases():
     i64 = scalar_type(INDEX)
     for dt in (dtypes.float32, dtypes.float64):
@@ -249,3 +359,5 @@ def ptx_cases():
         yield f"slogdet[{dt.name}]", compile_source(_slogdet_source(dt)), (arr, arr, i64, i64)
         yield f"cholesky[{dt.name}]", compile_source(_cholesky_source(dt)), (arr, arr, i64, i64)
         yield f"eigh[{dt.name}]", compile_source(_eigh_source(dt)), (arr, arr, i64, i64)
+        for uv in (True, False):
+            yield f"svd[{dt.name}, uv={uv}]", compile_source(_svd_source(dt, uv)), (arr, arr, i64, i64, i64)
