@@ -2,9 +2,10 @@
 
 Every primitive takes float32 or float64 operands of shape (..., n, n) (solve's right-hand side
 is (..., n, k); svd's matrices are (..., m, n)) and batches over the leading axes. Rules are
-written with primitives, so second derivatives work. The CPU implementations are NumPy's LAPACK calls; a singular or non-positive-
-definite matrix raises numpy.linalg.LinAlgError there (as PyTorch raises), while the GPU kernels
-give inf/NaN (a kernel cannot raise without stalling the device).
+written with primitives, so second derivatives work. The CPU implementations are NumPy's LAPACK
+calls; a singular or non-positive-definite matrix raises numpy.linalg.LinAlgError there (as
+PyTorch raises), while the GPU kernels give inf/NaN (a kernel cannot raise without stalling the
+device).
 
 Primitives return one array, so slogdet packs (sign, log|det|) along a last axis of 2, eigh
 packs the eigenvalues as row 0 above the eigenvector matrix: (..., n + 1, n), and svd packs U,
