@@ -208,3 +208,48 @@ def test_second_derivatives_through_complex_abs():
     eps = 1e-5
     diff = np.asarray(fg.grad(f)(fnp.asarray(X + eps * v))) - np.asarray(fg.grad(f)(fnp.asarray(X - eps * v)))
     np.testing.assert_allclose(hvp, diff / (2 * eps), rtol=1e-6, atol=1e-6)
+
+
+# ---- linear algebra of complex matrices -------------------------------------------------------------
+A3 = RNG.normal(size=(2, 3, 3)) + 1j * RNG.normal(size=(2, 3, 3))
+B3 = RNG.normal(size=(2, 3, 2)) + 1j * RNG.normal(size=(2, 3, 2))
+
+
+def test_complex_solve_inv_det_slogdet_match_numpy():
+    a, b = fnp.asarray(A3), fnp.asarray(B3)
+    np.testing.assert_allclose(fnp.linalg.solve(a, b), np.linalg.solve(A3, B3), rtol=1e-12)
+    np.testing.assert_allclose(fnp.linalg.inv(a), np.linalg.inv(A3), rtol=1e-12)
+    np.testing.assert_allclose(fnp.linalg.det(a), np.linalg.det(A3), rtol=1e-12)
+    sign, logabsdet = fnp.linalg.slogdet(a)
+    assert sign.dtype == fnp.complex128 and logabsdet.dtype == fnp.float64  # the standard's dtypes
+    np.testing.assert_allclose(sign, np.linalg.slogdet(A3)[0], rtol=1e-12)
+    np.testing.assert_allclose(logabsdet, np.linalg.slogdet(A3)[1], rtol=1e-12)
+    real_system = fnp.linalg.solve(fnp.asarray(A3.real), b)  # a complex right side makes the system complex
+    np.testing.assert_allclose(real_system, np.linalg.solve(A3.real, B3), rtol=1e-12)
+    with pytest.raises(TypeError, match="eigh works on float32 or float64 matrices, got complex128"):
+        fnp.linalg.eigh(a)
+
+
+@pytest.mark.parametrize("name", ["solve", "inv", "det", "slogdet"])
+def test_complex_linalg_gradients(name):
+    b = fnp.asarray(B3)
+    loss = {"solve": lambda a: fnp.sum(fnp.abs(fnp.linalg.solve(a, b))),
+            "inv": lambda a: fnp.sum(fnp.real(fnp.linalg.inv(a) * (1 + 2j))),
+            "det": lambda a: fnp.sum(fnp.abs(fnp.linalg.det(a) + 1)),
+            "slogdet": lambda a: fnp.sum(fnp.linalg.slogdet(a)[1] + 3 * fnp.imag(fnp.linalg.slogdet(a)[0]))}[name]
+    np.testing.assert_allclose(fg.grad(loss)(fnp.asarray(A3)), numeric_grad(loss, A3), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_det_gradients_on_the_device(dtype):
+    """slogdet's rules ran a CPU identity beside device data (a DeviceMismatchError on a GPU)."""
+    a = fnp.asarray(A3.astype(dtype) if dtype == np.complex64 else A3.real.astype(dtype))
+
+    def f(a):
+        return fnp.sum(fnp.abs(fnp.linalg.det(a))) + fnp.sum(fnp.abs(fnp.linalg.inv(a)))
+    on_device = fg.grad(f)(fg.device_put(a, "cuda"))
+    assert on_device.device == "cuda:0"
+    np.testing.assert_allclose(on_device.numpy(), fg.grad(f)(a).numpy(), rtol=1e-4, atol=1e-5)
+    _, tangent = fg.jvp(lambda a: fnp.linalg.slogdet(a)[1], (fg.device_put(a, "cuda"),), (fg.device_put(a, "cuda"),))
+    np.testing.assert_allclose(tangent.numpy(), np.full(2, 3.0), rtol=1e-4)  # d log|det(a + t a)| = n dt

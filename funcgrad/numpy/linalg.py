@@ -39,12 +39,13 @@ class EighResult(NamedTuple):
 
 
 def _square(a, name: str):
-    """a as float32/float64 matrices of shape (..., n, n), and the dtype to give results back in."""
+    """a as float32/float64 (or complex) matrices of shape (..., n, n), and the dtype to give results
+    back in."""
     a = fnp.asarray(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"{name} needs square matrices of shape (..., n, n), got shape {a.shape}")
-    original = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float
-    return (a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
+    original = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float
+    return (a if a.dtype in D.COMPLEX_LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
 
 
 def _back(x, dtype):
@@ -55,6 +56,9 @@ def solve(a, b):
     """x with a @ x = b. b is a vector (or batch of vectors) when b.ndim == 1 or b.shape == a.shape[:-1]
     (PyTorch's rule), else a batch of (n, k) matrices."""
     a, dtype = _square(a, "solve")
+    b = fnp.asarray(b)
+    if dtypes.is_complex(b.dtype) and not dtypes.is_complex(a.dtype):  # a real system, a complex right side
+        a, dtype = fnp.astype(a, dtypes.complex_dtype(a.dtype)), dtypes.complex_dtype(dtype)
     b = fnp.astype(b, a.dtype)
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
     if b.shape[-1 if vector else -2] != a.shape[-1]:
@@ -72,7 +76,7 @@ def inv(a):
 def slogdet(a) -> SlogdetResult:
     a, dtype = _square(a, "slogdet")
     packed = bind(D.slogdet_p, a)
-    return SlogdetResult(_back(packed[..., 0], dtype), _back(packed[..., 1], dtype))
+    return SlogdetResult(_back(packed[..., 0], dtype), _back(fnp.real(packed[..., 1]), dtypes.real_dtype(dtype)))
 
 
 def det(a):

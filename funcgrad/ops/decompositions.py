@@ -18,17 +18,18 @@ import numpy as np
 from . import elementwise as E
 from . import linalg as L
 from .core import Primitive, ShapedArray, aval, defjvp, defvjp
-from .layout import batch_elementwise, batch_leading, broadcast_to_p, reshape_p, sum_p, transpose_p, unbroadcast
+from .layout import batch_elementwise, batch_leading, reshape_p, sum_p, transpose_p, unbroadcast
 from .shape import concatenate_p, gather_p
 
 LINALG_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+COMPLEX_LINALG_DTYPES = LINALG_DTYPES + (np.dtype(np.complex64), np.dtype(np.complex128))  # solve, slogdet
 
 
-def _check_square(name: str, shape, dtype) -> None:
+def _check_square(name: str, shape, dtype, allowed=LINALG_DTYPES) -> None:
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"{name} needs square matrices (..., n, n), got shape {tuple(shape)}")
-    if np.dtype(dtype) not in LINALG_DTYPES:
-        raise TypeError(f"{name} works on float32 or float64 matrices, got {np.dtype(dtype)}")
+    if np.dtype(dtype) not in allowed:
+        raise TypeError(f"{name} works on {' or '.join(d.name for d in allowed)} matrices, got {np.dtype(dtype)}")
 
 
 def _mT(x):
@@ -47,7 +48,7 @@ def _rows(x, start, stop):
 # ---- solve -------------------------------------------------------------------------------------------
 def _solve_shape(a, b):
     (a_shape, a_dtype), (b_shape, b_dtype) = (a.shape, a.dtype), (b.shape, b.dtype)
-    _check_square("solve", a_shape, a_dtype)
+    _check_square("solve", a_shape, a_dtype, COMPLEX_LINALG_DTYPES)
     if len(b_shape) < 2 or b_shape[-2] != a_shape[-1]:
         raise ValueError(f"solve: right-hand side of shape {tuple(b_shape)} does not match matrices of shape "
                          f"{tuple(a_shape)}")
@@ -80,17 +81,18 @@ defjvp(solve_p, lambda t, out, a, b: solve_p(a, E.neg_p(L.matmul_p(t, out))), la
 def inverse_transpose(a):
     """inv(a).T, batched, as a solve against the identity."""
     n = a.shape[-1]
-    return solve_p(_mT(a), broadcast_to_p(_eye(n, a.dtype), shape=tuple(a.shape)))
+    # a NumPy constant, not a bound broadcast (that would be a CPU Array beside a's device data)
+    return solve_p(_mT(a), np.broadcast_to(_eye(n, a.dtype), tuple(a.shape)))
 
 
 # ---- slogdet -----------------------------------------------------------------------------------------------
 def _slogdet_shape(a):
-    _check_square("slogdet", a.shape, a.dtype)
+    _check_square("slogdet", a.shape, a.dtype, COMPLEX_LINALG_DTYPES)
     return ShapedArray(a.shape[:-2] + (2,), a.dtype)
 
 
 def _slogdet_impl(a):
-    _check_square("slogdet", a.shape, a.dtype)
+    _check_square("slogdet", a.shape, a.dtype, COMPLEX_LINALG_DTYPES)
     sign, logdet = np.linalg.slogdet(a)
     return np.stack([sign, logdet], axis=-1).astype(a.dtype, copy=False)
 
@@ -98,18 +100,27 @@ def _slogdet_impl(a):
 slogdet_p = Primitive("slogdet", _slogdet_impl, shape_rule=_slogdet_shape, batch_rule=batch_leading, cuda="slogdet")
 
 
+# With l = log det a (holomorphic, dl = tr(a^-1 da)): log|det| = Re l and sign = exp(i Im l), so
+# d sign = i sign Im(dl) for complex matrices (and 0 for real ones, whose sign is piecewise constant).
 def _slogdet_vjp(g, out, a):
-    g_logdet = gather_p(g, spec=(("e",), ("i", 1)))
-    weight = reshape_p(g_logdet, shape=tuple(g_logdet.shape) + (1, 1))
-    return E.mul_p(weight, inverse_transpose(a))
+    part = lambda x, i: gather_p(x, spec=(("e",), ("i", i)))  # noqa: E731
+    g_l = part(g, 1)
+    if np.dtype(a.dtype).kind == "c":  # l's cotangent: g_logdet - i Re(g_sign i sign) (JAX's convention)
+        g_l = E.sub_p(E.real_p(g_l), E.mul_p(E.real_p(E.mul_p(part(g, 0), E.mul_p(part(out, 0), 1j))), 1j))
+    return E.mul_p(reshape_p(g_l, shape=tuple(g_l.shape) + (1, 1)), inverse_transpose(a))
 
 
 def _slogdet_jvp(t, out, a):
     n = a.shape[-1]
-    eye = broadcast_to_p(_eye(n, a.dtype), shape=tuple(a.shape))
-    trace = sum_p(E.mul_p(solve_p(a, t), eye), axes=(len(a.shape) - 2, len(a.shape) - 1), keepdims=False)
-    trace = reshape_p(trace, shape=tuple(trace.shape) + (1,))
-    return concatenate_p(E.mul_p(trace, 0.0), trace, axis=len(trace.shape) - 1)
+    trace = sum_p(E.mul_p(solve_p(a, t), _eye(n, a.dtype)), axes=(len(a.shape) - 2, len(a.shape) - 1), keepdims=False)
+    sign = gather_p(out, spec=(("e",), ("i", 0)))
+    if np.dtype(a.dtype).kind == "c":
+        d_sign, d_logdet = E.mul_p(E.mul_p(sign, 1j), E.imag_p(trace)), E.real_p(trace)
+        d_logdet = E.convert_p(d_logdet, dtype=a.dtype)
+    else:
+        d_sign, d_logdet = E.mul_p(trace, 0.0), trace
+    column = lambda x: reshape_p(x, shape=tuple(x.shape) + (1,))  # noqa: E731
+    return concatenate_p(column(d_sign), column(d_logdet), axis=len(trace.shape))
 
 
 defvjp(slogdet_p, _slogdet_vjp)

@@ -75,13 +75,15 @@ def kernel(lu, x, batch, n, k):
 
 @cache
 def _slogdet_source(dtype: np.dtype) -> str:
-    t = cast(dtype)
+    t, rt = cast(dtype), cast(dtypes.real_dtype(dtype))
+    # a complex pivot turns the sign by its phase; a real one flips it when negative
+    phase = "sign = sign * (d / abs(d))" if dtypes.is_complex(dtype) else "if d < 0:\n                sign = -sign"
     return f"""@cuda.jit(cache=True)
 def kernel(lu, out, batch, n):
     for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
         A = m * n * n
         sign = {t}(1)
-        logdet = {t}(0)
+        logdet = {rt}(0)
         for col in range(n):
 {_PIVOT}
             if pivot != col:
@@ -89,17 +91,16 @@ def kernel(lu, out, batch, n):
             d = lu[A + col * n + col]
             if d == 0:
                 sign = {t}(0)
-                logdet = {t}(-math.inf)
+                logdet = {rt}(-math.inf)
                 break
-            if d < 0:
-                sign = -sign
-            logdet += math.log(abs(d))
+            {phase}
+            logdet += {rt}(math.log(abs(d)))
             for r in range(col + 1, n):
                 f = lu[A + r * n + col] / d
                 for c in range(col, n):
                     lu[A + r * n + c] -= f * lu[A + col * n + c]
         out[2 * m] = sign
-        out[2 * m + 1] = logdet
+        out[2 * m + 1] = {t}(logdet)
 """
 
 
@@ -352,6 +353,10 @@ def svd(a: DeviceValue, compute_uv: bool) -> DeviceValue:
 
 def ptx_cases():
     i64 = scalar_type(INDEX)
+    for dt in (dtypes.complex64, dtypes.complex128):
+        arr = array_type(dt)
+        yield f"solve[{dt.name}]", compile_source(_solve_source(dt)), (arr, arr, i64, i64, i64)
+        yield f"slogdet[{dt.name}]", compile_source(_slogdet_source(dt)), (arr, arr, i64, i64)
     for dt in (dtypes.float32, dtypes.float64):
         dt = np.dtype(dt)
         arr = array_type(dt)
