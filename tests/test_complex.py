@@ -253,3 +253,16 @@ def test_det_gradients_on_the_device(dtype):
     np.testing.assert_allclose(on_device.numpy(), fg.grad(f)(a).numpy(), rtol=1e-4, atol=1e-5)
     _, tangent = fg.jvp(lambda a: fnp.linalg.slogdet(a)[1], (fg.device_put(a, "cuda"),), (fg.device_put(a, "cuda"),))
     np.testing.assert_allclose(tangent.numpy(), np.full(2, 3.0), rtol=1e-4)  # d log|det(a + t a)| = n dt
+
+
+def test_complex_qr_is_a_unitary_triangular_factorisation():
+    for a in (A3, B3[0].T.copy()):  # square batches and a wide matrix
+        q, r = fnp.linalg.qr(fnp.asarray(a))
+        q, r = np.asarray(q), np.asarray(r)
+        np.testing.assert_allclose(q @ r, a, atol=1e-12)
+        np.testing.assert_allclose(np.swapaxes(q.conj(), -1, -2) @ q, np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2]
+                                   + (q.shape[-1],) * 2), atol=1e-12)
+        np.testing.assert_array_equal(np.tril(r, -1), 0)
+        np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(a)[1]), atol=1e-12)  # LAPACK's up to phases
+    loss = lambda a: fnp.sum(fnp.abs(fnp.linalg.qr(a)[1])) + fnp.sum(fnp.abs(fnp.linalg.qr(a)[0]) ** 3)  # noqa: E731
+    np.testing.assert_allclose(fg.grad(loss)(fnp.asarray(A3[0])), numeric_grad(loss, A3[0]), rtol=1e-6, atol=1e-7)

@@ -120,16 +120,27 @@ class QRResult(NamedTuple):
     R: object
 
 
+def _phase(p):
+    """p / |p| (1 at 0) for complex p; the sign (1 at 0) for real p."""
+    if dtypes.is_complex(p.dtype):
+        size = fnp.abs(p)
+        zero = fnp.equal(size, 0)
+        return fnp.where(zero, np.ones((), p.dtype), p / fnp.where(zero, np.ones((), size.dtype), size))
+    return fnp.where(p >= 0, 1.0, -1.0)
+
+
 def qr(a, mode: str = "reduced"):
-    """a = Q @ R with Q orthonormal columns and R upper triangular (mode 'reduced', 'complete' or
-    'r'), by Householder reflections: min(m, n) rank-one updates, each differentiable."""
+    """a = Q @ R with Q orthonormal (unitary) columns and R upper triangular (mode 'reduced',
+    'complete' or 'r'), by Householder reflections: min(m, n) rank-one updates, each
+    differentiable. Real matrices get LAPACK's signs; complex ones a complex diagonal of R (the
+    reflection keeps the pivot's phase), a QR as valid as LAPACK's real-diagonal one."""
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     a = fnp.asarray(a)
     if a.ndim < 2:
         raise ShapeError(f"qr needs matrices of shape (..., m, n), got shape {a.shape}")
-    dtype = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float
-    r = a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)
+    dtype = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float
+    r = a if a.dtype in D.COMPLEX_LINALG_DTYPES else fnp.astype(a, dtypes.float32)
     m, n = r.shape[-2:]
     k = min(m, n)
     q = fnp.broadcast_to(fnp.eye(m, dtype=r.dtype, device=r.device), r.shape[:-2] + (m, m))
@@ -139,15 +150,15 @@ def qr(a, mode: str = "reduced"):
         unit = fnp._placed(fnp.asarray((rows == j).astype(r.dtype)), r.device)
         x = r[..., :, j] * below
         pivot = r[..., j, j]
-        alpha = -fnp.where(pivot >= 0, 1.0, -1.0) * fnp.sqrt(fnp.sum(x * x, axis=-1))
+        x_norm2 = fnp.sum(_abs_squared(x), axis=-1)
+        alpha = -_phase(pivot) * fnp.sqrt(x_norm2)
         v = x - fnp.expand_dims(alpha, -1) * unit
-        norm2 = fnp.sum(v * v, axis=-1)
         # nothing below the diagonal: no reflection, as LAPACK (R keeps the entry's own sign)
-        reflect = fnp.sum(x * x, axis=-1) > pivot * pivot
-        beta = fnp.where(reflect, 2.0 / fnp.where(reflect, norm2, 1.0), 0.0)
-        col = fnp.expand_dims(v, -1)
-        r = r - fnp.expand_dims(fnp.expand_dims(beta, -1), -1) * col * fnp.expand_dims(fnp.sum(col * r, axis=-2), -2)
-        q = q - fnp.expand_dims(fnp.expand_dims(beta, -1), -1) * fnp.matmul(q, col) * fnp.swapaxes(col, -1, -2)
+        reflect = x_norm2 > _abs_squared(pivot)
+        beta = fnp.where(reflect, 2.0 / fnp.where(reflect, fnp.sum(_abs_squared(v), axis=-1), 1.0), 0.0)
+        col, row = fnp.expand_dims(v, -1), fnp.expand_dims(fnp.conj(v), -2)  # H = I - beta v v^H
+        r = r - fnp.expand_dims(fnp.expand_dims(beta, -1), -1) * col * fnp.matmul(row, r)
+        q = q - fnp.expand_dims(fnp.expand_dims(beta, -1), -1) * fnp.matmul(q, col) * row
     r = fnp.triu(r)  # exact zeros below the diagonal
     if mode == "r":
         return _back(r[..., :k, :], dtype)
