@@ -45,7 +45,7 @@ def _square(a, name: str):
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"{name} needs square matrices of shape (..., n, n), got shape {a.shape}")
     original = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float
-    return (a if a.dtype in D.COMPLEX_LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
+    return (a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
 
 
 def _back(x, dtype):
@@ -84,31 +84,37 @@ def det(a):
     return sign * fnp.exp(logabsdet)
 
 
+def _mH(a):
+    """The conjugate transpose of the last two axes."""
+    return fnp.conj(fnp.swapaxes(a, -1, -2))
+
+
 def _symmetrize(a):
-    return (a + fnp.swapaxes(a, -1, -2)) * 0.5
+    """(a + a^H) / 2: the Hermitian part."""
+    return (a + _mH(a)) * 0.5
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """The lower (or upper) triangular L with a = L @ L.T. The input is symmetrised first (JAX's
-    default), so the gradient is symmetric. Not positive definite: LinAlgError on the CPU, NaN on a GPU."""
+    """The lower (or upper) triangular L with a = L @ L^H. The input is made Hermitian first (JAX's
+    default), so the gradient is too. Not positive definite: LinAlgError on the CPU, NaN on a GPU."""
     a, dtype = _square(a, "cholesky")
     lower = bind(D.cholesky_p, _symmetrize(a) if symmetrize_input else a)
-    return _back(fnp.swapaxes(lower, -1, -2) if upper else lower, dtype)
+    return _back(_mH(lower) if upper else lower, dtype)
 
 
 def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:  # noqa: N803  (NumPy's name)
-    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices."""
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of symmetric or Hermitian matrices."""
     a, dtype = _square(a, "eigh")
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
     if symmetrize_input:
         a = _symmetrize(a)
     elif UPLO == "U":
-        a = fnp.triu(a) + fnp.swapaxes(fnp.triu(a, 1), -1, -2)
+        a = fnp.triu(a) + _mH(fnp.triu(a, 1))
     else:
-        a = fnp.tril(a) + fnp.swapaxes(fnp.tril(a, -1), -1, -2)
+        a = fnp.tril(a) + _mH(fnp.tril(a, -1))
     packed = bind(D.eigh_p, a)
-    return EighResult(_back(packed[..., 0, :], dtype), _back(packed[..., 1:, :], dtype))
+    return EighResult(_back(fnp.real(packed[..., 0, :]), dtypes.real_dtype(dtype)), _back(packed[..., 1:, :], dtype))
 
 
 def eigvalsh(a, UPLO: str | None = None):  # noqa: N803
@@ -140,7 +146,7 @@ def qr(a, mode: str = "reduced"):
     if a.ndim < 2:
         raise ShapeError(f"qr needs matrices of shape (..., m, n), got shape {a.shape}")
     dtype = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float
-    r = a if a.dtype in D.COMPLEX_LINALG_DTYPES else fnp.astype(a, dtypes.float32)
+    r = a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)
     m, n = r.shape[-2:]
     k = min(m, n)
     q = fnp.broadcast_to(fnp.eye(m, dtype=r.dtype, device=r.device), r.shape[:-2] + (m, m))
@@ -178,7 +184,7 @@ def _matrices(a, name: str):
     a = fnp.asarray(a)
     if a.ndim < 2:
         raise ShapeError(f"{name} needs matrices of shape (..., m, n), got shape {a.shape}")
-    original = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float
+    original = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float
     return (a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
 
 
@@ -189,7 +195,7 @@ def _completed(q):
     r, k = q.shape[-2:]
     if r == k:
         return q
-    projector = fnp.eye(r, dtype=q.dtype, device=q.device) - fnp.matmul(q, fnp.swapaxes(q, -1, -2))
+    projector = fnp.eye(r, dtype=q.dtype, device=q.device) - fnp.matmul(q, _mH(q))
     basis = bind(D.eigh_p, fnp.stop_gradient(projector))[..., 1:, k:]  # eigenvalues ascend: 0s, then 1s
     return fnp.concatenate([q, fnp.stop_gradient(basis)], axis=-1)
 
@@ -201,11 +207,11 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     S (svdvals, compute_uv=False) everywhere. hermitian is accepted and changes nothing."""
     a, dtype = _matrices(a, "svd")
     if not compute_uv:
-        return _back(bind(D.svd_p, a, compute_uv=False), dtype)
+        return _back(bind(D.svd_p, a, compute_uv=False), dtypes.real_dtype(dtype))
     u, s, v = D.svd_parts(bind(D.svd_p, a, compute_uv=True), a.shape[-2])
     if full_matrices:
         u, v = _completed(u), _completed(v)
-    return SVDResult(_back(u, dtype), _back(s, dtype), _back(fnp.swapaxes(v, -1, -2), dtype))
+    return SVDResult(_back(u, dtype), _back(fnp.real(s), dtypes.real_dtype(dtype)), _back(_mH(v), dtype))
 
 
 def svdvals(x, /):
@@ -223,7 +229,7 @@ def _cutoff(s, rtol, shape):
 
 
 def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
-    """The Moore-Penrose pseudo-inverse: V diag(1/s) U^T over the singular values above rtol (or
+    """The Moore-Penrose pseudo-inverse: V diag(1/s) U^H over the singular values above rtol (or
     NumPy's older name rcond) times the largest."""
     a, dtype = _matrices(a, "pinv")
     if rcond is not None and rtol is not None:
@@ -231,7 +237,7 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
     u, s, vh = svd(a, full_matrices=False)
     keep = fnp.greater(s, _cutoff(s, rtol if rcond is None else rcond, a.shape))
     s_inv = fnp.where(keep, 1 / fnp.where(keep, s, np.ones((), s.dtype)), np.zeros((), s.dtype))
-    return _back(fnp.matmul(fnp.swapaxes(vh, -1, -2) * fnp.expand_dims(s_inv, -2), fnp.swapaxes(u, -1, -2)), dtype)
+    return _back(fnp.matmul(_mH(vh) * fnp.expand_dims(s_inv, -2), _mH(u)), dtype)
 
 
 def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None):  # noqa: N803  (NumPy's name)
@@ -259,11 +265,11 @@ def lstsq(a, b, rcond=None):
     s = svdvals(a)
     rank = matrix_rank(a, rtol=rcond)
     if m > n and int(rank) == n:
-        residuals = fnp.sum((b - fnp.matmul(a, x)) ** 2, axis=0)
+        residuals = fnp.sum(_abs_squared(b - fnp.matmul(a, x)), axis=0)
         residuals = fnp.reshape(residuals, (1,)) if b.ndim == 1 else residuals
     else:
-        residuals = fnp.zeros((0,), a.dtype, device=a.device)
-    return _back(x, dtype), _back(residuals, dtype), rank, _back(s, dtype)
+        residuals = fnp.zeros((0,), dtypes.real_dtype(a.dtype), device=a.device)
+    return _back(x, dtype), _back(residuals, dtypes.real_dtype(dtype)), rank, _back(s, dtypes.real_dtype(dtype))
 
 
 def _abs_squared(x):

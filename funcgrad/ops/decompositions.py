@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from . import elementwise as E
 from . import linalg as L
 from .core import Primitive, ShapedArray, aval, defjvp, defvjp
 from .layout import batch_elementwise, batch_leading, reshape_p, sum_p, transpose_p, unbroadcast
 from .shape import concatenate_p, gather_p
 
-LINALG_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-COMPLEX_LINALG_DTYPES = LINALG_DTYPES + (np.dtype(np.complex64), np.dtype(np.complex128))  # solve, slogdet
+LINALG_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 def _check_square(name: str, shape, dtype, allowed=LINALG_DTYPES) -> None:
@@ -34,6 +34,20 @@ def _check_square(name: str, shape, dtype, allowed=LINALG_DTYPES) -> None:
 
 def _mT(x):
     return transpose_p(x, perm=tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2))
+
+
+def _conj(x):
+    return E.conj_p(x) if np.dtype(x.dtype).kind == "c" else x
+
+
+def _mH(x):
+    """The conjugate transpose (the transpose of a real matrix)."""
+    return _conj(_mT(x))
+
+
+def _real_part(x):
+    """Re(x), kept in x's dtype (eigenvalues and singular values travel packed with complex vectors)."""
+    return E.convert_p(E.real_p(x), dtype=x.dtype) if np.dtype(x.dtype).kind == "c" else x
 
 
 def _eye(n: int, dtype) -> np.ndarray:
@@ -48,7 +62,7 @@ def _rows(x, start, stop):
 # ---- solve -------------------------------------------------------------------------------------------
 def _solve_shape(a, b):
     (a_shape, a_dtype), (b_shape, b_dtype) = (a.shape, a.dtype), (b.shape, b.dtype)
-    _check_square("solve", a_shape, a_dtype, COMPLEX_LINALG_DTYPES)
+    _check_square("solve", a_shape, a_dtype)
     if len(b_shape) < 2 or b_shape[-2] != a_shape[-1]:
         raise ValueError(f"solve: right-hand side of shape {tuple(b_shape)} does not match matrices of shape "
                          f"{tuple(a_shape)}")
@@ -87,12 +101,12 @@ def inverse_transpose(a):
 
 # ---- slogdet -----------------------------------------------------------------------------------------------
 def _slogdet_shape(a):
-    _check_square("slogdet", a.shape, a.dtype, COMPLEX_LINALG_DTYPES)
+    _check_square("slogdet", a.shape, a.dtype)
     return ShapedArray(a.shape[:-2] + (2,), a.dtype)
 
 
 def _slogdet_impl(a):
-    _check_square("slogdet", a.shape, a.dtype, COMPLEX_LINALG_DTYPES)
+    _check_square("slogdet", a.shape, a.dtype)
     sign, logdet = np.linalg.slogdet(a)
     return np.stack([sign, logdet], axis=-1).astype(a.dtype, copy=False)
 
@@ -149,19 +163,21 @@ def _phi(x):
     return E.mul_p(x, mask)
 
 
+# a = L L^H. The JVP is dL = L phi(L^-1 dA L^-H); its transpose (JAX's convention, so plain transposes
+# where the JVP is complex-linear) is L^-T phi(L^T gL) conj(L)^-1 (Murray 2016 for real matrices),
+# made Hermitian as the input is.
 def _cholesky_vjp(g, out, a):
-    # Murray (2016): S = L^-T phi(L^T gL) L^-1, symmetrised
     lower = out
     p = _phi(L.matmul_p(_mT(lower), g))
-    y = solve_p(_mT(lower), p)                 # L^-T P
-    s = _mT(solve_p(_mT(lower), _mT(y)))        # (L^-T (L^-T P)^T)^T = L^-T P L^-1
-    return E.mul_p(E.add_p(s, _mT(s)), 0.5)
+    y = solve_p(_mT(lower), p)                       # L^-T P
+    s = _mT(solve_p(_mT(_conj(lower)), _mT(y)))       # (conj(L)^-T (L^-T P)^T)^T = L^-T P conj(L)^-1
+    return E.mul_p(E.add_p(s, _mH(s)), 0.5)
 
 
 def _cholesky_jvp(t, out, a):
     lower = out
     z = solve_p(lower, t)                      # L^-1 dA
-    w = _mT(solve_p(lower, _mT(z)))            # L^-1 dA L^-T
+    w = _mH(solve_p(lower, _mH(z)))            # L^-1 dA L^-H
     return L.matmul_p(lower, _phi(w))
 
 
@@ -205,18 +221,20 @@ def _diag_embed(w):
     return E.mul_p(reshape_p(w, shape=tuple(w.shape[:-1]) + (1, n)), _eye(n, w.dtype))
 
 
+# a = V diag(w) V^H with real w. JVP: M = V^H dA V, dw = Re diag(M), dV = V (F o M); its transpose:
+# conj(V) (diag(gw) + F o (V^T gV)) V^T (for real matrices, Giles' V (...) V^T).
 def _eigh_vjp(g, out, a):
     w, v = _eigh_parts(out)
     gw, gv = _eigh_parts(g)
-    inner = E.add_p(_diag_embed(gw), E.mul_p(_gaps(w), L.matmul_p(_mT(v), gv)))
-    return L.matmul_p(L.matmul_p(v, inner), _mT(v))
+    inner = E.add_p(_diag_embed(_real_part(gw)), E.mul_p(_gaps(w), L.matmul_p(_mT(v), gv)))
+    return L.matmul_p(L.matmul_p(_conj(v), inner), _mT(v))
 
 
 def _eigh_jvp(t, out, a):
     w, v = _eigh_parts(out)
-    m = L.matmul_p(L.matmul_p(_mT(v), t), v)
+    m = L.matmul_p(L.matmul_p(_mH(v), t), v)
     n = w.shape[-1]
-    dw = sum_p(E.mul_p(m, _eye(n, w.dtype)), axes=(len(m.shape) - 2,), keepdims=True)
+    dw = _real_part(sum_p(E.mul_p(m, _eye(n, w.dtype)), axes=(len(m.shape) - 2,), keepdims=True))
     dv = L.matmul_p(v, E.mul_p(_gaps(w), m))
     return concatenate_p(dw, dv, axis=len(m.shape) - 2)
 
@@ -226,25 +244,28 @@ defjvp(eigh_p, _eigh_jvp)
 
 
 # ---- svd ---------------------------------------------------------------------------------------------------
-# The reduced SVD a = U diag(s) V^T of (..., m, n) matrices, k = min(m, n), s descending. With
-# compute_uv it packs U (m rows), s (one row) and V (n rows) as (..., m + 1 + n, k); without, it is
-# s alone, (..., k), whose derivatives stay finite where singular values repeat.
+# The reduced SVD a = U diag(s) V^H of (..., m, n) matrices, k = min(m, n), s descending. With
+# compute_uv it packs U (m rows), s (one row, in a's dtype) and V (n rows) as (..., m + 1 + n, k);
+# without, it is s alone, (..., k) of the real dtype, whose derivatives stay finite where singular
+# values repeat.
 def _svd_shape(a, *, compute_uv):
     if len(a.shape) < 2:
         raise ValueError(f"svd needs matrices (..., m, n), got shape {tuple(a.shape)}")
     if np.dtype(a.dtype) not in LINALG_DTYPES:
-        raise TypeError(f"svd works on float32 or float64 matrices, got {np.dtype(a.dtype)}")
+        raise TypeError(f"svd works on {' or '.join(d.name for d in LINALG_DTYPES)} matrices, got {np.dtype(a.dtype)}")
     m, n = a.shape[-2:]
     k = min(m, n)
-    return ShapedArray(a.shape[:-2] + ((m + 1 + n, k) if compute_uv else (k,)), a.dtype)
+    if compute_uv:
+        return ShapedArray(a.shape[:-2] + (m + 1 + n, k), a.dtype)
+    return ShapedArray(a.shape[:-2] + (k,), dtypes.real_dtype(np.dtype(a.dtype)))
 
 
 def _svd_impl(a, compute_uv):
-    _svd_shape(aval(a), compute_uv=compute_uv)
+    out = _svd_shape(aval(a), compute_uv=compute_uv)
     if not compute_uv:
-        return np.linalg.svd(a, compute_uv=False).astype(a.dtype, copy=False)
-    u, s, vt = np.linalg.svd(a, full_matrices=False)
-    return np.concatenate([u, s[..., None, :], np.swapaxes(vt, -1, -2)], axis=-2).astype(a.dtype, copy=False)
+        return np.linalg.svd(a, compute_uv=False).astype(out.dtype, copy=False)
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    return np.concatenate([u, s[..., None, :], np.conj(np.swapaxes(vh, -1, -2))], axis=-2).astype(a.dtype, copy=False)
 
 
 svd_p = Primitive("svd", _svd_impl, shape_rule=_svd_shape, batch_rule=batch_leading, cuda="svd")
@@ -272,32 +293,38 @@ def _safe_inverse(s):
 
 def _svd_gaps(s):
     """F[i, j] = 1 / (s_j^2 - s_i^2) off the diagonal, 0 on it (inf for repeated values, as JAX and PyTorch)."""
-    sq = E.mul_p(s, s)
-    return _gaps(sq)
+    return _gaps(E.mul_p(s, s))
 
 
-def _complement(x, basis, project_from):
-    """x minus its projection on basis's columns, taken from project_from (None: x itself)."""
-    return E.sub_p(x, L.matmul_p(basis, L.matmul_p(_mT(basis), x if project_from is None else project_from)))
+def _imaginary_diagonal(x, s_inv):
+    """i Im(diag(x)) / s as a diagonal matrix: the phase freedom of complex singular vectors (0 for real)."""
+    k = x.shape[-1]
+    return E.mul_p(E.mul_p(E.sub_p(x, _mH(x)), 0.5), E.mul_p(_row(s_inv), _eye(k, x.dtype)))
 
 
+# The forward rule is JAX's; the reverse rule its transpose (Townsend 2016 for real matrices):
+# conj(U) [diag(gs) + ((J - J^H) o F) S + S ((K - K^H) o F) + i Im diag(J) / S] V^T, J = U^T gU,
+# K = V^T gV, plus the parts of gU and gV outside the spans of U and V when a is not square.
 def _svd_vjp(g, out, a, compute_uv):
     m, n = a.shape[-2:]
-    if not compute_uv:  # d s_i = u_i^T dA v_i
+    if not compute_uv:  # d s_i = Re(u_i^H dA v_i)
         u, _, v = svd_parts(svd_p(a, compute_uv=True), m)
-        return L.matmul_p(E.mul_p(u, _row(g)), _mT(v))
+        return L.matmul_p(E.mul_p(_conj(u), _row(g)), _mT(v))
     u, s, v = svd_parts(out, m)
     gu, gs, gv = svd_parts(g, m)
-    f = _svd_gaps(s)
-    j = E.mul_p(f, E.sub_p(L.matmul_p(_mT(u), gu), L.matmul_p(_mT(gu), u)))   # Townsend (2016)
-    k = E.mul_p(f, E.sub_p(L.matmul_p(_mT(v), gv), L.matmul_p(_mT(gv), v)))
-    inner = E.add_p(E.add_p(E.mul_p(j, _row(s)), _diag_embed(gs)), E.mul_p(_column(s), k))
-    grad = L.matmul_p(L.matmul_p(u, inner), _mT(v))
-    s_inv = _row(_safe_inverse(s))
+    f, s_inv = _svd_gaps(s), _safe_inverse(s)
+    j, k = L.matmul_p(_mT(u), gu), L.matmul_p(_mT(v), gv)
+    inner = E.add_p(E.add_p(E.mul_p(E.mul_p(f, E.sub_p(j, _mH(j))), _row(s)), _diag_embed(_real_part(gs))),
+                    E.mul_p(_column(s), E.mul_p(f, E.sub_p(k, _mH(k)))))
+    if np.dtype(a.dtype).kind == "c":
+        inner = E.add_p(inner, _imaginary_diagonal(j, s_inv))
+    grad = L.matmul_p(L.matmul_p(_conj(u), inner), _mT(v))
     if m > n:
-        grad = E.add_p(grad, L.matmul_p(E.mul_p(_complement(gu, u, None), s_inv), _mT(v)))
+        p = E.mul_p(gu, _row(s_inv))
+        grad = E.add_p(grad, L.matmul_p(E.sub_p(p, L.matmul_p(_conj(u), L.matmul_p(_mT(u), p))), _mT(v)))
     if n > m:
-        grad = E.add_p(grad, L.matmul_p(u, _mT(E.mul_p(_complement(gv, v, None), s_inv))))
+        q = E.mul_p(gv, _row(s_inv))
+        grad = E.add_p(grad, L.matmul_p(_conj(u), _mH(E.sub_p(q, L.matmul_p(_conj(v), L.matmul_p(_mT(v), q))))))
     return grad
 
 
@@ -305,20 +332,24 @@ def _svd_jvp(t, out, a, compute_uv):
     m, n = a.shape[-2:]
     packed = out if compute_uv else svd_p(a, compute_uv=True)
     u, s, v = svd_parts(packed, m)
-    ds_full = L.matmul_p(L.matmul_p(_mT(u), t), v)
+    ds_full = L.matmul_p(L.matmul_p(_mH(u), t), v)
     k = s.shape[-1]
-    ds = sum_p(E.mul_p(ds_full, _eye(k, s.dtype)), axes=(len(ds_full.shape) - 2,), keepdims=True)
+    ds = _real_part(sum_p(E.mul_p(ds_full, _eye(k, s.dtype)), axes=(len(ds_full.shape) - 2,), keepdims=True))
     if not compute_uv:
-        return reshape_p(ds, shape=tuple(s.shape))
-    f = _svd_gaps(s)
+        ds = reshape_p(ds, shape=tuple(s.shape))
+        return E.real_p(ds) if np.dtype(ds.dtype).kind == "c" else ds
+    f, s_inv = _svd_gaps(s), _safe_inverse(s)
     ds_s, s_ds = E.mul_p(ds_full, _row(s)), E.mul_p(_column(s), ds_full)
-    du = L.matmul_p(u, E.mul_p(f, E.add_p(ds_s, _mT(ds_s))))
-    dv = L.matmul_p(v, E.mul_p(f, E.add_p(s_ds, _mT(s_ds))))
-    s_inv = _row(_safe_inverse(s))
+    du = L.matmul_p(u, E.mul_p(f, E.add_p(ds_s, _mH(ds_s))))
+    if np.dtype(a.dtype).kind == "c":
+        du = E.add_p(du, L.matmul_p(u, _imaginary_diagonal(ds_full, s_inv)))
+    dv = L.matmul_p(v, E.mul_p(f, E.add_p(s_ds, _mH(s_ds))))
     if m > n:
-        du = E.add_p(du, E.mul_p(_complement(L.matmul_p(t, v), u, None), s_inv))
+        tv = L.matmul_p(t, v)
+        du = E.add_p(du, E.mul_p(E.sub_p(tv, L.matmul_p(u, L.matmul_p(_mH(u), tv))), _row(s_inv)))
     if n > m:
-        dv = E.add_p(dv, E.mul_p(_complement(L.matmul_p(_mT(t), u), v, None), s_inv))
+        tu = L.matmul_p(_mH(t), u)
+        dv = E.add_p(dv, E.mul_p(E.sub_p(tu, L.matmul_p(v, L.matmul_p(_mH(v), tu))), _row(s_inv)))
     return concatenate_p(du, ds, dv, axis=len(ds.shape) - 2)
 
 

@@ -1,4 +1,4 @@
-"""Dense linear algebra on batches of small matrices: a thread per matrix.
+"""Dense linear algebra on batches of small matrices (real or complex): a thread per matrix.
 
 solve (Gaussian elimination with partial pivoting), slogdet (the same elimination, keeping the
 pivots), cholesky, eigh (cyclic Jacobi rotations, eigenvalues sorted ascending) and svd (one-sided
@@ -18,6 +18,7 @@ from ... import dtypes
 from ..buffer import DeviceValue, empty
 from ..runtime import launch, launch_shape
 from .common import INDEX, array_type, cast, compile_source, scalar_type
+from ...ops.elementwise import conj_p
 from . import elementwise
 from .copy import compact, copy_into
 from .indexing import basic_view
@@ -106,7 +107,10 @@ def kernel(lu, out, batch, n):
 
 @cache
 def _cholesky_source(dtype: np.dtype) -> str:
-    t = cast(dtype)
+    """a = L L^H: the diagonal is real (a Hermitian matrix's is), the rest takes conjugates."""
+    t, rt = cast(dtype), cast(dtypes.real_dtype(dtype))
+    conj = ".conjugate()" if dtypes.is_complex(dtype) else ""
+    real = ".real" if dtypes.is_complex(dtype) else ""
     return f"""@cuda.jit(cache=True)
 def kernel(a, out, batch, n):
     for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
@@ -115,23 +119,40 @@ def kernel(a, out, batch, n):
             for j in range(n):
                 out[A + i * n + j] = {t}(0)
         for j in range(n):
-            total = a[A + j * n + j]
+            total = {rt}(a[A + j * n + j]{real})
             for p in range(j):
-                total -= out[A + j * n + p] * out[A + j * n + p]
-            diag = math.sqrt(total) if total > 0 else {t}(math.nan)
-            out[A + j * n + j] = diag
+                x = out[A + j * n + p]
+                total -= {rt}((x * x{conj}){real})
+            diag = math.sqrt(total) if total > 0 else {rt}(math.nan)
+            out[A + j * n + j] = {t}(diag)
             for i in range(j + 1, n):
-                total = a[A + i * n + j]
+                total2 = a[A + i * n + j]
                 for p in range(j):
-                    total -= out[A + i * n + p] * out[A + j * n + p]
-                out[A + i * n + j] = {t}(total / diag)
+                    total2 -= out[A + i * n + p] * out[A + j * n + p]{conj}
+                out[A + i * n + j] = {t}(total2 / diag)
 """
+
+
+# A Hermitian matrix's pair (p, q) first turns real: column q of A and V times conj(phase), row q of A
+# times phase, with phase = a_pq / |a_pq|; then the real rotation applies.
+_EIGH_PHASE = """
+                    phase = apq / abs(apq)
+                    for r in range(n):
+                        work[A + r * n + q] = work[A + r * n + q] * phase.conjugate()
+                        out[V + r * n + q] = out[V + r * n + q] * phase.conjugate()
+                    for r in range(n):
+                        work[A + q * n + r] = work[A + q * n + r] * phase
+                    apq = {rt}(abs(apq))"""
 
 
 @cache
 def _eigh_source(dtype: np.dtype) -> str:
-    t = cast(dtype)
+    t, rt = cast(dtype), cast(dtypes.real_dtype(dtype))
     eps = float(np.finfo(dtype).eps)
+    cplx = dtypes.is_complex(dtype)
+    real = ".real" if cplx else ""
+    square = "(v.real * v.real + v.imag * v.imag)" if cplx else "v * v"
+    phase = _EIGH_PHASE.format(rt=rt) if cplx else ""
     return f"""@cuda.jit(cache=True)
 def kernel(work, out, batch, n):
     # out[m] is (n + 1, n): row 0 the eigenvalues, rows 1.. the eigenvector matrix V (columns)
@@ -142,24 +163,24 @@ def kernel(work, out, batch, n):
             for j in range(n):
                 out[V + i * n + j] = {t}(1) if i == j else {t}(0)
         for sweep in range({SWEEPS}):
-            off = {t}(0)
-            scale = {t}(0)
+            off = {rt}(0)
+            scale = {rt}(0)
             for i in range(n):
                 for j in range(n):
                     v = work[A + i * n + j]
-                    scale += v * v
+                    scale += {square}
                     if i != j:
-                        off += v * v
-            if off <= {t}({eps * eps}) * scale:
+                        off += {square}
+            if off <= {rt}({eps * eps}) * scale:
                 break
             for p in range(n - 1):
                 for q in range(p + 1, n):
                     apq = work[A + p * n + q]
                     if apq == 0:
-                        continue
-                    theta = (work[A + q * n + q] - work[A + p * n + p]) / ({t}(2) * apq)  # typed literals:
-                    tan = ({t}(1) if theta >= 0 else {t}(-1)) / (abs(theta) + math.sqrt(theta * theta + {t}(1)))
-                    c = {t}(1) / math.sqrt(tan * tan + {t}(1))  # an int literal would widen float32 to float64
+                        continue{phase}
+                    theta = (work[A + q * n + q]{real} - work[A + p * n + p]{real}) / ({rt}(2) * apq)  # typed literals:
+                    tan = ({rt}(1) if theta >= 0 else {rt}(-1)) / (abs(theta) + math.sqrt(theta * theta + {rt}(1)))
+                    c = {rt}(1) / math.sqrt(tan * tan + {rt}(1))  # an int literal would widen float32 to float64
                     s = tan * c
                     for r in range(n):  # columns p, q of A and V
                         akp = work[A + r * n + p]
@@ -177,11 +198,11 @@ def kernel(work, out, batch, n):
                         work[A + q * n + r] = {t}(s * apk + c * aqk)
         W = m * (n + 1) * n
         for i in range(n):
-            out[W + i] = work[A + i * n + i]
+            out[W + i] = {t}(work[A + i * n + i]{real})
         for i in range(n):  # selection sort, ascending, moving eigenvector columns along
             low = i
             for j in range(i + 1, n):
-                if out[W + j] < out[W + low]:
+                if out[W + j]{real} < out[W + low]{real}:
                     low = j
             if low != i:
                 tmp = out[W + i]
@@ -215,16 +236,28 @@ _SVD_SWAP_COLUMNS = """
                     out[V + k * c + high] = tmp"""
 _SVD_WRITE_U = """
         for j in range(c):
-            s = out[W + j]
+            s = out[W + j]{real}
             for i in range(r):
                 out[O + i * c + j] = work[A + i * c + j] / s if s > 0 else {t}(0)"""
+# complex columns: column q (and V's) turns by conj(gamma / |gamma|), so that a_p^H a_q is real
+_SVD_PHASE = """
+                    phase = gamma / abs(gamma)
+                    for i in range(r):
+                        work[A + i * c + q] = work[A + i * c + q] * phase.conjugate()"""
+_SVD_PHASE_V = """
+                    for i in range(c):
+                        out[V + i * c + q] = out[V + i * c + q] * phase.conjugate()"""
 
 
 @cache
 def _svd_source(dtype: np.dtype, uv: bool) -> str:
-    t = cast(dtype)
+    t, rt = cast(dtype), cast(dtypes.real_dtype(dtype))
     eps = float(np.finfo(dtype).eps)
-    init_v, rotate_v, swap, write_u = ((part.format(t=t) if uv else "")
+    cplx = dtypes.is_complex(dtype)
+    conj, real = (".conjugate()", ".real") if cplx else ("", "")
+    sv, sv_real = (t, real) if uv else (rt, "")  # the singular values' slot: in out's dtype
+    phase = _SVD_PHASE + (_SVD_PHASE_V if uv else "") + "\n                    gamma = abs(gamma)" if cplx else ""
+    init_v, rotate_v, swap, write_u = ((part.format(t=t, real=sv_real) if uv else "")
                                        for part in (_SVD_INIT_V, _SVD_ROTATE_V, _SVD_SWAP_COLUMNS, _SVD_WRITE_U))
     return f"""@cuda.jit(cache=True)
 def kernel(work, out, batch, r, c):
@@ -239,21 +272,21 @@ def kernel(work, out, batch, r, c):
             rotated = False
             for p in range(c - 1):
                 for q in range(p + 1, c):
-                    alpha = {t}(0)
-                    beta = {t}(0)
+                    alpha = {rt}(0)
+                    beta = {rt}(0)
                     gamma = {t}(0)
                     for i in range(r):
                         ap = work[A + i * c + p]
                         aq = work[A + i * c + q]
-                        alpha += ap * ap
-                        beta += aq * aq
-                        gamma += ap * aq
-                    if abs(gamma) <= {t}({eps}) * math.sqrt(alpha * beta):
+                        alpha += {rt}((ap{conj} * ap){real})
+                        beta += {rt}((aq{conj} * aq){real})
+                        gamma += ap{conj} * aq
+                    if abs(gamma) <= {rt}({eps}) * math.sqrt(alpha * beta):
                         continue
-                    rotated = True
-                    zeta = (beta - alpha) / ({t}(2) * gamma)
-                    tan = ({t}(1) if zeta >= 0 else {t}(-1)) / (abs(zeta) + math.sqrt(zeta * zeta + {t}(1)))
-                    cs = {t}(1) / math.sqrt(tan * tan + {t}(1))
+                    rotated = True{phase}
+                    zeta = (beta - alpha) / ({rt}(2) * gamma)
+                    tan = ({rt}(1) if zeta >= 0 else {rt}(-1)) / (abs(zeta) + math.sqrt(zeta * zeta + {rt}(1)))
+                    cs = {rt}(1) / math.sqrt(tan * tan + {rt}(1))
                     sn = cs * tan
                     for i in range(r):
                         ap = work[A + i * c + p]
@@ -263,14 +296,15 @@ def kernel(work, out, batch, r, c):
             if not rotated:
                 break
         for j in range(c):
-            total = {t}(0)
+            total = {rt}(0)
             for i in range(r):
-                total += work[A + i * c + j] * work[A + i * c + j]
-            out[W + j] = {t}(math.sqrt(total))
+                x = work[A + i * c + j]
+                total += {rt}((x{conj} * x){real})
+            out[W + j] = {sv}(math.sqrt(total))
         for i in range(c):  # selection sort, descending, moving the columns of U diag(s) and V along
             high = i
             for j in range(i + 1, c):
-                if out[W + j] > out[W + high]:
+                if out[W + j]{sv_real} > out[W + high]{sv_real}:
                     high = j
             if high != i:
                 tmp = out[W + i]
@@ -330,14 +364,18 @@ def eigh(a: DeviceValue) -> DeviceValue:
 
 
 def svd(a: DeviceValue, compute_uv: bool) -> DeviceValue:
-    """The reduced SVD, packed as svd_p's: of a tall matrix directly; a wide one's is its
-    transpose's with U and V exchanged."""
+    """The reduced SVD, packed as svd_p's: of a tall matrix directly; a wide one's is its conjugate
+    transpose's (a^H = U' S V'^H, so a = V' S U'^H) with U and V exchanged."""
     m, n = a.shape[-2:]
     wide = m < n
     tall = a.view(a.shape[:-2] + (n, m), a.strides[:-2] + (a.strides[-1], a.strides[-2])) if wide else a
     r, c = tall.shape[-2:]
-    work = _batched_copy(tall, tall.shape)
-    out = empty(a.shape[:-2] + ((r + 1 + c, c) if compute_uv else (c,)), a.dtype)
+    if wide and dtypes.is_complex(a.dtype):
+        work = elementwise.apply(conj_p, [tall], a.dtype, {})
+    else:
+        work = _batched_copy(tall, tall.shape)
+    out = empty(a.shape[:-2] + (r + 1 + c, c), a.dtype) if compute_uv else \
+        empty(a.shape[:-2] + (c,), dtypes.real_dtype(a.dtype))
     batch = _batch(a.shape)
     if batch and c:
         launch(compile_source(_svd_source(a.dtype, compute_uv)), *launch_shape(batch), work.data, out.data, batch, r, c)
@@ -352,17 +390,14 @@ def svd(a: DeviceValue, compute_uv: bool) -> DeviceValue:
 
 
 def ptx_cases():
+    """Every kernel for float32, float64, complex64 and complex128."""
     i64 = scalar_type(INDEX)
-    for dt in (dtypes.complex64, dtypes.complex128):
-        arr = array_type(dt)
-        yield f"solve[{dt.name}]", compile_source(_solve_source(dt)), (arr, arr, i64, i64, i64)
-        yield f"slogdet[{dt.name}]", compile_source(_slogdet_source(dt)), (arr, arr, i64, i64)
-    for dt in (dtypes.float32, dtypes.float64):
-        dt = np.dtype(dt)
+    for dt in (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128):
         arr = array_type(dt)
         yield f"solve[{dt.name}]", compile_source(_solve_source(dt)), (arr, arr, i64, i64, i64)
         yield f"slogdet[{dt.name}]", compile_source(_slogdet_source(dt)), (arr, arr, i64, i64)
         yield f"cholesky[{dt.name}]", compile_source(_cholesky_source(dt)), (arr, arr, i64, i64)
         yield f"eigh[{dt.name}]", compile_source(_eigh_source(dt)), (arr, arr, i64, i64)
         for uv in (True, False):
-            yield f"svd[{dt.name}, uv={uv}]", compile_source(_svd_source(dt, uv)), (arr, arr, i64, i64, i64)
+            out = arr if uv else array_type(dtypes.real_dtype(dt))
+            yield f"svd[{dt.name}, uv={uv}]", compile_source(_svd_source(dt, uv)), (arr, out, i64, i64, i64)
