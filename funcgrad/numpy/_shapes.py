@@ -327,8 +327,20 @@ def permute_dims(a, /, axes: Sequence[int]):
 
 
 def vecdot(x1, x2, /, *, axis: int = -1):
-    """sum(conj(x1) * x2) along axis (the Array API's; the conjugate is a no-op for reals)."""
-    return fnp.sum(fnp.multiply(fnp.conj(x1), x2), axis=axis)
+    """sum(conj(x1) * x2) along axis (the Array API's; the conjugate is a no-op for reals). The
+    contracted axes must have one length (no broadcasting along them); the result keeps the operands'
+    promoted dtype (uint8 stays uint8)."""
+    x1, x2 = fnp.asarray(x1), fnp.asarray(x2)
+    ndim = max(x1.ndim, x2.ndim)
+    axis = axis - ndim if axis >= 0 else axis  # a non-negative axis counts in the broadcast shape (NumPy)
+    if not -min(x1.ndim, x2.ndim) <= axis < 0:
+        raise ShapeError(f"vecdot: axis {axis} is outside operands of ranks {x1.ndim} and {x2.ndim}")
+    n1, n2 = ((1,) * (ndim - x.ndim) + tuple(x.shape) for x in (x1, x2))
+    if n1[axis] != n2[axis]:
+        raise ShapeError(f"vecdot: the contracted axes differ in length ({n1[axis]} and {n2[axis]}) "
+                         f"in shapes {x1.shape} and {x2.shape}")
+    product = fnp.multiply(fnp.conj(x1), x2)
+    return fnp.sum(product, axis=axis, dtype=product.dtype)
 
 
 def empty(shape, dtype=None, device=None):

@@ -135,6 +135,14 @@ def _phase(p):
     return fnp.where(p >= 0, 1.0, -1.0)
 
 
+def _scaled_norm(x):
+    """The 2-norm along the last axis, scaled by the largest magnitude first (as LAPACK's nrm2), so
+    squares of large float32 entries do not overflow."""
+    scale = fnp.stop_gradient(fnp.max(fnp.abs(x), axis=-1, keepdims=True))
+    scale = fnp.where(scale > 0, scale, 1.0)
+    return fnp.squeeze(scale, -1) * fnp.sqrt(fnp.sum(_abs_squared(x / scale), axis=-1))
+
+
 def qr(a, mode: str = "reduced"):
     """a = Q @ R with Q orthonormal (unitary) columns and R upper triangular (mode 'reduced',
     'complete' or 'r'), by Householder reflections: min(m, n) rank-one updates, each
@@ -156,15 +164,16 @@ def qr(a, mode: str = "reduced"):
         unit = fnp._placed(fnp.asarray((rows == j).astype(r.dtype)), r.device)
         x = r[..., :, j] * below
         pivot = r[..., j, j]
-        x_norm2 = fnp.sum(_abs_squared(x), axis=-1)
-        alpha = -_phase(pivot) * fnp.sqrt(x_norm2)
-        v = x - fnp.expand_dims(alpha, -1) * unit
+        x_norm = _scaled_norm(x)
+        v = x - fnp.expand_dims(-_phase(pivot) * x_norm, -1) * unit
         # nothing below the diagonal: no reflection, as LAPACK (R keeps the entry's own sign)
-        reflect = x_norm2 > _abs_squared(pivot)
-        beta = fnp.where(reflect, 2.0 / fnp.where(reflect, fnp.sum(_abs_squared(v), axis=-1), 1.0), 0.0)
-        col, row = fnp.expand_dims(v, -1), fnp.expand_dims(fnp.conj(v), -2)  # H = I - beta v v^H
-        r = r - fnp.expand_dims(fnp.expand_dims(beta, -1), -1) * col * fnp.matmul(row, r)
-        q = q - fnp.expand_dims(fnp.expand_dims(beta, -1), -1) * fnp.matmul(q, col) * row
+        reflect = x_norm > fnp.abs(pivot)
+        u = v / fnp.expand_dims(fnp.where(reflect, _scaled_norm(v), 1.0), -1)  # H = I - 2 u u^H
+        col, row = fnp.expand_dims(u, -1), fnp.expand_dims(fnp.conj(u), -2)
+        reflect = fnp.expand_dims(fnp.expand_dims(reflect, -1), -1)
+        # where no reflection is taken, nothing is computed either (0 * inf would put NaN in R)
+        r = fnp.where(reflect, r - 2.0 * col * fnp.matmul(row, r), r)
+        q = fnp.where(reflect, q - 2.0 * fnp.matmul(q, col) * row, q)
     r = fnp.triu(r)  # exact zeros below the diagonal
     if mode == "r":
         return _back(r[..., :k, :], dtype)
