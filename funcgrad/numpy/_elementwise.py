@@ -114,7 +114,7 @@ arctanh = _unary_float_fn(E.arctanh_p, "arctanh")
 def divide(x, y):
     """True division; integers divide in float32 (as PyTorch)."""
     x, y = _pair(x, y)
-    if not dtypes.is_float(_dtype(x)) and not dtypes.is_float(_dtype(y)):
+    if not dtypes.is_inexact(_dtype(x)) and not dtypes.is_inexact(_dtype(y)):
         x, y = _float_arg(x), (float(y) if _is_scalar(y) else _float_arg(y))
     return bind(E.div_p, x, y)
 

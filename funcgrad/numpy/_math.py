@@ -289,9 +289,9 @@ class FInfo(NamedTuple):
 def finfo(dtype) -> FInfo:
     """Machine limits of a float dtype, bfloat16 included (from ml_dtypes' finfo)."""
     dt = fnp.asarray(dtype).dtype if isinstance(dtype, ArrayBase) else dtypes.canonicalize(dtype)
-    info = ml_dtypes.finfo(dt)
+    info = ml_dtypes.finfo(dt)  # of a complex dtype: its parts' (the standard's dtype is the real one)
     return FInfo(int(info.bits), float(info.eps), float(info.max), float(info.min), float(info.smallest_normal),
-                 float(info.tiny), float(info.resolution), int(info.precision), np.dtype(dt))
+                 float(info.tiny), float(info.resolution), int(info.precision), np.dtype(dtypes.real_dtype(dt)))
 
 
 def iinfo(int_type):
