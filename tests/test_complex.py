@@ -41,6 +41,13 @@ def test_python_complex_scalars_are_weak():
     assert fnp.asarray(np.array([1j], np.complex128)).dtype == fnp.complex128  # NumPy arrays keep theirs
 
 
+def test_finfo_and_division_by_complex_scalars():
+    assert fnp.finfo(fnp.complex64).dtype == fnp.float32 and fnp.finfo(fnp.complex128).eps == np.finfo(np.float64).eps
+    np.testing.assert_allclose(fnp.asarray([1.0, 2.0]) / (1 + 1j), np.array([1.0, 2.0]) / (1 + 1j), rtol=1e-6)
+    np.testing.assert_allclose(fnp.asarray([1, 2]) / 1j, [-1j, -2j])
+    assert (fnp.asarray([1, 2]) / 1j).dtype == fnp.complex64
+
+
 def test_casts_and_parts():
     z = fnp.asarray(np.array([1.5 - 2j, -3 + 0.5j], np.complex64))
     with warnings.catch_warnings():

@@ -93,6 +93,17 @@ def test_pinv_matrix_rank_and_lstsq_match_numpy():
             np.testing.assert_allclose(got, want, atol=1e-12)
 
 
+def test_lstsq_batches_as_torch():
+    a, b = RNG.normal(size=(3, 6, 2)), RNG.normal(size=(3, 6, 4))
+    x, residuals, rank, s = fnp.linalg.lstsq(fnp.asarray(a), fnp.asarray(b))
+    for i in range(3):
+        expected = np.linalg.lstsq(a[i], b[i])
+        for got, want in zip((x[i], residuals[i], rank[i], s[i]), expected):
+            np.testing.assert_allclose(got, want, atol=1e-12)
+    np.testing.assert_allclose(fnp.linalg.lstsq(fnp.asarray(a), fnp.asarray(b[..., 0]))[0],
+                               np.stack([np.linalg.lstsq(a[i], b[i, :, 0])[0] for i in range(3)]), atol=1e-12)
+
+
 def test_pinv_and_lstsq_gradients():
     a, b, w = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 2)), fnp.asarray(RNG.normal(size=(3, 5)))
     f = lambda a: fnp.sum(fnp.linalg.pinv(a) * w)  # noqa: E731
@@ -123,7 +134,7 @@ def test_bad_inputs_are_named():
         fnp.linalg.svd(fnp.ones(3))
     with pytest.raises(TypeError, match="give rtol or rcond, not both"):
         fnp.linalg.pinv(fnp.ones((2, 2)), rcond=0.1, rtol=0.1)
-    with pytest.raises(fg.ShapeError, match="lstsq"):
+    with pytest.raises(fg.ShapeError, match=r"lstsq: a \(..., m, n\) and b"):
         fnp.linalg.lstsq(fnp.ones((3, 2)), fnp.ones(4))
 
 

@@ -264,20 +264,26 @@ def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None):  # noqa: N8
 
 def lstsq(a, b, rcond=None):
     """NumPy's least squares: (x minimising ||b - a x||, the squared residual norms (empty unless a
-    has full column rank and more rows than columns), the rank of a, its singular values)."""
+    has full column rank and more rows than columns), the rank of a, its singular values). Batched
+    as torch.linalg.lstsq: a (..., m, n) with b (..., m, k), or b (..., m) of vectors."""
     a, dtype = _matrices(a, "lstsq")
+    b = fnp.asarray(b)
+    if dtypes.is_complex(b.dtype) and not dtypes.is_complex(a.dtype):
+        a, dtype = fnp.astype(a, dtypes.complex_dtype(a.dtype)), dtypes.complex_dtype(dtype)
     b = fnp.astype(b, a.dtype)
-    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
-        raise ShapeError(f"lstsq: a (m, n) and b (m,) or (m, k) must agree, got {a.shape} and {b.shape}")
-    m, n = a.shape
-    x = fnp.matmul(pinv(a, rcond), b)
+    vector = b.ndim == a.ndim - 1
+    if not (vector or b.ndim == a.ndim) or b.shape[-1 if vector else -2] != a.shape[-2]:
+        raise ShapeError(f"lstsq: a (..., m, n) and b (..., m) or (..., m, k) must agree, got {a.shape} and {b.shape}")
+    m, n = a.shape[-2:]
+    column = fnp.expand_dims(b, -1) if vector else b
+    x = fnp.matmul(pinv(a, rcond), column)
     s = svdvals(a)
     rank = matrix_rank(a, rtol=rcond)
-    if m > n and int(rank) == n:
-        residuals = fnp.sum(_abs_squared(b - fnp.matmul(a, x)), axis=0)
-        residuals = fnp.reshape(residuals, (1,)) if b.ndim == 1 else residuals
+    if m > n and bool(fnp.all(fnp.equal(rank, n))):
+        residuals = fnp.sum(_abs_squared(column - fnp.matmul(a, x)), axis=-2)
     else:
         residuals = fnp.zeros((0,), dtypes.real_dtype(a.dtype), device=a.device)
+    x = fnp.squeeze(x, -1) if vector else x
     return _back(x, dtype), _back(residuals, dtypes.real_dtype(dtype)), rank, _back(s, dtypes.real_dtype(dtype))
 
 

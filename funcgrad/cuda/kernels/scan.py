@@ -44,7 +44,8 @@ def cumsum(x: DeviceValue, axis: int, reverse: bool, out_dtype: np.dtype) -> Dev
 def ptx_cases():
     i64 = scalar_type(INDEX)
     for dt, out_dt in ((dtypes.float32,) * 2, (dtypes.float64,) * 2, (dtypes.float16,) * 2, (dtypes.bfloat16,) * 2,
-                       (dtypes.int64,) * 2, (dtypes.int32, dtypes.int64), (dtypes.bool_, dtypes.int64)):
+                       (dtypes.int64,) * 2, (dtypes.int32, dtypes.int64), (dtypes.bool_, dtypes.int64),
+                       (dtypes.complex64,) * 2, (dtypes.complex128,) * 2):
         sig = (array_type(dt), i64, tuple_type(1), tuple_type(1), i64, array_type(out_dt), tuple_type(1), i64, i64, i64,
                scalar_type(np.bool_))
         yield f"cumsum[{dt.name}]", compile_source(_source(np.dtype(dt), np.dtype(out_dt))), sig
