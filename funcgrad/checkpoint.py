@@ -36,7 +36,8 @@ from .process import alive
 
 _TAGS = {dtypes.bool_: "BOOL", dtypes.uint8: "U8", dtypes.int8: "I8", dtypes.int16: "I16",
          dtypes.float16: "F16", dtypes.bfloat16: "BF16", dtypes.int32: "I32", dtypes.uint32: "U32",
-         dtypes.float32: "F32", dtypes.float64: "F64", dtypes.int64: "I64"}
+         dtypes.float32: "F32", dtypes.float64: "F64", dtypes.int64: "I64",
+         dtypes.complex64: "C64"}  # safetensors 0.7 added C64; the format has no complex128
 _DTYPES = {tag: dt for dt, tag in _TAGS.items()}
 _MAX_HEADER = 100 * 2 ** 20
 _MAX_RANK = 64
@@ -76,6 +77,8 @@ def named_leaves(tree: Any) -> dict[str, Any]:
 def _encode(value):
     if isinstance(value, (ArrayBase, np.ndarray)):
         arr = np.asarray(value)
+        if dtypes.is_complex(arr.dtype):  # JSON has no complex numbers: the parts, as a last axis of 2
+            return {"__complex__": _encode(np.stack([arr.real, arr.imag], -1)), "dtype": str(arr.dtype)}
         return {"__array__": arr.astype(np.float64 if dtypes.is_float(arr.dtype) else arr.dtype).tolist(),
                 "dtype": str(arr.dtype), "shape": list(arr.shape)}
     if isinstance(value, np.generic):
@@ -89,6 +92,11 @@ def _encode(value):
 
 def _decode(value):
     if isinstance(value, dict):
+        if "__complex__" in value:
+            parts = np.asarray(_decode(value["__complex__"]).numpy())
+            out = np.empty(parts.shape[:-1], dtypes.canonicalize(value["dtype"]))
+            out.real, out.imag = parts[..., 0], parts[..., 1]  # never re + 1j * im: 1j * inf has a NaN real part
+            return Array(out)
         if "__array__" in value:
             return Array(np.asarray(value["__array__"]).astype(dtypes.canonicalize(value["dtype"]))
                          .reshape(value["shape"]))
@@ -117,7 +125,8 @@ def save(path: "str | os.PathLike", tree: Any, metadata: dict | None = None) -> 
                              f"header entry (it could be saved but never loaded); rename it")
         arr = to_numpy(leaf)
         if arr.dtype not in _TAGS:
-            raise TypeError(f"checkpoint: leaf {name!r} has dtype {arr.dtype}, which safetensors cannot store")
+            hint = " (store its .real and .imag as two float64 leaves)" if arr.dtype == dtypes.complex128 else ""
+            raise TypeError(f"checkpoint: leaf {name!r} has dtype {arr.dtype}, which safetensors cannot store{hint}")
         arrays[name] = np.asarray(arr, order="C").astype(arr.dtype.newbyteorder("<"), copy=False)
     header: dict[str, Any] = {}
     offset = 0

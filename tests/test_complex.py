@@ -332,3 +332,17 @@ def test_complex_decompositions_on_the_device():
     for g, d in zip(grads, d_grads):
         assert d.device == "cuda:0"
         np.testing.assert_allclose(d.numpy(), g.numpy(), rtol=1e-3, atol=1e-4)
+
+
+def test_checkpoints_hold_complex64_leaves_and_complex_metadata(tmp_path):
+    """safetensors has a C64 dtype (0.7+) and no complex128; metadata is JSON, so complex arrays
+    there travel as their parts."""
+    path = str(tmp_path / "c.safetensors")
+    leaf = np.array([1 + 2j, complex(1, np.inf), complex(np.nan, -0.0)], np.complex64)
+    fg.checkpoint.save(path, {"w": fnp.asarray(leaf)}, metadata={"z": fnp.asarray(np.array([complex(0, np.inf)]))})
+    tree, meta = fg.checkpoint.load(path)
+    np.testing.assert_array_equal(tree["w"], leaf)
+    assert tree["w"].dtype == fnp.complex64 and meta["z"].dtype == fnp.complex128
+    np.testing.assert_array_equal(meta["z"], [complex(0, np.inf)])
+    with pytest.raises(TypeError, match="complex128, which safetensors cannot store"):
+        fg.checkpoint.save(path, {"w": fnp.asarray(np.array([1j]))})
