@@ -165,6 +165,12 @@ def test_a_0d_boolean_index_is_a_new_axis_of_length_1_or_0(index):
     assert np.array_equal(fg.asarray(a).at[index].add(2.0).numpy(), expected)
 
 
+def test_dtype_names_are_not_equal_to_none():
+    """np.dtype(None) is float64, so a dtype compared with None naively says float64 == None."""
+    assert fnp.float64 != None and not (None == fnp.float64) and fnp.float64 == "float64"  # noqa: E711
+    assert {fnp.float64: 1}.get(None) is None
+
+
 def test_finfo_gives_python_numbers():
     for dtype in (fnp.float32, fnp.float64, fnp.float16, fnp.bfloat16):
         info = fnp.finfo(dtype)

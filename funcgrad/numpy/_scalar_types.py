@@ -25,6 +25,8 @@ class ScalarType:
         return astype(x, self.dtype) if isinstance(x, ArrayBase) else asarray(x, self.dtype)
 
     def __eq__(self, other):
+        if other is None:  # np.dtype(None) is float64, so the dtype itself would say float64 == None
+            return False
         return self.dtype == (other.dtype if isinstance(other, ScalarType) else other)
 
     def __hash__(self) -> int:
