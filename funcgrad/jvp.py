@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import dtypes
 from .arguments import (Aux, args_result, checked_rule_leaf, flat_transform, input_leaves, one_hot, stack_jacobian,
                         zeros, zeros_like)
 from .array import Array, to_numpy
@@ -136,6 +137,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     @functools.wraps(fun)
     def jacfwd_f(*args, **kwargs):
         leaves, in_tree, flat = flat_transform(fun, args, kwargs, argnums, "jacfwd")
+        if any(dtypes.is_complex(x.dtype) for x in leaves):
+            raise TypeError("jacfwd of a complex input: a one-hot tangent moves only its real part, so the "
+                            "Jacobian would miss d/dy; use jacrev (of a real output) or jvp with complex tangents")
         aux = Aux()
         fun_flat = aux.split(flat, has_aux, "jacfwd")
 

@@ -358,6 +358,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         aux = Aux()
         out, vjp_flat = _vjp(aux.split(flat, has_aux, "jacrev"), leaves, "jacrev")
         out_leaves, out_tree = tree_flatten(out)
+        if any(dtypes.is_complex(o.dtype) for o in out_leaves):
+            raise TypeError("jacrev of a complex output: each row would be the gradient of its real part "
+                            "alone; differentiate .real and .imag (or abs) separately, or use vjp")
         per_out = []
         for j, o in enumerate(out_leaves):
             rows = []

@@ -346,3 +346,14 @@ def test_checkpoints_hold_complex64_leaves_and_complex_metadata(tmp_path):
     np.testing.assert_array_equal(meta["z"], [complex(0, np.inf)])
     with pytest.raises(TypeError, match="complex128, which safetensors cannot store"):
         fg.checkpoint.save(path, {"w": fnp.asarray(np.array([1j]))})
+
+
+def test_jacobians_of_complex_values():
+    """jacrev of a real output of complex inputs gives PyTorch-convention gradient rows; a complex
+    output (rows of only the real part) or a complex input to jacfwd (columns of only d/dx) raise."""
+    z = fnp.asarray(Z[0])
+    np.testing.assert_allclose(fg.jacrev(lambda z: fnp.abs(z) ** 2)(z), np.diag(2 * Z[0]), atol=1e-12)
+    with pytest.raises(TypeError, match="jacrev of a complex output"):
+        fg.jacrev(lambda z: z * 2)(z)
+    with pytest.raises(TypeError, match="jacfwd of a complex input"):
+        fg.jacfwd(lambda z: fnp.abs(z))(z)
