@@ -101,7 +101,7 @@ class custom_jvp:
                 def tangent_map(*tangents):
                     return self.jvp_rule(*nondiff, primals, tangents)[1]
                 zeros = [tree_map(zeros_like, p) for p in primals]
-                return vjp(tangent_map, *zeros)[1](g)
+                return vjp(tangent_map, *zeros, pytorch_convention=False)[1](g)
 
             self._reverse = custom_vjp(self.fun, nondiff_argnums)
             self._reverse.defvjp(fwd, bwd)

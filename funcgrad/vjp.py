@@ -193,7 +193,7 @@ class CheckpointNode(_MultiOutputNode):
             return self.fun(*self.in_tree.unflatten(vals))
 
         _, rerun_vjp = _vjp(rerun, [self.in_vals[i] for i in diff])
-        in_cts = rerun_vjp(self.full_cotangent(cts))
+        in_cts = rerun_vjp(self.full_cotangent(cts), pytorch_convention=False)  # a rule: JAX's convention
         return [(node, idx, ct) for (_, node, idx), ct in zip(self.parents, in_cts)]
 
 
@@ -250,11 +250,12 @@ def backward_pass(outputs, cts, release: bool = False):
     return acc
 
 
-def _pytorch_convention(ct):
+def _pytorch_convention(ct, convert: bool = True):
     """The primitives' rules pass complex cotangents in JAX's convention (the gradient of |z|^2 is
     2 conj(z)); users get PyTorch's (2z, so gradient descent works unchanged). The two are each
-    other's conjugates, so a complex cotangent is conjugated on the way in and on the way out."""
-    return E.conj_p(ct) if dtypes.is_complex(ct.dtype) else ct
+    other's conjugates, so a complex cotangent is conjugated on the way in and on the way out
+    (convert=False: rules that run reverse mode themselves stay in the rules' convention)."""
+    return E.conj_p(ct) if convert and dtypes.is_complex(ct.dtype) else ct
 
 
 def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
@@ -272,7 +273,7 @@ def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
                 out_vals.append(o if isinstance(o, (Array, Tracer)) else Array(to_numpy(o)))
                 outputs.append(None)
 
-    def vjp_fn(ct, release: bool = False):
+    def vjp_fn(ct, release: bool = False, pytorch_convention: bool = True):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
             raise ValueError(f"the cotangent has structure {ct_tree}, but the output has {out_tree}")
@@ -283,25 +284,28 @@ def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
                 raise ShapeError(f"the cotangent has shape {c.shape}, but the output has shape {o.shape}")
             if out_node is not None:
                 seeds.append(out_node)
-                cts.append(_pytorch_convention(c))
+                cts.append(_pytorch_convention(c, pytorch_convention))
         acc = backward_pass(seeds, cts, release) if seeds else {}
         grads = []
         for x, node in zip(primals, in_nodes):
             slots = acc.get(node)
             g = zeros(x.shape, x.dtype, x.device) if slots is None else slots[0]
-            grads.append(_pytorch_convention(g if g.dtype == x.dtype else E.convert_p(g, dtype=x.dtype)))
+            grads.append(_pytorch_convention(g if g.dtype == x.dtype else E.convert_p(g, dtype=x.dtype),
+                                             pytorch_convention))
         return grads
 
     return out_tree.unflatten(out_vals), vjp_fn
 
 
-def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
-    """(fun(*primals), vjp_fn[, aux]); vjp_fn(cotangent) returns one cotangent per primal."""
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False, pytorch_convention: bool = True):
+    """(fun(*primals), vjp_fn[, aux]); vjp_fn(cotangent) returns one cotangent per primal.
+    pytorch_convention=False keeps complex cotangents in JAX's convention, the one custom rules
+    speak (custom_jvp's reverse mode transposes its tangent map with it)."""
     leaves = input_leaves(primals, "vjp", range(len(primals)))
     in_tree = tree_structure(primals)
     aux = Aux()
     out, vjp_flat = _vjp(aux.split(lambda *xs: fun(*in_tree.unflatten(xs)), has_aux, "vjp"), leaves, "vjp")
-    vjp_fn = lambda ct: in_tree.unflatten(vjp_flat(ct))  # noqa: E731
+    vjp_fn = lambda ct: in_tree.unflatten(vjp_flat(ct, pytorch_convention=pytorch_convention))  # noqa: E731
     return (out, vjp_fn, aux.value()) if has_aux else (out, vjp_fn)
 
 

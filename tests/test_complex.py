@@ -357,3 +357,26 @@ def test_jacobians_of_complex_values():
         fg.jacrev(lambda z: z * 2)(z)
     with pytest.raises(TypeError, match="jacfwd of a complex input"):
         fg.jacfwd(lambda z: fnp.abs(z))(z)
+
+
+def test_remat_and_custom_jvp_keep_the_rules_convention():
+    """checkpoint's backward and custom_jvp's reverse mode run reverse mode inside a rule: there the
+    cotangents stay in the rules' (JAX's) convention; converting them too gave wrong gradients."""
+    z = fnp.asarray(Z[0])
+
+    def inner(z):
+        return fnp.exp(z) * (1 + 2j) + fnp.conj(z) * z
+    expected = numeric_grad(lambda z: fnp.sum(fnp.abs(inner(z)) ** 2), Z[0])
+    np.testing.assert_allclose(fg.grad(lambda z: fnp.sum(fnp.abs(fg.checkpoint(inner)(z)) ** 2))(z), expected,
+                               rtol=1e-6, atol=1e-7)
+
+    @fg.custom_jvp
+    def scaled_exp(z):
+        return fnp.exp(z) * 2j
+
+    @scaled_exp.defjvp
+    def scaled_exp_jvp(primals, tangents):
+        (z,), (t,) = primals, tangents
+        return scaled_exp(z), fnp.exp(z) * 2j * t
+    np.testing.assert_allclose(fg.grad(lambda z: fnp.sum(fnp.abs(scaled_exp(z)) ** 2))(z),
+                               numeric_grad(lambda z: fnp.sum(fnp.abs(fnp.exp(z) * 2j) ** 2), Z[0]), rtol=1e-6)

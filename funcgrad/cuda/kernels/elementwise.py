@@ -41,7 +41,6 @@ class _Cuda(scalar.Dialect):
             return f"S.rint{exprs[0].dtype.itemsize * 8}({args[0]})"
         return f"S.{self.NAMES.get(name, name)}({', '.join(args)})"
 
-
     def _complex_call(self, name: str, z: str, dtype: np.dtype) -> str:
         """cmath's function of a complex operand (NumPy's in the simulator); cmath lacks expm1, log1p
         and log2, which are composed (without their special accuracy near 0 and 1)."""
