@@ -252,7 +252,7 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     x, weight = fnp._common((x, weight))
     shape = (x.shape[0], weight.shape[1] * groups) + out_hw
     _, pullback = vjp(lambda y: conv2d(y, weight, None, stride, padding, dilation, groups),
-                      fnp.zeros(shape, x.dtype, device=x.device))
+                      fnp.zeros(shape, x.dtype, device=x.device), pytorch_convention=False)  # the plain transpose
     (out,) = pullback(x)
     if bias is not None:
         out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
