@@ -380,3 +380,15 @@ def test_remat_and_custom_jvp_keep_the_rules_convention():
         return scaled_exp(z), fnp.exp(z) * 2j * t
     np.testing.assert_allclose(fg.grad(lambda z: fnp.sum(fnp.abs(scaled_exp(z)) ** 2))(z),
                                numeric_grad(lambda z: fnp.sum(fnp.abs(fnp.exp(z) * 2j) ** 2), Z[0]), rtol=1e-6)
+
+
+def test_complex_conv_transpose_is_the_plain_transpose_of_conv():
+    """sum(conv2d(y, w) * x) == sum(y * conv_transpose2d(x, w)) for complex x, y, w (a bilinear
+    identity, with no conjugates: conv_transpose2d is conv2d's transpose, as in PyTorch)."""
+    F = fg.nn.functional
+    x = RNG.normal(size=(1, 2, 3, 3)) + 1j * RNG.normal(size=(1, 2, 3, 3))
+    y = RNG.normal(size=(1, 3, 7, 7)) + 1j * RNG.normal(size=(1, 3, 7, 7))
+    w = RNG.normal(size=(2, 3, 3, 3)) + 1j * RNG.normal(size=(2, 3, 3, 3))  # conv2d: 3 -> 2 channels
+    forward = fnp.sum(F.conv2d(fnp.asarray(y), fnp.asarray(w), stride=2) * fnp.asarray(x))
+    backward = fnp.sum(fnp.asarray(y) * F.conv_transpose2d(fnp.asarray(x), fnp.asarray(w), stride=2))
+    np.testing.assert_allclose(complex(forward), complex(backward), rtol=1e-12)
