@@ -392,3 +392,9 @@ def test_complex_conv_transpose_is_the_plain_transpose_of_conv():
     forward = fnp.sum(F.conv2d(fnp.asarray(y), fnp.asarray(w), stride=2) * fnp.asarray(x))
     backward = fnp.sum(fnp.asarray(y) * F.conv_transpose2d(fnp.asarray(x), fnp.asarray(w), stride=2))
     np.testing.assert_allclose(complex(forward), complex(backward), rtol=1e-12)
+
+
+def test_angle_of_reals_is_piecewise_constant():
+    x = fnp.asarray([-1.5, 0.0, 2.0])
+    np.testing.assert_allclose(fnp.angle(x), np.angle([-1.5, 0.0, 2.0]))
+    np.testing.assert_array_equal(fg.grad(lambda x: fnp.sum(fnp.angle(x)))(x), [0.0, 0.0, 0.0])  # atan2's is NaN at 0

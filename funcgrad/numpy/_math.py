@@ -193,9 +193,13 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
 
 
 def angle(z, deg: bool = False):
-    """The argument of each complex number, atan2(imag, real); 0 or pi for reals (NumPy)."""
+    """The argument of each complex number, atan2(imag, real); 0 or pi for reals (NumPy), with a
+    zero gradient there (atan2's would be NaN at 0)."""
     z = fnp._float_arg(z)
-    out = fnp.arctan2(fnp.imag(z), fnp.real(z))
+    if dtypes.is_complex(z.dtype):
+        out = fnp.arctan2(fnp.imag(z), fnp.real(z))
+    else:
+        out = fnp.where(fnp.less(z, 0), np.asarray(math.pi, z.dtype), np.zeros((), z.dtype))
     return out * (180.0 / math.pi) if deg else out
 
 
