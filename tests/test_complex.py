@@ -398,3 +398,15 @@ def test_angle_of_reals_is_piecewise_constant():
     x = fnp.asarray([-1.5, 0.0, 2.0])
     np.testing.assert_allclose(fnp.angle(x), np.angle([-1.5, 0.0, 2.0]))
     np.testing.assert_array_equal(fg.grad(lambda x: fnp.sum(fnp.angle(x)))(x), [0.0, 0.0, 0.0])  # atan2's is NaN at 0
+
+
+def test_numpy_helpers_on_complex_arrays():
+    z = np.array([1 + 1e-9j, complex(np.nan, 0), 2j])
+    np.testing.assert_array_equal(fnp.isclose(fnp.asarray(z), fnp.asarray([1, np.nan, 2j]), equal_nan=True),
+                                  np.isclose(z, [1, np.nan, 2j], equal_nan=True))
+    assert bool(fnp.array_equal(fnp.asarray(z), fnp.asarray(z), equal_nan=True))
+    np.testing.assert_allclose(fnp.asarray([1j, 2]) ** -1, np.array([1j, 2]) ** -1)  # no integer-power refusal
+    np.testing.assert_allclose(fnp.nansum(fnp.asarray(z)), np.nansum(z))
+    np.testing.assert_allclose(fnp.nanmean(fnp.asarray(z)), np.nanmean(z))
+    with pytest.raises(TypeError, match="signbit is defined for real numbers only"):
+        fnp.signbit(fnp.asarray(z))

@@ -130,7 +130,7 @@ def power(x, y):
     if _is_scalar(y) and isinstance(x, ArrayBase):
         y = y.item() if isinstance(y, np.generic) else y
         if dtypes.scalar_category(y) <= dtypes._category(x.dtype) or isinstance(y, int):
-            if isinstance(y, int) and not dtypes.is_float(x.dtype) and y < 0:
+            if isinstance(y, int) and not dtypes.is_inexact(x.dtype) and y < 0:
                 raise ValueError("integers to negative integer powers are not allowed")
             return bind(E.pow_p, x, y)  # an exponent that keeps x's dtype
     return bind(E.pow_p, *_pair(x, y))

@@ -29,7 +29,7 @@ __all__ = [
 def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     a, b = fnp._pair(a, b)
     a, b = fnp.asarray(a), fnp.asarray(b)
-    if not dtypes.is_float(a.dtype):
+    if not dtypes.is_inexact(a.dtype):
         return fnp.equal(a, b)
     close = fnp.less_equal(fnp.abs(a - b), atol + rtol * fnp.abs(b)) & fnp.isfinite(b)
     close = close | fnp.equal(a, b)
@@ -41,7 +41,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
     if a1.shape != a2.shape:
         return fnp.asarray(False)
     same = fnp.equal(a1, a2)
-    if equal_nan and dtypes.is_float(a1.dtype):
+    if equal_nan and dtypes.is_inexact(a1.dtype):
         same = same | (fnp.isnan(a1) & fnp.isnan(a2))
     return fnp.all(same)
 
@@ -87,6 +87,8 @@ def cbrt(x):
 def signbit(x):
     """True where the sign bit is set, -0.0 included (read from the bits)."""
     x = fnp.asarray(x)
+    if dtypes.is_complex(x.dtype):
+        raise TypeError(f"signbit is defined for real numbers only, not {x.dtype}")
     if dtypes.is_float(x.dtype):
         as_int = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize]
         return fnp.less(bind(prng.bitcast_p, x, dtype=as_int), 0)

@@ -36,7 +36,7 @@ def nancumprod(a, axis: int | None = None, dtype=None):
 
 
 def _nan_filled(a, value):
-    return fnp.where(fnp.isnan(a), np.asarray(value, a.dtype), a) if dtypes.is_float(a.dtype) else a
+    return fnp.where(fnp.isnan(a), np.asarray(value, a.dtype), a) if dtypes.is_inexact(a.dtype) else a
 
 
 def _nan_count(a, axis, keepdims):
