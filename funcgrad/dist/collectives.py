@@ -54,7 +54,9 @@ def _moved(name: str, axis_name: tuple[str, ...], start: int, nbytes: int) -> No
 
 def _check_numeric(name: str, x) -> None:
     if np.dtype(x.dtype) == np.bool_ or not (dtypes.is_float(x.dtype) or np.issubdtype(x.dtype, np.integer)):
-        raise TypeError(f"{name} needs a numeric array, got {np.dtype(x.dtype).name}")
+        kind = "complex arrays travel as their .real and .imag" if dtypes.is_complex(x.dtype) else "not booleans"
+        raise TypeError(f"{name} needs an array of real numbers (floats or integers), got {np.dtype(x.dtype).name}; "
+                        f"{kind}")
 
 
 def _same_shape(x, **params) -> ShapedArray:
