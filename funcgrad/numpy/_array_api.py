@@ -121,7 +121,8 @@ class Info:
 
     def default_dtypes(self, *, device=None) -> dict:
         return {"real floating": ScalarType(dtypes.default_float),
-                "complex floating": ScalarType(dtypes.default_complex), "integral": ScalarType(dtypes.default_int), "indexing": ScalarType(dtypes.int64)}
+                "complex floating": ScalarType(dtypes.default_complex),
+                "integral": ScalarType(dtypes.default_int), "indexing": ScalarType(dtypes.int64)}
 
     def dtypes(self, *, device=None, kind=None) -> dict:
         every = {d.name: ScalarType(d) for d in sorted(dtypes._supported, key=str)

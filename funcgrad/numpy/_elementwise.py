@@ -198,6 +198,11 @@ def imag(x):
     return bind(E.imag_p, x) if dtypes.is_complex(x.dtype) else zeros(x.shape, x.dtype, device=x.device)
 
 
+def _abs_squared(x):
+    """|x|^2 elementwise: real for a complex x (real^2 + imag^2, no square root to differentiate)."""
+    return add(square(real(x)), square(imag(x))) if dtypes.is_complex(x.dtype) else square(x)
+
+
 def stop_gradient(x):
     """x, with a zero derivative under every transform (jax.lax.stop_gradient, torch .detach())."""
     from ..tree import tree_map

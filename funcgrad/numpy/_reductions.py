@@ -5,13 +5,12 @@ import builtins
 
 import numpy as np
 
-from .. import dtypes
 from ..errors import ShapeError
 from ..ops import layout as Ly
 from ..ops import reductions as R
 from ..trace import bind
 from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32
-from ._elementwise import add, divide, equal, imag, multiply, real, sqrt, square, subtract, where
+from ._elementwise import _abs_squared, divide, equal, multiply, sqrt, subtract, where
 from ._layout import ravel, reshape
 
 __all__ = [
@@ -90,8 +89,7 @@ def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dt
     axes = _axes(axis, x.ndim)
     centered = subtract(x, mean(x, axes, keepdims=True))
     n = _count(x, axes)
-    squared = add(square(real(centered)), square(imag(centered))) if dtypes.is_complex(x.dtype) else square(centered)
-    return divide(sum(squared, axes, keepdims=keepdims), float(builtins.max(n - ddof, 0)))
+    return divide(sum(_abs_squared(centered), axes, keepdims=keepdims), float(builtins.max(n - ddof, 0)))
 
 
 def std(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None):

@@ -38,14 +38,30 @@ class EighResult(NamedTuple):
     eigenvectors: object
 
 
+def _matrices(a, name: str):
+    """a as matrices (..., m, n) of a dtype LAPACK has (float32/64, complex64/128: integers and half
+    floats compute in float32), and the dtype to give results back in."""
+    a = fnp.asarray(a)
+    if a.ndim < 2:
+        raise ShapeError(f"{name} needs matrices of shape (..., m, n), got shape {a.shape}")
+    original = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float
+    return (a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
+
+
 def _square(a, name: str):
-    """a as float32/float64 (or complex) matrices of shape (..., n, n), and the dtype to give results
-    back in."""
+    """_matrices, square: (..., n, n)."""
     a = fnp.asarray(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"{name} needs square matrices of shape (..., n, n), got shape {a.shape}")
-    original = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float
-    return (a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
+    return _matrices(a, name)
+
+
+def _with_rhs(a, dtype, b):
+    """(a, dtype, b) with b in a's dtype; a complex right-hand side makes a real system complex."""
+    b = fnp.asarray(b)
+    if dtypes.is_complex(b.dtype) and not dtypes.is_complex(a.dtype):
+        a, dtype = fnp.astype(a, dtypes.complex_dtype(a.dtype)), dtypes.complex_dtype(dtype)
+    return a, dtype, fnp.astype(b, a.dtype)
 
 
 def _back(x, dtype):
@@ -55,11 +71,7 @@ def _back(x, dtype):
 def solve(a, b):
     """x with a @ x = b. b is a vector (or batch of vectors) when b.ndim == 1 or b.shape == a.shape[:-1]
     (PyTorch's rule), else a batch of (n, k) matrices."""
-    a, dtype = _square(a, "solve")
-    b = fnp.asarray(b)
-    if dtypes.is_complex(b.dtype) and not dtypes.is_complex(a.dtype):  # a real system, a complex right side
-        a, dtype = fnp.astype(a, dtypes.complex_dtype(a.dtype)), dtypes.complex_dtype(dtype)
-    b = fnp.astype(b, a.dtype)
+    a, dtype, b = _with_rhs(*_square(a, "solve"), b)
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
     if b.shape[-1 if vector else -2] != a.shape[-1]:
         raise ShapeError(f"solve: right-hand side of shape {b.shape} does not match matrices of shape {a.shape}")
@@ -140,7 +152,7 @@ def _scaled_norm(x):
     squares of large float32 entries do not overflow."""
     scale = fnp.stop_gradient(fnp.max(fnp.abs(x), axis=-1, keepdims=True))
     scale = fnp.where(scale > 0, scale, 1.0)
-    return fnp.squeeze(scale, -1) * fnp.sqrt(fnp.sum(_abs_squared(x / scale), axis=-1))
+    return fnp.squeeze(scale, -1) * fnp.sqrt(fnp.sum(fnp._abs_squared(x / scale), axis=-1))
 
 
 def qr(a, mode: str = "reduced"):
@@ -188,18 +200,9 @@ class SVDResult(NamedTuple):
     Vh: object
 
 
-def _matrices(a, name: str):
-    """a as float32/float64 matrices of shape (..., m, n), and the dtype to give results back in."""
-    a = fnp.asarray(a)
-    if a.ndim < 2:
-        raise ShapeError(f"{name} needs matrices of shape (..., m, n), got shape {a.shape}")
-    original = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float
-    return (a if a.dtype in D.LINALG_DTYPES else fnp.astype(a, dtypes.float32)), original
-
-
 def _completed(q):
-    """q's orthonormal columns (..., r, k) completed to a square orthogonal matrix: the extra columns
-    are the eigenvectors of the projector I - q q^T with eigenvalue 1, a basis of the complement. As
+    """q's orthonormal columns (..., r, k) completed to a square unitary matrix: the extra columns
+    are the eigenvectors of the projector I - q q^H with eigenvalue 1, a basis of the complement. As
     in PyTorch they carry no gradient (any basis of the complement would do)."""
     r, k = q.shape[-2:]
     if r == k:
@@ -266,11 +269,7 @@ def lstsq(a, b, rcond=None):
     """NumPy's least squares: (x minimising ||b - a x||, the squared residual norms (empty unless a
     has full column rank and more rows than columns), the rank of a, its singular values). Batched
     as torch.linalg.lstsq: a (..., m, n) with b (..., m, k), or b (..., m) of vectors."""
-    a, dtype = _matrices(a, "lstsq")
-    b = fnp.asarray(b)
-    if dtypes.is_complex(b.dtype) and not dtypes.is_complex(a.dtype):
-        a, dtype = fnp.astype(a, dtypes.complex_dtype(a.dtype)), dtypes.complex_dtype(dtype)
-    b = fnp.astype(b, a.dtype)
+    a, dtype, b = _with_rhs(*_matrices(a, "lstsq"), b)
     vector = b.ndim == a.ndim - 1
     if not (vector or b.ndim == a.ndim) or b.shape[-1 if vector else -2] != a.shape[-2]:
         raise ShapeError(f"lstsq: a (..., m, n) and b (..., m) or (..., m, k) must agree, got {a.shape} and {b.shape}")
@@ -280,16 +279,11 @@ def lstsq(a, b, rcond=None):
     s = svdvals(a)
     rank = matrix_rank(a, rtol=rcond)
     if m > n and bool(fnp.all(fnp.equal(rank, n))):
-        residuals = fnp.sum(_abs_squared(column - fnp.matmul(a, x)), axis=-2)
+        residuals = fnp.sum(fnp._abs_squared(column - fnp.matmul(a, x)), axis=-2)
     else:
         residuals = fnp.zeros((0,), dtypes.real_dtype(a.dtype), device=a.device)
     x = fnp.squeeze(x, -1) if vector else x
     return _back(x, dtype), _back(residuals, dtypes.real_dtype(dtype)), rank, _back(s, dtypes.real_dtype(dtype))
-
-
-def _abs_squared(x):
-    """|x|^2, real for complex x."""
-    return fnp.real(x) ** 2 + fnp.imag(x) ** 2 if dtypes.is_complex(x.dtype) else x * x
 
 
 def _safe_sqrt(s):
@@ -306,7 +300,7 @@ def vector_norm(x, ord=2, axis=None, keepdims: bool = False):  # noqa: A002
         shape = None
     mag = fnp.abs(x)
     if ord == 2:
-        out = _safe_sqrt(fnp.sum(_abs_squared(x), axis=axis, keepdims=keepdims))
+        out = _safe_sqrt(fnp.sum(fnp._abs_squared(x), axis=axis, keepdims=keepdims))
     elif ord == np.inf:
         out = fnp.max(mag, axis=axis, keepdims=keepdims)
     elif ord == -np.inf:
@@ -334,7 +328,7 @@ def matrix_norm(x, ord="fro", keepdims: bool = False):  # noqa: A002
 def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
     row, col = axes
     if ord == "fro" or ord is None:
-        out = _safe_sqrt(fnp.sum(_abs_squared(x), axis=axes, keepdims=keepdims))
+        out = _safe_sqrt(fnp.sum(fnp._abs_squared(x), axis=axes, keepdims=keepdims))
     elif ord in (1, -1):
         sums = fnp.sum(fnp.abs(x), axis=row, keepdims=True)
         out = (fnp.max if ord == 1 else fnp.min)(sums, axis=col, keepdims=True)

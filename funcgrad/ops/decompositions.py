@@ -25,11 +25,15 @@ from .shape import concatenate_p, gather_p
 LINALG_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
 
 
-def _check_square(name: str, shape, dtype, allowed=LINALG_DTYPES) -> None:
+def _check_dtype(name: str, dtype) -> None:
+    if np.dtype(dtype) not in LINALG_DTYPES:
+        raise TypeError(f"{name} works on {' or '.join(d.name for d in LINALG_DTYPES)} matrices, got {np.dtype(dtype)}")
+
+
+def _check_square(name: str, shape, dtype) -> None:
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"{name} needs square matrices (..., n, n), got shape {tuple(shape)}")
-    if np.dtype(dtype) not in allowed:
-        raise TypeError(f"{name} works on {' or '.join(d.name for d in allowed)} matrices, got {np.dtype(dtype)}")
+    _check_dtype(name, dtype)
 
 
 def _mT(x):
@@ -37,7 +41,7 @@ def _mT(x):
 
 
 def _conj(x):
-    return E.conj_p(x) if np.dtype(x.dtype).kind == "c" else x
+    return E.conj_p(x) if dtypes.is_complex(x.dtype) else x
 
 
 def _mH(x):
@@ -47,7 +51,7 @@ def _mH(x):
 
 def _real_part(x):
     """Re(x), kept in x's dtype (eigenvalues and singular values travel packed with complex vectors)."""
-    return E.convert_p(E.real_p(x), dtype=x.dtype) if np.dtype(x.dtype).kind == "c" else x
+    return E.convert_p(E.real_p(x), dtype=x.dtype) if dtypes.is_complex(x.dtype) else x
 
 
 def _eye(n: int, dtype) -> np.ndarray:
@@ -119,7 +123,7 @@ slogdet_p = Primitive("slogdet", _slogdet_impl, shape_rule=_slogdet_shape, batch
 def _slogdet_vjp(g, out, a):
     part = lambda x, i: gather_p(x, spec=(("e",), ("i", i)))  # noqa: E731
     g_l = part(g, 1)
-    if np.dtype(a.dtype).kind == "c":  # l's cotangent: g_logdet - i Re(g_sign i sign) (JAX's convention)
+    if dtypes.is_complex(a.dtype):  # l's cotangent: g_logdet - i Re(g_sign i sign) (JAX's convention)
         g_l = E.sub_p(E.real_p(g_l), E.mul_p(E.real_p(E.mul_p(part(g, 0), E.mul_p(part(out, 0), 1j))), 1j))
     return E.mul_p(reshape_p(g_l, shape=tuple(g_l.shape) + (1, 1)), inverse_transpose(a))
 
@@ -128,7 +132,7 @@ def _slogdet_jvp(t, out, a):
     n = a.shape[-1]
     trace = sum_p(E.mul_p(solve_p(a, t), _eye(n, a.dtype)), axes=(len(a.shape) - 2, len(a.shape) - 1), keepdims=False)
     sign = gather_p(out, spec=(("e",), ("i", 0)))
-    if np.dtype(a.dtype).kind == "c":
+    if dtypes.is_complex(a.dtype):
         d_sign, d_logdet = E.mul_p(E.mul_p(sign, 1j), E.imag_p(trace)), E.real_p(trace)
         d_logdet = E.convert_p(d_logdet, dtype=a.dtype)
     else:
@@ -251,8 +255,7 @@ defjvp(eigh_p, _eigh_jvp)
 def _svd_shape(a, *, compute_uv):
     if len(a.shape) < 2:
         raise ValueError(f"svd needs matrices (..., m, n), got shape {tuple(a.shape)}")
-    if np.dtype(a.dtype) not in LINALG_DTYPES:
-        raise TypeError(f"svd works on {' or '.join(d.name for d in LINALG_DTYPES)} matrices, got {np.dtype(a.dtype)}")
+    _check_dtype("svd", a.dtype)
     m, n = a.shape[-2:]
     k = min(m, n)
     if compute_uv:
@@ -296,6 +299,11 @@ def _svd_gaps(s):
     return _gaps(E.mul_p(s, s))
 
 
+def _off_span(x, q):
+    """x minus its projection on the span of q's orthonormal columns: (I - q q^H) x."""
+    return E.sub_p(x, L.matmul_p(q, L.matmul_p(_mH(q), x)))
+
+
 def _imaginary_diagonal(x, s_inv):
     """i Im(diag(x)) / s as a diagonal matrix: the phase freedom of complex singular vectors (0 for real)."""
     k = x.shape[-1]
@@ -316,15 +324,13 @@ def _svd_vjp(g, out, a, compute_uv):
     j, k = L.matmul_p(_mT(u), gu), L.matmul_p(_mT(v), gv)
     inner = E.add_p(E.add_p(E.mul_p(E.mul_p(f, E.sub_p(j, _mH(j))), _row(s)), _diag_embed(_real_part(gs))),
                     E.mul_p(_column(s), E.mul_p(f, E.sub_p(k, _mH(k)))))
-    if np.dtype(a.dtype).kind == "c":
+    if dtypes.is_complex(a.dtype):
         inner = E.add_p(inner, _imaginary_diagonal(j, s_inv))
     grad = L.matmul_p(L.matmul_p(_conj(u), inner), _mT(v))
-    if m > n:
-        p = E.mul_p(gu, _row(s_inv))
-        grad = E.add_p(grad, L.matmul_p(E.sub_p(p, L.matmul_p(_conj(u), L.matmul_p(_mT(u), p))), _mT(v)))
-    if n > m:
-        q = E.mul_p(gv, _row(s_inv))
-        grad = E.add_p(grad, L.matmul_p(_conj(u), _mH(E.sub_p(q, L.matmul_p(_conj(v), L.matmul_p(_mT(v), q))))))
+    if m > n:  # (I - conj(U) U^T) gU S^-1 V^T
+        grad = E.add_p(grad, L.matmul_p(_off_span(E.mul_p(gu, _row(s_inv)), _conj(u)), _mT(v)))
+    if n > m:  # conj(U) ((I - conj(V) V^T) gV S^-1)^H
+        grad = E.add_p(grad, L.matmul_p(_conj(u), _mH(_off_span(E.mul_p(gv, _row(s_inv)), _conj(v)))))
     return grad
 
 
@@ -334,22 +340,21 @@ def _svd_jvp(t, out, a, compute_uv):
     u, s, v = svd_parts(packed, m)
     ds_full = L.matmul_p(L.matmul_p(_mH(u), t), v)
     k = s.shape[-1]
-    ds = _real_part(sum_p(E.mul_p(ds_full, _eye(k, s.dtype)), axes=(len(ds_full.shape) - 2,), keepdims=True))
-    if not compute_uv:
-        ds = reshape_p(ds, shape=tuple(s.shape))
-        return E.real_p(ds) if np.dtype(ds.dtype).kind == "c" else ds
+    diagonal = sum_p(E.mul_p(ds_full, _eye(k, s.dtype)), axes=(len(ds_full.shape) - 2,), keepdims=True)
+    if not compute_uv:  # the real dtype's singular values
+        ds = reshape_p(diagonal, shape=tuple(s.shape))
+        return E.real_p(ds) if dtypes.is_complex(ds.dtype) else ds
+    ds = _real_part(diagonal)
     f, s_inv = _svd_gaps(s), _safe_inverse(s)
     ds_s, s_ds = E.mul_p(ds_full, _row(s)), E.mul_p(_column(s), ds_full)
     du = L.matmul_p(u, E.mul_p(f, E.add_p(ds_s, _mH(ds_s))))
-    if np.dtype(a.dtype).kind == "c":
+    if dtypes.is_complex(a.dtype):
         du = E.add_p(du, L.matmul_p(u, _imaginary_diagonal(ds_full, s_inv)))
     dv = L.matmul_p(v, E.mul_p(f, E.add_p(s_ds, _mH(s_ds))))
     if m > n:
-        tv = L.matmul_p(t, v)
-        du = E.add_p(du, E.mul_p(E.sub_p(tv, L.matmul_p(u, L.matmul_p(_mH(u), tv))), _row(s_inv)))
+        du = E.add_p(du, E.mul_p(_off_span(L.matmul_p(t, v), u), _row(s_inv)))
     if n > m:
-        tu = L.matmul_p(_mH(t), u)
-        dv = E.add_p(dv, E.mul_p(E.sub_p(tu, L.matmul_p(v, L.matmul_p(_mH(v), tu))), _row(s_inv)))
+        dv = E.add_p(dv, E.mul_p(_off_span(L.matmul_p(_mH(t), u), v), _row(s_inv)))
     return concatenate_p(du, ds, dv, axis=len(ds.shape) - 2)
 
 

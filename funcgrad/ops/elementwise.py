@@ -395,10 +395,6 @@ def _complex_impl(re, im):
     return out
 
 
-def _as_complex(g, dtype):
-    return g if dtypes.is_complex(dtype_of(g)) else convert_p(g, dtype=dtype)
-
-
 real_p = _elementwise("real", lambda x: np.real(x).copy(), X.real, _part_shape)
 imag_p = _elementwise("imag", lambda x: np.imag(x).copy(), X.imag, _part_shape)
 conj_p = _elementwise("conj", np.conjugate, X.conj, _same_dtype)
@@ -415,25 +411,26 @@ defjvp(complex_p, lambda t, out, re, im: broadcast_like(convert_p(t, dtype=out.d
        lambda t, out, re, im: broadcast_like(mul_p(convert_p(t, dtype=out.dtype), const(1j, out.dtype)), out))
 
 
-def _conj_phase(x, out):
-    """conj(x) / |x|, 0 at 0 (PyTorch's choice), from differentiable primitives: a complex x's
-    phase varies, so it takes part in second derivatives (a real x's sign does not)."""
+def _abs_slope(x, out):
+    """d|x| / dx in the rules' convention: sign(x) for a real x (0 at 0, as PyTorch); conj(x) / |x|
+    for a complex one, from differentiable primitives, since its phase varies and takes part in
+    second derivatives (a real x's sign does not)."""
+    if not dtypes.is_complex(x.dtype):
+        return sign_p(x)
     at_zero = eq_p(out, 0)
     return select_p(at_zero, zero(x.dtype), div_p(conj_p(x), convert_p(select_p(at_zero, const(1, out.dtype), out),
                                                                        dtype=x.dtype)))
 
 
 def _abs_vjp(g, out, x):
-    """g * sign(x), PyTorch's 0 at 0; for a complex x, g * conj(x) / |x|."""
     if dtypes.is_complex(x.dtype):
-        return mul_p(_as_complex(g, x.dtype), _conj_phase(x, out))
-    return mul_p(g, sign_p(x))
+        g = convert_p(g, dtype=x.dtype)  # |x|'s real cotangent, made complex
+    return mul_p(g, _abs_slope(x, out))
 
 
 def _abs_jvp(t, out, x):
-    if dtypes.is_complex(x.dtype):
-        return real_p(mul_p(t, _conj_phase(x, out)))
-    return mul_p(t, sign_p(x))
+    tangent = mul_p(t, _abs_slope(x, out))
+    return real_p(tangent) if dtypes.is_complex(x.dtype) else tangent
 
 
 defvjp(abs_p, _abs_vjp)
