@@ -42,6 +42,12 @@ class Node:
         if prim.vjp_joint is not None:
             joint = prim.vjp_joint(g, out, *args, wanted=tuple(i for i, _, _ in self.parents), **params)
             return [(node, idx, joint[i]) for i, node, idx in self.parents]
+        rules = prim.vjps
+        if rules is not None and len(self.parents) == 1:  # the common case, without prim.vjp's call
+            i, node, idx = self.parents[0]
+            rule = rules[i] if i < len(rules) else None
+            if rule is not None:
+                return [(node, idx, rule(g, out, *args, **params))]
         return [(node, idx, prim.vjp(i, g, out, args, params)) for i, node, idx in self.parents]
 
     def release(self):
@@ -74,14 +80,9 @@ class VJPTrace(Trace):
     __slots__ = ()
 
     def process(self, prim, args, params):
-        self.check_alive()
-        vals, parents = [], []
-        for i, a in enumerate(args):
-            if type(a) is VJPTracer and a._trace is self:
-                vals.append(a._value)
-                parents.append((i, a._node, a._index))
-            else:
-                vals.append(a)
+        if not self.alive:
+            self.check_alive()
+        vals, parents = self.unbox(args)
         out = bind(prim, *vals, **params)
         if not prim.differentiable or out.dtype not in dtypes.inexact_dtypes:
             return out
@@ -90,13 +91,15 @@ class VJPTrace(Trace):
     def unbox(self, leaves):
         """This trace's tracers replaced by their values, and the parents they came from."""
         vals, parents = [], []
-        for i, a in enumerate(leaves):
+        i = 0
+        for a in leaves:
             if type(a) is VJPTracer and a._trace is self:
                 vals.append(a._value)
                 parents.append((i, a._node, a._index))
             else:
                 vals.append(a)
-        return vals, tuple(parents)
+            i += 1
+        return vals, parents
 
     def box_outputs(self, node, out_leaves):
         return [VJPTracer(self, o, node, k) if _is_float_array(o) else o
@@ -203,11 +206,11 @@ def _toposort(start_nodes):
     stack = list(start_nodes)
     while stack:
         node = stack.pop()
-        if node in counts:
-            counts[node] += 1
-        else:
-            counts[node] = 1
-            stack.extend(p for _, p, _ in node.parents)
+        seen = counts.get(node)
+        counts[node] = 1 if seen is None else seen + 1
+        if seen is None:
+            for _, parent, _ in node.parents:
+                stack.append(parent)
     ready = []
     for node in start_nodes:
         counts[node] -= 1
@@ -243,8 +246,15 @@ def backward_pass(outputs, cts, release: bool = False):
         if node_cts is None:
             continue
         for parent, idx, ct in node.backward(node_cts):
-            if ct is not None:
-                _accumulate(acc, parent, idx, ct)
+            if ct is None:
+                continue
+            slots = acc.get(parent)
+            if slots is None:  # _accumulate, inlined: it runs once per edge of the tape
+                slots = acc[parent] = [None] * parent.n_out
+                slots[idx] = ct
+            else:
+                prev = slots[idx]
+                slots[idx] = ct if prev is None else E.add_p(prev, ct)
         if release:
             node.release()
     return acc

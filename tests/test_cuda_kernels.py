@@ -104,6 +104,8 @@ def test_parametrised_elementwise(dtype):
     for approximate in (False, True):
         same(*both(lambda a: E.gelu_p(a, approximate=approximate), x))
     same(*both(lambda a: E.clip_p(a, -1.0, 0.5), x))
+    for fused in ("tanh_vjp", "sigmoid_vjp", "relu_vjp"):  # a cotangent and a residual
+        same(*both(core.registry[fused], x[::-1], x))
     same(*both(lambda a: E.clip_p(a, None, 0.5), x))
     same(*both(lambda a, lo: E.clip_p(a, lo, 2.0), x, x[:1] - 1))
     cond = x > 0

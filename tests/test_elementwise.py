@@ -10,7 +10,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import nn
 
-from .helpers import assert_close, broadcast_pair, floats_array, shapes
+from .helpers import assert_close, broadcast_pair, floats_array, numeric_grad, shapes
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -203,3 +203,36 @@ def test_operators_and_comparisons_on_arrays():
 def test_rounding_and_comparisons_have_zero_gradient():
     x = np.array([0.3, 1.7])
     assert_close(fg.grad(lambda v: fnp.sum(fnp.floor(v) + fnp.ceil(v) + fnp.round(v) + fnp.sign(v)))(x), [0, 0])
+
+
+# ---- fused first-order VJPs (PyTorch's tanh_backward and kin) ---------------------------------------------
+FUSED_VJP = {"tanh": (fnp.tanh, lambda x: 1 - np.tanh(x) ** 2),
+             "sigmoid": (nn.sigmoid, lambda x: _np_sigmoid(x) * (1 - _np_sigmoid(x))),
+             "relu": (nn.relu, lambda x: (x > 0).astype(x.dtype))}
+
+
+@pytest.mark.parametrize("name", FUSED_VJP)
+def test_fused_vjp_is_bound_once_and_matches_the_derivative(name):
+    f, slope = FUSED_VJP[name]
+    x = np.array([-2.0, -0.5, 0.0, 0.3, 1.7], np.float64)
+    g = np.array([0.5, -1.0, 2.0, 3.0, -0.25])
+    loss = lambda x: fnp.sum(f(x) * g)  # noqa: E731
+    with fg.profiler.profile() as prof:
+        grad = fg.grad(loss)(x)
+    names = [r["name"] for r in prof.key_averages()]
+    assert f"{name}_vjp" in names and not {"sub", "gt", "convert"} & set(names)
+    assert_close(grad, g * slope(x), rtol=1e-12, atol=0)
+    assert_close(fg.jit(fg.grad(loss))(x), g * slope(x), rtol=1e-12, atol=0)
+    per_row = fg.vmap(fg.grad(lambda r: fnp.sum(f(r))))(np.stack([x, -x]))
+    assert_close(per_row, np.stack([slope(x), slope(-x)]), rtol=1e-12, atol=0)
+    # The cotangent differentiated again: the composed derivative, against central differences.
+    if name != "relu":
+        hess_diag = fg.grad(lambda x: fnp.sum(fg.grad(loss)(x)))(x)
+        assert_close(hess_diag, numeric_grad(lambda v: np.sum(g * slope(v)), x), rtol=1e-6, atol=1e-8)
+
+
+def test_fused_vjp_keeps_pytorchs_relu_at_infinite_cotangents():
+    """threshold_backward: where(x > 0, g, 0), so an infinite cotangent on an inactive unit gives 0."""
+    x = fg.asarray(np.array([-1.0, 2.0], np.float32))
+    _, pullback = fg.vjp(nn.relu, x)
+    assert_close(pullback(fg.asarray(np.array([np.inf, 3.0], np.float32)))[0], np.array([0.0, 3.0], np.float32))

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from ..cpu.special import erf as _erf_impl
+from ..trace import is_differentiated
 from . import scalar as X
 from .core import Primitive, ShapedArray, defjvp, defvjp, dtype_of, real_only, shape_of
 from .layout import batch_elementwise, broadcast_like, unbroadcast
@@ -83,13 +84,51 @@ def _elementwise(name: str, impl, scalar, shape_rule=None, differentiable: bool 
                      scalar=scalar, fresh=fresh, differentiable=differentiable)
 
 
-def _unary(name: str, impl, scalar, deriv=None, shape_rule=None, real_numbers: bool = False) -> Primitive:
-    """deriv(x, out) -> d out / d x, built from primitives; None: not differentiable."""
+def _unary(name: str, impl, scalar, deriv=None, shape_rule=None, real_numbers: bool = False,
+           fused_vjp: tuple[Primitive, str] | None = None) -> Primitive:
+    """deriv(x, out) -> d out / d x, built from primitives; None: not differentiable. fused_vjp:
+    g * deriv as one primitive (_fused_vjp), which first-order backward passes bind."""
     prim = _elementwise(name, impl, scalar, shape_rule, differentiable=deriv is not None, real_numbers=real_numbers)
     if deriv is not None:
-        defvjp(prim, lambda g, out, x: mul_p(g, deriv(x, out)))
+        defvjp(prim, _first_order(fused_vjp, lambda g, out, x: mul_p(g, deriv(x, out))))
         defjvp(prim, lambda t, out, x: mul_p(t, deriv(x, out)))
     return prim
+
+
+class _NumPyFunctions:
+    """What a derivative formula calls when it runs on NumPy arrays (scalar.py's names)."""
+    where = np.where
+
+
+def _fused_vjp(name: str, formula, of: str, real_numbers: bool = False) -> tuple[Primitive, str]:
+    """PyTorch's tanh_backward and kin: g * f'(x) as one elementwise primitive of (g, r), r being
+    the primitive's input or output (of: "x" or "out"). formula(g, r, F) is written once and runs
+    on NumPy arrays (F: _NumPyFunctions) and as the scalar expression of jit's fused kernels and
+    the CUDA kernels (F: scalar.py). Eager backward passes bind it once instead of the three
+    primitives of the composed derivative, each a dispatch that costs more than its arithmetic on
+    small arrays. It has no rules of its own: where the cotangent or the residual is differentiated
+    again (a Hessian), the rule binds the composed form (_first_order)."""
+    def impl(g, r):
+        out = formula(g, r, _NumPyFunctions)
+        dtype = g.dtype if g.dtype == r.dtype else np.result_type(g.dtype, r.dtype)
+        return out if out.dtype == dtype else out.astype(dtype)
+    prim = _elementwise(name + "_vjp", impl, lambda g, r: formula(g, r, X), ufunc_shape(np.multiply),
+                        differentiable=False, real_numbers=real_numbers)
+    return prim, of
+
+
+def _first_order(fused: tuple[Primitive, str] | None, composed):
+    """The VJP rule: the fused primitive, unless something in it is being differentiated."""
+    if fused is None:
+        return composed
+    prim, of = fused
+
+    def rule(g, out, x):
+        r = x if of == "x" else out
+        if is_differentiated(g) or is_differentiated(r):
+            return composed(g, out, x)
+        return prim(g, r)
+    return rule
 
 
 def _binary(name: str, impl, scalar, dx=None, dy=None, real_numbers: bool = False) -> Primitive:
@@ -236,7 +275,8 @@ reciprocal_p = _unary("reciprocal", np.reciprocal, lambda x: 1 / x if x.is_inexa
 sin_p = _unary("sin", np.sin, X.sin, lambda x, out: cos_p(x))
 cos_p = _unary("cos", np.cos, X.cos, lambda x, out: neg_p(sin_p(x)))
 tan_p = _unary("tan", np.tan, X.tan, lambda x, out: add_p(const(1, out.dtype), mul_p(out, out)))
-tanh_p = _unary("tanh", np.tanh, X.tanh, lambda x, out: sub_p(const(1, out.dtype), mul_p(out, out)))
+tanh_p = _unary("tanh", np.tanh, X.tanh, lambda x, out: sub_p(const(1, out.dtype), mul_p(out, out)),
+                fused_vjp=_fused_vjp("tanh", lambda g, out, F: g * (1 - out * out), of="out"))
 sinh_p = _unary("sinh", np.sinh, X.sinh, lambda x, out: cosh_p(x))
 cosh_p = _unary("cosh", np.cosh, X.cosh, lambda x, out: sinh_p(x))
 arctan_p = _unary("arctan", np.arctan, X.arctan,
@@ -271,12 +311,14 @@ def _softplus_impl(x):
 
 sigmoid_p = _unary("sigmoid", _sigmoid_impl, _sigmoid_scalar,
                    lambda x, out: mul_p(out, sub_p(const(1, out.dtype), out)), shape_rule=_same_dtype,
-                   real_numbers=True)
+                   real_numbers=True,
+                   fused_vjp=_fused_vjp("sigmoid", lambda g, out, F: g * (out * (1 - out)), of="out", real_numbers=True))
 softplus_p = _unary("softplus", _softplus_impl, lambda x: X.maximum(x, 0) + X.log1p(X.exp(-abs(x))),
                     lambda x, out: sigmoid_p(x), shape_rule=_softplus_shape, real_numbers=True)
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), lambda x: X.maximum(x, 0),
                 lambda x, out: convert_p(gt_p(x, zero(x.dtype)), dtype=x.dtype),  # 0 at 0, as PyTorch
-                shape_rule=_same_dtype, real_numbers=True)
+                shape_rule=_same_dtype, real_numbers=True,
+                fused_vjp=_fused_vjp("relu", lambda g, x, F: F.where(x > 0, g, 0), of="x", real_numbers=True))
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _GELU_C = 0.044715
