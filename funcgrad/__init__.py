@@ -4,8 +4,6 @@
     import funcgrad.numpy as fnp
     grads = fg.grad(loss_fn)(params, x, y)
 """
-from .cpu import host_memory
-host_memory.keep_freed_memory()  # before the first big array: see cpu/host_memory.py
 from . import numpy  # noqa: F401
 from . import _methods  # noqa: F401  (Array's operators and methods: funcgrad.numpy's functions)
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .arena import Arenas, BufferPlan, unplanned
 from .array import Array, ExternalValue
 from .cpu import fusion
 from .ops import layout, scalar
@@ -57,6 +58,10 @@ def _common(a, b):
     """Splits two parts of a group both allow (None: no constraint); an empty set: none."""
     return b if a is None else a if b is None else a & b
 
+
+# Results of at least this size go to planned buffers (arena.py) when the primitive can write into
+# one; below it malloc's free lists serve without faults, and NumPy's own allocation is as cheap.
+PLANNED_MIN_BYTES = 64 << 10
 
 # A fused kernel also sums one of its values: over every element for groups up to this size (the
 # float64 sum is serial), or over the leading axes (NumPy's row-by-row order, vectorised) at any size.
@@ -142,13 +147,22 @@ class _Codegen:
         self.names: dict[int, str] = {v.id: f"a{i}" for i, v in enumerate(program.in_vars)}
         self.donated = {program.in_vars[i].id for i in donated}
         self.last = last_uses(program)
+        self.groups = _groups(program.eqns)
         self.buffer_last, self.roots = self._buffer_lifetimes()
+        # What the program returns (or a view of it) must not live in a planned buffer.
+        self.escaping = frozenset().union(*(self.roots.get(o.id, frozenset()) for o in program.outs
+                                            if isinstance(o, Var)))
+        self.plan = BufferPlan()
+        self.planned: dict[int, int] = {}  # var id -> its planned value's index
+        self.start = 0  # the position of the group being emitted
 
     def _buffer_lifetimes(self):
-        """For each var, the buffers it may alias; for each owned buffer, its last reader."""
+        """For each var, the buffers it may alias; for each owned buffer, its last reader. What a
+        fused kernel computes (sums included) is in a buffer of its own."""
         roots: dict[int, frozenset] = {v.id: frozenset([v.id]) for v in self.program.in_vars}
+        fused = {eqn.out.id for group in self.groups if len(group) >= 2 for eqn in group}
         for eqn in self.program.eqns:
-            if eqn.prim.fresh:
+            if eqn.prim.fresh or eqn.out.id in fused:
                 roots[eqn.out.id] = frozenset([eqn.out.id])
             else:
                 roots[eqn.out.id] = frozenset().union(*(roots.get(x.id, frozenset()) for x in eqn.inputs
@@ -174,7 +188,21 @@ class _Codegen:
     def emit_eqn(self, eqn: Eqn):
         fn = self.const(functools.partial(eqn.prim.impl, **eqn.params) if eqn.params else eqn.prim.impl)
         args = ", ".join(self.ref(x) for x in eqn.inputs)
-        self.lines.append(f"{self.name(eqn.out)} = {fn}({args})")
+        planned = self._planned_buffer(eqn.out) if eqn.prim.writes_into and \
+            self._buffer_bytes(eqn.out) >= PLANNED_MIN_BYTES else None
+        into = "" if planned is None else (", " if args else "") + f"out={planned}"
+        self.lines.append(f"{self.name(eqn.out)} = {fn}({args}{into})")
+
+    def _buffer_bytes(self, var: Var) -> int:
+        return int(np.prod(var.aval.shape, dtype=np.int64)) * np.dtype(var.aval.dtype).itemsize
+
+    def _planned_buffer(self, var: Var) -> str | None:
+        """The expression of var's planned buffer, or None where var (or a view of it) is returned."""
+        if var.id in self.escaping:
+            return None
+        self.planned[var.id] = self.plan.assign(var.aval.shape, var.aval.dtype, self.start,
+                                                self.buffer_last.get(var.id, self.start))
+        return f"B[{self.planned[var.id]}]"
 
     def emit_group(self, group: list[Eqn], end: int):
         """A run of fusable equations (and sums of their values) as one generated kernel call."""
@@ -240,12 +268,18 @@ class _Codegen:
         out_names, in_place = [], {}
         for k, var in enumerate(outs):
             name = self.name(var)
-            buf = next((x for x in free if x.aval == var.aval), None)
+            returned = var.id in self.escaping  # what the program returns never lives in a planned buffer
+            buf = next((x for x in free if x.aval == var.aval and not (returned and x.id in self.planned)), None)
             if buf is None:
-                self.lines.append(f"{name} = np.empty({var.aval.shape!r}, {self.const(var.aval.dtype)})")
+                planned = self._planned_buffer(var)
+                self.lines.append(f"{name} = {planned}" if planned else
+                                  f"{name} = np.empty({var.aval.shape!r}, {self.const(var.aval.dtype)})")
                 out_names.append(f"{name}.reshape(-1)")
                 continue
             free.remove(buf)
+            if buf.id in self.planned:  # the output lives on in the input's planned buffer
+                self.planned[var.id] = self.planned[buf.id]
+                self.plan.extend(self.planned[var.id], self.buffer_last.get(var.id, end))
             src = self.names[buf.id]
             check = "_writable" if buf.id in self.donated else "_is_array"
             # The output overwrites the input it reads; a buffer we may not write is copied first.
@@ -259,8 +293,12 @@ class _Codegen:
         names = []
         for eqn, _, how in sums:
             name, aval = self.name(eqn.out), eqn.out.aval
-            self.lines.append(f"{name} = {'np.zeros' if how == 'lead' else 'np.empty'}({aval.shape!r}, "
-                              f"{self.const(aval.dtype)})")
+            planned = self._planned_buffer(eqn.out)
+            if planned is None:
+                self.lines.append(f"{name} = {'np.zeros' if how == 'lead' else 'np.empty'}({aval.shape!r}, "
+                                  f"{self.const(aval.dtype)})")
+            else:
+                self.lines.append(f"{name} = {planned}" + (f"; {name}.fill(0)" if how == "lead" else ""))
             names.append(f"{name}.reshape(-1)")
         return names
 
@@ -277,21 +315,37 @@ class _Codegen:
 
     def build(self) -> Callable:
         position = 0
-        for group in _groups(self.program.eqns):
+        for group in self.groups:
             end = position + len(group) - 1
-            if len(group) >= 2:
+            self.start = position
+            if len(group) >= 2 or self._single_kernel(group[0]):
                 self.emit_group(group, end)
             else:
                 self.emit_eqn(group[0])
             self.release(position, end)
             position = end + 1
-        outs = ", ".join(self.ref(o) for o in self.program.outs)
+        outs = [self.ref(o) for o in self.program.outs]
         args = ", ".join(f"a{i}" for i in range(len(self.program.in_vars)))
-        source = f"def run({args}):\n" + "".join(f"    {line}\n" for line in self.lines) + f"    return [{outs}]\n"
+        if self.plan.values:  # the planned buffers: taken for the call, given back however it ends
+            arenas = Arenas(self.plan)
+            self.namespace.update(_take=arenas.take, _give=arenas.give, _unplanned=unplanned)
+            outs = [f"_unplanned({o}, B)" if o.startswith("v") else o for o in outs]
+            body = ["B = _take()", "try:"] + [f"    {line}" for line in self.lines] + \
+                [f"    return [{', '.join(outs)}]", "finally:", "    _give(B)"]
+        else:
+            body = self.lines + [f"return [{', '.join(outs)}]"]
+        source = f"def run({args}):\n" + "".join(f"    {line}\n" for line in body)
         exec(compile(source, "<funcgrad.jit>", "exec"), self.namespace)  # noqa: S102  (our generated code)
         run = self.namespace["run"]
         run.source = source
+        run.planned_bytes = self.plan.nbytes
         return run
+
+    def _single_kernel(self, eqn: Eqn) -> bool:
+        """A lone elementwise equation with a large result runs as a one-step kernel, which writes
+        into a planned buffer (a NumPy call would allocate its result)."""
+        return eqn.out.id not in self.escaping and _splits(eqn) is not False and \
+            self._buffer_bytes(eqn.out) >= PLANNED_MIN_BYTES
 
 
 def _device_group(group: list[Eqn], needed: set[int], device_const) -> Callable:

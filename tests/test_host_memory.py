@@ -1,37 +1,145 @@
-"""funcgrad keeps freed host memory in malloc's free lists (cpu/host_memory.py): a step-sized
-array comes from the heap, not from a fresh mmap that would page-fault in again every step."""
+"""Host memory: importing funcgrad leaves malloc alone; an application may keep freed memory in
+malloc's free lists (cpu/host_memory.py, the command line does); jitted programs reuse planned
+buffers (arena.py) and so fault no fresh pages from call to call either way."""
 import ctypes
 import os
 import platform
 import subprocess
 import sys
+import threading
 
+import numpy as np
 import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.arena import Arenas, BufferPlan, unplanned
+
+from .helpers import assert_close
 
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 PROBE = """
-import ctypes, numpy as np, funcgrad
+import ctypes, sys, numpy as np, funcgrad
+from funcgrad.cpu import host_memory
 class Info(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
                                                  "fsmblks", "uordblks", "fordblks", "keepcost")]
 mallinfo2 = ctypes.CDLL(None).mallinfo2
 mallinfo2.restype = Info
+if sys.argv[1] == "keep":
+    host_memory.keep_freed_memory()
 before = mallinfo2().hblkhd
 a = np.empty(4 << 20, np.uint8)
-print(mallinfo2().hblkhd - before, funcgrad.cpu.host_memory.applied)
+print(mallinfo2().hblkhd - before, host_memory.applied)
 """
 
 
-def _mmapped_bytes_of_a_4mib_array(**env) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **env}, check=True)
+def _mmapped_bytes_of_a_4mib_array(keep: bool, **env) -> tuple[int, str]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, "keep" if keep else "import"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **env}, check=True)
     grew, applied = proc.stdout.split()
     return int(grew), applied
 
 
 @pytest.mark.skipif(not GLIBC or not hasattr(ctypes.CDLL(None), "mallinfo2"), reason="glibc >= 2.33 only")
-def test_a_4mib_array_comes_from_the_heap_and_the_opt_out_restores_mmap():
-    grew, applied = _mmapped_bytes_of_a_4mib_array()
-    assert (grew, applied) == (0, "True")
-    grew, applied = _mmapped_bytes_of_a_4mib_array(FUNCGRAD_MALLOC="system")
+def test_import_leaves_malloc_alone_and_keeping_freed_memory_is_opt_in():
+    grew, applied = _mmapped_bytes_of_a_4mib_array(keep=False)
+    assert grew >= 4 << 20 and applied == "False"  # glibc's default: a fresh mmap
+    assert _mmapped_bytes_of_a_4mib_array(keep=True) == (0, "True")
+    grew, applied = _mmapped_bytes_of_a_4mib_array(keep=True, FUNCGRAD_MALLOC="system")
     assert grew >= 4 << 20 and applied == "False"
+
+
+FAULTS = """
+import resource, numpy as np, funcgrad as fg
+from funcgrad import nn, optim
+from funcgrad.models import CNN
+model = CNN(28, 1, 10, dropout=0.0, key=fg.random.key(0))
+opt = optim.adamw(1e-3)
+x = fg.asarray(np.random.default_rng(0).standard_normal((64, 1, 28, 28)).astype(np.float32))
+y = fg.asarray(np.arange(64) % 10)
+def step(m, s):
+    loss, g = fg.value_and_grad(lambda m: nn.cross_entropy(m(x), y))(m)
+    u, s = opt.update(g, s, m)
+    return optim.apply_updates(m, u), s, loss
+step = fg.jit(step, donate_argnums=(0, 1))  # the new parameters and state take the old ones' buffers
+state = opt.init(model)
+for _ in range(3):
+    model, state, _ = step(model, state)
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(3):
+    model, state, _ = step(model, state)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / 3)
+"""
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's allocator")
+def test_a_jitted_cnn_step_faults_in_no_fresh_pages_under_the_default_allocator():
+    """Each step of the MNIST-size CNN moves ~40 MB of activations, window matrices and padded
+    inputs; without planned buffers and scratch glibc unmapped them on free and each step faulted
+    ~6,400 pages back in."""
+    proc = subprocess.run([sys.executable, "-c", FAULTS], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "FUNCGRAD_MALLOC": "system"}, check=True)
+    assert float(proc.stdout.split()[-1]) < 200
+
+
+def _two_layer(x, w):
+    h = fnp.tanh(x @ w)
+    return fnp.sum(h * h, axis=1), h @ w.T
+
+
+def test_planned_buffers_never_hold_what_a_call_returned():
+    """The second call reuses the first's buffers; what the first returned must not change."""
+    rng = np.random.default_rng(0)
+    x1, x2 = (rng.standard_normal((64, 300)).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal((300, 300)).astype(np.float32) * 0.1
+    jitted = fg.jit(_two_layer)
+    first = jitted(x1, w)
+    kept = [np.array(a) for a in first]
+    second = jitted(x2, w)
+    assert next(iter(jitted.cache.values())).run.planned_bytes >= 64 * 300 * 4
+    for got, want in zip(first, kept):
+        assert_close(got, want, rtol=0, atol=0)
+    for got, want in zip(second, _two_layer(fg.asarray(x2), fg.asarray(w))):
+        assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_concurrent_calls_take_their_own_buffers():
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((300, 300)).astype(np.float32) * 0.1
+    inputs = [rng.standard_normal((64, 300)).astype(np.float32) for _ in range(4)]
+    jitted = fg.jit(_two_layer)
+    jitted(inputs[0], w)
+    results, errors = {}, []
+
+    def worker(i):
+        try:
+            for _ in range(20):
+                results[i] = [np.array(a) for a in jitted(inputs[i], w)]
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i, x in enumerate(inputs):
+        for got, want in zip(results[i], _two_layer(fg.asarray(x), fg.asarray(w))):
+            assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_buffer_plan_reuses_dead_slots_and_the_guard_copies_escaped_views():
+    plan = BufferPlan()
+    a = plan.assign((100,), np.float32, start=0, end=2)
+    b = plan.assign((50,), np.float64, start=1, end=3)  # a is alive: a second slot
+    c = plan.assign((80,), np.float32, start=3, end=5)  # a is dead: its 400-byte slot
+    d = plan.assign((200,), np.float32, start=4, end=6)  # b is dead: its slot grows
+    assert [v[0] for v in plan.values] == [0, 1, 0, 1] and plan.slot_bytes == [400, 800]
+    buffers = Arenas(plan).take()
+    assert [buffers[i].shape for i in (a, b, c, d)] == [(100,), (50,), (80,), (200,)]
+    view = buffers[c][10:20]
+    copied = unplanned(view, buffers)
+    assert copied is not view and not np.shares_memory(copied, buffers[c])
+    fresh = np.ones(3)
+    assert unplanned(fresh, buffers) is fresh

@@ -41,3 +41,5 @@ def main() -> None:
       funcgrad profile mlp --steps 5 --out trace.json
       funcgrad info
     """
+    from funcgrad.cpu import host_memory
+    host_memory.keep_freed_memory()  # an application's choice, its own process (cpu/host_memory.py)

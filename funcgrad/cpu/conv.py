@@ -16,6 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from . import windows
+from .workspace import scratch
 
 CHUNK_BYTES = 4 << 20  # one chunk's window matrix: large enough for BLAS, small enough for cache
 
@@ -43,9 +44,18 @@ def col2im_into(cols: np.ndarray, out: np.ndarray, stride, dilation) -> None:
 
 
 def _padded(x: np.ndarray, padding) -> np.ndarray:
+    """x with zero borders, in scratch memory (valid until the next convolution on this thread)."""
     if not any(lo or hi for lo, hi in padding):
         return x
-    return np.pad(x, ((0, 0), (0, 0)) + tuple(padding))
+    (top, bottom), (left, right) = padding
+    n, c, h, w = x.shape
+    out = scratch("conv padded input", (n, c, h + top + bottom, w + left + right), x.dtype)
+    out[:, :, :top] = 0
+    out[:, :, top + h:] = 0
+    out[:, :, top:top + h, :left] = 0
+    out[:, :, top:top + h, left + w:] = 0
+    out[:, :, top:top + h, left:left + w] = x
+    return out
 
 
 def _chunk(image_bytes: int) -> int:
@@ -62,18 +72,22 @@ def _window_chunks(x, kernel, stride, padding, dilation, groups):
     step = _chunk(per_image * x.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        yield start, stop, np.ascontiguousarray(view[start:stop]).reshape(stop - start, groups, -1, ho * wo)
+        cols = scratch("conv windows", (stop - start,) + view.shape[1:], x.dtype)
+        np.copyto(cols, view[start:stop])
+        yield start, stop, cols.reshape(stop - start, groups, -1, ho * wo)
 
 
-def conv(x, weight, stride, padding, dilation, groups) -> np.ndarray:
-    """Cross-correlation: (N, O, Ho, Wo)."""
+def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
+    """Cross-correlation: (N, O, Ho, Wo) (into out, a C-contiguous array of that shape and the
+    operands' dtype, where one is given)."""
     out_ch, _, kh, kw = weight.shape
     n = x.shape[0]
     hp, wp = (size + lo + hi for size, (lo, hi) in zip(x.shape[2:], padding))
     ho, wo = output_size(hp, kh, stride[0], dilation[0]), output_size(wp, kw, stride[1], dilation[1])
     w = weight.reshape(groups, out_ch // groups, -1)
     dtype = np.result_type(x, weight)
-    out = np.empty((n, groups, out_ch // groups, ho * wo), dtype)
+    out = np.empty((n, groups, out_ch // groups, ho * wo), dtype) if out is None else \
+        out.reshape(n, groups, out_ch // groups, ho * wo)
     for start, stop, cols in _window_chunks(x, (kh, kw), stride, padding, dilation, groups):
         np.matmul(w, cols, out=out[start:stop])
     return out.reshape(n, out_ch, ho, wo)
@@ -86,7 +100,8 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndar
     acc = np.zeros((groups, out_ch // groups, x.shape[1] // groups * kernel[0] * kernel[1]), np.result_type(x, g))
     for start, stop, cols in _window_chunks(x, kernel, stride, padding, dilation, groups):
         # (n, G, 1, Og, P) @ (n, G, P, K) -> per image; summed over the chunk's images
-        acc += np.matmul(g[start:stop, :, 0], cols.transpose(0, 1, 3, 2)).sum(axis=0)
+        products = scratch("conv weight products", (stop - start,) + acc.shape, acc.dtype)
+        acc += np.matmul(g[start:stop, :, 0], cols.transpose(0, 1, 3, 2), out=products).sum(axis=0)
     return acc.reshape(out_ch, -1, kernel[0], kernel[1])
 
 
@@ -102,6 +117,8 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) ->
     step = _chunk(c_group * groups * kh * kw * ho * wo * out.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        cols = np.matmul(w_t, g[start:stop]).reshape(stop - start, -1, kh, kw, ho, wo)
+        cols = scratch("conv windows", (stop - start, groups, w_t.shape[1], ho * wo), dtype)
+        np.matmul(w_t, g[start:stop], out=cols)
+        cols = cols.reshape(stop - start, -1, kh, kw, ho, wo)
         col2im_into(cols.transpose(0, 1, 4, 5, 2, 3), out[start:stop], stride, dilation)
     return out[:, :, pt:pt + image_size[0], pl:pl + image_size[1]]

@@ -1,17 +1,20 @@
-"""Keep freed host memory in the process instead of giving it back to the OS after every step.
+"""Keep freed host memory in the process instead of giving it back to the OS after every step:
+an application's choice, which the funcgrad command line makes. Importing funcgrad changes nothing:
+a library must not change the allocator of its user's process, and jitted programs do not need it
+(their intermediates live in planned buffers, arena.py, and the convolutions' scratch in
+cpu/workspace.py). Eager code that frees and allocates megabytes each step does benefit.
 
 NumPy arrays live in glibc malloc's memory. glibc serves blocks above its mmap threshold with a
 fresh mmap and unmaps them when freed, and hands the free top of its heap back once it passes the
-trim threshold. A training loop frees the previous step's parameters, optimiser state and
-activations and allocates the next step's, so every step faults its megabytes back in, page by
-page; on a virtual machine a fault costs microseconds. The 784-256-10 MLP AdamW step spent more
-than half its time (5.3 ms of it against 2.3 ms) in those faults. Raising both thresholds keeps
-freed blocks in malloc's free lists for reuse, as jemalloc and tcmalloc (which PyTorch's tuning
-guide recommends preloading) do by default; blocks above MMAP_THRESHOLD still come and go with
-mmap, and a free heap top above TRIM_THRESHOLD is still returned.
+trim threshold. An eager training loop frees the previous step's activations and allocates the
+next step's, so every step faults its megabytes back in, page by page; on a virtual machine a
+fault costs microseconds (the eager MNIST-size CNN step: 134 ms instead of 114). Raising both
+thresholds keeps freed blocks in malloc's free lists for reuse, as jemalloc and tcmalloc (which
+PyTorch's tuning guide recommends preloading) do by default; blocks above MMAP_THRESHOLD still
+come and go with mmap, and a free heap top above TRIM_THRESHOLD is still returned.
 
-funcgrad applies this when it is imported, on glibc only; FUNCGRAD_MALLOC=system leaves malloc
-as it was (the memory a process holds then follows its live arrays more closely).
+keep_freed_memory() applies this on glibc only; with FUNCGRAD_MALLOC=system it leaves malloc as it
+was (the memory a process holds then follows its live arrays more closely).
 """
 from __future__ import annotations
 

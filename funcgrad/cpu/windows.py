@@ -146,12 +146,13 @@ def _interior_argmax(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int):
     return kernel
 
 
-def window_argmax(x: np.ndarray, kernel, stride, padding, dilation, out_hw) -> np.ndarray:
-    """int64 (N, C, Ho, Wo): where in each (H, W) plane of x each window's first maximum lies."""
+def window_argmax(x: np.ndarray, kernel, stride, padding, dilation, out_hw, out=None) -> np.ndarray:
+    """int64 (N, C, Ho, Wo): where in each (H, W) plane of x each window's first maximum lies
+    (written into out, a C-contiguous array of that shape, where one is given)."""
     if x.dtype not in (np.float32, np.float64) and x.dtype.kind not in "biu":
         x = x.astype(np.float32)  # float16 and bfloat16 widen exactly: the same order, the same maxima
     x = np.ascontiguousarray(x)
-    out = np.empty(x.shape[:2] + tuple(out_hw), np.int64)
+    out = np.empty(x.shape[:2] + tuple(out_hw), np.int64) if out is None else out
     if not out.size:
         return out
     ph, pw = (lo for lo, _ in padding)
@@ -161,18 +162,32 @@ def window_argmax(x: np.ndarray, kernel, stride, padding, dilation, out_hw) -> n
     return out
 
 
-def scatter_rows(g: np.ndarray, index: np.ndarray, width: int) -> np.ndarray:
-    """(M, width) zeros with g (M, P) added at columns index (M, P) of each row."""
+def scatter_rows(g: np.ndarray, index: np.ndarray, width: int, out=None) -> np.ndarray:
+    """(M, width) zeros with g (M, P) added at columns index (M, P) of each row (into out, a
+    C-contiguous (M, width) array of g's dtype, where one is given)."""
     work = g.dtype if g.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    out = np.zeros((g.shape[0], width), work)
-    _kernels()[3](np.ascontiguousarray(g, work), np.ascontiguousarray(index), out)
-    return out.astype(g.dtype, copy=False)
+    if out is not None and out.dtype == work:
+        acc = out
+        acc.fill(0)
+    else:
+        acc = np.zeros((g.shape[0], width), work)
+    _kernels()[3](np.ascontiguousarray(g, work), np.ascontiguousarray(index), acc)
+    if out is None:
+        return acc.astype(g.dtype, copy=False)
+    if acc is not out:
+        out[...] = acc
+    return out
 
 
-def gather_rows(x: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """x[m, index[m, p]] for every row m of x (M, width) and position p of index (M, P)."""
+def gather_rows(x: np.ndarray, index: np.ndarray, out=None) -> np.ndarray:
+    """x[m, index[m, p]] for every row m of x (M, width) and position p of index (M, P) (into
+    out, a C-contiguous array of index's shape, where one is given)."""
     if x.dtype not in (np.float32, np.float64):
-        return np.take_along_axis(x, index, axis=1)
-    out = np.empty(index.shape, x.dtype)
+        result = np.take_along_axis(x, index, axis=1)
+        if out is None:
+            return result
+        out[...] = result
+        return out
+    out = np.empty(index.shape, x.dtype) if out is None else out
     _kernels()[4](np.ascontiguousarray(x), np.ascontiguousarray(index), out)
     return out

@@ -155,7 +155,7 @@ def _merge(x, axis: int):
 
 
 conv_p = Primitive("conv", _low_precision_matmul(cpu_conv.conv), shape_rule=_conv_shape, batch_rule=_conv_batch("iwi"),
-                   cuda="conv", fresh=True)
+                   cuda="conv", fresh=True, writes_into=True)
 conv_input_grad_p = Primitive("conv_input_grad", _low_precision_matmul(cpu_conv.conv_input_grad),
                               shape_rule=_input_grad_shape, batch_rule=_conv_batch("iwi"), cuda="conv_input_grad")
 conv_weight_grad_p = Primitive("conv_weight_grad", _low_precision_matmul(cpu_conv.conv_weight_grad),
@@ -189,9 +189,9 @@ def _window_argmax_shape(x, *, kernel, stride, padding, dilation):
     return ShapedArray(x.shape[:2] + hw, np.int64)
 
 
-def _window_argmax_impl(x, kernel, stride, padding, dilation):
+def _window_argmax_impl(x, kernel, stride, padding, dilation, out=None):
     hw = window_output_hw(x.shape[2:], kernel, stride, padding, dilation, "window_argmax")
-    return windows.window_argmax(x, kernel, stride, padding, dilation, hw)
+    return windows.window_argmax(x, kernel, stride, padding, dilation, hw, out)
 
 
 def _planes(x, index):
@@ -212,21 +212,24 @@ def _scatter_plane_shape(g, index, *, plane):
     return ShapedArray(tuple(g.shape[:2]) + tuple(plane), g.dtype)
 
 
-def _gather_plane_impl(x, index):
+def _gather_plane_impl(x, index, out=None):
     rows, positions = _planes(x, index)
-    return windows.gather_rows(rows, positions).reshape(index.shape)
+    into = None if out is None else out.reshape(positions.shape)
+    return windows.gather_rows(rows, positions, into).reshape(index.shape)
 
 
-def _scatter_plane_impl(g, index, plane):
+def _scatter_plane_impl(g, index, plane, out=None):
     rows, positions = _planes(g, index)
-    return windows.scatter_rows(rows, positions, plane[0] * plane[1]).reshape(g.shape[:2] + tuple(plane))
+    into = None if out is None else out.reshape(rows.shape[0], plane[0] * plane[1])
+    return windows.scatter_rows(rows, positions, plane[0] * plane[1], into).reshape(g.shape[:2] + tuple(plane))
 
 
 window_argmax_p = Primitive("window_argmax", _window_argmax_impl, shape_rule=_window_argmax_shape,
-                            batch_rule=_batch_into_n, cuda="window_argmax", fresh=True, differentiable=False)
+                            batch_rule=_batch_into_n, cuda="window_argmax", fresh=True, writes_into=True,
+                            differentiable=False)
 gather_plane_p = Primitive("gather_plane", _gather_plane_impl, shape_rule=_gather_plane_shape,
-                           batch_rule=_batch_into_n, cuda="gather_plane", fresh=True)
+                           batch_rule=_batch_into_n, cuda="gather_plane", fresh=True, writes_into=True)
 scatter_plane_p = Primitive("scatter_plane", _scatter_plane_impl, shape_rule=_scatter_plane_shape,
-                            batch_rule=_batch_into_n, cuda="scatter_plane", fresh=True)
+                            batch_rule=_batch_into_n, cuda="scatter_plane", fresh=True, writes_into=True)
 deflinear(gather_plane_p, lambda g, out, x, index: scatter_plane_p(g, index, plane=x.shape[2:]))
 deflinear(scatter_plane_p, lambda g, out, values, index, plane: gather_plane_p(g, index))

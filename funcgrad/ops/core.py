@@ -76,13 +76,13 @@ def aval(x):
 class Primitive:
     """An operation and everything the transforms and backends need to know about it."""
     __slots__ = ("name", "impl", "shape_rule", "batch_rule", "cuda", "_cuda_impl", "scalar", "fresh", "ordered",
-                 "differentiable", "vjps", "vjp_argnum", "vjp_joint", "jvps", "jvp_argnum", "jvp_joint")
+                 "writes_into", "differentiable", "vjps", "vjp_argnum", "vjp_joint", "jvps", "jvp_argnum", "jvp_joint")
 
     __call__ = bind  # prim(*args, **params) is bind(prim, *args, **params)
 
     def __init__(self, name: str, impl: Callable, *, shape_rule: Callable, batch_rule: Callable, cuda: str,
                  scalar: Callable | None = None, fresh: bool = False, ordered: bool = False,
-                 differentiable: bool = True):
+                 writes_into: bool = False, differentiable: bool = True):
         if name in registry:
             raise ValueError(f"primitive {name!r} is defined twice")
         self.name = name
@@ -97,6 +97,9 @@ class Primitive:
         # ordered: it talks to other processes (a collective), so jit runs it where the program
         # does, in order, never folded, merged or dropped, and moves no work across it
         self.ordered = ordered
+        # writes_into: the CPU implementation also takes out=, a C-contiguous array of the output's
+        # shape and dtype, and writes its result there (jit's planned buffers, funcgrad/arena.py)
+        self.writes_into = writes_into
         self.differentiable = differentiable
         self.vjps: tuple | None = None
         self.vjp_argnum: Callable | None = None

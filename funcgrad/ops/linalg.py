@@ -24,12 +24,16 @@ def _low_precision_matmul(fn):
     """bf16/fp16 operands multiply in float32 and round the result once, as PyTorch on the CPU.
     precision (autocast): round the operands to that dtype first; the result has out_dtype
     (default: precision). A gradient for a float32 parameter asks for float32 directly."""
-    def impl(*operands, precision=None, out_dtype=None, **params):
+    def impl(*operands, precision=None, out_dtype=None, out=None, **params):
         dtype = precision or operands[0].dtype
         if dtype in dtypes.low_precision:
             rounded = (np.asarray(o).astype(dtype).astype(np.float32) for o in operands)
-            return fn(*rounded, **params).astype(out_dtype or dtype)
-        return fn(*operands, **params)
+            result = fn(*rounded, **params).astype(out_dtype or dtype)
+            if out is None:
+                return result
+            out[...] = result
+            return out
+        return fn(*operands, **params) if out is None else fn(*operands, out=out, **params)
     return impl
 
 
@@ -55,17 +59,18 @@ def _matmul_shape(a, b, *, precision=None, out_dtype=None):
 
 # matmul_p takes operands of rank >= 2 with broadcastable batch dimensions.
 # precision=None, or the autocast dtype the product is computed in.
-def _matmul(a, b):
+def _matmul(a, b, out=None):
     if np.ndim(a) >= 2 and np.ndim(b) >= 2 and np.shape(a)[-1] == 1:  # nothing to sum: a broadcast
-        return np.multiply(a, b)  # at memory speed: NumPy's matmul would run a K=1 gemm per matrix
+        return np.multiply(a, b, out=out)  # at memory speed: NumPy's matmul would run a K=1 gemm per matrix
     if np.ndim(a) > 2 and np.ndim(b) == 2:  # a stack times one matrix (x @ W): one GEMM of all rows,
         rows = np.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))  # where NumPy would run a GEMM per matrix
-        return np.matmul(rows, b).reshape(a.shape[:-1] + (b.shape[-1],))
-    return np.matmul(a, b)
+        into = None if out is None else out.reshape(rows.shape[0], b.shape[-1])
+        return np.matmul(rows, b, out=into).reshape(a.shape[:-1] + (b.shape[-1],))
+    return np.matmul(a, b, out=out)
 
 
 matmul_p = Primitive("matmul", _low_precision_matmul(_matmul), shape_rule=_matmul_shape, batch_rule=batch_elementwise,
-                     cuda="matmul", fresh=True)
+                     cuda="matmul", fresh=True, writes_into=True)
 def _matmul_rhs_cotangent(g, out, a, b, **p):
     if len(b.shape) == 2 and len(a.shape) > 2:  # one matrix for a stack: the stack's rows are summed over,
         rows = math.prod(a.shape[:-1])  # in one GEMM rather than a GEMM per matrix and a sum

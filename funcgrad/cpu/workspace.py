@@ -1,0 +1,28 @@
+"""Scratch memory that CPU kernels reuse from call to call (cuDNN's workspace, oneDNN's
+scratchpad): a convolution's window matrix of a chunk of images is megabytes that live only inside
+one call, and asking malloc for them each time faults them in page by page once glibc has handed
+the previous ones back to the OS. Each thread keeps one buffer per named use, grown as needed;
+buffers above MAX_BYTES are not kept, so what stays held is bounded."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+MAX_BYTES = 32 << 20
+
+_local = threading.local()
+
+
+def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array: the calling thread's buffer for `name`, which the next
+    call with this name overwrites (so a kernel takes one per use it holds at once)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes > MAX_BYTES:
+        return np.empty(shape, dtype)
+    buffers = _local.__dict__.setdefault("buffers", {})
+    buffer = buffers.get(name)
+    if buffer is None or buffer.nbytes < nbytes:
+        buffer = buffers[name] = np.empty(max(nbytes, 1), np.uint8)
+    return buffer[:nbytes].view(dtype).reshape(shape)
