@@ -9,11 +9,14 @@ and HIPS autograd, whichever are installed, on the same data in one run.
 (f) case (c)'s CNN at MNIST size: 28x28 images, batch 64
 (g) a GPT step at a realistic small size: dim 128, 4 heads, 2 blocks, sequence 64, batch 16, vocab 64
 
-    python benchmarks/step.py [--rounds N] [--no-compile]
+    python benchmarks/step.py [--rounds N] [--no-compile] [--cases c,f,g] [--keep-freed-memory]
 Each case is timed for every implementation in turns (blocks of calls, a pause between them so
 one library's spinning threads do not slow the next), so drift in the machine's speed hits all
 alike; medians of the blocks' time per call. Ratios are time / funcgrad jit in the same round, the
 median over rounds (above 1: slower): steadier than a ratio of medians on a machine whose speed drifts.
+All libraries share the process and so its allocator: glibc's defaults unless --keep-freed-memory,
+which raises malloc's thresholds for every one of them (funcgrad.cpu.host_memory; PyTorch's eager
+CNN steps are the ones it speeds up most).
 """
 from __future__ import annotations
 
@@ -304,7 +307,12 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=7, help="timed blocks per implementation and case")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow to build)")
     parser.add_argument("--cases", default="", help="comma-separated case letters to run (default: all), e.g. c,f,g")
+    parser.add_argument("--keep-freed-memory", action="store_true",
+                        help="raise glibc's mmap and trim thresholds for the whole process first")
     args = parser.parse_args(argv)
+    if args.keep_freed_memory:
+        from funcgrad.cpu import host_memory
+        host_memory.keep_freed_memory()
     chosen = {c.strip() for c in args.cases.split(",") if c.strip()}
     unknown = chosen - {case.split(":")[0] for case in CASES}
     if unknown:
