@@ -97,7 +97,14 @@ def _unary(name: str, impl, scalar, deriv=None, shape_rule=None, real_numbers: b
 
 class _NumPyFunctions:
     """What a derivative formula calls when it runs on NumPy arrays (scalar.py's names)."""
-    where = np.where
+
+    @staticmethod
+    def where(c, a, b):
+        """np.where; where(c, a, 0) with a finite as a * c, which runs several times faster on
+        large arrays (14 ms against 2 for relu's 3.2M-element cotangent; inf * 0 would be NaN)."""
+        if isinstance(b, int) and b == 0 and isinstance(a, np.ndarray) and np.isfinite(a).all():
+            return a * c
+        return np.where(c, a, b)
 
 
 def _fused_vjp(name: str, formula, of: str, real_numbers: bool = False) -> tuple[Primitive, str]:
