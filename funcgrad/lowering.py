@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .arena import Arenas, BufferPlan, unplanned
-from .array import Array, ExternalValue
+from .array import Array
 from .cpu import fusion
 from .ops import layout, scalar
 from .ops import linalg as L
@@ -370,14 +370,9 @@ def _device_group(group: list[Eqn], needed: set[int], device_const) -> Callable:
     outputs = tuple(j for j, eqn in enumerate(group) if eqn.out.id in needed)
     shape = group[0].out.aval.shape
 
-    def kind(x):
-        if isinstance(x, Var):
-            return x.aval.dtype
-        return x.dtype if isinstance(x, ExternalValue) else (None if x is None else type(x))
-    kinds = tuple(kind(x) for x in externals)
-
     def run(env):
-        operands = [env[x] if isinstance(x, Var) else x for x in externals]
+        # kinds from the values: a 0-d input may be a host scalar beside the device arrays
+        operands, kinds = elementwise.as_operands([env[x] if isinstance(x, Var) else x for x in externals])
         outs = [empty(shape, steps[j][3]) for j in outputs]
         elementwise.run_chain(kinds, tuple(steps), outputs, operands, shape, outs)
         for j, out in zip(outputs, outs):
@@ -399,7 +394,7 @@ def device_runner(program: Program, platform: str) -> Callable:
 
     last = last_uses(program)
     runs, group_of, position = [], {}, 0  # group_of: equation index -> index of its run
-    for group in _groups(program.eqns, scalars=False, sums=False):
+    for group in _groups(program.eqns, sums=False):
         end = position + len(group)
         group_of.update((i, len(runs)) for i in range(position, end))
         if len(group) >= 2:

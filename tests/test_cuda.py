@@ -270,3 +270,28 @@ def test_jit_fuses_elementwise_chains_into_one_device_kernel(monkeypatch):
     for e, j in zip(eager, fused):
         assert j.device == "cuda:0" and j.dtype == e.dtype
         np.testing.assert_allclose(j.numpy(), e.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_jit_fuses_an_optimisers_scalar_chain_on_the_device():
+    """An AdamW step's 0-d equations (step count, bias corrections, learning rate) run as one
+    kernel, as on the CPU, and host 0-d values among them are passed as scalars: the jitted MLP
+    step launched 38 kernels before, 27 now (#15 aims at 16)."""
+    opt = optim.adamw(1e-3)
+    model = nn.MLP(4, [8], 3, key=fg.random.key(0))  # the simulator runs a thread per element
+    batch = (fg.asarray(rng.standard_normal((4, 4)).astype(np.float32)), fg.asarray(np.arange(4) % 3))
+
+    def step(m, s, batch):
+        loss, g = fg.value_and_grad(lambda m: nn.cross_entropy(m(batch[0]), batch[1]))(m)
+        u, s = opt.update(g, s, m)
+        return optim.apply_updates(m, u), s, loss
+    jitted = fg.jit(step)
+    on_device = fg.device_put((model, opt.init(model), batch), "cuda")
+    m, s, _ = jitted(*on_device)
+    fg.cuda.reset_launch_count()
+    m, s, loss = jitted(m, s, on_device[2])
+    assert fg.cuda.launch_count() <= 27
+    cm, cs, _ = jitted(model, opt.init(model), batch)  # the same program on the CPU
+    cm, cs, closs = jitted(cm, cs, batch)
+    np.testing.assert_allclose(loss.numpy(), closs.numpy(), rtol=1e-5)
+    for a, b in zip(fg.tree_leaves(m), fg.tree_leaves(cm)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)

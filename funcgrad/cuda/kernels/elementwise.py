@@ -136,10 +136,11 @@ def chain_kernel(kinds: tuple, steps: tuple, outputs: tuple):
     return compile_source(chain_source(kinds, steps, outputs))
 
 
-def _scalar_value(x):
-    if isinstance(x, np.ndarray):
-        return x.item()
-    return x
+def as_operands(values: list) -> tuple[list, tuple]:
+    """Values as run_chain takes them (a host 0-d array, which combines with device arrays, as a
+    Python scalar) and their kinds."""
+    values = [x.item() if isinstance(x, np.ndarray) else x for x in values]
+    return values, tuple(_kind(x) for x in values)
 
 
 def run_chain(kinds: tuple, steps: tuple, outputs: tuple, operands: list, shape: tuple,
@@ -170,12 +171,11 @@ def apply(op, operands: list, out_dtype: np.dtype, params: dict | None = None,
     DeviceValues, Python scalars or None. out may be a view that is also an operand (accumulation in
     place: col2im)."""
     params = params or {}
-    operands = [_scalar_value(x) for x in operands]
+    operands, kinds = as_operands(operands)
     if shape is None:
         shape = np.broadcast_shapes(*(x.shape for x in operands if isinstance(x, DeviceValue)))
     if out is None:
         out = empty(shape, out_dtype)
-    kinds = tuple(_kind(x) for x in operands)
     step = (scalar_of(op), tuple(sorted(params.items())), tuple(("in", k) for k in range(len(kinds))), out.dtype)
     return run_chain(kinds, (step,), (0,), operands, tuple(shape), [out])[0]
 
