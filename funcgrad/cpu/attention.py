@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .rows import row_kernels
+from .workspace import scratch
 
 BLOCK_BYTES = 8 << 20  # the scores of one block of query rows, over the whole batch
 
@@ -24,7 +25,9 @@ def _block_rows(batch: int, lq: int, lk: int, itemsize: int) -> int:
 
 
 def _probs(q, k_t, bias, scale, causal, r0, r1):
-    s = np.matmul(q[:, r0:r1], k_t)
+    """The probabilities of query rows r0 .. r1, in scratch memory (the workspace's)."""
+    s = scratch("attention scores", (q.shape[0], r1 - r0, k_t.shape[-1]), np.result_type(q, k_t))
+    np.matmul(q[:, r0:r1], k_t, out=s)
     row_kernels().attention_probs(s, bias, s.dtype.type(scale), causal, r0, s.dtype.type(0))
     return s
 
@@ -45,20 +48,37 @@ def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_gra
     (Lq * Lk values) when score_grad."""
     batch, lq, _ = q.shape
     lk = k.shape[1]
-    dq, dk, dv = np.empty_like(q), np.zeros_like(k), np.zeros_like(v)
-    ds_all = np.empty((batch, lq, lk), q.dtype) if score_grad else None
+    shapes = [q.shape[1:], k.shape[1:], v.shape[1:]] + ([(lq, lk)] if score_grad else [])
+    packed = np.empty((batch, sum(a * b for a, b in shapes)), q.dtype)
+    views, start = [], 0  # dq, dk, dv (and the score gradient): written in place in the packed result
+    for a, b in shapes:
+        views.append(packed[:, start:start + a * b].reshape(batch, a, b))
+        start += a * b
+    dq, dk, dv = views[:3]
     delta = np.einsum("bid,bid->bi", g, out)[..., None]  # rowsum(dP * P) = rowsum(g * out)
     k_t, v_t = k.transpose(0, 2, 1), v.transpose(0, 2, 1)
     step = _block_rows(batch, lq, lk, q.itemsize)
     for r0 in range(0, lq, step):
         r1 = min(lq, r0 + step)
         p = _probs(q, k_t, bias, scale, causal, r0, r1)
-        dv += np.matmul(p.transpose(0, 2, 1), g[:, r0:r1])
-        ds = p * (np.matmul(g[:, r0:r1], v_t) - delta[:, r0:r1])  # the softmax's Jacobian applied
+        _into(np.matmul, p.transpose(0, 2, 1), g[:, r0:r1], dv, accumulate=r0 > 0)
+        ds = scratch("attention score gradient", p.shape, p.dtype)
+        np.matmul(g[:, r0:r1], v_t, out=ds)
+        np.subtract(ds, delta[:, r0:r1], out=ds)
+        np.multiply(ds, p, out=ds)  # the softmax's Jacobian applied
         if score_grad:
-            ds_all[:, r0:r1] = ds
+            views[3][:, r0:r1] = ds
         ds *= scale
         np.matmul(ds, k, out=dq[:, r0:r1])
-        dk += np.matmul(ds.transpose(0, 2, 1), q[:, r0:r1])
-    parts = [dq, dk, dv] + ([ds_all] if score_grad else [])
-    return np.concatenate([p.reshape(batch, -1) for p in parts], axis=1)
+        _into(np.matmul, ds.transpose(0, 2, 1), q[:, r0:r1], dk, accumulate=r0 > 0)
+    return packed
+
+
+def _into(op, a, b, out, accumulate: bool) -> None:
+    """out = op(a, b), or out += op(a, b) through scratch memory (blocks after the first)."""
+    if not accumulate:
+        op(a, b, out=out)
+        return
+    partial = scratch("attention partial", out.shape, out.dtype)
+    op(a, b, out=partial)
+    out += partial
