@@ -8,6 +8,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from funcgrad import nn
 from funcgrad.ops import core
 from funcgrad.ops import elementwise as E
 from funcgrad.ops import reductions as R
@@ -382,6 +383,17 @@ def test_attention_and_its_fused_gradients():
     same(*both(lambda *a: F.scaled_dot_product_attention(*a, is_causal=True), q, k, v, bias), tol=1e-5)
     for c, g in zip(*both(lambda *a: fg.grad(loss, argnums=(0, 1, 2, 3))(*a), q, k, v, bias)):
         same(c, g, tol=1e-4)
+
+
+def test_layer_and_rms_norm_and_their_fused_gradients():
+    """norm and norm_grad on the device (sums and elementwise kernels composed)."""
+    x = (rng.standard_normal((3, 2, 7)) * 2 + 1).astype(np.float32)
+    w, t = rng.standard_normal(7).astype(np.float32), rng.standard_normal((3, 2, 7)).astype(np.float32)
+    for f in (lambda x, w: nn.layer_norm(x, 7, w, w), lambda x, w: nn.rms_norm(x, (2, 7), w[None].repeat(2, 0))):
+        same(*both(f, x, w), tol=1e-5)
+        for c, g in zip(*both(lambda *a: fg.grad(lambda x, w: fnp.sum(f(x, w) * a[2]), argnums=(0, 1))(*a[:2]),
+                              x, w, t)):
+            same(c, g, tol=1e-4)
 
 
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "all", "any"])

@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes
 from ..ops import attention as A
 from ..ops import fft as F
+from ..ops import normalization as N
 from ..ops import shape as S
 from ..ops.conv import window_output_hw
 from ..ops.core import aval
@@ -275,6 +276,16 @@ def attention_grads(q, k, v, bias, out, g, scale, causal, score_grad):
     parts = A.composed_grads(g, q, k, v, bias, scale, causal, _on_device)[:4 if score_grad else 3]
     lead = q.shape[:-2]
     return concatenate(*[reshape(x, lead + (-1,)) for x in parts], axis=len(lead))
+
+
+# ---- layer / RMS normalisation: the composition of sums and elementwise steps on the device -----
+def norm(x, eps, center):
+    return N.composed(_device(x), eps, center, _on_device)
+
+
+def norm_grad(x, g, eps, center):
+    x, g = _device(x), _device(g)
+    return N.composed_linear(g, N.composed(x, eps, center, _on_device), x, eps, center, _on_device)
 
 
 # ---- fft: DFT matrix products on the matmul kernel (numba has no FFT) -------------------------

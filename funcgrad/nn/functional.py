@@ -12,6 +12,7 @@ from .. import random
 from ..ops import attention as A
 from ..ops import conv as C
 from ..ops import elementwise as E
+from ..ops import normalization as N
 from ..ops import reductions as R
 from ..numpy import linalg
 from ..trace import bind
@@ -361,10 +362,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"layer_norm over {shape} needs input ending in those axes, got {x.shape}")
-    axes = tuple(range(x.ndim - len(shape), x.ndim))
-    centered = x - fnp.mean(x, axis=axes, keepdims=True)
-    var = fnp.mean(centered * centered, axis=axes, keepdims=True)
-    out = centered * (1.0 / fnp.sqrt(var + eps))
+    out = _normalized(x, shape, eps, center=True)
     if weight is not None:
         out = out * weight
     return out if bias is None else out + bias
@@ -377,10 +375,18 @@ def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"rms_norm over {shape} needs input ending in those axes, got {x.shape}")
-    axes = tuple(range(x.ndim - len(shape), x.ndim))
     eps = float(np.finfo(x.dtype).eps) if eps is None else eps
-    out = x * (1.0 / fnp.sqrt(fnp.mean(x * x, axis=axes, keepdims=True) + eps))
+    out = _normalized(x, shape, eps, center=False)
     return out if weight is None else out * weight
+
+
+def _normalized(x, shape: tuple, eps: float, center: bool):
+    """x normalised over its trailing `shape` axes: one fused primitive over them flattened."""
+    if len(shape) == 1:
+        return bind(N.norm_p, x, eps=float(eps), center=center)
+    lead = tuple(x.shape[:x.ndim - len(shape)])
+    flat = fnp.reshape(x, lead + (int(np.prod(shape, dtype=np.int64)),))
+    return fnp.reshape(bind(N.norm_p, flat, eps=float(eps), center=center), x.shape)
 
 
 def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5):

@@ -1,0 +1,61 @@
+"""The numba kernels of norms.py, at module level so numba caches them on disk. Sums accumulate
+in float64 through helpers compiled with reassociation allowed, so their loops vectorise (a serial
+float64 sum waits four cycles per element)."""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _sum(row):
+    total = 0.0
+    for j in range(row.shape[0]):
+        total += row[j]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _sum_of_squares(row, shift):
+    total = 0.0
+    for j in range(row.shape[0]):
+        d = row[j] - shift
+        total += d * d
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _sum_of_products(a, b):
+    total = 0.0
+    for j in range(a.shape[0]):
+        total += a[j] * b[j]
+    return total
+
+
+@njit(inline="always", error_model="numpy")
+def _statistics(row, eps, center):
+    """The row's mean (0 when not centred) and 1 / sqrt(variance + eps), the variance biased."""
+    n = row.shape[0]
+    mean = _sum(row) / n if center else 0.0
+    return mean, 1.0 / np.sqrt(_sum_of_squares(row, mean) / n + eps)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def normalize(x, out, eps, center):
+    for r in range(x.shape[0]):
+        mean, rstd = _statistics(x[r], eps, center)
+        for j in range(x.shape[1]):
+            out[r, j] = (x[r, j] - mean) * rstd
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def normalize_grad(x, g, out, eps, center):
+    """out = rstd * (g - mean(g) - xhat * mean(g * xhat)) per row (no mean(g) term uncentred):
+    the normalisation's Jacobian, rstd (I - 1/n - xhat xhat^T / n), applied to g."""
+    n = x.shape[1]
+    for r in range(x.shape[0]):
+        mean, rstd = _statistics(x[r], eps, center)
+        for j in range(n):  # xhat, kept in out until the sums are known
+            out[r, j] = (x[r, j] - mean) * rstd
+        g_mean = _sum(g[r]) / n if center else 0.0
+        projection = _sum_of_products(g[r], out[r]) / n
+        for j in range(n):
+            out[r, j] = rstd * (g[r, j] - g_mean - out[r, j] * projection)

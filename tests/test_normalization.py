@@ -1,0 +1,91 @@
+"""Layer and RMS normalisation as one fused primitive (ops/normalization.py): values against NumPy,
+gradients against central differences (first order through the fused backward kernel, second
+order through the composed rule), jvp, vmap, jit and the device."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import nn
+from funcgrad.ops import normalization as N
+
+from .helpers import assert_close, numeric_grad
+
+rng = np.random.default_rng(0)
+
+
+def _reference(x, axes, eps, center):
+    mean = x.mean(axis=axes, keepdims=True) if center else 0.0
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+
+
+CASES = [((7, 5), 5, 1e-5), ((3, 4, 6), (4, 6), 1e-5), ((2, 1), 1, 1e-3), ((4, 9), 9, 0.0)]
+
+
+@pytest.mark.parametrize("shape, normalized, eps", CASES)
+@pytest.mark.parametrize("center", [True, False])
+def test_values_and_both_orders_of_gradient(shape, normalized, eps, center):
+    x = rng.standard_normal(shape) * 3 + 1
+    w = rng.standard_normal(np.shape(np.empty(normalized if isinstance(normalized, tuple) else (normalized,))))
+    axes = tuple(range(len(shape) - np.ndim(np.empty(normalized if isinstance(normalized, tuple) else (normalized,))),
+                       len(shape)))
+    if center:
+        f = lambda x, w: nn.layer_norm(x, normalized, w, w * 0.5, eps=eps)  # noqa: E731
+        ref = _reference(x, axes, eps, True) * w + w * 0.5
+    else:
+        f = lambda x, w: nn.rms_norm(x, normalized, w, eps=eps)  # noqa: E731
+        ref = _reference(x, axes, eps, False) * w
+    assert_close(f(x, w), ref, rtol=1e-12, atol=1e-12)
+    g = rng.standard_normal(shape)
+    loss = lambda x, w: fnp.sum(f(x, w) * g)  # noqa: E731
+    with fg.profiler.profile() as prof:
+        dx, dw = fg.grad(loss, argnums=(0, 1))(x, w)
+    assert "norm_grad" in {r["name"] for r in prof.key_averages()}  # the fused backward pass
+    assert_close(dx, numeric_grad(lambda v: np.sum(_ref_fn(v, axes, eps, center, w) * g), x), rtol=1e-6, atol=1e-7)
+    assert_close(dw, numeric_grad(lambda v: np.sum(_ref_fn(x, axes, eps, center, v) * g), w), rtol=1e-6, atol=1e-7)
+    if shape[-1] > 1 and eps > 0:  # second order: the rule composes primitives once g is differentiated
+        hess_row = fg.grad(lambda x: fnp.sum(fg.grad(loss)(x, w) ** 2))(x)
+        first = lambda v: _vjp_reference(v, g * w, axes, eps, center)  # noqa: E731
+        assert_close(hess_row, numeric_grad(lambda v: np.sum(first(v) ** 2), x), rtol=1e-5, atol=1e-6)
+
+
+def _vjp_reference(x, g, axes, eps, center):
+    """PyTorch's layer-norm backward formula: rstd (g - mean(g) - xhat mean(g xhat))."""
+    mean = x.mean(axis=axes, keepdims=True) if center else 0.0
+    rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+    xhat = (x - mean) * rstd
+    g_mean = g.mean(axis=axes, keepdims=True) if center else 0.0
+    return rstd * (g - g_mean - xhat * (g * xhat).mean(axis=axes, keepdims=True))
+
+
+def _ref_fn(x, axes, eps, center, w):
+    out = _reference(x, axes, eps, center) * w
+    return out + w * 0.5 if center else out
+
+
+def test_jvp_vmap_jit_and_a_constant_row():
+    x = rng.standard_normal((6, 8))
+    x[2] = 4.0  # zero variance: normalised to 0 with finite gradients, as PyTorch's (eps > 0)
+    t = rng.standard_normal((6, 8))
+    f = lambda x: nn.layer_norm(x, 8)  # noqa: E731
+    out, tangent = fg.jvp(f, (x,), (t,))
+    assert_close(out[2], np.zeros(8), atol=1e-12)
+    step = 1e-6
+    assert_close(tangent, (_reference(x + step * t, (1,), 1e-5, True) - _reference(x - step * t, (1,), 1e-5, True))
+                 / (2 * step), rtol=1e-5, atol=1e-6)
+    assert np.isfinite(np.asarray(fg.grad(lambda x: fnp.sum(f(x) * t))(x))).all()
+    batched = fg.vmap(f, in_axes=1, out_axes=1)(np.stack([x, 2 * x], axis=1))
+    assert_close(batched, np.stack([f(x), f(2 * x)], axis=1), rtol=1e-12, atol=1e-12)
+    loss = lambda x: fnp.sum(nn.rms_norm(x, 8, eps=1e-6) * t)  # noqa: E731
+    assert_close(fg.jit(fg.grad(loss))(x), fg.grad(loss)(x), rtol=1e-12, atol=1e-12)
+
+
+def test_low_precision_and_bad_input():
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    half = nn.layer_norm(fg.asarray(x).astype(fg.bfloat16), 16)
+    assert half.dtype == fg.bfloat16
+    assert_close(half.astype(fg.float32), _reference(x, (1,), 1e-5, True), rtol=2e-2, atol=2e-2)
+    with pytest.raises(TypeError, match="int64"):
+        N.norm_p(fg.asarray(np.arange(6).reshape(2, 3)), eps=1e-5, center=True)
+    with pytest.raises(ValueError, match="cotangent of shape"):
+        N.norm_grad_p(fg.asarray(x), fg.asarray(x[:2]), eps=1e-5, center=True)
