@@ -7,8 +7,10 @@ so long sequences take memory linear in Lq. The backward pass recomputes each bl
 probabilities rather than storing them (as flash attention does), and returns the gradients of
 q, k and v (and of the scores, for an additive bias that needs one) packed per batch element.
 
-Arrays: q (B, Lq, D), k (B, Lk, D), v (B, Lk, Dv) with B the flattened batch (and head) dims;
-bias (1 or B, Lq, Lk), possibly a broadcast view.
+Arrays: q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with the same leading (batch, head) dims,
+taken as they come (a head-split view of a projection is read in place: np.matmul walks strided
+leading dims, and flattening them would copy); bias (1 or B, Lq, Lk), possibly a broadcast view,
+with B the leading dims' product.
 """
 from __future__ import annotations
 
@@ -25,52 +27,56 @@ def _block_rows(batch: int, lq: int, lk: int, itemsize: int) -> int:
 
 
 def _probs(q, k_t, bias, scale, causal, r0, r1):
-    """The probabilities of query rows r0 .. r1, in scratch memory (the workspace's)."""
-    s = scratch("attention scores", (q.shape[0], r1 - r0, k_t.shape[-1]), np.result_type(q, k_t))
-    np.matmul(q[:, r0:r1], k_t, out=s)
-    row_kernels().attention_probs(s, bias, s.dtype.type(scale), causal, r0, s.dtype.type(0))
+    """The probabilities of query rows r0 .. r1, (..., r1 - r0, Lk) in scratch memory."""
+    s = scratch("attention scores", q.shape[:-2] + (r1 - r0, k_t.shape[-1]), np.result_type(q, k_t))
+    np.matmul(q[..., r0:r1, :], k_t, out=s)
+    row_kernels().attention_probs(s.reshape(-1, r1 - r0, k_t.shape[-1]), bias, s.dtype.type(scale), causal, r0,
+                                  s.dtype.type(0))
     return s
 
 
+def _batch(q) -> int:
+    return int(np.prod(q.shape[:-2], dtype=np.int64))
+
+
 def attention(q, k, v, bias, scale: float, causal: bool) -> np.ndarray:
-    batch, lq, _ = q.shape
-    out = np.empty((batch, lq, v.shape[-1]), q.dtype)
-    k_t = k.transpose(0, 2, 1)
-    step = _block_rows(batch, lq, k.shape[1], q.itemsize)
+    lq = q.shape[-2]
+    out = np.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
+    k_t = np.swapaxes(k, -1, -2)
+    step = _block_rows(_batch(q), lq, k.shape[-2], q.itemsize)
     for r0 in range(0, lq, step):
         r1 = min(lq, r0 + step)
-        np.matmul(_probs(q, k_t, bias, scale, causal, r0, r1), v, out=out[:, r0:r1])
+        np.matmul(_probs(q, k_t, bias, scale, causal, r0, r1), v, out=out[..., r0:r1, :])
     return out
 
 
 def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_grad: bool) -> np.ndarray:
-    """(B, n): per batch element dq, dk, dv flattened and concatenated, then the score gradient
+    """(..., n): per batch element dq, dk, dv flattened and concatenated, then the score gradient
     (Lq * Lk values) when score_grad."""
-    batch, lq, _ = q.shape
-    lk = k.shape[1]
-    shapes = [q.shape[1:], k.shape[1:], v.shape[1:]] + ([(lq, lk)] if score_grad else [])
-    packed = np.empty((batch, sum(a * b for a, b in shapes)), q.dtype)
+    lead, lq, lk = q.shape[:-2], q.shape[-2], k.shape[-2]
+    shapes = [q.shape[-2:], k.shape[-2:], v.shape[-2:]] + ([(lq, lk)] if score_grad else [])
+    packed = np.empty(lead + (sum(a * b for a, b in shapes),), q.dtype)
     views, start = [], 0  # dq, dk, dv (and the score gradient): written in place in the packed result
     for a, b in shapes:
-        views.append(packed[:, start:start + a * b].reshape(batch, a, b))
+        views.append(packed[..., start:start + a * b].reshape(lead + (a, b)))
         start += a * b
     dq, dk, dv = views[:3]
-    delta = np.einsum("bid,bid->bi", g, out)[..., None]  # rowsum(dP * P) = rowsum(g * out)
-    k_t, v_t = k.transpose(0, 2, 1), v.transpose(0, 2, 1)
-    step = _block_rows(batch, lq, lk, q.itemsize)
+    delta = np.einsum("...id,...id->...i", g, out)[..., None]  # rowsum(dP * P) = rowsum(g * out)
+    k_t, v_t = np.swapaxes(k, -1, -2), np.swapaxes(v, -1, -2)
+    step = _block_rows(_batch(q), lq, lk, q.itemsize)
     for r0 in range(0, lq, step):
         r1 = min(lq, r0 + step)
         p = _probs(q, k_t, bias, scale, causal, r0, r1)
-        _into(np.matmul, p.transpose(0, 2, 1), g[:, r0:r1], dv, accumulate=r0 > 0)
+        _into(np.matmul, np.swapaxes(p, -1, -2), g[..., r0:r1, :], dv, accumulate=r0 > 0)
         ds = scratch("attention score gradient", p.shape, p.dtype)
-        np.matmul(g[:, r0:r1], v_t, out=ds)
-        np.subtract(ds, delta[:, r0:r1], out=ds)
+        np.matmul(g[..., r0:r1, :], v_t, out=ds)
+        np.subtract(ds, delta[..., r0:r1, :], out=ds)
         np.multiply(ds, p, out=ds)  # the softmax's Jacobian applied
         if score_grad:
-            views[3][:, r0:r1] = ds
+            views[3][..., r0:r1, :] = ds
         ds *= scale
-        np.matmul(ds, k, out=dq[:, r0:r1])
-        _into(np.matmul, ds.transpose(0, 2, 1), q[:, r0:r1], dk, accumulate=r0 > 0)
+        np.matmul(ds, k, out=dq[..., r0:r1, :])
+        _into(np.matmul, np.swapaxes(ds, -1, -2), q[..., r0:r1, :], dk, accumulate=r0 > 0)
     return packed
 
 

@@ -61,32 +61,32 @@ def _grads_shape(q, k, v, bias, out, g, *, scale, causal, score_grad):
     return ShapedArray(tuple(q.shape[:-2]) + (sum(sizes[:3]) + (sizes[3] if score_grad else 0),), dtype)
 
 
-def _flat(q, k, v, bias, *rest):
-    """NumPy operands with the batch dims flattened, in the compute dtype (float32 for half types),
-    and the bias as (1 or B, Lq, Lk) (a broadcast view where it is shared across the batch)."""
+def _operands(q, k, v, bias, *rest):
+    """NumPy operands in the compute dtype (float32 for half types), their leading dims as they
+    come, and the bias as (1 or B, Lq, Lk) with B the leading dims' product (a broadcast view where
+    it is shared across the batch)."""
     dtype = np.result_type(q, k, v)
     work = np.dtype(np.float32) if dtype in dtypes.low_precision else dtype
     batch, lq, lk = math.prod(q.shape[:-2]), q.shape[-2], k.shape[-2]
-    flat = [np.asarray(x, work).reshape((batch,) + x.shape[-2:]) for x in (q, k, v) + rest]
+    arrays = [np.asarray(x, work) for x in (q, k, v) + rest]
     bias = np.asarray(bias, work)
     if math.prod(bias.shape[:-2]) == 1:
         bias = np.broadcast_to(bias.reshape(bias.shape[-2:]) if bias.ndim >= 2 else bias, (lq, lk))[None]
     else:
         bias = np.ascontiguousarray(np.broadcast_to(bias, q.shape[:-1] + (lk,))).reshape(batch, lq, lk)
-    return flat, bias, dtype
+    return arrays, bias, dtype
 
 
 def _attention_impl(q, k, v, bias, scale, causal):
     _check(q, k, v, bias)  # eager calls reach here without the shape rule
-    (q2, k2, v2), bias2, dtype = _flat(q, k, v, bias)
-    out = cpu_attention.attention(q2, k2, v2, bias2, scale, causal)
-    return out.reshape(q.shape[:-1] + (v.shape[-1],)).astype(dtype, copy=False)
+    (q2, k2, v2), bias2, dtype = _operands(q, k, v, bias)
+    return cpu_attention.attention(q2, k2, v2, bias2, scale, causal).astype(dtype, copy=False)
 
 
 def _grads_impl(q, k, v, bias, out, g, scale, causal, score_grad):
-    (q2, k2, v2, out2, g2), bias2, dtype = _flat(q, k, v, bias, out, g)
+    (q2, k2, v2, out2, g2), bias2, dtype = _operands(q, k, v, bias, out, g)
     packed = cpu_attention.attention_grads(q2, k2, v2, bias2, out2, g2, scale, causal, score_grad)
-    return packed.reshape(q.shape[:-2] + packed.shape[-1:]).astype(dtype, copy=False)
+    return packed.astype(dtype, copy=False)
 
 
 def _batch(size, prim, vals, dims, **params):
