@@ -7,8 +7,16 @@ on the previous step instead of asking malloc for fresh megabytes that fault in 
 
 Each call takes a set of buffers from the program's free list and gives it back when it returns,
 so calls from several threads, or a program that calls itself, each get their own.
+
+What a program returns cannot live in a slot, but a training loop without donation drops each
+step's parameters and optimiser state once the next step has read them: a Recycler keeps the last
+two results of each output and hands one to a later call once nothing else refers to it (automatic
+donation of dead outputs), so those megabytes too are written where they were before.
 """
 from __future__ import annotations
+
+import sys
+import threading
 
 import numpy as np
 
@@ -92,3 +100,40 @@ def unplanned(out, buffers: PlannedBuffers):
     primitive that wrongly claims a fresh result into a copy instead of a corrupted output."""
     base = getattr(out, "base", None)
     return np.array(out) if base is not None and id(base) in buffers.slot_ids else out
+
+
+class Recycler:
+    """Buffers for a program's outputs: take(k) is a kept result of output k that nothing outside
+    refers to any more, or a new array; keep(k, array) remembers what a call returned. Two are kept
+    per output: a step's result is the next step's argument, free again only the step after."""
+    KEEP = 2
+
+    def __init__(self, avals: list[tuple[tuple, np.dtype]]):
+        self.avals = avals
+        self.kept: list[list[np.ndarray]] = [[] for _ in avals]
+        self.lock = threading.Lock()
+
+    def take(self, k: int) -> np.ndarray:
+        with self.lock:
+            kept = self.kept[k]
+            for i in range(len(kept)):
+                if sys.getrefcount(kept[i]) <= _SOLE_REFERENCES:  # only this list holds it
+                    return kept.pop(i)
+        shape, dtype = self.avals[k]
+        return np.empty(shape, dtype)
+
+    def keep(self, k: int, array: np.ndarray) -> None:
+        with self.lock:
+            kept = self.kept[k]
+            kept.append(array)
+            if len(kept) > self.KEEP:
+                del kept[0]
+
+
+def _sole_references() -> int:
+    """sys.getrefcount of an array only a list holds, in Recycler.take's expression."""
+    kept = [np.empty(1)]
+    return sys.getrefcount(kept[0])
+
+
+_SOLE_REFERENCES = _sole_references()

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arena import Arenas, BufferPlan, unplanned
+from .arena import Arenas, BufferPlan, Recycler, unplanned
 from .array import Array
 from .cpu import fusion
 from .ops import layout, scalar
@@ -155,6 +155,8 @@ class _Codegen:
         self.plan = BufferPlan()
         self.planned: dict[int, int] = {}  # var id -> its planned value's index
         self.start = 0  # the position of the group being emitted
+        self.out_ids = {o.id for o in program.outs if isinstance(o, Var)}
+        self.recycled: list[tuple[str, tuple, np.dtype]] = []  # outputs' buffers from a Recycler
 
     def _buffer_lifetimes(self):
         """For each var, the buffers it may alias; for each owned buffer, its last reader. What a
@@ -188,16 +190,21 @@ class _Codegen:
     def emit_eqn(self, eqn: Eqn):
         fn = self.const(functools.partial(eqn.prim.impl, **eqn.params) if eqn.params else eqn.prim.impl)
         args = ", ".join(self.ref(x) for x in eqn.inputs)
+        name = self.name(eqn.out)
         planned = self._planned_buffer(eqn.out) if eqn.prim.writes_into and \
             self._buffer_bytes(eqn.out) >= PLANNED_MIN_BYTES else None
         into = "" if planned is None else (", " if args else "") + f"out={planned}"
-        self.lines.append(f"{self.name(eqn.out)} = {fn}({args}{into})")
+        self.lines.append(f"{name} = {fn}({args}{into})")
 
     def _buffer_bytes(self, var: Var) -> int:
         return int(np.prod(var.aval.shape, dtype=np.int64)) * np.dtype(var.aval.dtype).itemsize
 
     def _planned_buffer(self, var: Var) -> str | None:
-        """The expression of var's planned buffer, or None where var (or a view of it) is returned."""
+        """The expression of var's planned buffer; for what the program returns, a recycled one
+        (or None where a view of var is returned)."""
+        if var.id in self.out_ids:
+            self.recycled.append((self.names[var.id], var.aval.shape, var.aval.dtype))
+            return f"_reuse({len(self.recycled) - 1})"
         if var.id in self.escaping:
             return None
         self.planned[var.id] = self.plan.assign(var.aval.shape, var.aval.dtype, self.start,
@@ -326,6 +333,10 @@ class _Codegen:
             position = end + 1
         outs = [self.ref(o) for o in self.program.outs]
         args = ", ".join(f"a{i}" for i in range(len(self.program.in_vars)))
+        if self.recycled:  # the outputs' buffers, offered to later calls once the caller drops them
+            recycler = Recycler([(shape, dtype) for _, shape, dtype in self.recycled])
+            self.namespace.update(_reuse=recycler.take, _keep=recycler.keep)
+            self.lines += [f"_keep({k}, {name})" for k, (name, _, _) in enumerate(self.recycled)]
         if self.plan.values:  # the planned buffers: taken for the call, given back however it ends
             arenas = Arenas(self.plan)
             self.namespace.update(_take=arenas.take, _give=arenas.give, _unplanned=unplanned)

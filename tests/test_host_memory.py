@@ -7,6 +7,7 @@ import platform
 import subprocess
 import sys
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -143,3 +144,23 @@ def test_buffer_plan_reuses_dead_slots_and_the_guard_copies_escaped_views():
     assert copied is not view and not np.shares_memory(copied, buffers[c])
     fresh = np.ones(3)
     assert unplanned(fresh, buffers) is fresh
+
+
+def test_outputs_the_caller_dropped_are_written_again_and_held_ones_never():
+    """Without donation a step's result is the next step's argument, dropped after it: the call
+    after that writes into it (automatic donation of dead outputs, arena.Recycler)."""
+    step = fg.jit(lambda w, x: w - 0.1 * fnp.tanh(w * x))
+    x = fg.asarray(np.full((300, 300), 0.5, np.float32))
+    held = step(fg.asarray(np.ones((300, 300), np.float32)), x)
+    snapshot = np.array(held)
+    first = step(held, x)
+    second = step(first, x)
+    dropped = weakref.ref(first._value)
+    del first  # now only the program's recycler holds that buffer
+    third = step(second, x)
+    assert third._value is dropped()
+    expected = snapshot
+    for _ in range(3):
+        expected = expected - 0.1 * np.tanh(expected * 0.5)
+    assert_close(held, snapshot, rtol=0, atol=0)
+    assert_close(third, expected, rtol=1e-6, atol=1e-6)

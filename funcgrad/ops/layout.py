@@ -183,7 +183,7 @@ def _sum_impl(x, axes, keepdims):
     return out.astype(x.dtype) if x.dtype in dtypes.low_precision else out
 
 
-sum_p = Primitive("sum", _sum_impl, shape_rule=_sum_shape, batch_rule=batch_axes, cuda="reduce_sum")
+sum_p = Primitive("sum", _sum_impl, shape_rule=_sum_shape, batch_rule=batch_axes, cuda="reduce_sum", fresh=True)
 deflinear(sum_p, lambda g, out, x, axes, keepdims: broadcast_to_p(
     expand_reduced(g, x.shape, axes, keepdims), shape=x.shape))
 
