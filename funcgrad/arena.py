@@ -23,6 +23,10 @@ import numpy as np
 from .host_buffers import track
 
 
+def nbytes_of(shape: tuple, dtype) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
 class BufferPlan:
     """Slots (byte sizes) and, per planned value, its slot, shape and dtype. Values are planned
     in program order: assign(start, end) at the position that defines the value, with end the
@@ -36,7 +40,7 @@ class BufferPlan:
     def assign(self, shape: tuple, dtype: np.dtype, start: int, end: int) -> int:
         """The index of a new planned value: the smallest free slot that holds it, else the
         largest free one grown to fit, else a new slot."""
-        nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize)
+        nbytes = max(1, nbytes_of(shape, dtype))
         free = [s for s, busy in enumerate(self.busy_until) if busy < start]
         fits = [s for s in free if self.slot_bytes[s] >= nbytes]
         if fits:
@@ -88,7 +92,7 @@ class Arenas:
         slots = [np.empty(n, np.uint8) for n in self.plan.slot_bytes]
         for slot in slots:
             track(slot)  # counted by fg.memory_allocated() while the program keeps it
-        buffers = PlannedBuffers(slots[s][:int(np.prod(shape, dtype=np.int64)) * dtype.itemsize].view(dtype).reshape(shape)
+        buffers = PlannedBuffers(slots[s][:nbytes_of(shape, dtype)].view(dtype).reshape(shape)
                                  for s, shape, dtype in self.plan.values)
         buffers.slot_ids = frozenset(map(id, slots))
         return buffers

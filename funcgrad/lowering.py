@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arena import Arenas, BufferPlan, Recycler, unplanned
+from .arena import Arenas, BufferPlan, Recycler, nbytes_of, unplanned
 from .array import Array
 from .cpu import fusion
 from .ops import layout, scalar
@@ -192,12 +192,9 @@ class _Codegen:
         args = ", ".join(self.ref(x) for x in eqn.inputs)
         name = self.name(eqn.out)
         planned = self._planned_buffer(eqn.out) if eqn.prim.writes_into and \
-            self._buffer_bytes(eqn.out) >= PLANNED_MIN_BYTES else None
+            nbytes_of(eqn.out.aval.shape, eqn.out.aval.dtype) >= PLANNED_MIN_BYTES else None
         into = "" if planned is None else (", " if args else "") + f"out={planned}"
         self.lines.append(f"{name} = {fn}({args}{into})")
-
-    def _buffer_bytes(self, var: Var) -> int:
-        return int(np.prod(var.aval.shape, dtype=np.int64)) * np.dtype(var.aval.dtype).itemsize
 
     def _planned_buffer(self, var: Var) -> str | None:
         """The expression of var's planned buffer; for what the program returns, a recycled one
@@ -356,7 +353,7 @@ class _Codegen:
         """A lone elementwise equation with a large result runs as a one-step kernel, which writes
         into a planned buffer (a NumPy call would allocate its result)."""
         return eqn.out.id not in self.escaping and _splits(eqn) is not False and \
-            self._buffer_bytes(eqn.out) >= PLANNED_MIN_BYTES
+            nbytes_of(eqn.out.aval.shape, eqn.out.aval.dtype) >= PLANNED_MIN_BYTES
 
 
 def _device_group(group: list[Eqn], needed: set[int], device_const) -> Callable:

@@ -30,7 +30,7 @@ def normalize(x, eps: float, center: bool) -> np.ndarray:
 
 def normalize_grad(x, g, eps: float, center: bool) -> np.ndarray:
     rows, dtype = _rows(x)
-    g_rows = np.ascontiguousarray(np.broadcast_to(g, np.shape(x)), rows.dtype).reshape(rows.shape)
+    g_rows = np.ascontiguousarray(g, rows.dtype).reshape(rows.shape)  # the shape rule: g has x's shape
     out = np.empty_like(rows)
     if rows.size:
         _kernels().normalize_grad(rows, g_rows, out, eps, center)

@@ -12,6 +12,8 @@ from functools import cache
 
 import numpy as np
 
+from .workspace import deliver
+
 
 @cache
 def _kernels():
@@ -166,28 +168,17 @@ def scatter_rows(g: np.ndarray, index: np.ndarray, width: int, out=None) -> np.n
     """(M, width) zeros with g (M, P) added at columns index (M, P) of each row (into out, a
     C-contiguous (M, width) array of g's dtype, where one is given)."""
     work = g.dtype if g.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    if out is not None and out.dtype == work:
-        acc = out
-        acc.fill(0)
-    else:
-        acc = np.zeros((g.shape[0], width), work)
+    acc = out if out is not None and out.dtype == work else np.empty((g.shape[0], width), work)
+    acc.fill(0)
     _kernels()[3](np.ascontiguousarray(g, work), np.ascontiguousarray(index), acc)
-    if out is None:
-        return acc.astype(g.dtype, copy=False)
-    if acc is not out:
-        out[...] = acc
-    return out
+    return deliver(acc.astype(g.dtype, copy=False), out)
 
 
 def gather_rows(x: np.ndarray, index: np.ndarray, out=None) -> np.ndarray:
     """x[m, index[m, p]] for every row m of x (M, width) and position p of index (M, P) (into
     out, a C-contiguous array of index's shape, where one is given)."""
     if x.dtype not in (np.float32, np.float64):
-        result = np.take_along_axis(x, index, axis=1)
-        if out is None:
-            return result
-        out[...] = result
-        return out
+        return deliver(np.take_along_axis(x, index, axis=1), out)
     out = np.empty(index.shape, x.dtype) if out is None else out
     _kernels()[4](np.ascontiguousarray(x), np.ascontiguousarray(index), out)
     return out

@@ -26,3 +26,12 @@ def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
     if buffer is None or buffer.nbytes < nbytes:
         buffer = buffers[name] = np.empty(max(nbytes, 1), np.uint8)
     return buffer[:nbytes].view(dtype).reshape(shape)
+
+
+def deliver(result: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """result, or result written into out where the caller gave one (jit's planned buffers) and
+    the kernel could not write there itself."""
+    if out is None or result is out:
+        return result
+    out[...] = result
+    return out

@@ -7,6 +7,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import dtypes
+from ..cpu.workspace import deliver
 from .core import Primitive, ShapedArray, defjvp, defvjp
 from .layout import batch_elementwise, batch_first, reshape_p, transpose_p, unbroadcast
 
@@ -28,11 +29,7 @@ def _low_precision_matmul(fn):
         dtype = precision or operands[0].dtype
         if dtype in dtypes.low_precision:
             rounded = (np.asarray(o).astype(dtype).astype(np.float32) for o in operands)
-            result = fn(*rounded, **params).astype(out_dtype or dtype)
-            if out is None:
-                return result
-            out[...] = result
-            return out
+            return deliver(fn(*rounded, **params).astype(out_dtype or dtype), out)
         return fn(*operands, **params) if out is None else fn(*operands, out=out, **params)
     return impl
 
