@@ -356,14 +356,62 @@ class _Codegen:
             nbytes_of(eqn.out.aval.shape, eqn.out.aval.dtype) >= PLANNED_MIN_BYTES
 
 
-def _device_group(group: list[Eqn], needed: set[int], device_const) -> Callable:
-    """A fused elementwise group as one generated CUDA kernel: its steps read the group's external
-    inputs once per element and store only the values used after the group."""
+# On a GPU a sum joins its chain's kernel when one thread per kept element can walk the summed rows
+# (a bias gradient over a batch, a loss over its rows): up to this many rows; larger sums run as split
+# reductions of their own.
+DEVICE_SUM_ROWS = 1024
+
+
+def _device_groups(eqns: list[Eqn]) -> list[list[Eqn]]:
+    """_groups for a GPU: a group keeps its sums when they all sum the same leading axes of at most
+    DEVICE_SUM_ROWS rows; other sums follow their group alone."""
+    groups = []
+    for group in _groups(eqns):
+        sums = [e for e in group[1:] if e.prim.scalar is None]
+        if sums:
+            shape, lead = group[0].out.aval.shape, len(sums[0].params["axes"])
+            rows = int(np.prod(shape[:lead], dtype=np.int64))
+            if rows > DEVICE_SUM_ROWS or any(len(e.params["axes"]) != lead for e in sums):
+                groups += [[e for e in group if e.prim.scalar is not None]] + [[e] for e in sums]
+                continue
+        groups.append(group)
+    return groups
+
+
+def _fused(group: list[Eqn]) -> bool:
+    return len(group) > 1 or _splits(group[0]) is not False
+
+
+def _launches(groups: list[list[Eqn]]) -> list[list[list[Eqn]]]:
+    """The groups each launch runs (horizontal fusion): a fused group joins the latest launch of
+    fused groups when none of its inputs is made at or after that launch, so independent chains (an
+    optimiser's update of each parameter) share one kernel; other equations launch alone."""
+    launches: list[list[list[Eqn]]] = []
+    open_launch, made_since = None, set()
+    for group in groups:
+        made = {e.out.id for e in group}
+        if not _fused(group):
+            launches.append([group])
+        elif open_launch is not None and not any(isinstance(x, Var) and x.id in made_since
+                                                 for e in group for x in e.inputs):
+            open_launch.append(group)
+        else:
+            open_launch, made_since = [group], set()
+            launches.append(open_launch)
+        made_since |= made
+    return launches
+
+
+def _device_chain(group: list[Eqn], needed: set[int], device_const) -> Callable:
+    """A fused group as one segment of a launch (elementwise.run_fused): its steps read the group's
+    external inputs once per element and store only the values in needed; its sums are written by
+    the thread of each kept element."""
     from .cuda.buffer import empty
     from .cuda.kernels import elementwise
-    produced = {eqn.out.id: j for j, eqn in enumerate(group)}
+    members = [e for e in group if e.prim.scalar is not None]
+    produced = {eqn.out.id: j for j, eqn in enumerate(members)}
     externals, index, steps = [], {}, []
-    for eqn in group:
+    for eqn in members:
         refs = []
         for x in eqn.inputs:
             if isinstance(x, Var) and x.id in produced:
@@ -375,23 +423,40 @@ def _device_group(group: list[Eqn], needed: set[int], device_const) -> Callable:
                 externals.append(x if isinstance(x, Var) else device_const(x))
             refs.append(("in", index[key]))
         steps.append((eqn.prim.scalar, tuple(sorted(eqn.params.items())), tuple(refs), eqn.out.aval.dtype))
-    outputs = tuple(j for j, eqn in enumerate(group) if eqn.out.id in needed)
-    shape = group[0].out.aval.shape
+    steps = tuple(steps)
+    outputs = tuple(j for j, eqn in enumerate(members) if eqn.out.id in needed)
+    sum_eqns = [e for e in group if e.prim.scalar is None]
+    sums = tuple(produced[e.inputs[0].id] for e in sum_eqns)
+    shape = members[0].out.aval.shape
+    lead = len(sum_eqns[0].params["axes"]) if sum_eqns else 0
 
-    def run(env):
+    def chain(env):
         # kinds from the values: a 0-d input may be a host scalar beside the device arrays
         operands, kinds = elementwise.as_operands([env[x] if isinstance(x, Var) else x for x in externals])
         outs = [empty(shape, steps[j][3]) for j in outputs]
-        elementwise.run_chain(kinds, tuple(steps), outputs, operands, shape, outs)
-        for j, out in zip(outputs, outs):
-            env[group[j].out] = out
+        sum_outs = [empty(shape[lead:], e.out.aval.dtype) for e in sum_eqns]
+        env.update(zip((members[j].out for j in outputs), outs))
+        env.update(zip((e.out for e in sum_eqns), sum_outs))
+        return elementwise.Chain(kinds, steps, outputs, operands, shape, outs, sums, lead, sum_outs)
+    return chain
+
+
+def _device_launch(groups: list[list[Eqn]], needed: set[int], device_const) -> Callable:
+    from .cuda.kernels import elementwise
+    chains = [_device_chain(group, needed, device_const) for group in groups]
+
+    def run(env):
+        ready = [c for c in (chain(env) for chain in chains) if c.threads()]
+        if ready:
+            elementwise.run_fused(ready)
     return run
 
 
 def device_runner(program: Program, platform: str) -> Callable:
-    """Run a program on a GPU: runs of elementwise equations fuse into one generated kernel each,
-    every other equation calls its primitive's kernels for that device (the arrays stay there).
-    Host constants the trace captured are copied to the device once, here."""
+    """Run a program on a GPU: runs of elementwise equations (with the sums of their values) fuse
+    into generated kernels, independent ones share a launch, every other equation calls its
+    primitive's kernels for that device (the arrays stay there). Host constants the trace captured
+    are copied to the device once, here."""
     from .devices import device_put
 
     def device_const(x: Const):
@@ -400,36 +465,38 @@ def device_runner(program: Program, platform: str) -> Callable:
             return device_put(Array(value), platform)._value
         return value.item() if isinstance(value, (np.ndarray, np.generic)) else value
 
-    last = last_uses(program)
-    runs, group_of, position = [], {}, 0  # group_of: equation index -> index of its run
-    for group in _groups(program.eqns, sums=False):
-        end = position + len(group)
-        group_of.update((i, len(runs)) for i in range(position, end))
-        if len(group) >= 2:
-            needed = {e.out.id for e in group if last.get(e.out.id, -1) >= end}
-            runs.append(_device_group(group, needed, device_const))
+    launches = _launches(_device_groups(program.eqns))
+    returned = {o.id for o in program.outs if isinstance(o, Var)}
+    last_run: dict[int, int] = {}  # var id -> the launch that reads it last
+    made_in: dict[int, int] = {}
+    for r, groups in enumerate(launches):
+        for eqn in (e for group in groups for e in group):
+            made_in[eqn.out.id] = r
+            last_run.update((x.id, r) for x in eqn.inputs if isinstance(x, Var))
+    runs = []
+    for r, groups in enumerate(launches):
+        if _fused(groups[0]):
+            needed = {e.out.id for g in groups for e in g if e.out.id in returned or last_run.get(e.out.id, -1) > r}
+            runs.append(_device_launch(groups, needed, device_const))
         else:
-            eqn = group[0]
+            eqn = groups[0][0]
             impl = eqn.prim.impl_for(platform)
             inputs = [x if isinstance(x, Var) else device_const(x) for x in eqn.inputs]
             runs.append(lambda env, impl=impl, inputs=inputs, params=eqn.params, out=eqn.out: env.__setitem__(
                 out, impl(*[env[x] if isinstance(x, Var) else x for x in inputs], **params)))
-        position = end
-    # Each value is dropped after the run that reads it last (or makes it, if nothing reads it), so
-    # the caching allocator hands its block to the equations after: memory held is what is live.
+    # Each value is dropped after the launch that reads it last (or makes it, if nothing reads it), so
+    # the caching allocator hands its block to the launches after: memory held is what is live.
     dead: list[list[Var]] = [[] for _ in runs]
-    made_by = {eqn.out.id: i for i, eqn in enumerate(program.eqns)}
-    for var in list(program.in_vars) + [eqn.out for eqn in program.eqns]:
-        use = last.get(var.id, made_by.get(var.id, 0))
-        if use < len(program.eqns) and runs:
-            dead[group_of[use]].append(var)
+    for var in list(program.in_vars) + [e.out for groups in launches for group in groups for e in group]:
+        if var.id not in returned and runs:
+            dead[last_run.get(var.id, made_in.get(var.id, 0))].append(var)
     steps = list(zip(runs, dead))
 
     def run(*values):
         env = dict(zip(program.in_vars, values))
         for step, dead in steps:
             step(env)
-            for var in dead:  # the caching allocator takes the block back for the next equations
+            for var in dead:  # the caching allocator takes the block back for the next launches
                 env.pop(var, None)
         return [env[o] if isinstance(o, Var) else o.value for o in program.outs]
     return run

@@ -9,6 +9,8 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import nn, optim
 from funcgrad.cuda import runtime
+from funcgrad.cuda.buffer import to_host
+from funcgrad.ops.reductions import pick_p, unpick_p
 from funcgrad.train import make_train_step
 
 pytestmark = pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
@@ -250,12 +252,12 @@ def test_device_memory_through_the_generic_statistics():
 def test_jit_fuses_elementwise_chains_into_one_device_kernel(monkeypatch):
     from funcgrad.cuda.kernels import elementwise
     launches = []
-    original = elementwise.run_chain
+    original = elementwise.run_fused
 
-    def counting(kinds, steps, outputs, *rest):
-        launches.append((len(steps), len(outputs)))
-        return original(kinds, steps, outputs, *rest)
-    monkeypatch.setattr(elementwise, "run_chain", counting)
+    def counting(chains):
+        launches.append([(len(c.steps), len(c.sums)) for c in chains])
+        return original(chains)
+    monkeypatch.setattr(elementwise, "run_fused", counting)
     shift = fg.device_put(fg.asarray(rng.standard_normal((4, 5)).astype(np.float32)), "cuda")  # a captured constant
 
     def f(a, b):
@@ -266,16 +268,57 @@ def test_jit_fuses_elementwise_chains_into_one_device_kernel(monkeypatch):
     gpu_args = fg.device_put((fg.asarray(a), fg.asarray(b)), "cuda")
     eager = f(*gpu_args)
     fused = fg.jit(f)(*gpu_args)
-    assert any(steps >= 5 for steps, _ in launches)  # the chain ran as one kernel
+    assert any(steps >= 5 for chains in launches for steps, _ in chains)  # the chain ran as one kernel
+    assert any(sums == 1 for chains in launches for _, sums in chains)  # the squares' sum in its kernel
     for e, j in zip(eager, fused):
         assert j.device == "cuda:0" and j.dtype == e.dtype
         np.testing.assert_allclose(j.numpy(), e.numpy(), rtol=1e-6, atol=1e-6)
 
 
+def test_jit_runs_independent_chains_and_their_row_sums_in_one_launch(monkeypatch):
+    """Horizontal fusion: chains of different shapes that do not read each other share a launch;
+    a sum over leading axes (a bias gradient) is computed in its chain's kernel, row by row; a
+    sum over more rows than DEVICE_SUM_ROWS runs as its own reduction; values match NumPy."""
+    from funcgrad import lowering
+    from funcgrad.cuda.kernels import elementwise
+    launches = []
+    original = elementwise.run_fused
+    monkeypatch.setattr(elementwise, "run_fused", lambda chains: launches.append(
+        [(c.shape, len(c.sums), c.lead) for c in chains]) or original(chains))
+    monkeypatch.setattr(lowering, "DEVICE_SUM_ROWS", 6)
+
+    def f(a, b, c, d):
+        h = fnp.tanh(a) * 2.0
+        return h, fnp.sum(h * a, axis=0), fnp.exp(b) + 1.0, fnp.sum((c - 1.0) ** 2), fnp.sum(d * 3.0, axis=0)
+    host = [rng.standard_normal(s).astype(np.float32) for s in ((5, 3), (7,), (2, 3), (8, 2))]
+    out = fg.jit(f)(*fg.device_put([fg.asarray(x) for x in host], "cuda"))
+    a, b, c, d = (x.astype(np.float64) for x in host)
+    expected = [np.tanh(a) * 2, (np.tanh(a) * 2 * a).sum(0), np.exp(b) + 1, ((c - 1) ** 2).sum(), (d * 3).sum(0)]
+    for got, want in zip(out, expected):
+        assert got.device == "cuda:0"
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    assert launches == [[((5, 3), 1, 1), ((7,), 0, 0), ((2, 3), 1, 2), ((8, 2), 0, 0)]]  # d's 8 rows: a reduction
+
+
+def test_pick_and_unpick_on_the_device_clamp_labels_as_gather():
+    x = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    labels = np.array([[0, 3], [-1, 9], [2, -7]])
+    clamped = np.clip(np.where(labels < 0, labels + 4, labels), 0, 3)
+    dx, dl = fg.device_put((fg.asarray(x), fg.asarray(labels)), "cuda")
+    picked = pick_p.impl_for("cuda")(dx._value, dl._value)
+    np.testing.assert_array_equal(to_host(picked), np.take_along_axis(x, clamped[..., None], -1)[..., 0])
+    g = rng.standard_normal((3, 2)).astype(np.float32)
+    spread = unpick_p.impl_for("cuda")(fg.device_put(fg.asarray(g), "cuda")._value, dl._value, 4)
+    want = np.zeros((3, 2, 4), np.float32)
+    np.put_along_axis(want, clamped[..., None], g[..., None], -1)
+    np.testing.assert_array_equal(to_host(spread), want)
+
+
 def test_jit_fuses_an_optimisers_scalar_chain_on_the_device():
-    """An AdamW step's 0-d equations (step count, bias corrections, learning rate) run as one
-    kernel, as on the CPU, and host 0-d values among them are passed as scalars: the jitted MLP
-    step launched 38 kernels before, 27 now (#15 aims at 16)."""
+    """#15's launch budget: the jitted MLP AdamW step launches at most 16 kernels (38 before the
+    0-d optimiser chain fused, 27 before sums joined their chains, independent chains (every
+    parameter's update) shared a launch and pick/unpick became one row kernel each). Host 0-d values
+    among the fused equations are passed as scalars."""
     opt = optim.adamw(1e-3)
     model = nn.MLP(4, [8], 3, key=fg.random.key(0))  # the simulator runs a thread per element
     batch = (fg.asarray(rng.standard_normal((4, 4)).astype(np.float32)), fg.asarray(np.arange(4) % 3))
@@ -289,7 +332,7 @@ def test_jit_fuses_an_optimisers_scalar_chain_on_the_device():
     m, s, _ = jitted(*on_device)
     fg.cuda.reset_launch_count()
     m, s, loss = jitted(m, s, on_device[2])
-    assert fg.cuda.launch_count() <= 27
+    assert fg.cuda.launch_count() <= 16
     cm, cs, _ = jitted(model, opt.init(model), batch)  # the same program on the CPU
     cm, cs, closs = jitted(cm, cs, batch)
     np.testing.assert_allclose(loss.numpy(), closs.numpy(), rtol=1e-5)

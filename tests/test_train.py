@@ -5,6 +5,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import funcgrad as fg
 from funcgrad import data, optim
@@ -70,3 +71,29 @@ def test_resume_is_bit_exact_across_processes(tmp_path):
     assert len(straight) == len(resumed)
     for a, b in zip(straight, resumed):
         assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_fit_reads_losses_back_every_n_steps_with_the_same_results():
+    """read_every=4: the device's values are read (and on_step called) after every 4th step and at
+    the end of an epoch or run, in step order; the epoch's averages are bit-identical to reading
+    every step."""
+    x, y = data.load("digits", "train")
+    runs = {}
+    for every in (1, 4):
+        ran, seen = [0], []
+
+        def counting_loss(model, batch, key=None):
+            ran[0] += 1
+            return classification_loss(model, batch, key)
+        model = fg.nn.MLP(64, [16], 10, key=fg.random.key(0))
+        loader = data.DataLoader(data.ArrayDataset(x[:320], y[:320]), batch_size=32)  # 10 steps an epoch
+        result = fit(model, optim.sgd(0.1), loader, counting_loss, epochs=2, max_steps=15, jit=False,
+                     read_every=every, on_step=lambda info: seen.append((info.step, ran[0], info.loss)))
+        runs[every] = result.history, seen
+    assert [s for s, _, _ in runs[4][1]] == list(range(1, 16))
+    assert [r for _, r, _ in runs[4][1]] == [4] * 4 + [8] * 4 + [10] * 2 + [14] * 4 + [15]
+    assert [r for _, r, _ in runs[1][1]] == list(range(1, 16))
+    assert [loss for _, _, loss in runs[4][1]] == [loss for _, _, loss in runs[1][1]]
+    assert runs[4][0] == [dict(h, seconds=runs[4][0][i]["seconds"]) for i, h in enumerate(runs[1][0])]
+    with pytest.raises(ValueError, match="read_every"):
+        fit(model, optim.sgd(0.1), loader, classification_loss, read_every=0)

@@ -152,21 +152,15 @@ def scatter_add(g, *arrays, spec, shape):
     return indexing.scatter_add(g, spec, [_device(a) for a in arrays], tuple(shape))
 
 
-def _label_index(labels) -> list:
-    """Index vectors (row, label) over the flattened leading axes, for pick and unpick."""
-    labels = reshape(_device(labels), (-1,))
-    return [arange(labels.size, labels.dtype), labels]
-
-
 def pick(x, labels):
-    x = _device(x)
-    out = indexing.gather(reshape(x, (-1, x.shape[-1])), (("a",), ("a",)), _label_index(labels))
+    x, labels = _device(x), _device(labels)
+    out = indexing.take_along_rows(reshape(x, (-1, x.shape[-1])), reshape(labels, (-1, 1)))
     return reshape(out, x.shape[:-1])
 
 
 def unpick(g, labels, classes):
-    g = _device(g)
-    out = indexing.scatter_add(reshape(g, (-1,)), (("a",), ("a",)), _label_index(labels), (g.size, classes))
+    g, labels = _device(g), _device(labels)
+    out = indexing.put_along_rows(reshape(g, (-1,)), reshape(labels, (-1,)), classes)
     return reshape(out, g.shape + (classes,))
 
 
@@ -249,8 +243,9 @@ def _plane_index(index) -> list:
 
 
 def gather_plane(x, index):
-    x = _device(x)
-    out = indexing.gather(reshape(x, (x.shape[0] * x.shape[1], -1)), (("a",), ("a",)), _plane_index(index))
+    x, index = _device(x), _device(index)
+    planes = x.shape[0] * x.shape[1]
+    out = indexing.take_along_rows(reshape(x, (planes, -1)), reshape(index, (planes, -1)))
     return reshape(out, tuple(index.shape))
 
 

@@ -79,6 +79,19 @@ def _fused_cases():
         gelu = ((E.add_p, (), (("in", 0), ("in", 1)), dt), (E.gelu_p, (("approximate", True),), (("t", 0),), dt),
                 (E.gt_p, (), (("t", 1), ("in", 2)), np.dtype(np.bool_)))
         yield f"fused bias+gelu[{dt.name}]", (dt, dt, int), gelu, (1, 2)
+        # horizontal fusion: the AdamW chain beside a chain whose value is summed over rows (a bias
+        # gradient) and one summed over every element in float64 (a loss)
+        square = ((E.mul_p, (), (("in", 0), ("in", 0)), dt),)
+        yield f"fused adamw + row sum + whole sum[{dt.name}]", (
+            ((dt, float, dt, float, float, dt, dt), adam, (2, 6), (), False),
+            ((dt, dt, int), gelu, (1,), (1,), False), ((dt,), square, (), (0,), True))
+
+
+def _fused_case(name: str, kinds, steps=None, outputs=None):
+    """A fused case as (name, kernel, signature): one chain, or horizontally fused segments."""
+    if steps is None:
+        return name, elementwise.fused_kernel(kinds), elementwise.fused_signature(kinds, 2)
+    return name, elementwise.chain_kernel(kinds, steps, outputs), elementwise.chain_signature(kinds, outputs, steps, 2)
 
 
 def cases():
@@ -88,8 +101,8 @@ def cases():
         label = f"{name}[{', '.join(getattr(k, 'name', getattr(k, '__name__', 'None')) for k in kinds)} -> {out.name}]"
         yield label, elementwise.kernel_for(op, tuple(sorted(params.items())), kinds, out), \
             elementwise.ptx_signature(kinds, out, 2)
-    for name, kinds, steps, outputs in _fused_cases():
-        yield name, elementwise.chain_kernel(kinds, steps, outputs), elementwise.chain_signature(kinds, outputs, steps, 2)
+    for case in _fused_cases():
+        yield _fused_case(*case)
     for module in (reduce, matmul, indexing, scan, sort, random, decompositions, pool):
         yield from module.ptx_cases()
 

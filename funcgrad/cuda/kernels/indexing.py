@@ -186,6 +186,52 @@ def scatter_add(g: DeviceValue, spec: tuple, arrays: list, shape: tuple) -> Devi
     return elementwise.apply(convert_p, [acc], g.dtype, {"dtype": g.dtype})
 
 
+@cache
+def _rows_source(mode: str, index_dtype: np.dtype) -> str:
+    """Row-wise indexing along the last axis in one launch (no index vector of row numbers):
+    'take': out[r, j] = x[r, index[r, j]] (take_along_axis: pick, a pool's gather); 'put':
+    out[r, c] = x[r] where c == index[r], else 0 (pick's transpose: every element written once, so
+    no zero fill and no atomics). Indices wrap once and clamp, as gather's."""
+    index = "ix[ix_off + r * ix_rs + j * ix_cs]" if mode == "take" else "ix[ix_off + r * ix_rs]"
+    store = ("out[i] = x[x_off + r * x_rs + k * x_cs]" if mode == "take" else
+             "if j == k:\n            out[i] = x[x_off + r * x_rs]\n        else:\n            out[i] = 0")
+    return f"""@cuda.jit(cache=True)
+def kernel(n, cols, x, x_off, x_rs, x_cs, ix, ix_off, ix_rs, ix_cs, width, out):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        r = i // cols
+        j = i % cols
+        k = np.int64({index})
+        if k < 0:
+            k += width
+        k = min(max(k, 0), width - 1)
+        {store}
+"""
+
+
+def take_along_rows(x: DeviceValue, index: DeviceValue) -> DeviceValue:
+    """out[r, j] = x[r, index[r, j]] for a 2-d x and index of as many rows."""
+    out = empty(index.shape, x.dtype)
+    if out.size:
+        if x.shape[1] == 0:
+            raise IndexError("cannot take elements from axis 1 of size 0")
+        _rows("take", x, index, x.shape[1], out)
+    return out
+
+
+def put_along_rows(x: DeviceValue, index: DeviceValue, width: int) -> DeviceValue:
+    """zeros((rows, width)) with x[r] at column index[r] of each row (x and index: (rows,))."""
+    out = empty((x.shape[0], width), x.dtype)
+    if out.size:
+        _rows("put", x.view((x.shape[0], 1), (x.strides[0], 0)), index.view((index.shape[0], 1), (index.strides[0], 0)),
+              width, out)
+    return out
+
+
+def _rows(mode: str, x: DeviceValue, index: DeviceValue, width: int, out: DeviceValue) -> None:
+    launch(compile_source(_rows_source(mode, index.dtype)), *launch_shape(out.size), out.size, out.shape[1],
+           x.data, x.offset, *x.strides, index.data, index.offset, *index.strides, width, out.data)
+
+
 def ptx_cases():
     """Gather and scatter-add for every dtype an Array may have, with int64 and int32 index arrays,
     then every other integer index dtype once."""
@@ -201,3 +247,7 @@ def ptx_cases():
             sig = (i64, tuple_type(2), array_type(dt), i64, tuple_type(2), array_type(out),
                    array_type(ix), i64, tuple_type(2), i64, i64, i64, i64, i64)
             yield f"{mode}[{dt.name}, index {ix.name}, int]", compile_source(_source(mode, dt, (ix, None))), sig
+    for mode in ("take", "put"):
+        for dt, ix in cases:
+            sig = (i64, i64, array_type(dt), i64, i64, i64, array_type(ix), i64, i64, i64, i64, array_type(dt))
+            yield f"{mode} along rows[{dt.name}, index {ix.name}]", compile_source(_rows_source(mode, ix)), sig
