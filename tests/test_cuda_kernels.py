@@ -174,7 +174,8 @@ def test_softmax_family(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.bool_])
 def test_cumsum(dtype):
-    x = (rng.standard_normal((4, 6)) * 3).astype(dtype) if dtype != np.bool_ else rng.random((4, 6)) > 0.5
+    """The block scan, over rows of several tiles (the simulator's tile: 8 threads x 2 elements)."""
+    x = (rng.standard_normal((3, 37)) * 3).astype(dtype) if dtype != np.bool_ else rng.random((3, 37)) > 0.5
     for axis in (0, 1):
         for reverse in (False, True):
             same(*both(lambda a: R.cumsum_p(a, axis=axis, reverse=reverse), x))
@@ -310,11 +311,16 @@ def test_prng_matches_cpu_bit_for_bit():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, BF16])
 def test_argsort_is_stable_with_nan_last(dtype):
-    x = rng.integers(0, 3, (3, 9)).astype(dtype)
-    if dtype == np.float32:  # (ml_dtypes' bfloat16 sort on the CPU does not order NaN)
-        x[1, 4] = np.nan
-    for axis in (0, 1):
-        same(*both(lambda a: fnp.argsort(a, axis=axis), x))
+    """Rows within one block's shared memory (9, 3), and rows longer than it (the simulator's LOCAL
+    is 16 pairs: 37 pads to 64, four chunks and then the network's global steps)."""
+    for shape in ((3, 9), (2, 37)):
+        x = rng.integers(0, 3, shape).astype(dtype)
+        if dtype == np.float32:  # (ml_dtypes' bfloat16 sort on the CPU does not order NaN)
+            x[1, 4] = x[0, -1] = np.nan
+            x[1, -2] = -np.inf
+        for axis in (0, 1):
+            same(*both(lambda a: fnp.argsort(a, axis=axis), x))
+    same(*both(lambda a: fnp.argsort(a, axis=None), x))
 
 
 def test_bitcast_views():

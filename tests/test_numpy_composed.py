@@ -322,3 +322,9 @@ def test_quantiles_of_nothing_are_nan():
     assert fnp.quantile(fnp.zeros((2, 0)), [0.1, 0.5], axis=1, keepdims=True).shape == (2, 2, 1)
     assert np.isnan(float(fnp.nanmedian(fnp.zeros(0))))
     assert fnp.median(fnp.zeros((0, 3)), axis=0).shape == (3,)
+
+
+def test_sort_and_argsort_of_the_flattened_array_with_axis_none():
+    x = np.array([[3.0, 1.0, 2.0], [0.5, 3.0, -1.0]], np.float32)
+    np.testing.assert_array_equal(fnp.argsort(x, axis=None).numpy(), np.argsort(x, axis=None, kind="stable"))
+    np.testing.assert_array_equal(fnp.sort(x, axis=None).numpy(), np.sort(x, axis=None))

@@ -240,13 +240,15 @@ def _index_array(indices, device=None):
     return idx
 
 
-
-
-def argsort(x, axis: int = -1, *, descending: bool = False, stable: bool = True):
-    """Indices that sort x along axis, always stable (equal elements keep their order, also when
-    descending)."""
+def _sort_axis(x, axis) -> tuple:
     x = asarray(x)
-    axis = _normalize_axis(axis, x.ndim)
+    return (reshape(x, (-1,)), 0) if axis is None else (x, _normalize_axis(axis, x.ndim))
+
+
+def argsort(x, axis: int | None = -1, *, descending: bool = False, stable: bool = True):
+    """Indices that sort x along axis (None: of x flattened, as NumPy), always stable (equal elements
+    keep their order, also when descending)."""
+    x, axis = _sort_axis(x, axis)
     if not descending:
         return bind(prng.argsort_p, x, axis=axis)
     # the stable ascending order of x reversed, reversed again: ties stay in their first order
@@ -254,9 +256,9 @@ def argsort(x, axis: int = -1, *, descending: bool = False, stable: bool = True)
     return (x.shape[axis] - 1) - reversed_order
 
 
-def sort(x, axis: int = -1, *, descending: bool = False, stable: bool = True):
-    """Sorted along axis (stable); the gradient flows back through the permutation."""
-    x = asarray(x)
+def sort(x, axis: int | None = -1, *, descending: bool = False, stable: bool = True):
+    """Sorted along axis (None: x flattened); stable; the gradient flows back through the permutation."""
+    x, axis = _sort_axis(x, axis)
     return take_along_axis(x, argsort(x, axis, descending=descending), axis)
 
 

@@ -1,5 +1,8 @@
-"""cumsum along one axis: a thread per row walks it in order, accumulating in float32 for half types
-(NumPy's order of additions, so results match it exactly in float32 and float64)."""
+"""cumsum along one axis as a block scan: a block per row walks it in tiles of BLOCK * ITEMS
+elements; each thread sums its ITEMS consecutive elements, the block scans those totals in shared
+memory (Hillis-Steele), and each thread then writes its running sums from the exclusive prefix,
+the tile's total carried to the next. Half types accumulate in float32, integers and bools in
+int64. Float sums group differently from NumPy's left-to-right order (as PyTorch's CUDA scan)."""
 from __future__ import annotations
 
 from functools import cache
@@ -8,24 +11,47 @@ import numpy as np
 
 from ... import dtypes
 from ..buffer import DeviceValue, contiguous_strides, empty
-from ..runtime import launch, launch_shape
+from ..runtime import BLOCK, MAX_BLOCKS, SIMULATOR, launch
 from .common import INDEX, array_type, cast, compile_source, compute_dtype, narrow, scalar_type, tuple_type, widen
 from .reduce import SUM, accumulator_dtype, rows_and_columns
+
+ITEMS = 2 if SIMULATOR else 8  # consecutive elements per thread and tile
 
 
 @cache
 def _source(dtype: np.dtype, out_dtype: np.dtype) -> str:
     acc = accumulator_dtype(SUM, np.dtype(np.int64)) if dtype.kind in "biu" else compute_dtype(dtype)
+    zero, load = f"{cast(acc)}(0)", f"{cast(acc)}({widen('x[base + j * stride]', dtype)})"
     return f"""@cuda.jit(cache=True)
 def kernel(x, x_off, kshape, kstrides, stride, out, o_kstrides, o_stride, nrows, length, reverse):
-    for row in range(cuda.grid(1), nrows, cuda.gridsize(1)):
+    sh = cuda.shared.array({BLOCK}, np.{acc.name})
+    t = cuda.threadIdx.x
+    for row in range(cuda.blockIdx.x, nrows, cuda.gridDim.x):
         base = S.element(row, kshape, kstrides, x_off)
         obase = S.element(row, kshape, o_kstrides, 0)
-        total = {cast(acc)}(0)
-        for step in range(length):
-            j = length - 1 - step if reverse else step
-            total += {cast(acc)}({widen("x[base + j * stride]", dtype)})
-            out[obase + j * o_stride] = {narrow("total", out_dtype)}
+        carry = {zero}
+        for tile in range(0, length, {BLOCK * ITEMS}):
+            first = tile + t * {ITEMS}
+            total = {zero}
+            for p in range(first, min(first + {ITEMS}, length)):
+                j = length - 1 - p if reverse else p
+                total += {load}
+            sh[t] = total
+            cuda.syncthreads()
+            s = 1
+            while s < {BLOCK}:
+                v = sh[t - s] if t >= s else {zero}
+                cuda.syncthreads()
+                sh[t] += v
+                cuda.syncthreads()
+                s *= 2
+            run = carry + (sh[t - 1] if t > 0 else {zero})
+            for p in range(first, min(first + {ITEMS}, length)):
+                j = length - 1 - p if reverse else p
+                run += {load}
+                out[obase + j * o_stride] = {narrow("run", out_dtype)}
+            carry += sh[{BLOCK - 1}]
+            cuda.syncthreads()
 """
 
 
@@ -36,8 +62,8 @@ def cumsum(x: DeviceValue, axis: int, reverse: bool, out_dtype: np.dtype) -> Dev
     nrows = int(np.prod(kshape, dtype=np.int64))
     if out.size:
         kernel = compile_source(_source(x.dtype, np.dtype(out_dtype)))
-        launch(kernel, *launch_shape(nrows), x.data, x.offset, kshape, kstrides, stride, out.data, o_kstrides,
-               o_stride, nrows, x.shape[axis], reverse)
+        launch(kernel, min(nrows, MAX_BLOCKS), BLOCK, x.data, x.offset, kshape, kstrides, stride, out.data,
+               o_kstrides, o_stride, nrows, x.shape[axis], reverse)
     return out
 
 
