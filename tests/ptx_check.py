@@ -17,6 +17,7 @@ from numba import types  # noqa: E402
 from funcgrad.cuda import ptx, runtime  # noqa: E402
 
 CASES = list(ptx.cases())
+HOT = ("matmul", "fused", "sum[", "logsumexp", "softmax", "cumsum", "argsort", "take along", "put along")
 NARROW = (types.float32, types.float16, types.uint16, types.int64, types.int32, types.uint32, types.uint8,
           types.int8, types.int16, types.boolean)  # uint16: bfloat16's storage
 
@@ -37,6 +38,9 @@ def test_compiles_to_ptx(name, kernel, sig):
     assert shared <= runtime.MAX_STATIC_SHARED, f"{name}: {shared} bytes of static shared memory"
     if computes_in_float32(sig):
         assert not re.search(r"\.f64\b", code), f"{name} computes in float64"
+    if name.startswith(HOT):  # assembled by ptxas (nvJitLink): registers and shared memory fit, nothing spills
+        used = ptx.resources(code)
+        assert used.spill_stores == 0 and used.occupancy() > 0, f"{name}: {used}"
 
 
 def test_a_contiguous_elementwise_kernel_indexes_without_remainders():

@@ -192,9 +192,15 @@ def test_matmul_every_shape(shapes, dtype):
 
 
 def test_matmul_transposed_operands_and_autocast_precision():
-    a = rng.standard_normal((7, 5)).astype(np.float32)
-    b = rng.standard_normal((6, 7)).astype(np.float32)
-    same(*both(lambda x, y: fnp.matmul(fnp.transpose(x), fnp.transpose(y)), a, b))
+    """Every layout the kernel specialises its loads for: x @ W, x @ W.T, x.T @ g and both transposed
+    (sizes not multiples of the simulator's 4 x 4 x 4 tile, several steps along K)."""
+    a = rng.standard_normal((7, 9)).astype(np.float32)
+    b = rng.standard_normal((9, 6)).astype(np.float32)
+    for ta in (False, True):
+        for tb in (False, True):
+            x, y = (np.ascontiguousarray(a.T) if ta else a), (np.ascontiguousarray(b.T) if tb else b)
+            same(*both(lambda p, q: fnp.matmul(fnp.transpose(p) if ta else p, fnp.transpose(q) if tb else q), x, y))
+    a, b = rng.standard_normal((7, 5)).astype(np.float32), rng.standard_normal((6, 7)).astype(np.float32)
     from funcgrad.ops import linalg as L
     for precision in (np.dtype(BF16), np.dtype(np.float16)):
         same(*both(lambda x, y: L.matmul_p(x, y, precision=precision, out_dtype=np.dtype(np.float32)), a.T, b.T),

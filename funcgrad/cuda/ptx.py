@@ -2,6 +2,7 @@
 argument types): the list the PTX check compiles for a real GPU on machines without one.
 
     python -m funcgrad.cuda.ptx        # compile them all for compute capability 9.0 (no simulator)
+    python -m funcgrad.cuda.ptx --resources [NAME]   # registers, shared memory, spills, occupancy
 
 The simulator does no type checking, so a kernel that runs there may still fail to compile;
 compiling each case ahead of time catches that. Compiling needs NVVM (`pip install
@@ -11,14 +12,17 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import re
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import dtypes
 from ..ops import elementwise as E
 from ..ops.core import Primitive, ShapedArray, registry
+from .runtime import GPU_BLOCK
 from .kernels import decompositions, elementwise, indexing, matmul, pool, random, reduce, scan, sort
 
 CANDIDATES = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
@@ -122,6 +126,51 @@ def compile_case(kernel, sig, cc: tuple[int, int] = TARGET) -> str:
     return cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0]
 
 
+SM_REGISTERS, SM_SHARED, SM_THREADS, SM_BLOCKS = 65536, 228 << 10, 2048, 32  # per multiprocessor, cc 9.0
+
+
+class Resources(NamedTuple):
+    """What ptxas allots one kernel: registers per thread, static shared memory, stack and spills
+    (bytes per thread)."""
+    registers: int
+    shared: int
+    stack: int
+    spill_stores: int
+    spill_loads: int
+
+    def occupancy(self, threads: int = GPU_BLOCK) -> float:
+        """The fraction of a multiprocessor's 2,048 thread slots that blocks of `threads` can fill
+        at once, bounded by registers (allotted per warp in units of 256), shared memory and the
+        block count (CUDA's occupancy calculator, without dynamic shared memory)."""
+        per_warp = -(-self.registers * 32 // 256) * 256
+        warps = -(-threads // 32)
+        blocks = min(SM_REGISTERS // (per_warp * warps), SM_SHARED // max(self.shared, 1), SM_THREADS // threads,
+                     SM_BLOCKS)
+        return blocks * threads / SM_THREADS
+
+
+def resources(code: str, cc: tuple[int, int] = TARGET) -> Resources:
+    """ptxas's account of a kernel's PTX, assembled for cc by nvJitLink (no GPU needed)."""
+    from cuda.bindings import nvjitlink
+    handle = nvjitlink.create(2, [f"-arch=sm_{cc[0]}{cc[1]}", "-verbose"])
+    try:
+        data = code.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel")
+        nvjitlink.complete(handle)
+        log = bytearray(nvjitlink.get_info_log_size(handle))
+        nvjitlink.get_info_log(handle, log)
+    finally:
+        nvjitlink.destroy(handle)
+    text = log.decode()
+
+    def number(pattern: str) -> int:
+        found = re.search(pattern, text)
+        return int(found.group(1)) if found else 0
+    return Resources(number(r"[Uu]sed (\d+) registers"), number(r"(\d+) bytes smem"),
+                     number(r"(\d+) bytes stack frame"), number(r"(\d+) bytes spill stores"),
+                     number(r"(\d+) bytes spill loads"))
+
+
 def compile_all(cc: tuple[int, int] = TARGET, verbose: bool = False) -> list[tuple[str, str]]:
     """Compile every case to PTX; returns the failures as (name, error)."""
     failures = []
@@ -136,11 +185,23 @@ def compile_all(cc: tuple[int, int] = TARGET, verbose: bool = False) -> list[tup
     return failures
 
 
+def report(pattern: str = "") -> None:
+    """Registers, shared memory, spills and occupancy of every kernel whose name contains pattern."""
+    print(f"{'kernel':64s} {'regs':>4s} {'smem':>6s} {'spill':>5s} {'occupancy':>9s}")
+    for name, kernel, sig in cases():
+        if pattern in name:
+            r = resources(compile_case(kernel, sig))
+            print(f"{name[:64]:64s} {r.registers:4d} {r.shared:6d} {r.spill_stores:5d} {r.occupancy():9.0%}")
+
+
 def main() -> int:
     from .runtime import SIMULATOR
     if SIMULATOR:
         print("unset NUMBA_ENABLE_CUDASIM: the simulator cannot compile to PTX", file=sys.stderr)
         return 2
+    if "--resources" in sys.argv:
+        report(next((a for a in sys.argv[1:] if not a.startswith("-")), ""))
+        return 0
     failures = compile_all(verbose="-v" in sys.argv)
     for name, error in failures:
         print(f"FAILED {name}: {error}", file=sys.stderr)

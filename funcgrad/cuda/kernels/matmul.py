@@ -1,11 +1,21 @@
-"""Batched matmul: shared-memory tiles with register blocking, for any strides and every shape.
+"""Batched matmul of the design that reaches most of cuBLAS in published CUDA work, for any strides
+and every shape.
 
-A block computes a BM x BN tile of the output; each of its threads computes an RM x RN patch of it
-in registers, so every value read from shared memory feeds several multiply-adds. Tiles of A and B
-(BM x BK, BK x BN) are staged in shared memory per step along K; elements past the edges read as
-zero, so sizes need not be multiples of the tile. Batch dimensions broadcast through strides.
-Half-precision operands are widened to float32 and the result rounded once (float32
-accumulation); an autocast `precision` rounds float32 operands to that dtype first.
+A block of 256 threads computes a 128 x 128 tile of the output; each thread an 8 x 8 patch of it in
+registers, so every value read from shared memory feeds eight multiply-adds. The patch is
+interleaved (rows trow + 16 i, columns tcol + 16 j): a warp's reads of a shared-memory row hit 16
+consecutive words, free of bank conflicts, and its stores to the output are coalesced. Tiles of A
+and B (128 x 8, 8 x 128) are staged in shared memory, padded by a word per row against conflicts
+on the transposing stores, and double buffered: the next tile is read from global memory into
+registers while the current one is multiplied, so one barrier per step along K suffices. Each
+operand is loaded along its contiguous stride (a row-major A along K, the `W.T` every Linear passes
+along its rows): a kernel is generated for each of the four layouts. Elements past the edges read as zero,
+so sizes need not be multiples of the tile; batch dimensions broadcast through strides. Half
+precision operands are widened to float32 and the result rounded once (float32 accumulation); an
+autocast `precision` rounds float32 operands to that dtype first. Accumulators wider than 4 bytes
+(float64, int64, complex) take 64 x 64 tiles with 4 x 4 patches: their 8 x 8 patches need more
+than the 255 registers a thread may have. numba widens every integer operation to 64 bits, so index arithmetic
+stays 64-bit. `python -m funcgrad.cuda.ptx --resources` reports registers and shared memory.
 """
 from __future__ import annotations
 
@@ -21,75 +31,118 @@ from .common import (INDEX, array_type, cast, compile_source, compute_dtype, nar
                      tuple_type, widen)
 
 # Tile shape: (BM, BN, BK, RM, RN). The simulator runs a Python thread per GPU thread: tiny tiles there.
-GPU_TILE = (64, 64, 16, 4, 4)
-TILE = (4, 4, 4, 2, 2) if SIMULATOR else GPU_TILE
+GPU_TILE = (128, 128, 8, 8, 8)
+GPU_WIDE_TILE = (64, 64, 8, 4, 4)  # for 16-byte accumulators
+SIM_TILE = (4, 4, 4, 2, 2)
+PAD = 1  # words added to each shared-memory row
+
+
+def tile_for(acc: np.dtype) -> tuple:
+    if SIMULATOR:
+        return SIM_TILE
+    return GPU_WIDE_TILE if np.dtype(acc).itemsize > 4 else GPU_TILE
+
+
+def _accumulator(a_dtype: np.dtype, b_dtype: np.dtype, precision: np.dtype | None) -> np.dtype:
+    return np.dtype(np.float32) if precision is not None else compute_dtype(np.result_type(a_dtype, b_dtype))
+
+
+def _loads(name: str, rows: int, cols: int, threads: int, along_rows: bool) -> list[str]:
+    """Source placing thread tid's loads in a rows x cols tile: its q-th element is at row
+    {name}r + q * {name}dr, column {name}c + q * {name}dc. Consecutive threads take consecutive
+    columns when along_rows (the operand's column stride is 1), else consecutive rows; the block's
+    threads are a multiple of the tile's columns and of its rows."""
+    if along_rows:
+        return [f"    {name}r, {name}c = tid // {cols}, tid % {cols}", f"    {name}dr, {name}dc = {threads // cols}, 0"]
+    return [f"    {name}r, {name}c = tid % {rows}, tid // {rows}", f"    {name}dr, {name}dc = 0, {threads // rows}"]
 
 
 @cache
-def _source(a_dtype: np.dtype, b_dtype: np.dtype, out_dtype: np.dtype, precision: np.dtype | None) -> str:
-    bm, bn, bk, rm, rn = TILE
-    acc = compute_dtype(np.result_type(a_dtype, b_dtype))
-    if precision is not None:
-        acc = np.dtype(np.float32)
+def _source(a_dtype: np.dtype, b_dtype: np.dtype, out_dtype: np.dtype, precision: np.dtype | None,
+            a_along_k: bool = True, b_along_n: bool = True) -> str:
+    """The kernel for these dtypes, loading A along K (its rows contiguous) or along M, and B along
+    N or along K (the transposed weight of a Linear)."""
+    acc = _accumulator(a_dtype, b_dtype, precision)
+    bm, bn, bk, rm, rn = tile_for(acc)
     tx, ty = bn // rn, bm // rm
+    threads = tx * ty
+    la, lb = bm * bk // threads, bk * bn // threads
+    zero = f"{cast(acc)}(0)"
 
     def load(name, dtype, index):
         return round_to(f"{cast(acc)}({widen(f'{name}[{index}]', dtype)})", precision)
 
-    lines = f"""@cuda.jit(cache=True)
-def kernel(a, a_off, a_bst, a_sm, a_sk, b, b_off, b_bst, b_sk, b_sn, out, bshape, m, n, k, tiles_m, tiles_n, tiles):
-    As = cuda.shared.array(({bk}, {bm}), np.{acc.name})
-    Bs = cuda.shared.array(({bk}, {bn}), np.{acc.name})
-    acc = cuda.local.array(({rm}, {rn}), np.{acc.name})
-    ar = cuda.local.array({rm}, np.{acc.name})
-    br = cuda.local.array({rn}, np.{acc.name})
-    tcol = cuda.threadIdx.x
-    trow = cuda.threadIdx.y
-    tid = trow * {tx} + tcol
-    for t in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
-        n0 = (t % tiles_n) * {bn}
-        m0 = (t // tiles_n % tiles_m) * {bm}
-        batch = t // tiles_n // tiles_m
-        a_base = S.element(batch, bshape, a_bst, a_off)
-        b_base = S.element(batch, bshape, b_bst, b_off)
-        for i in range({rm}):
-            for j in range({rn}):
-                acc[i, j] = 0
-        for k0 in range(0, k, {bk}):
-            for idx in range(tid, {bm * bk}, {tx * ty}):
-                r = idx // {bk}
-                c = idx % {bk}
-                if m0 + r < m and k0 + c < k:
-                    As[c, r] = {load("a", a_dtype, "a_base + (m0 + r) * a_sm + (k0 + c) * a_sk")}
-                else:
-                    As[c, r] = 0
-            for idx in range(tid, {bk * bn}, {tx * ty}):
-                r = idx // {bn}
-                c = idx % {bn}
-                if k0 + r < k and n0 + c < n:
-                    Bs[r, c] = {load("b", b_dtype, "b_base + (k0 + r) * b_sk + (n0 + c) * b_sn")}
-                else:
-                    Bs[r, c] = 0
-            cuda.syncthreads()
-            for kk in range({bk}):
-                for i in range({rm}):
-                    ar[i] = As[kk, trow * {rm} + i]
-                for j in range({rn}):
-                    br[j] = Bs[kk, tcol * {rn} + j]
-                for i in range({rm}):
-                    for j in range({rn}):
-                        acc[i, j] += ar[i] * br[j]
-            cuda.syncthreads()
-        out_base = batch * m * n
-        for i in range({rm}):
-            row = m0 + trow * {rm} + i
-            if row < m:
-                for j in range({rn}):
-                    col = n0 + tcol * {rn} + j
-                    if col < n:
-                        out[out_base + row * n + col] = {narrow("acc[i, j]", out_dtype)}
-"""
-    return lines
+    def fetch(k0: str) -> list[str]:
+        """Global tile at k0 into the registers ga*, gb* (zero past the edges)."""
+        lines = []
+        for q in range(la):
+            r, c = f"m0 + ar + {q} * adr", f"{k0} + ac + {q} * adc"
+            lines += [f"ga{q} = {zero}", f"if {r} < m and {c} < k:",
+                      f"    ga{q} = {load('a', a_dtype, f'a_base + ({r}) * a_sm + ({c}) * a_sk')}"]
+        for q in range(lb):
+            r, c = f"{k0} + br + {q} * bdr", f"n0 + bc + {q} * bdc"
+            lines += [f"gb{q} = {zero}", f"if {r} < k and {c} < n:",
+                      f"    gb{q} = {load('b', b_dtype, f'b_base + ({r}) * b_sk + ({c}) * b_sn')}"]
+        return lines
+
+    def stash(buf: str) -> list[str]:
+        return [f"As[{buf}, ac + {q} * adc, ar + {q} * adr] = ga{q}" for q in range(la)] + \
+               [f"Bs[{buf}, br + {q} * bdr, bc + {q} * bdc] = gb{q}" for q in range(lb)]
+
+    def indent(lines, by):
+        return [" " * by + line for line in lines]
+
+    body = [
+        "@cuda.jit(cache=True)",
+        "def kernel(a, a_off, a_bst, a_sm, a_sk, b, b_off, b_bst, b_sk, b_sn, out, bshape, m, n, k, tiles_m, tiles_n, tiles):",
+        f"    As = cuda.shared.array((2, {bk}, {bm + PAD}), np.{acc.name})",
+        f"    Bs = cuda.shared.array((2, {bk}, {bn + PAD}), np.{acc.name})",
+        f"    acc = cuda.local.array(({rm}, {rn}), np.{acc.name})",
+        f"    ar_ = cuda.local.array({rm}, np.{acc.name})",
+        f"    br_ = cuda.local.array({rn}, np.{acc.name})",
+        "    tcol = cuda.threadIdx.x",
+        "    trow = cuda.threadIdx.y",
+        f"    tid = trow * {tx} + tcol",
+        *_loads("a", bm, bk, threads, a_along_k),
+        *_loads("b", bk, bn, threads, b_along_n),
+        "    for t in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):",
+        f"        n0 = (t % tiles_n) * {bn}",
+        f"        m0 = (t // tiles_n % tiles_m) * {bm}",
+        "        batch = t // tiles_n // tiles_m",
+        "        a_base = S.element(batch, bshape, a_bst, a_off)",
+        "        b_base = S.element(batch, bshape, b_bst, b_off)",
+        f"        for i in range({rm}):",
+        f"            for j in range({rn}):",
+        f"                acc[i, j] = {zero}",
+        *indent(fetch("0"), 8),
+        *indent(stash("0"), 8),
+        "        cuda.syncthreads()",
+        f"        for k0 in range(0, k, {bk}):",
+        f"            cur = (k0 // {bk}) % 2",
+        f"            more = k0 + {bk} < k",
+        "            if more:",
+        *indent(fetch(f"k0 + {bk}"), 16),
+        f"            for kk in range({bk}):",
+        f"                for i in range({rm}):",
+        f"                    ar_[i] = As[cur, kk, trow + i * {ty}]",
+        f"                for j in range({rn}):",
+        f"                    br_[j] = Bs[cur, kk, tcol + j * {tx}]",
+        f"                for i in range({rm}):",
+        f"                    for j in range({rn}):",
+        "                        acc[i, j] += ar_[i] * br_[j]",
+        "            if more:",
+        *indent(stash("1 - cur"), 16),
+        "            cuda.syncthreads()",
+        "        out_base = batch * m * n",
+        f"        for i in range({rm}):",
+        f"            row = m0 + trow + i * {ty}",
+        "            if row < m:",
+        f"                for j in range({rn}):",
+        f"                    col = n0 + tcol + j * {tx}",
+        "                    if col < n:",
+        f"                        out[out_base + row * n + col] = {narrow('acc[i, j]', out_dtype)}",
+    ]
+    return "\n".join(body) + "\n"
 
 
 def matmul(a: DeviceValue, b: DeviceValue, out_dtype: np.dtype, precision: np.dtype | None = None) -> DeviceValue:
@@ -111,15 +164,17 @@ def matmul(a: DeviceValue, b: DeviceValue, out_dtype: np.dtype, precision: np.dt
         st = (0,) * lead + tuple(0 if d == 1 else s for s, d in zip(x.strides[:-2], x.shape[:-2]))
         return st or (0,)
 
-    kernel = compile_source(_source(a.dtype, b.dtype, np.dtype(out_dtype), precision and np.dtype(precision)))
-    grid, block, tiles = launch_config(m, n, batch)
+    precision = precision and np.dtype(precision)
+    kernel = compile_source(_source(a.dtype, b.dtype, np.dtype(out_dtype), precision, a.strides[-1] == 1 or a.shape[-1] == 1,
+                                    b.strides[-1] == 1 or b.shape[-1] == 1))
+    grid, block, tiles = launch_config(m, n, batch, tile_for(_accumulator(a.dtype, b.dtype, precision)))
     launch(kernel, grid, block, a.data, a.offset, batch_strides(a), a.strides[-2], a.strides[-1],
            b.data, b.offset, batch_strides(b), b.strides[-2], b.strides[-1],
            out.data, bshape or (1,), m, n, k, *tiles)
     return out
 
 
-def launch_config(m: int, n: int, batch: int, tile: tuple = TILE) -> tuple[int, tuple[int, int], tuple]:
+def launch_config(m: int, n: int, batch: int, tile: tuple) -> tuple[int, tuple[int, int], tuple]:
     """(blocks, threads per block, (row tiles, column tiles, all tiles)): the output tiles of every
     batch element in one grid dimension (x allows 2**31 - 1 blocks; y and z only 65535, too few for
     the rows of a large convolution's matmul or a batch of 70,000), each block looping over tiles
@@ -139,5 +194,6 @@ def ptx_cases():
     for a_dt, out_dt, precision in cases:
         sig = (array_type(a_dt), i64, tuple_type(1), i64, i64, array_type(a_dt), i64, tuple_type(1), i64, i64,
                array_type(out_dt), tuple_type(1), i64, i64, i64, i64, i64, i64)
-        yield f"matmul[{a_dt.name}->{out_dt.name}, precision={precision}]", compile_source(
-            _source(np.dtype(a_dt), np.dtype(a_dt), np.dtype(out_dt), precision)), sig
+        for along in ((True, True), (True, False), (False, True)):  # x @ W, x @ W.T, x.T @ g
+            yield f"matmul[{a_dt.name}->{out_dt.name}, precision={precision}, along={along}]", compile_source(
+                _source(np.dtype(a_dt), np.dtype(a_dt), np.dtype(out_dt), precision, *along)), sig
