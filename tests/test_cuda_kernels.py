@@ -424,3 +424,20 @@ def test_few_long_rows_reduce_in_two_passes(op):
         assert fg.cuda.launch_count() == 2  # the split rows, then their partial results
         same(*both(lambda a: prim(a, axes=(1,), keepdims=False), x), tol=1e-4 if dtype == np.float32 else None)
         same(*both(lambda a: prim(a, axes=(0, 1), keepdims=True), x), tol=1e-4 if dtype == np.float32 else None)
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "any"])
+def test_reduction_layouts_warps_for_short_rows_and_columns_along_contiguous_kept_axes(op):
+    """Many short rows take a warp each; a reduction over axis 0 of a matrix (a bias gradient) puts
+    the threads along the contiguous kept axis, splitting long columns across blocks (two passes)."""
+    from funcgrad.cuda.kernels import reduce as RK
+    prim = core.registry[op]
+    x = rng.standard_normal((300, 9)).astype(np.float32)
+    x = (x > 1) if op == "any" else x
+    for axes, layout in (((1,), "warps"), ((0,), "columns")):
+        view = to_cuda(x)._value
+        kshape, kstrides, rshape, _ = RK.rows_and_columns(view.shape, view.strides, axes)
+        assert RK._layout(kshape, kstrides, int(np.prod(kshape)), int(np.prod(rshape))) == layout
+        same(*both(lambda a: prim(a, axes=axes, keepdims=False), x), tol=1e-5)
+    assert RK._splits(-(-9 // RK.COLUMN_BLOCK[0]), 300)[0] > 1  # the axis-0 case ran in two passes
+    same(*both(lambda a: prim(a[:, :, None] * 1, axes=(0, 2), keepdims=True), x), tol=1e-5)

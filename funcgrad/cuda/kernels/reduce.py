@@ -1,9 +1,11 @@
-"""Reductions over any set of axes, and the softmax family, as block-per-row kernels.
+"""Reductions over any set of axes, and the softmax family.
 
 The input is viewed as rows (the kept axes) by columns (the reduced axes), both through strides,
 so no transpose is ever copied. Each block takes a row (grid-stride over rows); its threads stride
 over the columns accumulating in registers (several elements per thread), then combine in a
-shared-memory tree. A few long rows split across blocks, and a second pass combines the partial
+shared-memory tree. Many short rows take a warp each instead, and a reduction whose kept elements
+are contiguous (axis 0 of a matrix: a bias gradient) puts a block's threads along them, so that
+each load of the block is one coalesced row segment. A few long rows split across blocks, and a second pass combines the partial
 results (two passes, as CUB's device reduction). On a GPU the last 32 partial results combine with warp shuffles; the
 simulator has no warp operations, so there the tree runs to the end in shared memory.
 """
@@ -91,29 +93,68 @@ def _indent(lines: list[str], by: int = 4) -> list[str]:
     return [" " * by + line for line in lines]
 
 
+# Short rows: a group of ROW_THREADS threads (a warp) per row. Axis-0 style reductions (the kept
+# axis contiguous, a bias gradient): COLUMN_BLOCK threads, x along kept elements (coalesced), y
+# along the reduced ones. The simulator's blocks are tiny.
+ROW_THREADS = 4 if SIMULATOR else 32
+SHORT_COLUMNS = 8 * ROW_THREADS
+COLUMN_BLOCK = (4, 2) if SIMULATOR else (32, 8)
+
+
 @cache
-def _reduce_source(monoid: Monoid, dtype: np.dtype, out_dtype: np.dtype) -> str:
+def _reduce_source(monoid: Monoid, dtype: np.dtype, out_dtype: np.dtype, layout: str = "rows") -> str:
+    """layout 'rows': a block per (row, split); 'warps': ROW_THREADS threads per row; 'columns': a
+    block per (tile of COLUMN_BLOCK[0] rows, split). A split s of a row reduces its columns
+    [s * chunk, (s + 1) * chunk) into out[row * splits + s]."""
     acc = accumulator_dtype(monoid, out_dtype)
     combine = _combine(monoid, acc)
     value = widen("x[S.element(j, rshape, rstrides, base)]", dtype)
     if monoid.logical:
         value = f"np.int32({value} != 0)"
-    body = [f"v = {_identity(monoid, acc)}",
-            "for j in range(start + t, stop, cuda.blockDim.x):",
-            f"    v = {combine.format(a='v', b=f'{cast(acc)}({value})')}"]
-    body += [line[4:] for line in _tree(combine, cast(acc))]
-    body += ["if t == 0:", f"    out[piece] = {narrow('sh[0]', out_dtype)}", "cuda.syncthreads()"]
-    # A block per (row, split): split s of a row reduces its columns [s * chunk, (s + 1) * chunk).
-    lines = ["@cuda.jit(cache=True)",
-             "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out, splits, chunk):",
-             f"    sh = cuda.shared.array({BLOCK}, np.{acc.name})",
-             "    t = cuda.threadIdx.x",
-             "    for piece in range(cuda.blockIdx.x, nrows * splits, cuda.gridDim.x):",
-             "        row = piece // splits",
-             "        start = (piece - row * splits) * chunk",
-             "        stop = min(ncols, start + chunk)",
-             "        base = S.element(row, kshape, kstrides, x_off)", *_indent(body, 8)]
+    fold = f"    v = {combine.format(a='v', b=f'{cast(acc)}({value})')}"
+    head = ["@cuda.jit(cache=True)",
+            "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out, splits, chunk):"]
+    if layout == "warps":
+        g = ROW_THREADS
+        body = [f"v = {_identity(monoid, acc)}", "if row < nrows:",
+                "    base = S.element(row, kshape, kstrides, x_off)",
+                f"    for j in range(lane, ncols, {g}):", "    " + fold,
+                "sh[t] = v", "cuda.syncthreads()", f"s = {g // 2}", "while s >= 1:", "    if lane < s:",
+                f"        sh[t] = {combine.format(a='sh[t]', b='sh[t + s]')}", "    cuda.syncthreads()", "    s //= 2",
+                "if lane == 0 and row < nrows:", f"    out[row] = {narrow('sh[t]', out_dtype)}", "cuda.syncthreads()"]
+        lines = head + [f"    sh = cuda.shared.array({BLOCK}, np.{acc.name})", "    t = cuda.threadIdx.x",
+                        f"    lane = t % {g}", f"    for first in range(cuda.blockIdx.x * {BLOCK // g}, nrows, "
+                        f"cuda.gridDim.x * {BLOCK // g}):", f"        row = first + t // {g}", *_indent(body, 8)]
+    elif layout == "columns":
+        cx, cy = COLUMN_BLOCK
+        body = ["tile = piece // splits", "row = tile * {cx} + tx".format(cx=cx), "start = (piece - tile * splits) * chunk",
+                "stop = min(ncols, start + chunk)", f"v = {_identity(monoid, acc)}", "if row < nrows:",
+                "    base = S.element(row, kshape, kstrides, x_off)", f"    for j in range(start + ty, stop, {cy}):",
+                "    " + fold, "sh[ty, tx] = v", "cuda.syncthreads()", "if ty == 0 and row < nrows:",
+                f"    for q in range(1, {cy}):", f"        v = {combine.format(a='v', b='sh[q, tx]')}",
+                f"    out[row * splits + piece - tile * splits] = {narrow('v', out_dtype)}", "cuda.syncthreads()"]
+        lines = head + [f"    sh = cuda.shared.array(({cy}, {cx}), np.{acc.name})", "    tx = cuda.threadIdx.x",
+                        "    ty = cuda.threadIdx.y",
+                        f"    for piece in range(cuda.blockIdx.x, (nrows + {cx - 1}) // {cx} * splits, cuda.gridDim.x):",
+                        *_indent(body, 8)]
+    else:
+        body = [f"v = {_identity(monoid, acc)}", "for j in range(start + t, stop, cuda.blockDim.x):", fold]
+        body += [line[4:] for line in _tree(combine, cast(acc))]
+        body += ["if t == 0:", f"    out[piece] = {narrow('sh[0]', out_dtype)}", "cuda.syncthreads()"]
+        lines = head + [f"    sh = cuda.shared.array({BLOCK}, np.{acc.name})", "    t = cuda.threadIdx.x",
+                        "    for piece in range(cuda.blockIdx.x, nrows * splits, cuda.gridDim.x):",
+                        "        row = piece // splits", "        start = (piece - row * splits) * chunk",
+                        "        stop = min(ncols, start + chunk)", "        base = S.element(row, kshape, kstrides, x_off)",
+                        *_indent(body, 8)]
     return "\n".join(lines) + "\n"
+
+
+def _layout(kshape: tuple, kstrides: tuple, nrows: int, ncols: int) -> str:
+    """'columns' when the kept elements are contiguous (their innermost stride is 1: reducing axis 0
+    of a matrix), 'warps' for many short rows, else 'rows'."""
+    if kstrides[-1] == 1 and kshape[-1] > 1:
+        return "columns"
+    return "warps" if ncols <= SHORT_COLUMNS and nrows > 1 else "rows"
 
 
 def rows_and_columns(shape: tuple, strides: tuple, axes: tuple) -> tuple:
@@ -151,11 +192,15 @@ def reduce(monoid: Monoid, x: DeviceValue, axes: tuple, out_shape: tuple, out_dt
     ncols = int(np.prod(rshape, dtype=np.int64))
     if nrows == 0 or out.size == 0:
         return out
-    splits, chunk = _splits(nrows, ncols)
+    layout = _layout(kshape, kstrides, nrows, ncols)
+    pieces = -(-nrows // COLUMN_BLOCK[0]) if layout == "columns" else nrows
+    splits, chunk = _splits(pieces, ncols) if layout != "warps" else (1, max(ncols, 1))
     partial = out if splits == 1 else empty((nrows, splits), accumulator_dtype(monoid, np.dtype(out_dtype)))
-    kernel = compile_source(_reduce_source(monoid, x.dtype, partial.dtype))
-    launch(kernel, *_grid(nrows * splits), x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols,
-           partial.data, splits, chunk)
+    kernel = compile_source(_reduce_source(monoid, x.dtype, partial.dtype, layout))
+    grid = {"columns": (min(MAX_BLOCKS, pieces * splits), COLUMN_BLOCK),
+            "warps": (min(MAX_BLOCKS, -(-nrows // (BLOCK // ROW_THREADS))), BLOCK)}.get(layout, _grid(nrows * splits))
+    launch(kernel, *grid, x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, ncols, partial.data, splits,
+           chunk)
     if splits == 1:
         return out
     return reduce(monoid, partial, (1,), out_shape, out_dtype)  # the second pass: a row of partials each
@@ -268,8 +313,10 @@ def ptx_cases():
         for dt in floats + ints + ([dtypes.complex64, dtypes.complex128] if monoid in (SUM, PROD) else []):
             out_dt = np.dtype(np.bool_) if monoid.logical else (
                 np.dtype(np.int64) if dt.kind in "biu" and monoid in (SUM, PROD) else dt)
-            yield (f"{monoid.name}[{dt.name}]", compile_source(_reduce_source(monoid, dt, out_dt)),
-                   head(dt) + (array_type(out_dt), scalar_type(INDEX), scalar_type(INDEX)))
+            for layout in ("rows", "warps", "columns"):
+                yield (f"{monoid.name}[{dt.name}{'' if layout == 'rows' else ', ' + layout}]",
+                       compile_source(_reduce_source(monoid, dt, out_dt, layout)),
+                       head(dt) + (array_type(out_dt), scalar_type(INDEX), scalar_type(INDEX)))
             acc = accumulator_dtype(monoid, out_dt)
             if acc != out_dt:  # a split reduction: partial results at the accumulator's type, combined
                 for src, dst in ((dt, acc), (acc, out_dt)):
