@@ -111,6 +111,33 @@ def test_errors_name_the_problem():
 
 
 @pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_cuda_kernels_share_each_matrix_among_a_block(dtype):
+    """Matrices larger than the simulator's 4 threads per matrix, so every step's work is split among
+    them (rows of the elimination, columns of the back substitution and of each rotation)."""
+    from funcgrad.cuda.kernels import decompositions
+    n = 2 * decompositions.THREADS - 1
+    a = RNG.standard_normal((2, n, n)) + (1j * RNG.standard_normal((2, n, n)) if dtype == np.complex128 else 0)
+    a = a.astype(dtype)
+    hermitian = a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)
+    b = RNG.standard_normal((2, n, n - 2)).astype(dtype)
+    on = lambda x: fg.device_put(fg.asarray(x), "cuda")  # noqa: E731  (assert_allclose: complex parts too)
+    np.testing.assert_allclose(fnp.linalg.solve(on(a), on(b)).numpy(), np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)
+    sign, logdet = fnp.linalg.slogdet(on(a))
+    np.testing.assert_allclose(sign.numpy(), np.linalg.slogdet(a)[0], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(logdet.numpy(), np.linalg.slogdet(a)[1], rtol=1e-9)
+    np.testing.assert_allclose(fnp.linalg.cholesky(on(hermitian)).numpy(), np.linalg.cholesky(hermitian), rtol=1e-9, atol=1e-9)
+    w, v = fnp.linalg.eigh(on(hermitian))
+    np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(hermitian), rtol=1e-9, atol=1e-9)
+    v = v.numpy()
+    np.testing.assert_allclose(v @ (w.numpy()[..., None] * np.conj(np.swapaxes(v, -1, -2))), hermitian, atol=1e-8)
+    tall = a[:, :, : n - 2]
+    u, s, vh = fnp.linalg.svd(on(tall), full_matrices=False)
+    np.testing.assert_allclose(s.numpy(), np.linalg.svd(tall, compute_uv=False), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose((u.numpy() * s.numpy()[..., None, :]) @ vh.numpy(), tall, atol=1e-9)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_cuda_kernels_match_the_cpu(dtype):
     """Each decomposition kernel (a thread per matrix) against LAPACK, tiny shapes for the simulator."""

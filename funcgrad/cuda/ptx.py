@@ -186,7 +186,8 @@ def compile_all(cc: tuple[int, int] = TARGET, verbose: bool = False) -> list[tup
 
 
 def report(pattern: str = "") -> None:
-    """Registers, shared memory, spills and occupancy of every kernel whose name contains pattern."""
+    """Registers, shared memory, spills and occupancy (of 256-thread blocks; the linear algebra
+    kernels launch 64) of every kernel whose name contains pattern."""
     print(f"{'kernel':64s} {'regs':>4s} {'smem':>6s} {'spill':>5s} {'occupancy':>9s}")
     for name, kernel, sig in cases():
         if pattern in name:

@@ -1,12 +1,14 @@
-"""Dense linear algebra on batches of small matrices (real or complex): a thread per matrix.
+"""Dense linear algebra on batches of small matrices (real or complex): a block per matrix.
 
 solve (Gaussian elimination with partial pivoting), slogdet (the same elimination, keeping the
 pivots), cholesky, eigh (cyclic Jacobi rotations, eigenvalues sorted ascending) and svd (one-sided
 Jacobi rotations of a tall matrix's columns until they are orthogonal: their norms are the singular
-values, sorted descending; a zero singular value leaves its column of U zero). Each thread
-works in a private copy of its matrix in global memory, so any n fits; this suits the many small
-matrices of a batch, not one large matrix (which would want a blocked, many-thread algorithm).
-Singular or indefinite inputs give inf/NaN, as a kernel cannot raise.
+values, sorted descending; a zero singular value leaves its column of U zero). Each block works in
+a copy of its matrix in global memory (any n fits; the rows it touches stay in L1); its threads
+share the O(n) work of each step (a row operation of the elimination, a rotation of two columns,
+a column of the triangular solve) and compute the step's few scalars (the pivot, the rotation's
+angle) alike from the same data, with a barrier between steps. Singular or indefinite inputs give
+inf/NaN, as a kernel cannot raise.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 
 from ... import dtypes
 from ..buffer import DeviceValue, empty
-from ..runtime import launch, launch_shape
+from ..runtime import MAX_BLOCKS, SIMULATOR, launch
 from .common import INDEX, array_type, cast, compile_source, scalar_type
 from ...ops.elementwise import conj_p
 from . import elementwise
@@ -24,10 +26,14 @@ from .copy import compact, copy_into
 from .indexing import basic_view
 
 SWEEPS = 60  # Jacobi sweeps; convergence is quadratic, so float64 needs well under 20 in practice
+THREADS = 4 if SIMULATOR else 64  # per matrix: the simulator runs a Python thread per GPU thread
 
+_MATRIX_LOOP = """    t = cuda.threadIdx.x
+    T = cuda.blockDim.x
+    for m in range(cuda.blockIdx.x, batch, cuda.gridDim.x):"""
 
-# Partial pivoting, shared by solve and slogdet: the row (at or below col) with the largest
-# magnitude in column col is swapped into place in the thread's LU workspace.
+# Partial pivoting, shared by solve and slogdet: every thread finds the row (at or below col) with the
+# largest magnitude in column col alike; they swap it into place in the LU workspace together.
 _PIVOT = """            pivot = col
             best = abs(lu[A + col * n + col])
             for r in range(col + 1, n):
@@ -35,11 +41,18 @@ _PIVOT = """            pivot = col
                 if v > best:
                     best = v
                     pivot = r
+            cuda.syncthreads()  # every thread has searched before rows move
             if pivot != col:
-                for c in range(n):
+                for c in range(t, n, T):
                     tmp = lu[A + col * n + c]
                     lu[A + col * n + c] = lu[A + pivot * n + c]
                     lu[A + pivot * n + c] = tmp"""
+
+# Eliminate below the pivot: each thread takes rows of its own
+_ELIMINATE = """            for r in range(col + 1 + t, n, T):
+                f = lu[A + r * n + col] / d
+                for c in range(col, n):
+                    lu[A + r * n + c] -= f * lu[A + col * n + c]"""
 
 
 @cache
@@ -47,30 +60,31 @@ def _solve_source(dtype: np.dtype) -> str:
     t = cast(dtype)
     return f"""@cuda.jit(cache=True)
 def kernel(lu, x, batch, n, k):
-    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+{_MATRIX_LOOP}
         A = m * n * n
         X = m * n * k
         for col in range(n):
 {_PIVOT}
-            if pivot != col:
-                for c in range(k):
+                for c in range(t, k, T):
                     tmp = x[X + col * k + c]
                     x[X + col * k + c] = x[X + pivot * k + c]
                     x[X + pivot * k + c] = tmp
+            cuda.syncthreads()
             d = lu[A + col * n + col]
-            for r in range(col + 1, n):
+            for r in range(col + 1 + t, n, T):
                 f = lu[A + r * n + col] / d
-                for c in range(col, n):
-                    lu[A + r * n + c] -= f * lu[A + col * n + c]
                 for c in range(k):
                     x[X + r * k + c] -= f * x[X + col * k + c]
-        for step in range(n):
-            r = n - 1 - step
-            for c in range(k):
+{_ELIMINATE}
+            cuda.syncthreads()
+        for c in range(t, k, T):  # back substitution, a column of x per thread
+            for step in range(n):
+                r = n - 1 - step
                 total = x[X + r * k + c]
                 for j in range(r + 1, n):
                     total -= lu[A + r * n + j] * x[X + j * k + c]
                 x[X + r * k + c] = {t}(total / lu[A + r * n + r])
+        cuda.syncthreads()
 """
 
 
@@ -81,12 +95,13 @@ def _slogdet_source(dtype: np.dtype) -> str:
     phase = "sign = sign * (d / abs(d))" if dtypes.is_complex(dtype) else "if d < 0:\n                sign = -sign"
     return f"""@cuda.jit(cache=True)
 def kernel(lu, out, batch, n):
-    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+{_MATRIX_LOOP}
         A = m * n * n
         sign = {t}(1)
         logdet = {rt}(0)
         for col in range(n):
 {_PIVOT}
+            cuda.syncthreads()
             if pivot != col:
                 sign = -sign
             d = lu[A + col * n + col]
@@ -96,12 +111,12 @@ def kernel(lu, out, batch, n):
                 break
             {phase}
             logdet += {rt}(math.log(abs(d)))
-            for r in range(col + 1, n):
-                f = lu[A + r * n + col] / d
-                for c in range(col, n):
-                    lu[A + r * n + c] -= f * lu[A + col * n + c]
-        out[2 * m] = sign
-        out[2 * m + 1] = {t}(logdet)
+{_ELIMINATE}
+            cuda.syncthreads()
+        if t == 0:
+            out[2 * m] = sign
+            out[2 * m + 1] = {t}(logdet)
+        cuda.syncthreads()
 """
 
 
@@ -113,23 +128,25 @@ def _cholesky_source(dtype: np.dtype) -> str:
     real = ".real" if dtypes.is_complex(dtype) else ""
     return f"""@cuda.jit(cache=True)
 def kernel(a, out, batch, n):
-    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+{_MATRIX_LOOP}
         A = m * n * n
-        for i in range(n):
-            for j in range(n):
-                out[A + i * n + j] = {t}(0)
+        for e in range(t, n * n, T):
+            out[A + e] = {t}(0)
+        cuda.syncthreads()
         for j in range(n):
             total = {rt}(a[A + j * n + j]{real})
             for p in range(j):
                 x = out[A + j * n + p]
                 total -= {rt}((x * x{conj}){real})
             diag = math.sqrt(total) if total > 0 else {rt}(math.nan)
-            out[A + j * n + j] = {t}(diag)
-            for i in range(j + 1, n):
+            if t == 0:
+                out[A + j * n + j] = {t}(diag)
+            for i in range(j + 1 + t, n, T):
                 total2 = a[A + i * n + j]
                 for p in range(j):
                     total2 -= out[A + i * n + p] * out[A + j * n + p]{conj}
                 out[A + i * n + j] = {t}(total2 / diag)
+            cuda.syncthreads()
 """
 
 
@@ -137,11 +154,13 @@ def kernel(a, out, batch, n):
 # times phase, with phase = a_pq / |a_pq|; then the real rotation applies.
 _EIGH_PHASE = """
                     phase = apq / abs(apq)
-                    for r in range(n):
+                    for r in range(t, n, T):
                         work[A + r * n + q] = work[A + r * n + q] * phase.conjugate()
                         out[V + r * n + q] = out[V + r * n + q] * phase.conjugate()
-                    for r in range(n):
+                    cuda.syncthreads()
+                    for r in range(t, n, T):
                         work[A + q * n + r] = work[A + q * n + r] * phase
+                    cuda.syncthreads()
                     apq = {rt}(abs(apq))"""
 
 
@@ -156,12 +175,12 @@ def _eigh_source(dtype: np.dtype) -> str:
     return f"""@cuda.jit(cache=True)
 def kernel(work, out, batch, n):
     # out[m] is (n + 1, n): row 0 the eigenvalues, rows 1.. the eigenvector matrix V (columns)
-    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+{_MATRIX_LOOP}
         A = m * n * n
         V = m * (n + 1) * n + n
-        for i in range(n):
-            for j in range(n):
-                out[V + i * n + j] = {t}(1) if i == j else {t}(0)
+        for e in range(t, n * n, T):
+            out[V + e] = {t}(1) if e // n == e % n else {t}(0)
+        cuda.syncthreads()
         for sweep in range({SWEEPS}):
             off = {rt}(0)
             scale = {rt}(0)
@@ -171,18 +190,21 @@ def kernel(work, out, batch, n):
                     scale += {square}
                     if i != j:
                         off += {square}
+            cuda.syncthreads()  # every thread has read the matrix before it turns
             if off <= {rt}({eps * eps}) * scale:
                 break
             for p in range(n - 1):
                 for q in range(p + 1, n):
                     apq = work[A + p * n + q]
+                    cuda.syncthreads()
                     if apq == 0:
                         continue{phase}
                     theta = (work[A + q * n + q]{real} - work[A + p * n + p]{real}) / ({rt}(2) * apq)  # typed literals:
                     tan = ({rt}(1) if theta >= 0 else {rt}(-1)) / (abs(theta) + math.sqrt(theta * theta + {rt}(1)))
                     c = {rt}(1) / math.sqrt(tan * tan + {rt}(1))  # an int literal would widen float32 to float64
                     s = tan * c
-                    for r in range(n):  # columns p, q of A and V
+                    cuda.syncthreads()  # every thread has read the pair before it turns
+                    for r in range(t, n, T):  # columns p, q of A and V
                         akp = work[A + r * n + p]
                         akq = work[A + r * n + q]
                         work[A + r * n + p] = {t}(c * akp - s * akq)
@@ -191,61 +213,67 @@ def kernel(work, out, batch, n):
                         vkq = out[V + r * n + q]
                         out[V + r * n + p] = {t}(c * vkp - s * vkq)
                         out[V + r * n + q] = {t}(s * vkp + c * vkq)
-                    for r in range(n):  # rows p, q of A
+                    cuda.syncthreads()
+                    for r in range(t, n, T):  # rows p, q of A
                         apk = work[A + p * n + r]
                         aqk = work[A + q * n + r]
                         work[A + p * n + r] = {t}(c * apk - s * aqk)
                         work[A + q * n + r] = {t}(s * apk + c * aqk)
+                    cuda.syncthreads()
         W = m * (n + 1) * n
-        for i in range(n):
+        for i in range(t, n, T):
             out[W + i] = {t}(work[A + i * n + i]{real})
+        cuda.syncthreads()
         for i in range(n):  # selection sort, ascending, moving eigenvector columns along
             low = i
             for j in range(i + 1, n):
                 if out[W + j]{real} < out[W + low]{real}:
                     low = j
+            cuda.syncthreads()
             if low != i:
-                tmp = out[W + i]
-                out[W + i] = out[W + low]
-                out[W + low] = tmp
-                for r in range(n):
+                if t == 0:
+                    tmp = out[W + i]
+                    out[W + i] = out[W + low]
+                    out[W + low] = tmp
+                for r in range(t, n, T):
                     tmp = out[V + r * n + i]
                     out[V + r * n + i] = out[V + r * n + low]
                     out[V + r * n + low] = tmp
+            cuda.syncthreads()
 """
 
 
 _SVD_INIT_V = """
-        for i in range(c):
-            for j in range(c):
-                out[V + i * c + j] = {t}(1) if i == j else {t}(0)"""
+        for e in range(t, c * c, T):
+            out[V + e] = {t}(1) if e // c == e % c else {t}(0)
+        cuda.syncthreads()"""
 _SVD_ROTATE_V = """
-                    for i in range(c):
+                    for i in range(t, c, T):
                         vp = out[V + i * c + p]
                         vq = out[V + i * c + q]
                         out[V + i * c + p] = {t}(cs * vp - sn * vq)
                         out[V + i * c + q] = {t}(sn * vp + cs * vq)"""
 _SVD_SWAP_COLUMNS = """
-                for k in range(r):
+                for k in range(t, r, T):
                     tmp = work[A + k * c + i]
                     work[A + k * c + i] = work[A + k * c + high]
                     work[A + k * c + high] = tmp
-                for k in range(c):
+                for k in range(t, c, T):
                     tmp = out[V + k * c + i]
                     out[V + k * c + i] = out[V + k * c + high]
                     out[V + k * c + high] = tmp"""
 _SVD_WRITE_U = """
-        for j in range(c):
-            s = out[W + j]{real}
-            for i in range(r):
-                out[O + i * c + j] = work[A + i * c + j] / s if s > 0 else {t}(0)"""
+        for e in range(t, r * c, T):
+            s = out[W + e % c]{real}
+            out[O + e] = work[A + e] / s if s > 0 else {t}(0)
+        cuda.syncthreads()"""
 # complex columns: column q (and V's) turns by conj(gamma / |gamma|), so that a_p^H a_q is real
 _SVD_PHASE = """
                     phase = gamma / abs(gamma)
-                    for i in range(r):
+                    for i in range(t, r, T):
                         work[A + i * c + q] = work[A + i * c + q] * phase.conjugate()"""
 _SVD_PHASE_V = """
-                    for i in range(c):
+                    for i in range(t, c, T):
                         out[V + i * c + q] = out[V + i * c + q] * phase.conjugate()"""
 
 
@@ -263,7 +291,7 @@ def _svd_source(dtype: np.dtype, uv: bool) -> str:
 def kernel(work, out, batch, r, c):
     # work[m]: a tall (r, c) matrix, r >= c, rotated in place into U diag(s); out[m] is
     # (r + 1 + c, c): U, the singular values and V with uv, else the c singular values
-    for m in range(cuda.grid(1), batch, cuda.gridsize(1)):
+{_MATRIX_LOOP}
         A = m * r * c
         O = m * (r + 1 + c) * c if {uv} else m * c
         W = O + r * c if {uv} else O
@@ -281,6 +309,7 @@ def kernel(work, out, batch, r, c):
                         alpha += {rt}((ap{conj} * ap){real})
                         beta += {rt}((aq{conj} * aq){real})
                         gamma += ap{conj} * aq
+                    cuda.syncthreads()  # every thread has read the columns before they turn
                     if abs(gamma) <= {rt}({eps}) * math.sqrt(alpha * beta):
                         continue
                     rotated = True{phase}
@@ -288,34 +317,43 @@ def kernel(work, out, batch, r, c):
                     tan = ({rt}(1) if zeta >= 0 else {rt}(-1)) / (abs(zeta) + math.sqrt(zeta * zeta + {rt}(1)))
                     cs = {rt}(1) / math.sqrt(tan * tan + {rt}(1))
                     sn = cs * tan
-                    for i in range(r):
+                    for i in range(t, r, T):
                         ap = work[A + i * c + p]
                         aq = work[A + i * c + q]
                         work[A + i * c + p] = {t}(cs * ap - sn * aq)
                         work[A + i * c + q] = {t}(sn * ap + cs * aq){rotate_v}
+                    cuda.syncthreads()
             if not rotated:
                 break
-        for j in range(c):
+        for j in range(t, c, T):
             total = {rt}(0)
             for i in range(r):
                 x = work[A + i * c + j]
                 total += {rt}((x{conj} * x){real})
             out[W + j] = {sv}(math.sqrt(total))
+        cuda.syncthreads()
         for i in range(c):  # selection sort, descending, moving the columns of U diag(s) and V along
             high = i
             for j in range(i + 1, c):
                 if out[W + j]{sv_real} > out[W + high]{sv_real}:
                     high = j
+            cuda.syncthreads()
             if high != i:
-                tmp = out[W + i]
-                out[W + i] = out[W + high]
-                out[W + high] = tmp{swap}{write_u}
+                if t == 0:
+                    tmp = out[W + i]
+                    out[W + i] = out[W + high]
+                    out[W + high] = tmp{swap}
+            cuda.syncthreads(){write_u}
 """
 
 
 def _batched_copy(x: DeviceValue, shape: tuple) -> DeviceValue:
     """A fresh contiguous copy of x broadcast to shape (the kernels work in place on it)."""
     return elementwise.apply(elementwise.copy, [x], x.dtype, shape=tuple(shape))
+
+
+def _grid(batch: int) -> tuple[int, int]:
+    return min(batch, MAX_BLOCKS), THREADS
 
 
 def _batch(shape: tuple) -> int:
@@ -329,7 +367,7 @@ def solve(a: DeviceValue, b: DeviceValue) -> DeviceValue:
     x = _batched_copy(b, batch_shape + (n, k))
     batch = _batch(x.shape)
     if batch and n and k:
-        launch(compile_source(_solve_source(a.dtype)), *launch_shape(batch), lu.data, x.data, batch, n, k)
+        launch(compile_source(_solve_source(a.dtype)), *_grid(batch), lu.data, x.data, batch, n, k)
     return x
 
 
@@ -339,7 +377,7 @@ def slogdet(a: DeviceValue) -> DeviceValue:
     out = empty(a.shape[:-2] + (2,), a.dtype)
     batch = _batch(a.shape)
     if batch:
-        launch(compile_source(_slogdet_source(a.dtype)), *launch_shape(batch), lu.data, out.data, batch, n)
+        launch(compile_source(_slogdet_source(a.dtype)), *_grid(batch), lu.data, out.data, batch, n)
     return out
 
 
@@ -349,7 +387,7 @@ def cholesky(a: DeviceValue) -> DeviceValue:
     out = empty(a.shape, a.dtype)
     batch = _batch(a.shape)
     if batch and n:
-        launch(compile_source(_cholesky_source(a.dtype)), *launch_shape(batch), a.data, out.data, batch, n)
+        launch(compile_source(_cholesky_source(a.dtype)), *_grid(batch), a.data, out.data, batch, n)
     return out
 
 
@@ -359,7 +397,7 @@ def eigh(a: DeviceValue) -> DeviceValue:
     out = empty(a.shape[:-2] + (n + 1, n), a.dtype)
     batch = _batch(a.shape)
     if batch and n:
-        launch(compile_source(_eigh_source(a.dtype)), *launch_shape(batch), work.data, out.data, batch, n)
+        launch(compile_source(_eigh_source(a.dtype)), *_grid(batch), work.data, out.data, batch, n)
     return out
 
 
@@ -378,7 +416,7 @@ def svd(a: DeviceValue, compute_uv: bool) -> DeviceValue:
         empty(a.shape[:-2] + (c,), dtypes.real_dtype(a.dtype))
     batch = _batch(a.shape)
     if batch and c:
-        launch(compile_source(_svd_source(a.dtype, compute_uv)), *launch_shape(batch), work.data, out.data, batch, r, c)
+        launch(compile_source(_svd_source(a.dtype, compute_uv)), *_grid(batch), work.data, out.data, batch, r, c)
     if not (wide and compute_uv):
         return out
     lead = (slice(None),) * (a.ndim - 2)
