@@ -3,7 +3,10 @@ device-to-device copy, and the MLP, CNN and GPT training steps (time and kernel 
 step) against PyTorch on the GPU.
 
     python benchmarks/gpu_kernels.py              # on a machine with an NVIDIA GPU
-    python benchmarks/gpu_kernels.py --simulator  # tiny sizes in numba's simulator (checks it runs)
+    python benchmarks/gpu_kernels.py --simulator  # tiny sizes in numba's simulator (checks the paths)
+
+It starts with the registers, shared memory and occupancy ptxas gives the hot kernels (from PTX,
+without a GPU: funcgrad.cuda.ptx.resources).
 
 Peers (CuPy or PyTorch with CUDA) are used when installed. Targets on a GPU: float32 matmul at
 4096^3 >= 60% of cuBLAS SGEMM; reductions and elementwise >= 70% of copy bandwidth.
@@ -122,8 +125,8 @@ def step_row(name: str, model, loss, data, torch_time=None):
 
 
 def step_rows():
-    """The MLP, the MNIST-size CNN and a GPT: launches per step and time (the MLP alone, at tiny
-    sizes, in the simulator)."""
+    """The MLP, the MNIST-size CNN and a GPT: launches per step and time (the MLP and the GPT at tiny
+    sizes in the simulator, which runs each step once to check its path)."""
     from funcgrad.models import CNN, GPT
     rng = np.random.default_rng(0)
     batch, sizes = (8, (16, 32, 4)) if SIM else (128, (784, 256, 10))
@@ -136,24 +139,37 @@ def step_rows():
                            torch.tensor(y, device="cuda"))
     step_row(f"MLP {sizes} batch {batch}", nn.MLP(sizes[0], [sizes[1]], sizes[2], key=fg.random.key(0)),
              nn.losses.cross_entropy, (x, y), torch_mlp)
-    if SIM:  # a CNN or GPT step takes the simulator tens of minutes; tests/test_cuda.py covers their kernels
-        return
-    side, n = 28, 64
-    images, labels = rng.standard_normal((n, 1, side, side)).astype(np.float32), rng.integers(0, 10, n)
-    step_row(f"CNN {side}x{side} batch {n}", CNN(side, 1, 10, dropout=0.0, key=fg.random.key(0)),
-             nn.losses.cross_entropy, (images, labels))
-    vocab, length, dim, n = 64, 64, 128, 16
+    if not SIM:  # its 32- and 64-channel convolutions take the simulator over 15 minutes even at 6x6
+        side, n = 28, 64
+        images, labels = rng.standard_normal((n, 1, side, side)).astype(np.float32), rng.integers(0, 10, n)
+        step_row(f"CNN {side}x{side} batch {n}", CNN(side, 1, 10, dropout=0.0, key=fg.random.key(0)),
+                 nn.losses.cross_entropy, (images, labels))
+    vocab, length, dim, n = (16, 4, 8, 2) if SIM else (64, 64, 128, 16)
     tokens = rng.integers(0, vocab, (n, length))
-    step_row(f"GPT dim {dim} seq {length} batch {n}", GPT(vocab, length, dim=dim, depth=2, heads=4,
+    step_row(f"GPT dim {dim} seq {length} batch {n}", GPT(vocab, length, dim=dim, depth=2, heads=4 if not SIM else 2,
                                                           key=fg.random.key(0)),
              lambda logits, t: nn.losses.cross_entropy(fnp.reshape(logits, (-1, vocab)), fnp.reshape(t, (-1,))),
              (tokens, tokens))
 
 
+def resource_rows():
+    """What ptxas allots the hot kernels (registers, shared memory, spills) and the occupancy that
+    gives, from their PTX for compute capability 9.0: no GPU needed (a process without the simulator)."""
+    import subprocess
+    for pattern in ("matmul[float32", "fused", "sum[float32", "softmax[float32", "cumsum[float32", "argsort",
+                    "solve[float32"):
+        result = subprocess.run([sys.executable, "-m", "funcgrad.cuda.ptx", "--resources", pattern],
+                                env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}, capture_output=True, text=True)
+        if result.returncode:
+            print(f"resources of {pattern}: {result.stderr.strip().splitlines()[-1:]}")
+            return
+        print("\n".join(result.stdout.splitlines()[0 if pattern.startswith("matmul") else 1:]))
+
 if __name__ == "__main__":
     if not fg.cuda.is_available():
         sys.exit("no CUDA device: run on a GPU machine, or pass --simulator")
     print(f"device: {'numba CUDA simulator' if fg.cuda.simulator() else 'NVIDIA GPU'}")
+    resource_rows()
     matmul_rows()
     bandwidth_rows()
     step_rows()

@@ -187,10 +187,10 @@ def compile_all(cc: tuple[int, int] = TARGET, verbose: bool = False) -> list[tup
 
 def report(pattern: str = "") -> None:
     """Registers, shared memory, spills and occupancy (of 256-thread blocks; the linear algebra
-    kernels launch 64) of every kernel whose name contains pattern."""
+    kernels launch 64) of every kernel whose name starts with pattern."""
     print(f"{'kernel':64s} {'regs':>4s} {'smem':>6s} {'spill':>5s} {'occupancy':>9s}")
     for name, kernel, sig in cases():
-        if pattern in name:
+        if name.startswith(pattern):
             r = resources(compile_case(kernel, sig))
             print(f"{name[:64]:64s} {r.registers:4d} {r.shared:6d} {r.spill_stores:5d} {r.occupancy():9.0%}")
 
