@@ -202,10 +202,11 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
             """Add the unread steps' values to the epoch's sums (in step order: the same float
             arithmetic whatever read_every is) and report them."""
             for info in unread:
-                for name, value in {"loss": info.loss, **info.metrics}.items():
-                    sums[name] = sums.get(name, 0.0) + float(value) * info.samples
+                values = {name: float(value) for name, value in {"loss": info.loss, **info.metrics}.items()}
+                for name, value in values.items():
+                    sums[name] = sums.get(name, 0.0) + value * info.samples
                 if on_step is not None:
-                    on_step(info._replace(loss=float(info.loss)))
+                    on_step(info._replace(loss=values["loss"]))
             unread.clear()
         for batch in train_loader:
             model, opt_state, scaler, loss, metrics = step_fn(model, opt_state, scaler, batch,
@@ -213,8 +214,8 @@ def fit(model, optimizer: GradientTransformation, train_loader, loss_fn: LossFn,
             step += 1
             n = len(batch[0])
             seen += n
-            unread.append(StepInfo(step, epoch, train_loader.state_dict()["batches_consumed"], batches, loss,
-                                   metrics, n))
+            position = train_loader.state_dict()["batches_consumed"] if on_step is not None else None
+            unread.append(StepInfo(step, epoch, position, batches, loss, metrics, n))
             if len(unread) >= read_every:
                 read_back()
             if max_steps is not None and step >= max_steps:

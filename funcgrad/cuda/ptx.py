@@ -84,7 +84,7 @@ def _fused_cases():
                 (E.gt_p, (), (("t", 1), ("in", 2)), np.dtype(np.bool_)))
         yield f"fused bias+gelu[{dt.name}]", (dt, dt, int), gelu, (1, 2)
         # horizontal fusion: the AdamW chain beside a chain whose value is summed over rows (a bias
-        # gradient) and one summed over every element in float64 (a loss)
+        # gradient) and one summed over every element, compensated (a loss)
         square = ((E.mul_p, (), (("in", 0), ("in", 0)), dt),)
         yield f"fused adamw + row sum + whole sum[{dt.name}]", (
             ((dt, float, dt, float, float, dt, dt), adam, (2, 6), (), False),
@@ -165,7 +165,9 @@ def resources(code: str, cc: tuple[int, int] = TARGET) -> Resources:
 
     def number(pattern: str) -> int:
         found = re.search(pattern, text)
-        return int(found.group(1)) if found else 0
+        if found is None:  # a field read as 0 would pass every check: fail loudly instead
+            raise ValueError(f"ptxas's log has no {pattern!r}:\n{text}")
+        return int(found.group(1))
     return Resources(number(r"[Uu]sed (\d+) registers"), number(r"(\d+) bytes smem"),
                      number(r"(\d+) bytes stack frame"), number(r"(\d+) bytes spill stores"),
                      number(r"(\d+) bytes spill loads"))

@@ -92,7 +92,7 @@ def chain_source(kinds: tuple, steps: tuple, outputs: tuple) -> str:
     kinds: each external operand's dtype (an array, read through its strides), Python scalar type,
     or None; steps: (scalar expression, params, refs, out dtype) with refs ("in", k) or ("t", j) for an earlier
     step; outputs: the steps whose values are stored, in the order of the output arguments."""
-    return fused_source(((kinds, steps, outputs, (), 0),))
+    return fused_source(((kinds, steps, outputs, (), False),))
 
 
 @cache
@@ -220,7 +220,7 @@ class Chain(NamedTuple):
     sum_outs: tuple = ()
 
     def key(self) -> tuple:
-        return self.kinds, self.steps, self.outputs, self.sums, self.lead == len(self.shape)
+        return self.kinds, self.steps, self.outputs, self.sums, bool(self.sums) and self.lead == len(self.shape)
 
     def threads(self) -> int:
         return int(np.prod(self.shape[self.lead:] if self.sums else self.shape, dtype=np.int64))
