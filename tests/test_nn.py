@@ -33,8 +33,19 @@ def np_conv2d(x, w, b, stride, padding, dilation=1, groups=1):
     return out
 
 
+@pytest.fixture(params=["rows", "image-major"])
+def conv_layout(request, monkeypatch):
+    """Both layouts of the CPU convolution's window matrix: channels-last rows (taken from ROW_RUN
+    channels per group up) and image-major windows (thin inputs); these tests' small channel counts
+    take the second unless ROW_RUN is lowered."""
+    from funcgrad.cpu import conv as cpu_conv
+    if request.param == "rows":
+        monkeypatch.setattr(cpu_conv, "ROW_RUN", 1)
+    return request.param
+
+
 @pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)])
-def test_conv2d_matches_direct_loops_and_finite_differences(stride, padding, dilation, groups):
+def test_conv2d_matches_direct_loops_and_finite_differences(stride, padding, dilation, groups, conv_layout):
     x = RNG.standard_normal((2, 4, 6, 5))
     w = RNG.standard_normal((4, 4 // groups, 3, 2))
     b = RNG.standard_normal(4)
@@ -43,14 +54,14 @@ def test_conv2d_matches_direct_loops_and_finite_differences(stride, padding, dil
     fg.check_grads(lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation, groups), (x, w, b), order=1)
 
 
-def test_conv2d_second_order_and_same_padding():
+def test_conv2d_second_order_and_same_padding(conv_layout):
     x, w = RNG.standard_normal((1, 2, 4, 4)), RNG.standard_normal((3, 2, 3, 3))
     fg.check_grads(lambda x, w: F.conv2d(x, w, padding=1), (x, w), order=2)
     assert F.conv2d(x, w, padding="same").shape == (1, 3, 4, 4)
     assert F.conv2d(x[0], w).shape == (3, 2, 2)  # unbatched input
 
 
-def test_conv2d_all_three_primitives_to_second_order():
+def test_conv2d_all_three_primitives_to_second_order(conv_layout):
     """conv, conv_input_grad and conv_weight_grad are each other's derivatives: second-order
     checks cover all three, with groups, stride, dilation and the uneven padding of 'same'."""
     x, w = RNG.standard_normal((2, 4, 5, 6)), RNG.standard_normal((6, 2, 2, 3))
@@ -64,14 +75,14 @@ def test_conv2d_all_three_primitives_to_second_order():
                    (xt, wt), order=2)
 
 
-def test_conv2d_chunks_of_images_give_the_whole_batch(monkeypatch):
+def test_conv2d_chunks_of_images_give_the_whole_batch(monkeypatch, conv_layout):
     """The CPU kernels work through the batch a few images at a time: chunks of one image give
     what one chunk for the whole batch gives, for the value and both gradients."""
     from funcgrad.cpu import conv as cpu_conv
-    x, w = RNG.standard_normal((5, 3, 7, 6)), RNG.standard_normal((4, 3, 3, 3))
+    x, w = RNG.standard_normal((5, 6, 7, 6)), RNG.standard_normal((4, 3, 3, 3))
 
     def run():
-        return fg.value_and_grad(lambda x, w: fnp.sum(F.conv2d(x, w, stride=2, padding=1) ** 2),
+        return fg.value_and_grad(lambda x, w: fnp.sum(F.conv2d(x, w, stride=2, padding=1, groups=2) ** 2),
                                  argnums=(0, 1))(x, w)
     whole = run()
     monkeypatch.setattr(cpu_conv, "CHUNK_BYTES", 1)
@@ -80,7 +91,7 @@ def test_conv2d_chunks_of_images_give_the_whole_batch(monkeypatch):
         assert_close(a, b, rtol=1e-12)
 
 
-def test_conv2d_low_precision_and_integer_inputs():
+def test_conv2d_low_precision_and_integer_inputs(conv_layout):
     x, w = RNG.standard_normal((2, 3, 5, 5)), RNG.standard_normal((4, 3, 3, 3))
     ref = np_conv2d(x, w, None, 1, 1)
     for dtype in (fnp.float16, fnp.bfloat16):
@@ -91,6 +102,35 @@ def test_conv2d_low_precision_and_integer_inputs():
     out = F.conv2d(xi, wi, padding=1)
     assert out.dtype == np.int64
     np.testing.assert_array_equal(out, np_conv2d(xi, wi, None, 1, 1).astype(np.int64))
+
+
+def test_conv2d_wide_channels_take_rows_and_match_direct_loops():
+    """At ROW_RUN channels per group and up the default picks channels-last rows: values and both
+    gradients against the direct loops, float32 as a training step runs it, and complex."""
+    from funcgrad.cpu import conv as cpu_conv
+    x, w = RNG.standard_normal((3, 16, 7, 6)), RNG.standard_normal((6, 8, 3, 2))
+    assert cpu_conv._by_rows(8, np.float32) and not cpu_conv._by_rows(3, np.float32)
+    out = F.conv2d(fnp.asarray(x, fnp.float32), fnp.asarray(w, fnp.float32), stride=(2, 1), padding=1, groups=2)
+    assert_close(out, np_conv2d(x, w, None, 1, 1, groups=2)[:, :, ::2], rtol=1e-4, atol=1e-4)
+    fg.check_grads(lambda x, w: F.conv2d(x, w, padding=2, dilation=2, groups=2), (x, w), order=1)
+    xc, wc = x + 1j * RNG.standard_normal(x.shape), w - 0.5j * RNG.standard_normal(w.shape)
+    ref = sum(np_conv2d(a, b, None, 1, 1, groups=2) * f for a, b, f in
+              ((xc.real, wc.real, 1), (xc.imag, wc.imag, -1), (xc.real, wc.imag, 1j), (xc.imag, wc.real, 1j)))
+    np.testing.assert_allclose(np.asarray(F.conv2d(xc, wc, padding=1, groups=2)), ref, atol=1e-10)
+
+
+def test_conv2d_of_empty_batches_and_channels(conv_layout):
+    """Size-0 batches and channel counts give empty results and zero gradients, as in PyTorch
+    (zero out-channels failed to reshape the weight before)."""
+    for x_shape, w_shape in [((0, 8, 5, 5), (4, 8, 3, 3)), ((2, 8, 5, 5), (0, 8, 3, 3)), ((2, 0, 5, 5), (4, 0, 3, 3))]:
+        x, w = np.ones(x_shape, np.float32), np.ones(w_shape, np.float32)
+        out = F.conv2d(x, w, padding=1)
+        assert out.shape == (x_shape[0], w_shape[0], 5, 5)
+        np.testing.assert_array_equal(np.asarray(out), np.zeros(out.shape))
+        gx, gw = fg.grad(lambda x, w: fnp.sum(F.conv2d(x, w, padding=1)), argnums=(0, 1))(x, w)
+        assert gx.shape == x_shape and gw.shape == w_shape
+        np.testing.assert_array_equal(np.asarray(gx), np.zeros(x_shape))
+        np.testing.assert_array_equal(np.asarray(gw), np.zeros(w_shape))
 
 
 def test_conv2d_names_what_does_not_fit():

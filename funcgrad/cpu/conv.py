@@ -1,16 +1,25 @@
-"""Convolution on the CPU as one BLAS GEMM per small chunk of images.
+"""Convolution on the CPU as BLAS GEMMs over small chunks of images' windows.
 
-The windows of a chunk are copied into a (channels * kh * kw, Ho * Wo) matrix per image (im2col)
-that stays in cache, and the GEMM writes the (out channels, Ho * Wo) result straight into the
-NCHW output: no output transpose, and never the whole batch's window matrix (58 MB for a 3x3
-conv of 32 channels on 64 MNIST images, which a single-einsum convolution copies two more times
-in its backward pass). The same chunks serve the two gradients: the weight's as a sum of
-per-image GEMMs, the input's as a GEMM per image whose windows col2im adds back.
+A chunk's windows are copied into a matrix (im2col) that stays in cache, never the whole batch's
+(58 MB for a 3x3 conv of 32 channels on 64 MNIST images). Two layouts of that matrix:
 
-Arrays here are NumPy arrays: x (N, C, H, W), weight (O, C / groups, kh, kw), padding
-((top, bottom), (left, right)).
+- channels-last rows, where a group has at least ROW_RUN channels: the chunk is padded and
+  transposed once to (n, Hp, Wp, C), so each output pixel's window is kh * kw contiguous runs of
+  the group's channels, which a numba loop compiled for the window's geometry copies at memory
+  speed into (G, n, Ho * Wo, kh * kw * Cg); the GEMMs read it as transposed operands and write
+  the NCHW result directly. The input gradient is the same GEMM and the transposed loop adding the
+  runs back. (The image-major copy below costs 3-4x as much for 32 channels of 8x8 images: its
+  runs are a row of Wo pixels and its strided NumPy copy pays per row.)
+- image-major (N, C, kh, kw, Ho, Wo) views, for thin inputs (an RGB or grey first layer), whose
+  channel runs would be a value or three long.
+
+The same chunks serve the two gradients: the weight's as one GEMM per chunk over its pixels, the
+input's as a GEMM per image whose windows are added back. Arrays here are NumPy arrays: x (N, C,
+H, W), weight (O, C / groups, kh, kw), padding ((top, bottom), (left, right)).
 """
 from __future__ import annotations
+
+from functools import cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -19,12 +28,102 @@ from . import windows
 from .workspace import scratch
 
 CHUNK_BYTES = 4 << 20  # one chunk's window matrix: large enough for BLAS, small enough for cache
+ROW_RUN = 8  # channels per group from which channels-last rows pay (a run of 8 float32 is one AVX vector)
+_ROW_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
 def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
     return (size - dilation * (kernel - 1) - 1) // stride + 1
 
 
+def _output_hw(x_shape, kernel, stride, padding, dilation) -> tuple:
+    return tuple(output_size(size + lo + hi, k, s, d)
+                 for size, (lo, hi), k, s, d in zip(x_shape[2:], padding, kernel, stride, dilation))
+
+
+def _by_rows(channels_per_group: int, dtype) -> bool:
+    return channels_per_group >= ROW_RUN and np.dtype(dtype) in _ROW_DTYPES
+
+
+def _image_chunks(n: int, image_bytes: int):
+    step = max(1, CHUNK_BYTES // max(1, image_bytes))
+    for start in range(0, n, step):
+        yield start, min(n, start + step)
+
+
+# ---- channels-last rows -------------------------------------------------------------------------
+@cache
+def _window_runs(kernel, stride, dilation, add: bool):
+    """A loop over every (group, image, output pixel, window offset) run of a group's channels,
+    compiled for one window geometry: it copies the run from the padded images rows (n, Hp, Wp, C)
+    to its place in cols (G, n, Ho * Wo, kh * kw * Cg), or with add, adds it back. Indices are
+    unsigned: a signed index makes numba test it for wrap-around, which keeps LLVM from
+    vectorising the run (6x slower)."""
+    from numba import njit, uintp  # numba's first import costs ~0.3 s: pay it only when used
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+
+    @njit(cache=True, nogil=True)
+    def runs(rows, cols):
+        groups, n, pixels = cols.shape[:3]
+        hp, wp, c = rows.shape[1:]
+        cg = c // groups
+        run = uintp(cg)
+        ho, wo = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+        if rows.shape[0] != n or pixels != ho * wo or cols.shape[3] != kh * kw * cg or cg * groups != c:
+            raise ValueError("window runs: the images and the window matrix do not match")  # unchecked indices
+        image, windows = rows.reshape(-1), cols.reshape(-1)
+        o = uintp(0)
+        for g in range(groups):
+            for a in range(n):
+                for q in range(pixels):
+                    y, z = q // wo, q % wo
+                    for i in range(kh):
+                        for j in range(kw):
+                            s = uintp(((a * hp + y * sh + i * dh) * wp + z * sw + j * dw) * c + g * cg)
+                            if add:
+                                for t in range(run):
+                                    image[s + t] += windows[o + t]
+                            else:
+                                for t in range(run):
+                                    windows[o + t] = image[s + t]
+                            o += run
+    return runs
+
+
+def _padded_rows(x: np.ndarray, padding, dtype) -> np.ndarray:
+    """x (n, C, H, W) transposed to (n, Hp, Wp, C) with zero borders, in scratch memory."""
+    (top, bottom), (left, right) = padding
+    n, c, h, w = x.shape
+    out = scratch("conv padded rows", (n, h + top + bottom, w + left + right, c), dtype)
+    out[:, :top] = 0
+    out[:, top + h:] = 0
+    out[:, top:top + h, :left] = 0
+    out[:, top:top + h, left + w:] = 0
+    out[:, top:top + h, left:left + w] = x.transpose(0, 2, 3, 1)
+    return out
+
+
+def _row_chunks(x, kernel, stride, padding, dilation, groups, dtype):
+    """(start, stop, cols) for chunks of images: cols (G, n, Ho * Wo, kh * kw * Cg)."""
+    n, c, h, w = x.shape
+    hp, wp = (size + lo + hi for size, (lo, hi) in zip((h, w), padding))
+    ho, wo = _output_hw(x.shape, kernel, stride, padding, dilation)
+    copy_runs = _window_runs(tuple(kernel), tuple(stride), tuple(dilation), False)
+    per_image = (hp * wp + kernel[0] * kernel[1] * ho * wo) * c * np.dtype(dtype).itemsize
+    for start, stop in _image_chunks(n, per_image):
+        cols = scratch("conv windows", (groups, stop - start, ho * wo, kernel[0] * kernel[1] * c // groups), dtype)
+        copy_runs(_padded_rows(x[start:stop], padding, dtype), cols)
+        yield start, stop, cols
+
+
+def _weight_rows(weight: np.ndarray, groups: int) -> np.ndarray:
+    """weight (O, Cg, kh, kw) as (G, Og, kh * kw * Cg): the windows' (i, j, channel) order."""
+    out_ch, cg, kh, kw = weight.shape
+    return np.ascontiguousarray(weight.reshape(groups, out_ch // groups, cg, kh, kw).transpose(0, 1, 3, 4, 2)) \
+        .reshape(groups, out_ch // groups, cg * kh * kw)
+
+
+# ---- image-major windows ------------------------------------------------------------------------
 def window_view(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
     """The windows of x (N, C, H, W) as the strided view (N, C, Ho, Wo, kh, kw)."""
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
@@ -58,67 +157,93 @@ def _padded(x: np.ndarray, padding) -> np.ndarray:
     return out
 
 
-def _chunk(image_bytes: int) -> int:
-    return max(1, CHUNK_BYTES // max(1, image_bytes))
-
-
 def _window_chunks(x, kernel, stride, padding, dilation, groups):
     """(start, stop, matrices) for chunks of images: matrices (n, groups, C/groups * kh * kw, Ho * Wo)."""
     n, c = x.shape[:2]
     view = window_view(_padded(x, padding), kernel, stride, dilation)
     ho, wo = view.shape[2:4]
     view = view.transpose(0, 1, 4, 5, 2, 3)  # (N, C, kh, kw, Ho, Wo): a GEMM operand per image
-    per_image = c * kernel[0] * kernel[1] * ho * wo
-    step = _chunk(per_image * x.itemsize)
-    for start in range(0, n, step):
-        stop = min(n, start + step)
+    for start, stop in _image_chunks(n, c * kernel[0] * kernel[1] * ho * wo * x.itemsize):
         cols = scratch("conv windows", (stop - start,) + view.shape[1:], x.dtype)
         np.copyto(cols, view[start:stop])
-        yield start, stop, cols.reshape(stop - start, groups, -1, ho * wo)
+        yield start, stop, cols.reshape(stop - start, groups, c // groups * kernel[0] * kernel[1], ho * wo)
 
 
+# ---- the three passes ---------------------------------------------------------------------------
 def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
     """Cross-correlation: (N, O, Ho, Wo) (into out, a C-contiguous array of that shape and the
     operands' dtype, where one is given)."""
-    out_ch, _, kh, kw = weight.shape
+    out_ch, cg, kh, kw = weight.shape
     n = x.shape[0]
-    hp, wp = (size + lo + hi for size, (lo, hi) in zip(x.shape[2:], padding))
-    ho, wo = output_size(hp, kh, stride[0], dilation[0]), output_size(wp, kw, stride[1], dilation[1])
-    w = weight.reshape(groups, out_ch // groups, -1)
+    ho, wo = _output_hw(x.shape, (kh, kw), stride, padding, dilation)
     dtype = np.result_type(x, weight)
     out = np.empty((n, groups, out_ch // groups, ho * wo), dtype) if out is None else \
         out.reshape(n, groups, out_ch // groups, ho * wo)
-    for start, stop, cols in _window_chunks(x, (kh, kw), stride, padding, dilation, groups):
-        np.matmul(w, cols, out=out[start:stop])
+    if _by_rows(cg, dtype):
+        w_t = _weight_rows(weight, groups).transpose(0, 2, 1)
+        for start, stop, cols in _row_chunks(x, (kh, kw), stride, padding, dilation, groups, dtype):
+            # one GEMM per group over the chunk's pixels (a GEMM per image is ~35% slower at 8x8)
+            pixels = scratch("conv pixel rows", (groups, (stop - start) * ho * wo, out_ch // groups), dtype)
+            np.matmul(cols.reshape(pixels.shape[:2] + cols.shape[-1:]), w_t, out=pixels)
+            out[start:stop] = pixels.reshape(groups, stop - start, ho * wo, out_ch // groups).transpose(1, 0, 3, 2)
+    else:
+        w = weight.reshape(groups, out_ch // groups, cg * kh * kw)
+        for start, stop, cols in _window_chunks(x, (kh, kw), stride, padding, dilation, groups):
+            np.matmul(w, cols, out=out[start:stop])
     return out.reshape(n, out_ch, ho, wo)
 
 
 def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndarray:
     """The gradient of conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups, kh, kw)."""
     n, out_ch, ho, wo = g.shape
-    g = g.reshape(n, groups, 1, out_ch // groups, ho * wo)
-    acc = np.zeros((groups, out_ch // groups, x.shape[1] // groups * kernel[0] * kernel[1]), np.result_type(x, g))
+    cg, og = x.shape[1] // groups, out_ch // groups
+    dtype = np.result_type(x, g)
+    acc = np.zeros((groups, og, cg * kernel[0] * kernel[1]), dtype)
+    g = g.reshape(n, groups, og, ho * wo)
+    if _by_rows(cg, dtype):
+        for start, stop, cols in _row_chunks(x, kernel, stride, padding, dilation, groups, dtype):
+            # one GEMM per group over the chunk's pixels: (G, Og, n * P) @ (G, n * P, K)
+            g_rows = scratch("conv cotangent", (groups, og, stop - start, ho * wo), dtype)
+            np.copyto(g_rows, g[start:stop].transpose(1, 2, 0, 3))
+            products = scratch("conv weight products", acc.shape, dtype)
+            pixels = (stop - start) * ho * wo
+            acc += np.matmul(g_rows.reshape(groups, og, pixels), cols.reshape(groups, pixels, acc.shape[-1]), out=products)
+        return np.ascontiguousarray(acc.reshape(out_ch, kernel[0], kernel[1], cg).transpose(0, 3, 1, 2))
     for start, stop, cols in _window_chunks(x, kernel, stride, padding, dilation, groups):
-        # (n, G, 1, Og, P) @ (n, G, P, K) -> per image; summed over the chunk's images
-        products = scratch("conv weight products", (stop - start,) + acc.shape, acc.dtype)
-        acc += np.matmul(g[start:stop, :, 0], cols.transpose(0, 1, 3, 2), out=products).sum(axis=0)
-    return acc.reshape(out_ch, -1, kernel[0], kernel[1])
+        # (n, G, Og, P) @ (n, G, P, K) -> per image; summed over the chunk's images
+        products = scratch("conv weight products", (stop - start,) + acc.shape, dtype)
+        acc += np.matmul(g[start:stop], cols.transpose(0, 1, 3, 2), out=products).sum(axis=0)
+    return acc.reshape(out_ch, cg, kernel[0], kernel[1])
 
 
 def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) -> np.ndarray:
     """The gradient of conv's input for output cotangent g (N, O, Ho, Wo): (N, C, H, W)."""
     n, out_ch, ho, wo = g.shape
-    _, c_group, kh, kw = weight.shape
+    _, cg, kh, kw = weight.shape
     (pt, pb), (pl, pr) = padding
+    h, w = image_size
     dtype = np.result_type(g, weight)
-    out = np.zeros((n, c_group * groups, image_size[0] + pt + pb, image_size[1] + pl + pr), dtype)
-    w_t = weight.reshape(groups, out_ch // groups, -1).transpose(0, 2, 1)  # (G, K, Og)
     g = g.reshape(n, groups, out_ch // groups, ho * wo)
-    step = _chunk(c_group * groups * kh * kw * ho * wo * out.itemsize)
-    for start in range(0, n, step):
-        stop = min(n, start + step)
+    if _by_rows(cg, dtype):
+        out = np.empty((n, cg * groups, h, w), dtype)
+        w_rows = _weight_rows(weight, groups)
+        add_runs = _window_runs((kh, kw), tuple(stride), tuple(dilation), True)
+        image_bytes = ((h + pt + pb) * (w + pl + pr) + kh * kw * ho * wo) * cg * groups * out.itemsize
+        for start, stop in _image_chunks(n, image_bytes):
+            g_rows = scratch("conv cotangent", (groups, stop - start, ho * wo, out_ch // groups), dtype)
+            np.copyto(g_rows, g[start:stop].transpose(1, 0, 3, 2))
+            cols = scratch("conv windows", (groups, (stop - start) * ho * wo, kh * kw * cg), dtype)
+            np.matmul(g_rows.reshape(groups, (stop - start) * ho * wo, out_ch // groups), w_rows, out=cols)
+            rows = scratch("conv padded rows", (stop - start, h + pt + pb, w + pl + pr, cg * groups), dtype)
+            rows.fill(0)
+            add_runs(rows, cols.reshape(groups, stop - start, ho * wo, kh * kw * cg))
+            out[start:stop] = rows[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
+        return out
+    out = np.zeros((n, cg * groups, h + pt + pb, w + pl + pr), dtype)
+    w_t = weight.reshape(groups, out_ch // groups, cg * kh * kw).transpose(0, 2, 1)  # (G, K, Og)
+    for start, stop in _image_chunks(n, cg * groups * kh * kw * ho * wo * out.itemsize):
         cols = scratch("conv windows", (stop - start, groups, w_t.shape[1], ho * wo), dtype)
         np.matmul(w_t, g[start:stop], out=cols)
-        cols = cols.reshape(stop - start, -1, kh, kw, ho, wo)
+        cols = cols.reshape(stop - start, cg * groups, kh, kw, ho, wo)
         col2im_into(cols.transpose(0, 1, 4, 5, 2, 3), out[start:stop], stride, dilation)
-    return out[:, :, pt:pt + image_size[0], pl:pl + image_size[1]]
+    return out[:, :, pt:pt + h, pl:pl + w]
