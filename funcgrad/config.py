@@ -5,15 +5,12 @@ from __future__ import annotations
 class Config:
     """debug_nans: raise at the first primitive that produces a NaN (eager execution).
     log_compiles: log every jit trace and why it happened (a new shape, dtype or static value).
-    disable_jit: run jitted functions eagerly (fg.disable_jit() sets it for a block).
-    cpu_threads: how many threads a CPU kernel may split one call's independent parts over
-    (attention's batch elements); None: the cores this process may run on, 1: never split."""
+    disable_jit: run jitted functions eagerly (fg.disable_jit() sets it for a block)."""
 
     def __init__(self) -> None:
         self.debug_nans = False
         self.log_compiles = False
         self.disable_jit = False
-        self.cpu_threads: int | None = None
 
     def update(self, name: str, value) -> None:
         if not hasattr(self, name):

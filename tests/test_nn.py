@@ -248,32 +248,6 @@ def test_fused_attention_blocks_of_queries_give_the_whole(monkeypatch):
         assert_close(a, b, rtol=1e-12)
 
 
-@pytest.mark.parametrize("batch", [1, 3])
-def test_fused_attention_shares_the_batch_across_threads(monkeypatch, batch):
-    """A large call splits its batch over threads (one per core): per-element bias rows follow their
-    batch elements, and the value and every gradient (the score's too) are those of one thread,
-    bitwise, and NumPy's."""
-    from funcgrad.cpu import attention as cpu_attention
-    q, k = RNG.standard_normal((batch, 2, 4, 3)), RNG.standard_normal((batch, 2, 5, 3))
-    v, bias = RNG.standard_normal((batch, 2, 5, 2)), RNG.standard_normal((batch, 2, 4, 5))
-
-    def run():
-        return fg.value_and_grad(lambda q, k, v, b: fnp.sum(F.scaled_dot_product_attention(q, k, v, b, True) ** 3),
-                                 argnums=(0, 1, 2, 3))(q, k, v, bias)
-    monkeypatch.setattr(fg.config, "cpu_threads", 1)
-    one = run()
-    monkeypatch.setattr(cpu_attention, "SPLIT_FLOPS", 0)
-    monkeypatch.setattr(fg.config, "cpu_threads", 3)
-    calls = []
-    real = cpu_attention.threads.run_parts
-    monkeypatch.setattr(cpu_attention.threads, "run_parts", lambda fn, parts: calls.append(len(parts)) or real(fn, parts))
-    split = run()
-    assert max(calls) == batch  # one part per batch element here (3 threads, 3 elements)
-    for a, b in zip(fg.tree_leaves(one), fg.tree_leaves(split)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert_close(split[0], np.sum(_np_attention(q, k, v, bias, True, 1 / np.sqrt(3)) ** 3), rtol=1e-12)
-
-
 def test_fused_attention_edge_cases():
     q = RNG.standard_normal((1, 3, 4))
     none_seen = np.zeros((3, 3), bool)

@@ -7,9 +7,6 @@ so long sequences take memory linear in Lq. The backward pass recomputes each bl
 probabilities rather than storing them (as flash attention does), and returns the gradients of
 q, k and v (and of the scores, for an additive bias that needs one) packed per batch element.
 
-The batch's elements are independent: a call large enough splits them over the cores (threads.py),
-since OpenBLAS runs each small per-head GEMM on one thread.
-
 Arrays: q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with the same leading (batch, head) dims,
 taken as they come (a head-split view of a projection is read in place: np.matmul walks strided
 leading dims, and flattening them would copy); bias (1 or B, Lq, Lk), possibly a broadcast view,
@@ -19,12 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import threads
 from .rows import row_kernels
 from .workspace import scratch
 
 BLOCK_BYTES = 8 << 20  # the scores of one block of query rows, over the whole batch
-SPLIT_FLOPS = 1 << 21  # the multiply-adds from which a call shares its batch across the cores (~0.5 ms)
 
 
 def _block_rows(batch: int, lq: int, lk: int, itemsize: int) -> int:
@@ -44,46 +39,23 @@ def _batch(q) -> int:
     return int(np.prod(q.shape[:-2], dtype=np.int64))
 
 
-def _across_cores(part, q, k, v, bias, *per_element):
-    """part(q, k, v, bias, *per_element) on slices of the first leading axis, one per core where
-    the call is large enough; bias rows follow their batch elements unless shared by all."""
-    lead = q.shape[:-2]
-    flops = _batch(q) * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
-    ranges = threads.spans(lead[0], threads.cores()) if lead and flops >= SPLIT_FLOPS else [(0, None)]
-    per = _batch(q) // lead[0] if lead and lead[0] else 0
-    threads.run_parts(part, [
-        (q[a:b], k[a:b], v[a:b], bias if bias.shape[0] == 1 or b is None else bias[a * per:b * per],
-         *(x[a:b] for x in per_element)) for a, b in ranges])
-
-
 def attention(q, k, v, bias, scale: float, causal: bool) -> np.ndarray:
-    out = np.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
-    _across_cores(lambda *a: _attention_into(*a, scale, causal), q, k, v, bias, out)
-    return out
-
-
-def _attention_into(q, k, v, bias, out, scale, causal) -> None:
     lq = q.shape[-2]
+    out = np.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
     k_t = np.swapaxes(k, -1, -2)
     step = _block_rows(_batch(q), lq, k.shape[-2], q.itemsize)
     for r0 in range(0, lq, step):
         r1 = min(lq, r0 + step)
         np.matmul(_probs(q, k_t, bias, scale, causal, r0, r1), v, out=out[..., r0:r1, :])
+    return out
 
 
 def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_grad: bool) -> np.ndarray:
     """(..., n): per batch element dq, dk, dv flattened and concatenated, then the score gradient
     (Lq * Lk values) when score_grad."""
-    lq, lk = q.shape[-2], k.shape[-2]
-    shapes = [q.shape[-2:], k.shape[-2:], v.shape[-2:]] + ([(lq, lk)] if score_grad else [])
-    packed = np.empty(q.shape[:-2] + (sum(a * b for a, b in shapes),), q.dtype)
-    _across_cores(lambda *a: _grads_into(*a, scale, causal, shapes), q, k, v, bias, out, g, packed)
-    return packed
-
-
-def _grads_into(q, k, v, bias, out, g, packed, scale, causal, shapes) -> None:
     lead, lq, lk = q.shape[:-2], q.shape[-2], k.shape[-2]
-    score_grad = len(shapes) == 4
+    shapes = [q.shape[-2:], k.shape[-2:], v.shape[-2:]] + ([(lq, lk)] if score_grad else [])
+    packed = np.empty(lead + (sum(a * b for a, b in shapes),), q.dtype)
     views, start = [], 0  # dq, dk, dv (and the score gradient): written in place in the packed result
     for a, b in shapes:
         views.append(packed[..., start:start + a * b].reshape(lead + (a, b)))
@@ -105,6 +77,7 @@ def _grads_into(q, k, v, bias, out, g, packed, scale, causal, shapes) -> None:
         ds *= scale
         np.matmul(ds, k, out=dq[..., r0:r1, :])
         _into(np.matmul, np.swapaxes(ds, -1, -2), q[..., r0:r1, :], dk, accumulate=r0 > 0)
+    return packed
 
 
 def _into(op, a, b, out, accumulate: bool) -> None:
