@@ -6,16 +6,17 @@ A chunk's windows are copied into a matrix (im2col) that stays in cache, never t
 - channels-last rows, where a group has at least ROW_RUN channels: the chunk is padded and
   transposed once to (n, Hp, Wp, C), so each output pixel's window is kh * kw contiguous runs of
   the group's channels, which a numba loop compiled for the window's geometry copies at memory
-  speed into (G, n, Ho * Wo, kh * kw * Cg); the GEMMs read it as transposed operands and write
-  the NCHW result directly. The input gradient is the same GEMM and the transposed loop adding the
-  runs back. (The image-major copy below costs 3-4x as much for 32 channels of 8x8 images: its
-  runs are a row of Wo pixels and its strided NumPy copy pays per row.)
+  speed into (G, n, Ho * Wo, kh * kw * Cg). Each pass is one GEMM per group over all the chunk's
+  pixels (a GEMM per image is ~35% slower for 8x8 images); the forward result and the cotangent
+  are transposed between (pixels, channels) and NCHW, and the input gradient's windows are added
+  back by the same loop. (The image-major copy below takes ~7x as long for 32 channels of 8x8
+  images: its runs are a row of 8 pixels.)
 - image-major (N, C, kh, kw, Ho, Wo) views, for thin inputs (an RGB or grey first layer), whose
-  channel runs would be a value or three long.
+  channel runs would be a value or three long: a GEMM per image writes NCHW directly, the weight
+  gradient sums per-image products, and col2im adds the input gradient's windows back.
 
-The same chunks serve the two gradients: the weight's as one GEMM per chunk over its pixels, the
-input's as a GEMM per image whose windows are added back. Arrays here are NumPy arrays: x (N, C,
-H, W), weight (O, C / groups, kh, kw), padding ((top, bottom), (left, right)).
+Arrays here are NumPy arrays: x (N, C, H, W), weight (O, C / groups, kh, kw), padding
+((top, bottom), (left, right)).
 """
 from __future__ import annotations
 
@@ -182,7 +183,7 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
     if _by_rows(cg, dtype):
         w_t = _weight_rows(weight, groups).transpose(0, 2, 1)
         for start, stop, cols in _row_chunks(x, (kh, kw), stride, padding, dilation, groups, dtype):
-            # one GEMM per group over the chunk's pixels (a GEMM per image is ~35% slower at 8x8)
+            # one GEMM per group over the chunk's pixels
             pixels = scratch("conv pixel rows", (groups, (stop - start) * ho * wo, out_ch // groups), dtype)
             np.matmul(cols.reshape(pixels.shape[:2] + cols.shape[-1:]), w_t, out=pixels)
             out[start:stop] = pixels.reshape(groups, stop - start, ho * wo, out_ch // groups).transpose(1, 0, 3, 2)
@@ -207,7 +208,8 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndar
             np.copyto(g_rows, g[start:stop].transpose(1, 2, 0, 3))
             products = scratch("conv weight products", acc.shape, dtype)
             pixels = (stop - start) * ho * wo
-            acc += np.matmul(g_rows.reshape(groups, og, pixels), cols.reshape(groups, pixels, acc.shape[-1]), out=products)
+            cols = cols.reshape(groups, pixels, acc.shape[-1])
+            acc += np.matmul(g_rows.reshape(groups, og, pixels), cols, out=products)
         return np.ascontiguousarray(acc.reshape(out_ch, kernel[0], kernel[1], cg).transpose(0, 3, 1, 2))
     for start, stop, cols in _window_chunks(x, kernel, stride, padding, dilation, groups):
         # (n, G, Og, P) @ (n, G, P, K) -> per image; summed over the chunk's images
