@@ -155,7 +155,9 @@ def np_pool(x, k, s, pad, fn, pad_value):
 
 @pytest.mark.parametrize("k,s,pad", [(2, 2, 0), (3, 2, 1), (2, 1, 0)])
 def test_pooling(k, s, pad):
-    x = RNG.standard_normal((2, 3, 5, 6))
+    # distinct values 0.02 apart: max pooling's derivatives jump at ties, and a finite difference
+    # across a near-tie (random normals, now and then) fails the second-order check
+    x = np.random.default_rng(k * 10 + s).permutation(2 * 3 * 5 * 6).reshape(2, 3, 5, 6) / 50.0 - 1.8
     assert_close(F.max_pool2d(x, k, s, pad), np_pool(x, k, s, pad, np.max, -np.inf))
     assert_close(F.avg_pool2d(x, k, s, pad), np_pool(x, k, s, pad, np.mean, 0.0))
     fg.check_grads(lambda v: F.max_pool2d(v, k, s, pad), (x,), order=2)
