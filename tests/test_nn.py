@@ -105,8 +105,9 @@ def test_conv2d_low_precision_and_integer_inputs(conv_layout):
 
 
 def test_conv2d_wide_channels_take_rows_and_match_direct_loops():
-    """At ROW_RUN channels per group and up the default picks channels-last rows: values and both
-    gradients against the direct loops, float32 as a training step runs it, and complex."""
+    """At ROW_RUN channels per group and up the default picks channels-last rows: float32 values (as
+    a training step runs them) and complex ones against the direct loops, both gradients against
+    finite differences."""
     from funcgrad.cpu import conv as cpu_conv
     x, w = RNG.standard_normal((3, 16, 7, 6)), RNG.standard_normal((6, 8, 3, 2))
     assert cpu_conv._by_rows(8, np.float32) and not cpu_conv._by_rows(3, np.float32)

@@ -93,24 +93,23 @@ def _window_runs(kernel, stride, dilation, add: bool):
 
 def _padded_rows(x: np.ndarray, padding, dtype) -> np.ndarray:
     """x (n, C, H, W) transposed to (n, Hp, Wp, C) with zero borders, in scratch memory."""
-    (top, bottom), (left, right) = padding
-    n, c, h, w = x.shape
-    out = scratch("conv padded rows", (n, h + top + bottom, w + left + right, c), dtype)
-    out[:, :top] = 0
-    out[:, top + h:] = 0
-    out[:, top:top + h, :left] = 0
-    out[:, top:top + h, left + w:] = 0
-    out[:, top:top + h, left:left + w] = x.transpose(0, 2, 3, 1)
+    n, c, hp, wp = _padded_shape(x.shape, padding)
+    out = scratch("conv padded rows", (n, hp, wp, c), dtype)
+    _pad_into(out.transpose(0, 3, 1, 2), x, padding)
     return out
+
+
+def _rows_bytes(channels: int, padded_hw, kernel, out_hw, itemsize: int) -> int:
+    """The bytes one image takes in the rows layout: its padded rows and its windows."""
+    return (padded_hw[0] * padded_hw[1] + kernel[0] * kernel[1] * out_hw[0] * out_hw[1]) * channels * itemsize
 
 
 def _row_chunks(x, kernel, stride, padding, dilation, groups, dtype):
     """(start, stop, cols) for chunks of images: cols (G, n, Ho * Wo, kh * kw * Cg)."""
-    n, c, h, w = x.shape
-    hp, wp = (size + lo + hi for size, (lo, hi) in zip((h, w), padding))
+    n, c = x.shape[:2]
     ho, wo = _output_hw(x.shape, kernel, stride, padding, dilation)
     copy_runs = _window_runs(tuple(kernel), tuple(stride), tuple(dilation), False)
-    per_image = (hp * wp + kernel[0] * kernel[1] * ho * wo) * c * np.dtype(dtype).itemsize
+    per_image = _rows_bytes(c, _padded_shape(x.shape, padding)[2:], kernel, (ho, wo), np.dtype(dtype).itemsize)
     for start, stop in _image_chunks(n, per_image):
         cols = scratch("conv windows", (groups, stop - start, ho * wo, kernel[0] * kernel[1] * c // groups), dtype)
         copy_runs(_padded_rows(x[start:stop], padding, dtype), cols)
@@ -147,15 +146,26 @@ def _padded(x: np.ndarray, padding) -> np.ndarray:
     """x with zero borders, in scratch memory (valid until the next convolution on this thread)."""
     if not any(lo or hi for lo, hi in padding):
         return x
+    out = scratch("conv padded input", _padded_shape(x.shape, padding), x.dtype)
+    _pad_into(out, x, padding)
+    return out
+
+
+def _padded_shape(x_shape, padding) -> tuple:
     (top, bottom), (left, right) = padding
-    n, c, h, w = x.shape
-    out = scratch("conv padded input", (n, c, h + top + bottom, w + left + right), x.dtype)
+    n, c, h, w = x_shape
+    return n, c, h + top + bottom, w + left + right
+
+
+def _pad_into(out: np.ndarray, x: np.ndarray, padding) -> None:
+    """out (N, C, Hp, Wp), any strides (an NCHW view of channels-last rows too) = x with zero borders."""
+    (top, _), (left, _) = padding
+    h, w = x.shape[2:]
     out[:, :, :top] = 0
     out[:, :, top + h:] = 0
     out[:, :, top:top + h, :left] = 0
     out[:, :, top:top + h, left + w:] = 0
     out[:, :, top:top + h, left:left + w] = x
-    return out
 
 
 def _window_chunks(x, kernel, stride, padding, dilation, groups):
@@ -230,13 +240,13 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) ->
         out = np.empty((n, cg * groups, h, w), dtype)
         w_rows = _weight_rows(weight, groups)
         add_runs = _window_runs((kh, kw), tuple(stride), tuple(dilation), True)
-        image_bytes = ((h + pt + pb) * (w + pl + pr) + kh * kw * ho * wo) * cg * groups * out.itemsize
-        for start, stop in _image_chunks(n, image_bytes):
+        padded_hw = _padded_shape(out.shape, padding)[2:]
+        for start, stop in _image_chunks(n, _rows_bytes(cg * groups, padded_hw, (kh, kw), (ho, wo), out.itemsize)):
             g_rows = scratch("conv cotangent", (groups, stop - start, ho * wo, out_ch // groups), dtype)
             np.copyto(g_rows, g[start:stop].transpose(1, 0, 3, 2))
             cols = scratch("conv windows", (groups, (stop - start) * ho * wo, kh * kw * cg), dtype)
             np.matmul(g_rows.reshape(groups, (stop - start) * ho * wo, out_ch // groups), w_rows, out=cols)
-            rows = scratch("conv padded rows", (stop - start, h + pt + pb, w + pl + pr, cg * groups), dtype)
+            rows = scratch("conv padded rows", (stop - start,) + padded_hw + (cg * groups,), dtype)
             rows.fill(0)
             add_runs(rows, cols.reshape(groups, stop - start, ho * wo, kh * kw * cg))
             out[start:stop] = rows[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
