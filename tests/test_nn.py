@@ -274,6 +274,42 @@ def test_fused_attention_edge_cases():
         F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 3))(b) for b in batch]), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_attention_rows_longer_than_a_vector(dtype):
+    """19 keys, so the probabilities' loops run whole vectors of 8 and a remainder, and each causal
+    query sees its own count: against NumPy with a mask that hides every key from one query (a NaN
+    row, as PyTorch's math path), a NaN score and an infinite bias; gradients (with the bias's)
+    against the unfused composition."""
+    q, k = RNG.standard_normal((2, 11, 6)).astype(dtype), RNG.standard_normal((2, 19, 6)).astype(dtype)
+    v, bias = RNG.standard_normal((2, 19, 3)).astype(dtype), RNG.standard_normal((2, 11, 19)).astype(dtype)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    for causal in (False, True):
+        assert_close(F.scaled_dot_product_attention(q, k, v, bias, causal), _np_attention(
+            q.astype(np.float64), k, v, bias, causal, 1 / np.sqrt(6)), rtol=tol, atol=tol)
+    odd = bias.copy()
+    odd[0, 4] = -np.inf  # query 4 of the first batch element sees no key
+    odd[1, 2, 1] = np.nan
+    odd[1, 7, 5] = np.inf
+    with np.errstate(invalid="ignore"):
+        expected = _np_attention(q.astype(np.float64), k, v, odd, True, 1 / np.sqrt(6))
+    out = np.asarray(F.scaled_dot_product_attention(q, k, v, odd, is_causal=True))
+    assert np.isnan(out[0, 4]).all() and np.isnan(out[1, 2]).all() and np.isnan(out[1, 7]).all()
+    assert_close(out, expected, rtol=tol, atol=tol)
+
+    def loss(attend):
+        def f(q, k, v, b):
+            return fnp.sum(attend(q, k, v, b) * fnp.cos(fnp.arange(3.0, dtype=dtype)))
+        return fg.grad(f, argnums=(0, 1, 2, 3))(q, k, v, bias)
+
+    def composed(q, k, v, b):
+        s = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) / np.sqrt(6).astype(dtype) + b
+        s = fnp.where(np.tri(11, 19, dtype=bool), s, -np.inf)
+        return fnp.matmul(nn.softmax(s), v)
+    for fused, unfused in zip(loss(lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, b, True)),
+                              loss(composed)):
+        assert_close(fused, unfused, rtol=tol * 10, atol=tol * 10)
+
+
 def test_multi_head_attention_is_causal():
     mha = nn.MultiHeadAttention(8, 2, key=fg.random.key(0))
     x = fg.random.normal(fg.random.key(1), (1, 5, 8))

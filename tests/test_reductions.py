@@ -130,6 +130,33 @@ def test_softmax_is_stable_for_large_logits():
                  rtol=1e-6)
 
 
+def _shifted_log_softmax(x):
+    """NumPy's log_softmax over the last axis, shifted by each row's maximum or by 0 where that is
+    infinite (NaN rows stay NaN; +inf gives NaN at the inf and 0 elsewhere, as in PyTorch)."""
+    m = np.max(x, axis=-1, keepdims=True)
+    shifted = x - np.where(np.isinf(m), 0, m)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_of_long_rows_with_nan_and_inf_anywhere(dtype):
+    """Rows of 19: the row maximum is taken in eight lanes and a remainder, so a NaN, an inf or the
+    maximum itself is placed in a lane, in the remainder and first; every row against NumPy."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-5, 5, (12, 19)).astype(dtype)
+    x[1, 0] = x[2, 13] = x[3, 18] = np.nan
+    x[4, 5] = x[5, 17] = np.inf
+    x[6] = -np.inf
+    x[7, :18] = -np.inf
+    x[8, 18] = 1000  # the maximum in the remainder: exp overflows unless shifted by it
+    x[9, 3] = 1000  # and in a lane
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        expected = _shifted_log_softmax(x.astype(np.float64))
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    assert_close(nn.log_softmax(x), expected, rtol=tol, atol=tol)
+    assert_close(nn.softmax(x), np.exp(expected), rtol=tol, atol=tol)
+
+
 def test_low_precision_sums_accumulate_in_float32():
     x = fnp.ones(4096, dtype=fg.bfloat16)
     s = fnp.sum(x)

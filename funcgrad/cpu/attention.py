@@ -61,7 +61,7 @@ def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_gra
         views.append(packed[..., start:start + a * b].reshape(lead + (a, b)))
         start += a * b
     dq, dk, dv = views[:3]
-    delta = np.einsum("...id,...id->...i", g, out)[..., None]  # rowsum(dP * P) = rowsum(g * out)
+    delta = np.einsum("...id,...id->...i", g, out)  # rowsum(dP * P) = rowsum(g * out)
     k_t, v_t = np.swapaxes(k, -1, -2), np.swapaxes(v, -1, -2)
     step = _block_rows(_batch(q), lq, lk, q.itemsize)
     for r0 in range(0, lq, step):
@@ -70,11 +70,12 @@ def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_gra
         _into(np.matmul, np.swapaxes(p, -1, -2), g[..., r0:r1, :], dv, accumulate=r0 > 0)
         ds = scratch("attention score gradient", p.shape, p.dtype)
         np.matmul(g[..., r0:r1, :], v_t, out=ds)
-        np.subtract(ds, delta[..., r0:r1, :], out=ds)
-        np.multiply(ds, p, out=ds)  # the softmax's Jacobian applied
-        if score_grad:
+        rows = (-1, r1 - r0, lk)
+        row_kernels().attention_score_grads(ds.reshape(rows), p.reshape(rows), delta[..., r0:r1].reshape(rows[:2]),
+                                            ds.dtype.type(1 if score_grad else scale))
+        if score_grad:  # the gradient of the scores as the bias sees them, then scaled for q and k
             views[3][..., r0:r1, :] = ds
-        ds *= scale
+            ds *= scale
         np.matmul(ds, k, out=dq[..., r0:r1, :])
         _into(np.matmul, np.swapaxes(ds, -1, -2), q[..., r0:r1, :], dk, accumulate=r0 > 0)
     return packed

@@ -6,7 +6,7 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
-def _sum(row):
+def row_sum(row):
     total = 0.0
     for j in range(row.shape[0]):
         total += row[j]
@@ -34,7 +34,7 @@ def _sum_of_products(a, b):
 def _statistics(row, eps, center):
     """The row's mean (0 when not centred) and 1 / sqrt(variance + eps), the variance biased."""
     n = row.shape[0]
-    mean = _sum(row) / n if center else 0.0
+    mean = row_sum(row) / n if center else 0.0
     return mean, 1.0 / np.sqrt(_sum_of_squares(row, mean) / n + eps)
 
 
@@ -55,7 +55,7 @@ def normalize_grad(x, g, out, eps, center):
         mean, rstd = _statistics(x[r], eps, center)
         for j in range(n):  # xhat, kept in out until the sums are known
             out[r, j] = (x[r, j] - mean) * rstd
-        g_mean = _sum(g[r]) / n if center else 0.0
+        g_mean = row_sum(g[r]) / n if center else 0.0
         projection = _sum_of_products(g[r], out[r]) / n
         for j in range(n):
             out[r, j] = rstd * (g[r, j] - g_mean - out[r, j] * projection)

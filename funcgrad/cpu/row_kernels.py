@@ -5,16 +5,34 @@ import numpy as np
 from numba import njit
 
 from . import vecmath as vm
+from .norm_kernels import row_sum
+
+
+@njit(inline="always", error_model="numpy")
+def _larger(m, x):
+    """x if it is larger than m or NaN, else m: a select, not a branch (| rather than `or`)."""
+    return x if (x > m) | (x != x) else m
+
+
+@njit(error_model="numpy")
+def row_max(row, n):
+    """The maximum of row[:n] (n >= 1), NaN if any is NaN. Eight running maxima: one would wait
+    for the previous comparison at every element."""
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = row[0]
+    full = n - n % 8
+    for j in range(0, full, 8):
+        m0, m1, m2, m3 = _larger(m0, row[j]), _larger(m1, row[j + 1]), _larger(m2, row[j + 2]), _larger(m3, row[j + 3])
+        m4, m5, m6, m7 = _larger(m4, row[j + 4]), _larger(m5, row[j + 5]), _larger(m6, row[j + 6]), _larger(m7, row[j + 7])
+    for j in range(full, n):
+        m0 = _larger(m0, row[j])
+    return _larger(_larger(_larger(m0, m1), _larger(m2, m3)), _larger(_larger(m4, m5), _larger(m6, m7)))
 
 
 @njit(inline="always", error_model="numpy")
 def row_shift(x, r, zero):
     """The row's maximum, or zero if it is infinite. zero has x's dtype, so a float32 row's exp is
     libm's expf (in these short, summed loops faster than vecmath's, which pays off vectorised)."""
-    m = x[r, 0]
-    for j in range(1, x.shape[1]):
-        if x[r, j] > m or np.isnan(x[r, j]):
-            m = x[r, j]
+    m = row_max(x[r], x.shape[1])
     if np.isinf(m):
         m = zero
     return m
@@ -77,7 +95,13 @@ def attention_probs(s, bias, scale, causal, row0, zero):
     """In place: s (B, R, Lk), the raw q . k of query rows row0 .. row0 + R, becomes the softmax
     of each row of s * scale + bias (bias (1 or B, Lq, Lk)), keys after the query masked out when
     causal (probability 0). The shift and the NaN and -inf rules are row_softmax's; the exponential
-    is vecmath's, whose loop vectorises (libm's expf took two thirds of the time)."""
+    is vecmath's, whose loop vectorises (libm's expf took two thirds of the time).
+
+    Every loop runs over whole vectors: the exponential over the visible keys rounded up to 8, the
+    extra lanes holding the shift (exp(0), no slow subnormal path), the scaling over the whole row
+    after the masked keys are zeroed (0 * inv is the unfused form's masked value: 0, or NaN where
+    the row's sum is 0 or NaN). Loops over each query's own count left a scalar remainder per row
+    that cost more than the vector part."""
     batch, rows, keys = s.shape
     if keys == 0:
         return
@@ -85,25 +109,33 @@ def attention_probs(s, bias, scale, causal, row0, zero):
         for i in range(rows):
             row, brow = s[b, i], bias[b if bias.shape[0] > 1 else 0, row0 + i]
             n = min(keys, row0 + i + 1) if causal else keys  # the keys this query sees
-            m = row[0] * scale + brow[0]  # scale and bias have the row's dtype: so has m, and vm.exp
-            for j in range(n):  # takes the float32 path for float32 rows
-                x = row[j] * scale + brow[j]
-                row[j] = x
-                if x > m or np.isnan(x):
-                    m = x
+            for j in range(n):  # scale and bias have the row's dtype: so has m, and vm.exp takes
+                row[j] = row[j] * scale + brow[j]  # the float32 path for float32 rows
+            m = row_max(row, n)
             if np.isinf(m):
                 m = zero
-            for j in range(n):
+            span = min(keys, (n + 7) // 8 * 8)
+            for j in range(n, span):
+                row[j] = m
+            for j in range(span):
                 row[j] = vm.exp(row[j] - m)
-            total = 0.0
-            for j in range(n):
-                total += row[j]
-            inv = 1.0 / total
-            for j in range(n):
-                row[j] = row[j] * inv
-            masked = (0.0 if m == m else np.nan) * inv  # exp(-inf - m) / total, as the unfused form
             for j in range(n, keys):
-                row[j] = masked
+                row[j] = 0
+            inv = 1.0 / row_sum(row)
+            for j in range(keys):
+                row[j] = row[j] * inv
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def attention_score_grads(ds, p, delta, scale):
+    """In place: ds (B, R, Lk), the gradient of the probabilities p, becomes that of the scores
+    before the scale: (ds - delta) * p * scale, delta (B, R) being each row's sum of ds * p (the
+    softmax's Jacobian applied; one pass instead of three NumPy calls and their temporaries)."""
+    for b in range(ds.shape[0]):
+        for i in range(ds.shape[1]):
+            row, prow, d = ds[b, i], p[b, i], delta[b, i]
+            for j in range(ds.shape[2]):
+                row[j] = (row[j] - d) * prow[j] * scale
 
 
 @njit(cache=True, nogil=True)
