@@ -5,6 +5,8 @@ reverse topological order, summing cotangents. custom_vjp functions and checkpoi
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -22,12 +24,17 @@ from .tree import tree_flatten, tree_structure
 __all__ = ["vjp", "grad", "value_and_grad", "jacrev"]
 
 
+_creation_order = itertools.count()
+
+
 class Node:
     """One recorded primitive: what its VJP rules need, and where its inputs came from.
 
     parents: (argument index, parent node, parent output index) for each traced argument.
+    order: when it was recorded; a node's parents exist before it, so recording order is a
+    topological order of every tape.
     """
-    __slots__ = ("prim", "args", "params", "out", "parents")
+    __slots__ = ("prim", "args", "params", "out", "parents", "order")
     n_out = 1
 
     def __init__(self, prim, args, params, out, parents):
@@ -36,6 +43,7 @@ class Node:
         self.params = params
         self.out = out
         self.parents = parents
+        self.order = next(_creation_order)
 
     def backward(self, cts):
         g, prim, out, args, params = cts[0], self.prim, self.out, self.args, self.params
@@ -200,29 +208,20 @@ class CheckpointNode(_MultiOutputNode):
         return [(node, idx, ct) for (_, node, idx), ct in zip(self.parents, in_cts)]
 
 
-def _toposort(start_nodes):
-    """Nodes reachable from start_nodes, each after every node that consumes it."""
-    counts: dict[Node, int] = {}
-    stack = list(start_nodes)
+def _toposort(start_nodes) -> list:
+    """Nodes reachable from start_nodes, each after every node that consumes it: the latest
+    recorded first (one sort in C instead of counting consumers node by node)."""
+    seen = set(start_nodes)
+    stack = list(seen)
     while stack:
-        node = stack.pop()
-        seen = counts.get(node)
-        counts[node] = 1 if seen is None else seen + 1
-        if seen is None:
-            for _, parent, _ in node.parents:
+        for _, parent, _ in stack.pop().parents:
+            if parent not in seen:
+                seen.add(parent)
                 stack.append(parent)
-    ready = []
-    for node in start_nodes:
-        counts[node] -= 1
-        if counts[node] == 0:
-            ready.append(node)
-    while ready:
-        node = ready.pop()
-        yield node
-        for _, parent, _ in node.parents:
-            counts[parent] -= 1
-            if counts[parent] == 0:
-                ready.append(parent)
+    return sorted(seen, key=_recorded, reverse=True)
+
+
+_recorded = operator.attrgetter("order")
 
 
 def _accumulate(acc, node, idx, ct):
