@@ -7,9 +7,10 @@ A chunk's windows are copied into a matrix (im2col) that stays in cache, never t
   transposed once to (n, Hp, Wp, C), so each output pixel's window is kh * kw contiguous runs of
   the group's channels, which a numba loop compiled for the window's geometry copies at memory
   speed into (G, n, Ho * Wo, kh * kw * Cg). Each pass is one GEMM per group over all the chunk's
-  pixels (a GEMM per image is ~35% slower for 8x8 images); the forward result and the cotangent
-  are transposed between (pixels, channels) and NCHW, and the input gradient's windows are added
-  back by the same loop. (The image-major copy below takes ~7x as long for 32 channels of 8x8
+  pixels (a GEMM per image is ~35% slower for 8x8 images), oriented so that the forward result and
+  the cotangent move between the GEMM and NCHW in runs of an image's pixels (a transpose between
+  (pixels, channels) and NCHW cost up to a third of the GEMM's time at 28x28); the input
+  gradient's windows are added back by the same loop. (The image-major copy below takes ~7x as long for 32 channels of 8x8
   images: its runs are a row of 8 pixels.)
 - image-major (N, C, kh, kw, Ho, Wo) views, for thin inputs (an RGB or grey first layer), whose
   channel runs would be a value or three long: a GEMM per image writes NCHW directly, the weight
@@ -191,12 +192,13 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
     out = np.empty((n, groups, out_ch // groups, ho * wo), dtype) if out is None else \
         out.reshape(n, groups, out_ch // groups, ho * wo)
     if _by_rows(cg, dtype):
-        w_t = _weight_rows(weight, groups).transpose(0, 2, 1)
+        w_rows = _weight_rows(weight, groups)
         for start, stop, cols in _row_chunks(x, (kh, kw), stride, padding, dilation, groups, dtype):
-            # one GEMM per group over the chunk's pixels
-            pixels = scratch("conv pixel rows", (groups, (stop - start) * ho * wo, out_ch // groups), dtype)
-            np.matmul(cols.reshape(pixels.shape[:2] + cols.shape[-1:]), w_t, out=pixels)
-            out[start:stop] = pixels.reshape(groups, stop - start, ho * wo, out_ch // groups).transpose(1, 0, 3, 2)
+            # one GEMM per group over the chunk's pixels, (Og, K) @ (K, n * P): its result moves to
+            # NCHW in runs of a whole image's pixels
+            channels = scratch("conv channel rows", (groups, out_ch // groups, (stop - start) * ho * wo), dtype)
+            np.matmul(w_rows, cols.reshape(groups, channels.shape[-1], cols.shape[-1]).transpose(0, 2, 1), out=channels)
+            out[start:stop] = channels.reshape(groups, out_ch // groups, stop - start, ho * wo).transpose(2, 0, 1, 3)
     else:
         w = weight.reshape(groups, out_ch // groups, cg * kh * kw)
         for start, stop, cols in _window_chunks(x, (kh, kw), stride, padding, dilation, groups):
@@ -242,10 +244,11 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) ->
         add_runs = _window_runs((kh, kw), tuple(stride), tuple(dilation), True)
         padded_hw = _padded_shape(out.shape, padding)[2:]
         for start, stop in _image_chunks(n, _rows_bytes(cg * groups, padded_hw, (kh, kw), (ho, wo), out.itemsize)):
-            g_rows = scratch("conv cotangent", (groups, stop - start, ho * wo, out_ch // groups), dtype)
-            np.copyto(g_rows, g[start:stop].transpose(1, 0, 3, 2))
+            # (n * P, Og) @ (Og, K) per group, the cotangent copied in runs of an image's pixels
+            g_rows = scratch("conv cotangent", (groups, out_ch // groups, stop - start, ho * wo), dtype)
+            np.copyto(g_rows, g[start:stop].transpose(1, 2, 0, 3))
             cols = scratch("conv windows", (groups, (stop - start) * ho * wo, kh * kw * cg), dtype)
-            np.matmul(g_rows.reshape(groups, (stop - start) * ho * wo, out_ch // groups), w_rows, out=cols)
+            np.matmul(g_rows.reshape(groups, out_ch // groups, cols.shape[1]).transpose(0, 2, 1), w_rows, out=cols)
             rows = scratch("conv padded rows", (stop - start,) + padded_hw + (cg * groups,), dtype)
             rows.fill(0)
             add_runs(rows, cols.reshape(groups, stop - start, ho * wo, kh * kw * cg))
