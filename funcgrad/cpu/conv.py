@@ -10,8 +10,8 @@ A chunk's windows are copied into a matrix (im2col) that stays in cache, never t
   pixels (a GEMM per image is ~35% slower for 8x8 images), oriented so that the forward result and
   the cotangent move between the GEMM and NCHW in runs of an image's pixels (a transpose between
   (pixels, channels) and NCHW cost up to a third of the GEMM's time at 28x28); the input
-  gradient's windows are added back by the same loop. (The image-major copy below takes ~7x as long for 32 channels of 8x8
-  images: its runs are a row of 8 pixels.)
+  gradient's windows are added back by the same loop. (The image-major copy below takes ~7x as
+  long for 32 channels of 8x8 images: its runs are a row of 8 pixels.)
 - image-major (N, C, kh, kw, Ho, Wo) views, for thin inputs (an RGB or grey first layer), whose
   channel runs would be a value or three long: a GEMM per image writes NCHW directly, the weight
   gradient sums per-image products, and col2im adds the input gradient's windows back.
@@ -124,6 +124,15 @@ def _weight_rows(weight: np.ndarray, groups: int) -> np.ndarray:
         .reshape(groups, out_ch // groups, cg * kh * kw)
 
 
+def _cotangent_rows(g: np.ndarray, start: int, stop: int, dtype) -> np.ndarray:
+    """Images start .. stop of g (N, G, Og, P) as (G, Og, n, P) of dtype, in scratch memory: the
+    GEMM operand (G, Og, n * P), copied in runs of an image's pixels."""
+    n, groups, og, pixels = g.shape
+    rows = scratch("conv cotangent", (groups, og, stop - start, pixels), dtype)
+    np.copyto(rows, g[start:stop].transpose(1, 2, 0, 3))
+    return rows
+
+
 # ---- image-major windows ------------------------------------------------------------------------
 def window_view(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
     """The windows of x (N, C, H, W) as the strided view (N, C, Ho, Wo, kh, kw)."""
@@ -216,8 +225,7 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndar
     if _by_rows(cg, dtype):
         for start, stop, cols in _row_chunks(x, kernel, stride, padding, dilation, groups, dtype):
             # one GEMM per group over the chunk's pixels: (G, Og, n * P) @ (G, n * P, K)
-            g_rows = scratch("conv cotangent", (groups, og, stop - start, ho * wo), dtype)
-            np.copyto(g_rows, g[start:stop].transpose(1, 2, 0, 3))
+            g_rows = _cotangent_rows(g, start, stop, dtype)
             products = scratch("conv weight products", acc.shape, dtype)
             pixels = (stop - start) * ho * wo
             cols = cols.reshape(groups, pixels, acc.shape[-1])
@@ -245,8 +253,7 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) ->
         padded_hw = _padded_shape(out.shape, padding)[2:]
         for start, stop in _image_chunks(n, _rows_bytes(cg * groups, padded_hw, (kh, kw), (ho, wo), out.itemsize)):
             # (n * P, Og) @ (Og, K) per group, the cotangent copied in runs of an image's pixels
-            g_rows = scratch("conv cotangent", (groups, out_ch // groups, stop - start, ho * wo), dtype)
-            np.copyto(g_rows, g[start:stop].transpose(1, 2, 0, 3))
+            g_rows = _cotangent_rows(g, start, stop, dtype)
             cols = scratch("conv windows", (groups, (stop - start) * ho * wo, kh * kw * cg), dtype)
             np.matmul(g_rows.reshape(groups, out_ch // groups, cols.shape[1]).transpose(0, 2, 1), w_rows, out=cols)
             rows = scratch("conv padded rows", (stop - start,) + padded_hw + (cg * groups,), dtype)
