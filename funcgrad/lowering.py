@@ -2,11 +2,11 @@
 
 On the CPU, straight-line Python (generated source, one line per equation) that calls the NumPy
 implementations directly, with each run of elementwise equations fused into one generated numba
-kernel (a trailing or leading broadcast operand, like a bias, fuses too, and so does a sum of a
-fused value over its leading axes or over all of a small one); intermediates are
-released after their last use and a kernel writes into a dead intermediate's buffer, or a donated
-argument's, when one of its shape is free. On a GPU, an interpreter of the program whose
-elementwise runs become generated CUDA kernels.
+kernel (a trailing or leading broadcast operand, like a bias, fuses too, as does a per-channel
+one like a convolution's bias, and so does a sum of a fused value over its leading axes or over
+all of a small one); intermediates are released after their last use and a kernel writes into a
+dead intermediate's buffer, or a donated argument's, when one of its shape is free. On a GPU, an
+interpreter of the program whose elementwise runs become generated CUDA kernels.
 """
 from __future__ import annotations
 

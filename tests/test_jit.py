@@ -180,10 +180,18 @@ def test_broadcast_operands_fuse_into_one_loop():
              and "_is_array(" not in line]
     assert len(calls) == 2, source  # the matmul, then one kernel for add, maximum, mul and sub
     assert calls[1].rstrip().endswith(", 5)")  # the kernel's inner length: the bias row's
-    # a middle-axis operand (channels of NCHW) cannot be read by a two-level loop: it runs unfused
-    y, s = RNG.standard_normal((2, 3, 2, 2)), RNG.standard_normal((3, 1, 1))
-    g = fg.jit(lambda y, s: fnp.tanh(y * s) + s)
-    assert_close(g(y, s), np.tanh(y * s) + s)
+    # middle-axis operands (a conv's bias over NCHW, a (C, H, 1) scale) cycle along the outer rows
+    for y_shape, s_shape, n_inner in [((2, 3, 2, 2), (3, 1, 1), 4), ((2, 3, 4, 5), (1, 3, 4, 1), 5),
+                                      ((4, 3, 2), (3, 1), 2)]:
+        y, s = RNG.standard_normal(y_shape), RNG.standard_normal(s_shape)
+        g = fg.jit(lambda y, s: fnp.maximum(fnp.tanh(y * s) + s, 0.0))
+        assert_close(g(y, s), np.maximum(np.tanh(y * s) + s, 0))
+        source = next(iter(g.cache.values())).run.source
+        calls = [line for line in source.splitlines() if re.match(r"\s*(v\d+ = )?c\d+\(", line)]
+        assert len(calls) == 1 and calls[0].rstrip().endswith(f", {n_inner})"), source  # one nested loop
+    # an operand broadcast along an axis between two it spans has no such loop: it runs unfused
+    y, s = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 1, 4))
+    assert_close(fg.jit(lambda y, s: fnp.tanh(y * s) + s)(y, s), np.tanh(y * s) + s)
     empty = fg.jit(lambda y, b: fnp.exp(y + b) * 2.0)(np.zeros((0, 4)), np.ones(4))
     assert empty.shape == (0, 4)
 

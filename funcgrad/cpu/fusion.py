@@ -85,8 +85,10 @@ def operand_layout(in_shape: tuple, out_shape: tuple, split: int | None) -> str 
     """How a kernel over out_shape reads an operand of in_shape: 'scalar' (its one element, read
     once), 'full' (element i, as flat as the output), or, when the loop is split into outer
     dimensions out_shape[:split] and inner ones out_shape[split:], 'inner' (constant along the outer
-    ones: a bias row) or 'outer' (constant along the inner ones: a per-row statistic). None: the
-    operand does not broadcast to out_shape in a way this loop can read."""
+    ones: a bias row), 'outer' (constant along the inner ones: a per-row statistic) or 'cycle'
+    (constant along the inner ones and along leading outer ones, element o % size of outer row o: a
+    convolution's bias (C, 1, 1) over (N, C, H, W)). None: the operand does not broadcast to
+    out_shape in a way this loop can read."""
     size = math.prod(in_shape)
     if size == 1:
         return "scalar"
@@ -101,9 +103,12 @@ def operand_layout(in_shape: tuple, out_shape: tuple, split: int | None) -> str 
         return None
     if all(a == 1 for a in padded[:split]) and padded[split:] == tuple(out_shape[split:]):
         return "inner"
-    if padded[:split] == tuple(out_shape[:split]) and all(a == 1 for a in padded[split:]):
+    if not all(a == 1 for a in padded[split:]):
+        return None
+    if padded[:split] == tuple(out_shape[:split]):
         return "outer"
-    return None
+    lead = next((k for k, a in enumerate(padded[:split]) if a != 1), split)
+    return "cycle" if padded[lead:split] == tuple(out_shape[lead:split]) else None
 
 
 def loop_splits(in_shapes: list[tuple], out_shape: tuple) -> frozenset[int] | None:
@@ -118,8 +123,9 @@ def loop_splits(in_shapes: list[tuple], out_shape: tuple) -> frozenset[int] | No
 def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: list[int],
                   in_place: dict[int, int] | None = None,
                   sums: list[tuple[int, str]] = (), nested: bool = False) -> str:
-    """One loop over flat, contiguous arrays. kinds: each input's operand_layout; with an 'inner' or
-    'outer' input the loop nests (outer rows, then n_inner elements: the kernel's last argument).
+    """One loop over flat, contiguous arrays. kinds: each input's operand_layout; with an 'inner',
+    'outer' or 'cycle' input the loop nests (outer rows, then n_inner elements: the kernel's last
+    argument).
     steps: (expression over x0.. and t0.., dtype); outputs: the step indices to store;
     in_place: output k -> input i whose buffer it overwrites. Such an output is stored through the
     input's own parameter: LLVM then sees a load and a store at the same index and vectorises, where
@@ -129,7 +135,7 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     nests, and adds row after row as NumPy's sum over leading axes does). The loop's length is
     then the argument `size`."""
     in_place = in_place or {}
-    nested = nested or any(kind in ("inner", "outer") for kind in kinds)
+    nested = nested or any(kind in ("inner", "outer", "cycle") for kind in kinds)
     stores = [f"in{in_place[k]}" if k in in_place else f"out{k}" for k in range(len(outputs))]
     args = [f"in{i}" for i in range(len(kinds))] + [name for name in stores if name.startswith("out")]
     args += [f"sum{k}" for k in range(len(sums))] + (["size"] if sums else [])
@@ -147,6 +153,7 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     if nested:
         lines.append(f"    for o in range({size} // n_inner if n_inner else 0):")
         lines += [f"        x{i} = in{i}[o]" for i, kind in enumerate(kinds) if kind == "outer"]
+        lines += [f"        x{i} = in{i}[o % in{i}.size]" for i, kind in enumerate(kinds) if kind == "cycle"]
         lines.append("        for j in range(n_inner):")
         indent = "            "
         lines.append(f"{indent}i = o * n_inner + j")
