@@ -64,13 +64,16 @@ def _common(a, b):
 PLANNED_MIN_BYTES = 64 << 10
 
 # A fused kernel also sums one of its values: over every element for groups up to this size (the
-# float64 sum is serial), or over the leading axes (NumPy's row-by-row order, vectorised) at any size.
+# float64 sum is serial), over the leading axes (NumPy's row-by-row order, vectorised) at any size,
+# or over all but a run of middle axes (a convolution's bias gradient, summed over N, H and W) through
+# float64 accumulators, one per kept element and inner position, up to this many.
 SUM_ALL_MAX = 4096
+SUM_CYCLE_MAX = 1 << 20
 
 
 def _sum_kind(eqn: Eqn, shape: tuple, allowed) -> tuple[str, Any] | None:
-    """('all' or 'lead', the splits the group allows with it) if eqn sums a value of a group of
-    this shape in a way its kernel can, else None."""
+    """('all', 'lead' or 'cycle', the splits the group allows with it) if eqn sums a value of a
+    group of this shape in a way its kernel can, else None."""
     x = eqn.inputs[0] if eqn.prim is layout.sum_p else None
     if not isinstance(x, Var) or x.aval.shape != shape or x.aval.dtype not in (np.float32, np.float64) \
             or eqn.out.aval.dtype != x.aval.dtype:
@@ -78,10 +81,16 @@ def _sum_kind(eqn: Eqn, shape: tuple, allowed) -> tuple[str, Any] | None:
     axes = tuple(sorted(a % len(shape) for a in eqn.params["axes"])) if shape else ()
     if axes == tuple(range(len(shape))):
         return ("all", allowed) if 0 < int(np.prod(shape, dtype=np.int64)) <= SUM_ALL_MAX else None
-    if axes != tuple(range(len(axes))):
-        return None
-    allowed = _common(allowed, frozenset([len(axes)]))
-    return None if allowed == frozenset() else ("lead", allowed)
+    if axes == tuple(range(len(axes))):
+        how, split = "lead", len(axes)
+    else:  # kept axes [first, split) between summed leading and trailing ones: each outer row o adds
+        kept = [a for a in range(len(shape)) if a not in axes]  # into kept element o % their count
+        how, split = "cycle", kept[-1] + 1
+        if kept != list(range(kept[0], split)) or split == len(shape) or \
+                int(np.prod(shape[kept[0]:], dtype=np.int64)) > SUM_CYCLE_MAX:
+            return None
+    allowed = _common(allowed, frozenset([split]))
+    return None if allowed == frozenset() else (how, allowed)
 
 
 def _groups(eqns: list[Eqn], scalars: bool = True, sums: bool = True) -> list[list[Eqn]]:
@@ -371,7 +380,8 @@ def _device_groups(eqns: list[Eqn]) -> list[list[Eqn]]:
         if sums:
             shape, lead = group[0].out.aval.shape, len(sums[0].params["axes"])
             rows = int(np.prod(shape[:lead], dtype=np.int64))
-            if rows > DEVICE_SUM_ROWS or any(len(e.params["axes"]) != lead for e in sums):
+            if rows > DEVICE_SUM_ROWS or any(sorted(a % len(shape) for a in e.params["axes"]) != list(range(lead))
+                                             for e in sums):
                 groups += [[e for e in group if e.prim.scalar is not None]] + [[e] for e in sums]
                 continue
         groups.append(group)

@@ -222,6 +222,29 @@ def test_sums_fuse_into_the_kernel_of_what_they_sum():
                  4 * cube * np.sum(cube * cube, axis=0), rtol=1e-5)
 
 
+def test_sums_over_all_but_middle_axes_fuse_and_match_float64():
+    """A convolution's bias gradient sums a (N, C, H, W) value over N, H and W: its kernel keeps a
+    float64 accumulator per channel and inner position, so it fuses and is as exact as a float64 sum."""
+    def f(x, b, axes):
+        h = fnp.maximum(x + b, 0.0) * x
+        return h * 2.0, fnp.sum(h, axis=axes)
+    # (shape, summed axes, kernel calls): the last keeps axes 1 and 2, whose loop cannot read the
+    # channel bias, so its sum runs apart
+    for shape, axes, calls in [((5, 3, 4, 6), (0, 2, 3), 1), ((5, 3, 4, 6), (-1, -2), 1), ((7, 3, 9), (2, 0), 1),
+                               ((4, 2, 3, 5), (0, 3), 2)]:
+        x = RNG.standard_normal(shape).astype(np.float32)
+        b = RNG.standard_normal(shape[1:2] + (1,) * (len(shape) - 2)).astype(np.float32)
+        jf = fg.jit(lambda x, b: f(x, b, axes))
+        doubled, total = jf(x, b)
+        h = np.maximum(x + b, 0) * x
+        assert_close(doubled, 2 * h, rtol=1e-6)
+        assert_close(total, np.sum(h.astype(np.float64), axis=axes), rtol=1e-6, atol=1e-6)
+        source = next(iter(jf.cache.values())).run.source
+        assert len([line for line in source.splitlines() if re.match(r"\s*(\w+ = )?c\d+\(", line)]) == calls, source
+    empty = fg.jit(lambda x: fnp.sum(fnp.exp(x), axis=(0, 2)))(np.zeros((0, 3, 4), np.float32))
+    assert empty.shape == (3,) and not np.asarray(empty).any()
+
+
 def test_program_is_optimised_and_printable():
     def f(x):
         unused = fnp.exp(x)  # noqa: F841  (dead code)

@@ -130,10 +130,12 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     in_place: output k -> input i whose buffer it overwrites. Such an output is stored through the
     input's own parameter: LLVM then sees a load and a store at the same index and vectorises, where
     two parameters that turn out to overlap fail its runtime alias check and run the scalar loop.
-    sums: (step, 'all' or 'lead') for each step also summed, into sum{k}: over every element (in
-    float64, then rounded), or over the outer dimensions into n_inner zeroed sums (the kernel then
-    nests, and adds row after row as NumPy's sum over leading axes does). The loop's length is
-    then the argument `size`."""
+    sums: (step, 'all', 'lead' or 'cycle') for each step also summed, into sum{k}: over every
+    element (in float64, then rounded), over the outer dimensions into n_inner zeroed sums (the
+    kernel then nests, and adds row after row as NumPy's sum over leading axes does), or, cycling,
+    outer row o into element o % size of sum{k} (through (size, n_inner) float64 accumulators, so
+    the inner loop still vectorises; each then summed over its inner positions). The loop's length
+    is then the argument `size`."""
     in_place = in_place or {}
     nested = nested or any(kind in ("inner", "outer", "cycle") for kind in kinds)
     stores = [f"in{in_place[k]}" if k in in_place else f"out{k}" for k in range(len(outputs))]
@@ -149,11 +151,14 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     # output could change them, and then it will not vectorise the loop.
     lines += [f"    x{i} = in{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
     lines += [f"    acc{k} = 0.0" for k, (_, how) in enumerate(sums) if how == "all"]
+    cycles = [k for k, (_, how) in enumerate(sums) if how == "cycle"]
+    lines += [f"    cyc{k} = np.zeros((sum{k}.size, n_inner))" for k in cycles]
     indent = "        "
     if nested:
         lines.append(f"    for o in range({size} // n_inner if n_inner else 0):")
         lines += [f"        x{i} = in{i}[o]" for i, kind in enumerate(kinds) if kind == "outer"]
         lines += [f"        x{i} = in{i}[o % in{i}.size]" for i, kind in enumerate(kinds) if kind == "cycle"]
+        lines += [f"        row{k} = cyc{k}[o % sum{k}.size]" for k in cycles]
         lines.append("        for j in range(n_inner):")
         indent = "            "
         lines.append(f"{indent}i = o * n_inner + j")
@@ -166,8 +171,11 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     for store, j in zip(stores, outputs):
         lines.append(f"{indent}{store}[i] = t{j}")
     for k, (j, how) in enumerate(sums):
-        lines.append(f"{indent}acc{k} += t{j}" if how == "all" else f"{indent}sum{k}[j] += t{j}")
+        lines.append(f"{indent}acc{k} += t{j}" if how == "all" else
+                     f"{indent}row{k}[j] += t{j}" if how == "cycle" else f"{indent}sum{k}[j] += t{j}")
     lines += [f"    sum{k}[0] = acc{k}" for k, (_, how) in enumerate(sums) if how == "all"]
+    for k in cycles:
+        lines += [f"    for c in range(sum{k}.size):", f"        sum{k}[c] = cyc{k}[c].sum()"]
     return "\n".join(lines) + "\n"
 
 
