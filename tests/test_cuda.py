@@ -300,6 +300,28 @@ def test_jit_runs_independent_chains_and_their_row_sums_in_one_launch(monkeypatc
     assert launches == [[((5, 3), 1, 1), ((7,), 0, 0), ((2, 3), 1, 2), ((8, 2), 0, 0)]]  # d's 8 rows: a reduction
 
 
+def test_jit_on_the_device_keeps_a_channel_sum_apart_and_reads_a_channel_bias(monkeypatch):
+    """The CPU fuses a conv's bias add and its bias gradient (a sum over N, H and W) into one kernel;
+    on the GPU the bias is read by strides in the chain, and the sum, whose axes are not the leading
+    ones although there are as many as a leading sum over three axes has, runs as its own reduction."""
+    from funcgrad.cuda.kernels import elementwise
+    launches = []
+    original = elementwise.run_fused
+    monkeypatch.setattr(elementwise, "run_fused", lambda chains: launches.append(
+        [(c.shape, len(c.sums)) for c in chains]) or original(chains))
+    x, b = rng.standard_normal((2, 3, 2, 2)).astype(np.float32), rng.standard_normal((3, 1, 1)).astype(np.float32)
+
+    def f(x, b):
+        h = fnp.maximum(x + b, 0.0) * x
+        return h * 2.0, fnp.sum(h, axis=(0, 2, 3))
+    out = fg.jit(f)(*fg.device_put((fg.asarray(x), fg.asarray(b)), "cuda"))
+    h = np.maximum(x + b, 0) * x
+    for got, want in zip(out, (2 * h, h.sum((0, 2, 3)))):
+        assert got.device == "cuda:0"
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    assert launches == [[((2, 3, 2, 2), 0)]]  # the chain alone; the sum is a reduction kernel
+
+
 def test_pick_and_unpick_on_the_device_clamp_labels_as_gather():
     x = rng.standard_normal((3, 2, 4)).astype(np.float32)
     labels = np.array([[0, 3], [-1, 9], [2, -7]])
