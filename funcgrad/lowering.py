@@ -86,8 +86,7 @@ def _sum_kind(eqn: Eqn, shape: tuple, allowed) -> tuple[str, Any] | None:
     else:  # kept axes [first, split) between summed leading and trailing ones: each outer row o adds
         kept = [a for a in range(len(shape)) if a not in axes]  # into kept element o % their count
         how, split = "cycle", kept[-1] + 1
-        if kept != list(range(kept[0], split)) or split == len(shape) or \
-                int(np.prod(shape[kept[0]:], dtype=np.int64)) > SUM_CYCLE_MAX:
+        if kept != list(range(kept[0], split)) or int(np.prod(shape[kept[0]:], dtype=np.int64)) > SUM_CYCLE_MAX:
             return None
     allowed = _common(allowed, frozenset([split]))
     return None if allowed == frozenset() else (how, allowed)

@@ -168,6 +168,11 @@ def test_fused_chains_match_unfused(data):
         assert_close(got, want, rtol=2e-5, atol=2e-5)
 
 
+def _calls(source: str) -> list[str]:
+    """The lines of a jitted program's source that call a kernel or a primitive's implementation."""
+    return [line for line in source.splitlines() if re.match(r"\s*(\w+ = )?c\d+\(", line)]
+
+
 def test_broadcast_operands_fuse_into_one_loop():
     # a bias row (inner) and a per-row column (outer) read in one nested loop beside full operands
     x, w = RNG.standard_normal((6, 3)).astype(np.float32), RNG.standard_normal((3, 5)).astype(np.float32)
@@ -187,7 +192,7 @@ def test_broadcast_operands_fuse_into_one_loop():
         g = fg.jit(lambda y, s: fnp.maximum(fnp.tanh(y * s) + s, 0.0))
         assert_close(g(y, s), np.maximum(np.tanh(y * s) + s, 0))
         source = next(iter(g.cache.values())).run.source
-        calls = [line for line in source.splitlines() if re.match(r"\s*(v\d+ = )?c\d+\(", line)]
+        calls = _calls(source)
         assert len(calls) == 1 and calls[0].rstrip().endswith(f", {n_inner})"), source  # one nested loop
     # an operand broadcast along an axis between two it spans has no such loop: it runs unfused
     y, s = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 1, 4))
@@ -206,7 +211,7 @@ def test_sums_fuse_into_the_kernel_of_what_they_sum():
     for got, want in zip(jf(x, b), f(x, b)):
         assert_close(got, want, rtol=1e-6, atol=1e-6)
     source = next(iter(jf.cache.values())).run.source
-    calls = [line for line in source.splitlines() if re.match(r"\s*(\w+ = )?c\d+\(", line)]  # kernels, impls
+    calls = _calls(source)
     assert len(calls) == 1, source  # one kernel: the chain, its two sums over rows and its total
     # a later step that reads a sum cannot be in the loop that makes it; a big total stays NumPy's
     g = lambda x: fnp.exp(x) - fnp.sum(fnp.exp(x), axis=0)  # noqa: E731
@@ -240,7 +245,7 @@ def test_sums_over_all_but_middle_axes_fuse_and_match_float64():
         assert_close(doubled, 2 * h, rtol=1e-6)
         assert_close(total, np.sum(h.astype(np.float64), axis=axes), rtol=1e-6, atol=1e-6)
         source = next(iter(jf.cache.values())).run.source
-        assert len([line for line in source.splitlines() if re.match(r"\s*(\w+ = )?c\d+\(", line)]) == calls, source
+        assert len(_calls(source)) == calls, source
     empty = fg.jit(lambda x: fnp.sum(fnp.exp(x), axis=(0, 2)))(np.zeros((0, 3, 4), np.float32))
     assert empty.shape == (3,) and not np.asarray(empty).any()
 

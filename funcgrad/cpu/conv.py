@@ -127,7 +127,7 @@ def _weight_rows(weight: np.ndarray, groups: int) -> np.ndarray:
 def _cotangent_rows(g: np.ndarray, start: int, stop: int, dtype) -> np.ndarray:
     """Images start .. stop of g (N, G, Og, P) as (G, Og, n, P) of dtype, in scratch memory: the
     GEMM operand (G, Og, n * P), copied in runs of an image's pixels."""
-    n, groups, og, pixels = g.shape
+    _, groups, og, pixels = g.shape
     rows = scratch("conv cotangent", (groups, og, stop - start, pixels), dtype)
     np.copyto(rows, g[start:stop].transpose(1, 2, 0, 3))
     return rows
