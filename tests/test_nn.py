@@ -33,14 +33,19 @@ def np_conv2d(x, w, b, stride, padding, dilation=1, groups=1):
     return out
 
 
-@pytest.fixture(params=["rows", "image-major"])
+@pytest.fixture(params=["rows", "image-major", "winograd"])
 def conv_layout(request, monkeypatch):
-    """Both layouts of the CPU convolution's window matrix: channels-last rows (taken from ROW_RUN
-    channels per group up) and image-major windows (thin inputs); these tests' small channel counts
-    take the second unless ROW_RUN is lowered."""
-    from funcgrad.cpu import conv as cpu_conv
-    if request.param == "rows":
+    """The CPU convolution's three ways: window matrices as channels-last rows (taken from ROW_RUN
+    channels per group up) or image-major windows (thin inputs), and Winograd tiles for 3x3 stride-1
+    convs and their weight gradients (from MIN_CHANNELS channels and MIN_PIXELS outputs per image up,
+    its input gradient by rows); these tests' small sizes take image-major windows unless the
+    thresholds are lowered."""
+    from funcgrad.cpu import conv as cpu_conv, winograd
+    if request.param in ("rows", "winograd"):
         monkeypatch.setattr(cpu_conv, "ROW_RUN", 1)
+    if request.param == "winograd":
+        monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
+        monkeypatch.setattr(winograd, "MIN_PIXELS", 1)
     return request.param
 
 
@@ -86,6 +91,7 @@ def test_conv2d_chunks_of_images_give_the_whole_batch(monkeypatch, conv_layout):
                                  argnums=(0, 1))(x, w)
     whole = run()
     monkeypatch.setattr(cpu_conv, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(cpu_conv.winograd, "CHUNK_BYTES", 1)
     chunked = run()
     for a, b in zip(fg.tree_leaves(whole), fg.tree_leaves(chunked)):
         assert_close(a, b, rtol=1e-12)
@@ -102,6 +108,48 @@ def test_conv2d_low_precision_and_integer_inputs(conv_layout):
     out = F.conv2d(xi, wi, padding=1)
     assert out.dtype == np.int64
     np.testing.assert_array_equal(out, np_conv2d(xi, wi, None, 1, 1).astype(np.int64))
+
+
+def test_conv2d_winograd_tiles_match_direct_loops(monkeypatch):
+    """3x3 stride-1 convs over 16x16 outputs and up take Winograd's F(2x2, 3x3) tiles, the forward and
+    the weight gradient: float64 values and gradients against the direct loops and finite
+    differences (odd output sizes cut the last tiles, uneven padding, groups, chunks of one image, a
+    transposed cotangent), and float32 as accurate as im2col's GEMM against the float64 result."""
+    from funcgrad.cpu import conv as cpu_conv, winograd
+    calls = []
+    for name in ("conv", "conv_weight_grad"):
+        monkeypatch.setattr(winograd, name, lambda *a, _f=getattr(winograd, name), **k: calls.append(_f) or _f(*a, **k))
+    x, w, b = RNG.standard_normal((3, 16, 17, 16)), RNG.standard_normal((16, 8, 3, 3)), RNG.standard_normal(16)
+    out = F.conv2d(x, w, b, padding=1, groups=2)
+    assert len(calls) == 1
+    assert_close(out, np_conv2d(x, w, b, 1, 1, groups=2), atol=1e-10)
+    gx, gw = fg.grad(lambda x, w: fnp.sum(F.conv2d(x, w, padding=1, groups=2) * out), argnums=(0, 1))(x, w)
+    assert len(calls) == 3  # the forward again and the weight gradient
+    eps, probe = 1e-6, RNG.standard_normal(w.shape)
+    numeric = (np.sum(np_conv2d(x, w + eps * probe, None, 1, 1, groups=2) * out)
+               - np.sum(np_conv2d(x, w - eps * probe, None, 1, 1, groups=2) * out)) / (2 * eps)
+    assert_close(np.sum(np.asarray(gw) * probe), numeric, rtol=1e-7)
+    assert_close(gx, cpu_conv.conv_input_grad(np.asarray(out), w, (17, 16), (1, 1), ((1, 1), (1, 1)), (1, 1), 2),
+                 rtol=1e-10)
+
+    # uneven padding, chunks of one image and a transposed cotangent, against im2col
+    monkeypatch.setattr(winograd, "MIN_PIXELS", 1)
+    monkeypatch.setattr(winograd, "CHUNK_BYTES", 1)
+    padding = ((0, 2), (2, 1))
+    xs, ws = x[:, :, :5, :6], RNG.standard_normal((16, 16, 3, 3))
+    got = cpu_conv.conv(xs, ws, (1, 1), padding, (1, 1), 1)
+    g = RNG.standard_normal(got.shape[::-1]).T  # not C-contiguous
+    got_w = cpu_conv.conv_weight_grad(xs, g, (3, 3), (1, 1), padding, (1, 1), 1)
+    monkeypatch.setattr(winograd, "applies", lambda *a: False)
+    assert_close(got, cpu_conv.conv(xs, ws, (1, 1), padding, (1, 1), 1), rtol=1e-12, atol=1e-12)
+    assert_close(got_w, cpu_conv.conv_weight_grad(xs, g, (3, 3), (1, 1), padding, (1, 1), 1), rtol=1e-12, atol=1e-12)
+
+    # float32: the error against the float64 result within twice im2col's
+    x32, w32 = RNG.standard_normal((2, 32, 16, 16)).astype(np.float32), RNG.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    exact = cpu_conv.conv(x32.astype(np.float64), w32.astype(np.float64), (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    im2col_error = np.abs(cpu_conv.conv(x32, w32, (1, 1), ((1, 1), (1, 1)), (1, 1), 1) - exact).max()
+    monkeypatch.undo()
+    assert np.abs(winograd.conv(x32, w32, ((1, 1), (1, 1)), 1) - exact).max() <= 2 * im2col_error
 
 
 def test_conv2d_wide_channels_take_rows_and_match_direct_loops():

@@ -26,7 +26,8 @@ from functools import cache
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from . import windows
+from . import windows, winograd
+from .padding import padded, padded_rows, padded_shape
 from .workspace import scratch
 
 CHUNK_BYTES = 4 << 20  # one chunk's window matrix: large enough for BLAS, small enough for cache
@@ -92,14 +93,6 @@ def _window_runs(kernel, stride, dilation, add: bool):
     return runs
 
 
-def _padded_rows(x: np.ndarray, padding, dtype) -> np.ndarray:
-    """x (n, C, H, W) transposed to (n, Hp, Wp, C) with zero borders, in scratch memory."""
-    n, c, hp, wp = _padded_shape(x.shape, padding)
-    out = scratch("conv padded rows", (n, hp, wp, c), dtype)
-    _pad_into(out.transpose(0, 3, 1, 2), x, padding)
-    return out
-
-
 def _rows_bytes(channels: int, padded_hw, kernel, out_hw, itemsize: int) -> int:
     """The bytes one image takes in the rows layout: its padded rows and its windows."""
     return (padded_hw[0] * padded_hw[1] + kernel[0] * kernel[1] * out_hw[0] * out_hw[1]) * channels * itemsize
@@ -110,10 +103,10 @@ def _row_chunks(x, kernel, stride, padding, dilation, groups, dtype):
     n, c = x.shape[:2]
     ho, wo = _output_hw(x.shape, kernel, stride, padding, dilation)
     copy_runs = _window_runs(tuple(kernel), tuple(stride), tuple(dilation), False)
-    per_image = _rows_bytes(c, _padded_shape(x.shape, padding)[2:], kernel, (ho, wo), np.dtype(dtype).itemsize)
+    per_image = _rows_bytes(c, padded_shape(x.shape, padding)[2:], kernel, (ho, wo), np.dtype(dtype).itemsize)
     for start, stop in _image_chunks(n, per_image):
         cols = scratch("conv windows", (groups, stop - start, ho * wo, kernel[0] * kernel[1] * c // groups), dtype)
-        copy_runs(_padded_rows(x[start:stop], padding, dtype), cols)
+        copy_runs(padded_rows(x[start:stop], padding, dtype), cols)
         yield start, stop, cols
 
 
@@ -152,36 +145,10 @@ def col2im_into(cols: np.ndarray, out: np.ndarray, stride, dilation) -> None:
             out[:, :, i * dh:i * dh + sh * (ho - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw] += cols[..., i, j]
 
 
-def _padded(x: np.ndarray, padding) -> np.ndarray:
-    """x with zero borders, in scratch memory (valid until the next convolution on this thread)."""
-    if not any(lo or hi for lo, hi in padding):
-        return x
-    out = scratch("conv padded input", _padded_shape(x.shape, padding), x.dtype)
-    _pad_into(out, x, padding)
-    return out
-
-
-def _padded_shape(x_shape, padding) -> tuple:
-    (top, bottom), (left, right) = padding
-    n, c, h, w = x_shape
-    return n, c, h + top + bottom, w + left + right
-
-
-def _pad_into(out: np.ndarray, x: np.ndarray, padding) -> None:
-    """out (N, C, Hp, Wp), any strides (an NCHW view of channels-last rows too) = x with zero borders."""
-    (top, _), (left, _) = padding
-    h, w = x.shape[2:]
-    out[:, :, :top] = 0
-    out[:, :, top + h:] = 0
-    out[:, :, top:top + h, :left] = 0
-    out[:, :, top:top + h, left + w:] = 0
-    out[:, :, top:top + h, left:left + w] = x
-
-
 def _window_chunks(x, kernel, stride, padding, dilation, groups):
     """(start, stop, matrices) for chunks of images: matrices (n, groups, C/groups * kh * kw, Ho * Wo)."""
     n, c = x.shape[:2]
-    view = window_view(_padded(x, padding), kernel, stride, dilation)
+    view = window_view(padded(x, padding), kernel, stride, dilation)
     ho, wo = view.shape[2:4]
     view = view.transpose(0, 1, 4, 5, 2, 3)  # (N, C, kh, kw, Ho, Wo): a GEMM operand per image
     for start, stop in _image_chunks(n, c * kernel[0] * kernel[1] * ho * wo * x.itemsize):
@@ -198,6 +165,8 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
     n = x.shape[0]
     ho, wo = _output_hw(x.shape, (kh, kw), stride, padding, dilation)
     dtype = np.result_type(x, weight)
+    if winograd.applies((kh, kw), stride, dilation, cg, out_ch // groups, (ho, wo), dtype):
+        return winograd.conv(x, weight, padding, groups, out)
     out = np.empty((n, groups, out_ch // groups, ho * wo), dtype) if out is None else \
         out.reshape(n, groups, out_ch // groups, ho * wo)
     if _by_rows(cg, dtype):
@@ -220,6 +189,8 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndar
     n, out_ch, ho, wo = g.shape
     cg, og = x.shape[1] // groups, out_ch // groups
     dtype = np.result_type(x, g)
+    if winograd.applies(kernel, stride, dilation, cg, og, (ho, wo), dtype):
+        return winograd.conv_weight_grad(x, g, padding, groups)
     acc = np.zeros((groups, og, cg * kernel[0] * kernel[1]), dtype)
     g = g.reshape(n, groups, og, ho * wo)
     if _by_rows(cg, dtype):
@@ -250,7 +221,7 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) ->
         out = np.empty((n, cg * groups, h, w), dtype)
         w_rows = _weight_rows(weight, groups)
         add_runs = _window_runs((kh, kw), tuple(stride), tuple(dilation), True)
-        padded_hw = _padded_shape(out.shape, padding)[2:]
+        padded_hw = padded_shape(out.shape, padding)[2:]
         for start, stop in _image_chunks(n, _rows_bytes(cg * groups, padded_hw, (kh, kw), (ho, wo), out.itemsize)):
             # (n * P, Og) @ (Og, K) per group, the cotangent copied in runs of an image's pixels
             g_rows = _cotangent_rows(g, start, stop, dtype)
