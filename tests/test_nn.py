@@ -313,6 +313,15 @@ def test_fused_attention_edge_cases():
         F.scaled_dot_product_attention(q, q, q, np.ones((3, 2)))
     with pytest.raises(ValueError, match="q .*k .*v"):
         F.scaled_dot_product_attention(q, q[..., :3], q)
+    for causal in (False, True):  # no keys: softmax over none, zeros out (as the composition), zero dq
+        none, w = np.zeros((1, 0, 4)), RNG.standard_normal((1, 3, 2))
+        out, grads = fg.value_and_grad(lambda q, k, v: fnp.sum(F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                                                               * w), argnums=(0, 1, 2))(q, none, none[..., :2])
+        np.testing.assert_array_equal(np.asarray(out), 0.0)
+        assert [g.shape for g in grads] == [(1, 3, 4), (1, 0, 4), (1, 0, 2)]
+        np.testing.assert_array_equal(np.asarray(grads[0]), 0.0)
+        assert F.scaled_dot_product_attention(q, none, none, is_causal=causal).shape == (1, 3, 4)
+        assert F.scaled_dot_product_attention(none, q, q, is_causal=causal).shape == (1, 0, 4)  # no queries
     jitted = fg.jit(fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2)))
     assert_close(jitted(q), fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2))(q),
                  rtol=1e-12)

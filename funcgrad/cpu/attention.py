@@ -30,8 +30,8 @@ def _probs(q, k_t, bias, scale, causal, r0, r1):
     """The probabilities of query rows r0 .. r1, (..., r1 - r0, Lk) in scratch memory."""
     s = scratch("attention scores", q.shape[:-2] + (r1 - r0, k_t.shape[-1]), np.result_type(q, k_t))
     np.matmul(q[..., r0:r1, :], k_t, out=s)
-    row_kernels().attention_probs(s.reshape(-1, r1 - r0, k_t.shape[-1]), bias, s.dtype.type(scale), causal, r0,
-                                  s.dtype.type(0))
+    row_kernels().attention_probs(s.reshape(_batch(q), r1 - r0, k_t.shape[-1]), bias, s.dtype.type(scale), causal,
+                                  r0, s.dtype.type(0))
     return s
 
 
@@ -70,7 +70,7 @@ def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_gra
         _into(np.matmul, np.swapaxes(p, -1, -2), g[..., r0:r1, :], dv, accumulate=r0 > 0)
         ds = scratch("attention score gradient", p.shape, p.dtype)
         np.matmul(g[..., r0:r1, :], v_t, out=ds)
-        rows = (-1, r1 - r0, lk)
+        rows = (_batch(q), r1 - r0, lk)  # named sizes: -1 cannot be solved for when there are no keys
         row_kernels().attention_score_grads(ds.reshape(rows), p.reshape(rows), delta[..., r0:r1].reshape(rows[:2]),
                                             ds.dtype.type(1 if score_grad else scale))
         if score_grad:  # the gradient of the scores as the bias sees them, then scaled for q and k

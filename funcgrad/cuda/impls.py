@@ -270,7 +270,7 @@ def attention_grads(q, k, v, bias, out, g, scale, causal, score_grad):
     q, k, v, g = _device(q), _device(k), _device(v), _device(g)
     parts = A.composed_grads(g, q, k, v, bias, scale, causal, _on_device)[:4 if score_grad else 3]
     lead = q.shape[:-2]
-    return concatenate(*[reshape(x, lead + (-1,)) for x in parts], axis=len(lead))
+    return concatenate(*[reshape(x, lead + (x.shape[-2] * x.shape[-1],)) for x in parts], axis=len(lead))
 
 
 # ---- layer / RMS normalisation: the composition of sums and elementwise steps on the device -----
