@@ -104,90 +104,88 @@ def _kernels():
     index for wrap-around, which keeps LLVM from vectorising the loops (6x slower)."""
     from numba import njit, uintp  # numba's first import costs ~0.3 s: pay it only when used
 
+    @njit(inline="always")
+    def _planes(m, images, what):
+        """(th, tw, tiles, offsets of M's planes 0..4, offsets of the blocks' planes 0..3) for M
+        (16, >= O * n * th * tw) beside images (n, O, Ho, Wo)."""
+        n, o, ho, wo = images.shape
+        th, tw = (ho + 1) // 2, (wo + 1) // 2
+        tiles = uintp(n * th * tw)
+        if m.shape[0] != 16 or m.shape[1] < o * tiles:
+            raise ValueError(what)  # unchecked indices
+        p = uintp(m.shape[1])
+        return th, tw, tiles, (uintp(0), p, p + p, p + p + p, p + p + p + p), (uintp(0), tiles, tiles + tiles,
+                                                                              tiles + tiles + tiles)
+
+    @njit(inline="always")
+    def _blocks(blocks, images, b, th, tw, into_images):
+        """Copy channel b's 2x2 blocks between blocks (4, n * th * tw), each block's four values
+        along the tiles, and images (n, O, Ho, Wo) flat, cut at odd edges."""
+        n, o, ho, wo = images.shape
+        flat, tiles, pairs = images.reshape(-1), uintp(blocks.shape[0] // 4), uintp(wo // 2)
+        for a in range(n):
+            for y in range(ho):
+                row = uintp(((a * o + b) * ho + y) * wo)
+                quadrant = uintp(2 * (y % 2)) * tiles + uintp((a * th + y // 2) * tw)
+                if into_images:
+                    for x in range(pairs):
+                        flat[row + x + x] = blocks[quadrant + x]
+                        flat[row + x + x + uintp(1)] = blocks[quadrant + tiles + x]
+                    if wo % 2:
+                        flat[row + pairs + pairs] = blocks[quadrant + pairs]
+                else:
+                    for x in range(pairs):
+                        blocks[quadrant + x] = flat[row + x + x]
+                        blocks[quadrant + tiles + x] = flat[row + x + x + uintp(1)]
+                    if wo % 2:
+                        blocks[quadrant + pairs] = flat[row + pairs + pairs]
+
     @njit(cache=True, nogil=True)
     def output_tiles(m, y):
         """y (n, O, Ho, Wo) = A^T M A for each tile's 16 products m (16, >= O * n * th * tw): first
         along all the tiles into the four outputs of each, then stored as 2x2 blocks."""
-        n, o, ho, wo = y.shape
-        th, tw = (ho + 1) // 2, (wo + 1) // 2
-        tiles = uintp(n * th * tw)
-        if m.shape[0] != 16 or m.shape[1] < o * tiles:
-            raise ValueError("winograd output tiles: M and the output do not match")  # unchecked indices
-        src, out = m.reshape(-1), y.reshape(-1)
+        th, tw, tiles, c, q = _planes(m, y, "winograd output tiles: M and the output do not match")
+        src = m.reshape(-1)
         blocks = np.empty(4 * tiles, m.dtype)  # per tile its outputs (0, 0), (0, 1), (1, 0), (1, 1)
-        coefficient = uintp(m.shape[1])
-        coefficient2, tiles2 = coefficient + coefficient, tiles + tiles
-        coefficient3, coefficient4, tiles3 = coefficient2 + coefficient, coefficient2 + coefficient2, tiles2 + tiles
-        for b in range(o):
+        for b in range(y.shape[1]):
             base = uintp(b) * tiles
             for t in range(tiles):
                 i = base + t
-                m00, m01, m02, m03 = src[i], src[i + coefficient], src[i + coefficient2], src[i + coefficient3]
-                i += coefficient4
-                m10, m11, m12, m13 = src[i], src[i + coefficient], src[i + coefficient2], src[i + coefficient3]
-                i += coefficient4
-                m20, m21, m22, m23 = src[i], src[i + coefficient], src[i + coefficient2], src[i + coefficient3]
-                i += coefficient4
-                m30, m31, m32, m33 = src[i], src[i + coefficient], src[i + coefficient2], src[i + coefficient3]
+                m00, m01, m02, m03 = src[i], src[i + c[1]], src[i + c[2]], src[i + c[3]]
+                i += c[4]
+                m10, m11, m12, m13 = src[i], src[i + c[1]], src[i + c[2]], src[i + c[3]]
+                i += c[4]
+                m20, m21, m22, m23 = src[i], src[i + c[1]], src[i + c[2]], src[i + c[3]]
+                i += c[4]
+                m30, m31, m32, m33 = src[i], src[i + c[1]], src[i + c[2]], src[i + c[3]]
                 s0, s1, s2, s3 = m00 + m10 + m20, m01 + m11 + m21, m02 + m12 + m22, m03 + m13 + m23
                 d0, d1, d2, d3 = m10 - m20 - m30, m11 - m21 - m31, m12 - m22 - m32, m13 - m23 - m33
-                blocks[t] = s0 + s1 + s2
-                blocks[tiles + t] = s1 - s2 - s3
-                blocks[tiles2 + t] = d0 + d1 + d2
-                blocks[tiles3 + t] = d1 - d2 - d3
-            _store_blocks(blocks, out, uintp(b), n, o, ho, wo, tw)
-
-    @njit(inline="always")
-    def _store_blocks(blocks, out, b, n, o, ho, wo, tw):
-        """Channel b's blocks (4, n * th * tw) into y (n, O, Ho, Wo) flat, cut at odd edges."""
-        tiles, pairs = uintp(blocks.shape[0] // 4), uintp(wo // 2)
-        for a in range(n):
-            for y in range(ho):
-                row = uintp(((a * o + b) * ho + y) * wo)
-                quadrant = uintp(2 * (y % 2)) * tiles + uintp((a * ((ho + 1) // 2) + y // 2) * tw)
-                for x in range(pairs):
-                    out[row + x + x] = blocks[quadrant + x]
-                    out[row + x + x + uintp(1)] = blocks[quadrant + tiles + x]
-                if wo % 2:
-                    out[row + pairs + pairs] = blocks[quadrant + pairs]
+                blocks[t], blocks[q[1] + t] = s0 + s1 + s2, s1 - s2 - s3
+                blocks[q[2] + t], blocks[q[3] + t] = d0 + d1 + d2, d1 - d2 - d3
+            _blocks(blocks, y, b, th, tw, True)
 
     @njit(cache=True, nogil=True)
     def cotangent_tiles(g, dm):
         """dm (16, >= O * n * th * tw) = A g A^T for each 2x2 block of g (n, O, Ho, Wo), zeros past its
         edges: the transpose of output_tiles."""
-        n, o, ho, wo = g.shape
-        th, tw = (ho + 1) // 2, (wo + 1) // 2
-        tiles = uintp(n * th * tw)
-        if dm.shape[0] != 16 or dm.shape[1] < o * tiles:
-            raise ValueError("winograd cotangent tiles: the cotangent and dM do not match")  # unchecked indices
-        src, out = g.reshape(-1), dm.reshape(-1)
+        th, tw, tiles, c, q = _planes(dm, g, "winograd cotangent tiles: the cotangent and dM do not match")
+        out = dm.reshape(-1)
         blocks = np.zeros(4 * tiles, dm.dtype)  # zeros stay where a block passes an odd edge
-        coefficient, pairs = uintp(dm.shape[1]), uintp(wo // 2)
-        coefficient2, tiles2 = coefficient + coefficient, tiles + tiles
-        coefficient3, coefficient4, tiles3 = coefficient2 + coefficient, coefficient2 + coefficient2, tiles2 + tiles
-        for b in range(o):
-            for a in range(n):  # the blocks' four values, each along the tiles
-                for y in range(ho):
-                    row = uintp(((a * o + b) * ho + y) * wo)
-                    quadrant = uintp(2 * (y % 2)) * tiles + uintp((a * th + y // 2) * tw)
-                    for x in range(pairs):
-                        blocks[quadrant + x] = src[row + x + x]
-                        blocks[quadrant + tiles + x] = src[row + x + x + uintp(1)]
-                    if wo % 2:
-                        blocks[quadrant + pairs] = src[row + pairs + pairs]
+        for b in range(g.shape[1]):
+            _blocks(blocks, g, b, th, tw, False)
             base = uintp(b) * tiles
             for t in range(tiles):
-                g00, g01, g10, g11 = blocks[t], blocks[tiles + t], blocks[tiles2 + t], blocks[tiles3 + t]
+                g00, g01, g10, g11 = blocks[t], blocks[q[1] + t], blocks[q[2] + t], blocks[q[3] + t]
                 # A g: rows g0, g0 + g1, g0 - g1, -g1; then the same on the columns
                 h10, h11, h20, h21 = g00 + g10, g01 + g11, g00 - g10, g01 - g11
                 i = base + t
-                out[i], out[i + coefficient], out[i + coefficient2], out[i + coefficient3] = g00, g00 + g01, g00 - g01, -g01
-                i += coefficient4
-                out[i], out[i + coefficient], out[i + coefficient2], out[i + coefficient3] = h10, h10 + h11, h10 - h11, -h11
-                i += coefficient4
-                out[i], out[i + coefficient], out[i + coefficient2], out[i + coefficient3] = h20, h20 + h21, h20 - h21, -h21
-                i += coefficient4
-                out[i], out[i + coefficient], out[i + coefficient2], out[i + coefficient3] = -g10, -g10 - g11, g11 - g10, g11
+                out[i], out[i + c[1]], out[i + c[2]], out[i + c[3]] = g00, g00 + g01, g00 - g01, -g01
+                i += c[4]
+                out[i], out[i + c[1]], out[i + c[2]], out[i + c[3]] = h10, h10 + h11, h10 - h11, -h11
+                i += c[4]
+                out[i], out[i + c[1]], out[i + c[2]], out[i + c[3]] = h20, h20 + h21, h20 - h21, -h21
+                i += c[4]
+                out[i], out[i + c[1]], out[i + c[2]], out[i + c[3]] = -g10, -g10 - g11, g11 - g10, g11
 
     return output_tiles, cotangent_tiles
 
