@@ -16,6 +16,9 @@ A chunk's windows are copied into a matrix (im2col) that stays in cache, never t
   channel runs would be a value or three long: a GEMM per image writes NCHW directly, the weight
   gradient sums per-image products, and col2im adds the input gradient's windows back.
 
+A 3x3 stride-1 conv over images of 16x16 outputs and up, and its weight gradient, go to
+winograd.py instead (its applies() says when, with the measurements).
+
 Arrays here are NumPy arrays: x (N, C, H, W), weight (O, C / groups, kh, kw), padding
 ((top, bottom), (left, right)).
 """
