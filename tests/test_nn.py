@@ -144,6 +144,23 @@ def test_conv2d_winograd_tiles_match_direct_loops(monkeypatch):
     assert_close(got, cpu_conv.conv(xs, ws, (1, 1), padding, (1, 1), 1), rtol=1e-12, atol=1e-12)
     assert_close(got_w, cpu_conv.conv_weight_grad(xs, g, (3, 3), (1, 1), padding, (1, 1), 1), rtol=1e-12, atol=1e-12)
 
+    # an infinity or a NaN in the input, the weight or the cotangent: im2col's IEEE results (the
+    # transforms would turn the direct sum's +-inf into inf - inf = NaN)
+    monkeypatch.undo()
+    monkeypatch.setattr(winograd, "MIN_PIXELS", 1)
+    bad_x, bad_w, bad_g = xs.copy(), ws.copy(), g.copy()
+    bad_x[0, 3, 2, 2], bad_x[1, 0, 4, 5], bad_w[2, 1, 1, 1], bad_g[2, 5, 1, 3] = np.inf, np.nan, -np.inf, np.inf
+    results = [cpu_conv.conv(bad_x, ws, (1, 1), padding, (1, 1), 1), cpu_conv.conv(xs, bad_w, (1, 1), padding, (1, 1), 1),
+               cpu_conv.conv_weight_grad(bad_x, g, (3, 3), (1, 1), padding, (1, 1), 1),
+               cpu_conv.conv_weight_grad(xs, bad_g, (3, 3), (1, 1), padding, (1, 1), 1)]
+    assert all(np.isinf(r).any() for r in results)
+    monkeypatch.setattr(winograd, "applies", lambda *a: False)
+    expected = [cpu_conv.conv(bad_x, ws, (1, 1), padding, (1, 1), 1), cpu_conv.conv(xs, bad_w, (1, 1), padding, (1, 1), 1),
+                cpu_conv.conv_weight_grad(bad_x, g, (3, 3), (1, 1), padding, (1, 1), 1),
+                cpu_conv.conv_weight_grad(xs, bad_g, (3, 3), (1, 1), padding, (1, 1), 1)]
+    for got_bad, want in zip(results, expected):
+        np.testing.assert_array_equal(got_bad, want)
+
     # float32: the error against the float64 result within twice im2col's
     x32, w32 = RNG.standard_normal((2, 32, 16, 16)).astype(np.float32), RNG.standard_normal((32, 32, 3, 3)).astype(np.float32)
     exact = cpu_conv.conv(x32.astype(np.float64), w32.astype(np.float64), (1, 1), ((1, 1), (1, 1)), (1, 1), 1)

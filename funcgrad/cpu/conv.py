@@ -169,7 +169,9 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
     ho, wo = _output_hw(x.shape, (kh, kw), stride, padding, dilation)
     dtype = np.result_type(x, weight)
     if winograd.applies((kh, kw), stride, dilation, cg, out_ch // groups, (ho, wo), dtype):
-        return winograd.conv(x, weight, padding, groups, out)
+        result = winograd.conv(x, weight, padding, groups, out)
+        if result is not None:  # None: non-finite values, whose IEEE results im2col gives
+            return result
     out = np.empty((n, groups, out_ch // groups, ho * wo), dtype) if out is None else \
         out.reshape(n, groups, out_ch // groups, ho * wo)
     if _by_rows(cg, dtype):
@@ -193,7 +195,9 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndar
     cg, og = x.shape[1] // groups, out_ch // groups
     dtype = np.result_type(x, g)
     if winograd.applies(kernel, stride, dilation, cg, og, (ho, wo), dtype):
-        return winograd.conv_weight_grad(x, g, padding, groups)
+        result = winograd.conv_weight_grad(x, g, padding, groups)
+        if result is not None:
+            return result
     acc = np.zeros((groups, og, cg * kernel[0] * kernel[1]), dtype)
     g = g.reshape(n, groups, og, ho * wo)
     if _by_rows(cg, dtype):

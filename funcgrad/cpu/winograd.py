@@ -48,9 +48,9 @@ def applies(kernel, stride, dilation, channels_per_group: int, out_per_group: in
 
 @cache
 def _input_tiles(channels: int, width: int):
-    """input_tiles(rows, v) for rows of `channels` channels and `width` padded columns: v (n * th *
-    tw, 16, C) = B^T d B for every 4x4 tile d of rows (n, 2 th + 2, width = 2 tw + 2, C), along the
-    channels. Compiled for its sizes: with every offset between the 16 loads and between the 16
+    """input_tiles(rows, v, flags) for rows of `channels` channels and `width` padded columns: v (n *
+    th * tw, 16, C) = B^T d B for every 4x4 tile d of rows (n, 2 th + 2, width = 2 tw + 2, C), along
+    the channels; flags (C,), zeros, turn NaN where a tile holds an infinity or a NaN. Compiled for its sizes: with every offset between the 16 loads and between the 16
     stores a constant, LLVM checks the two arrays for overlap once and vectorises the channel
     loop (at runtime offsets it would need 256 checks, and gives up: 26x slower)."""
     from numba import njit, uintp  # numba's first import costs ~0.3 s: pay it only when used
@@ -59,10 +59,11 @@ def _input_tiles(channels: int, width: int):
     line = uintp(width * channels)
 
     @njit(cache=True, nogil=True)
-    def input_tiles(rows, v):
+    def input_tiles(rows, v, flags):
         n, hp, wp, cs = rows.shape
         th = (hp - 2) // 2
-        if wp != width or cs != channels or v.shape[0] != n * th * tw or v.shape[1] != 16 or v.shape[2] != cs:
+        if wp != width or cs != channels or v.shape[0] != n * th * tw or v.shape[1] != 16 or v.shape[2] != cs \
+                or flags.shape[0] != cs:
             raise ValueError("winograd input tiles: the rows and V do not match")  # unchecked indices
         x, out = rows.reshape(-1), v.reshape(-1)
         o = uintp(0)
@@ -79,6 +80,9 @@ def _input_tiles(channels: int, width: int):
                         d20, d21, d22, d23 = x[q], x[q + c[1]], x[q + c[2]], x[q + c[3]]
                         q += line
                         d30, d31, d32, d33 = x[q], x[q + c[1]], x[q + c[2]], x[q + c[3]]
+                        total = d00 + d01 + d02 + d03 + d10 + d11 + d12 + d13 + d20 + d21 + d22 + d23 + d30 + d31 + \
+                            d32 + d33
+                        flags[k] += total - total  # 0, or NaN from an infinity or a NaN
                         # B^T d: rows 0 - 2, 1 + 2, 2 - 1, 1 - 3
                         r00, r01, r02, r03 = d00 - d20, d01 - d21, d02 - d22, d03 - d23
                         r10, r11, r12, r13 = d10 + d20, d11 + d21, d12 + d22, d13 + d23
@@ -200,16 +204,17 @@ def _chunks(n: int, per_image: int):
         yield start, min(n, start + step)
 
 
-def _input_coefficients(x: np.ndarray, padding, tiles_hw, dtype) -> np.ndarray:
+def _input_coefficients(x: np.ndarray, padding, tiles_hw, dtype) -> np.ndarray | None:
     """V (n * th * tw, 16, C) of x (n, C, H, W), in scratch memory: from x padded as channels-last
     rows (n, 2 th + 2, 2 tw + 2, C), zeros also past the padding where the last tiles reach beyond
-    it (an odd output size)."""
+    it (an odd output size). None where x holds an infinity or a NaN (see conv)."""
     (top, _), (left, _) = padding
     (th, tw), (n, c, h, w) = tiles_hw, x.shape
     rows = padded_rows(x, ((top, 2 * th + 2 - h - top), (left, 2 * tw + 2 - w - left)), dtype)
     v = scratch("winograd input", (n * th * tw, 16, c), dtype)
-    _input_tiles(c, 2 * tw + 2)(rows, v)
-    return v
+    flags = np.zeros(c, dtype)
+    _input_tiles(c, 2 * tw + 2)(rows, v, flags)
+    return v if np.isfinite(flags.sum()) else None
 
 
 def _products(out_ch: int, tiles: int, dtype) -> np.ndarray:
@@ -231,9 +236,12 @@ def _per_image(tiles_hw, channels: int, out_ch: int, itemsize: int) -> int:
     return ((2 * th + 2) * (2 * tw + 2) * channels + 16 * th * tw * (channels + out_ch)) * itemsize
 
 
-def conv(x: np.ndarray, weight: np.ndarray, padding, groups: int, out: np.ndarray | None = None) -> np.ndarray:
+def conv(x: np.ndarray, weight: np.ndarray, padding, groups: int, out: np.ndarray | None = None) -> np.ndarray | None:
     """Cross-correlation of x (N, C, H, W) with a 3x3 weight at stride 1: (N, O, Ho, Wo), into out
-    (C-contiguous, of that shape and dtype) where one is given."""
+    (C-contiguous, of that shape and dtype) where one is given. None where x or the weight holds an
+    infinity or a NaN: the transforms subtract values, so an infinity that the direct sum carries
+    to +-inf would become inf - inf = NaN here; the caller then takes im2col, whose IEEE results
+    are PyTorch's."""
     output_tiles, _ = _kernels()
     (top, bottom), (left, right) = padding
     n, c, h, w = x.shape
@@ -243,9 +251,13 @@ def conv(x: np.ndarray, weight: np.ndarray, padding, groups: int, out: np.ndarra
     out = np.empty((n, out_ch) + out_hw, dtype) if out is None else out
     tiles_hw = _tiles(out_hw)
     u = _weight_coefficients(weight, groups, dtype)
+    if not np.isfinite(u).all():
+        return None
     for start, stop in _chunks(n, _per_image(tiles_hw, c, out_ch, dtype.itemsize)):
         tiles = (stop - start) * tiles_hw[0] * tiles_hw[1]
         v = _input_coefficients(x[start:stop], padding, tiles_hw, dtype)
+        if v is None:
+            return None
         m = _products(out_ch, tiles, dtype)
         v_groups = v.reshape(tiles, 16, groups, c // groups).transpose(1, 2, 3, 0)  # (16, G, Cg, tiles)
         np.matmul(u, v_groups, out=m[:, :out_ch * tiles].reshape(16, groups, out_ch // groups, tiles))
@@ -253,8 +265,10 @@ def conv(x: np.ndarray, weight: np.ndarray, padding, groups: int, out: np.ndarra
     return out
 
 
-def conv_weight_grad(x: np.ndarray, g: np.ndarray, padding, groups: int) -> np.ndarray:
-    """The gradient of conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups, 3, 3)."""
+def conv_weight_grad(x: np.ndarray, g: np.ndarray, padding, groups: int) -> np.ndarray | None:
+    """The gradient of conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups, 3, 3);
+    None where it is not finite (an infinity or a NaN in x or g), for im2col to give its IEEE
+    results (see conv)."""
     _, cotangent_tiles = _kernels()
     n, c = x.shape[:2]
     out_ch = g.shape[1]
@@ -265,6 +279,8 @@ def conv_weight_grad(x: np.ndarray, g: np.ndarray, padding, groups: int) -> np.n
     for start, stop in _chunks(n, _per_image(tiles_hw, c, out_ch, dtype.itemsize)):
         tiles = (stop - start) * tiles_hw[0] * tiles_hw[1]
         v = _input_coefficients(x[start:stop], padding, tiles_hw, dtype)
+        if v is None:
+            return None
         dm = _products(out_ch, tiles, dtype)
         cotangent_tiles(g[start:stop], dm)
         products = scratch("winograd weight products", du.shape, dtype)
@@ -272,4 +288,5 @@ def conv_weight_grad(x: np.ndarray, g: np.ndarray, padding, groups: int) -> np.n
         du += np.matmul(dm[:, :out_ch * tiles].reshape(16, groups, out_ch // groups, tiles),
                         v.reshape(tiles, 16, groups, c // groups).transpose(1, 2, 0, 3), out=products)
     du = du.reshape(4, 4, out_ch, c // groups).transpose(2, 3, 0, 1).astype(np.float64)
-    return (_G.T @ du @ _G).astype(dtype)
+    dw = (_G.T @ du @ _G).astype(dtype)
+    return dw if np.isfinite(dw).all() else None
