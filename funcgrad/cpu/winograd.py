@@ -50,9 +50,10 @@ def applies(kernel, stride, dilation, channels_per_group: int, out_per_group: in
 def _input_tiles(channels: int, width: int):
     """input_tiles(rows, v, flags) for rows of `channels` channels and `width` padded columns: v (n *
     th * tw, 16, C) = B^T d B for every 4x4 tile d of rows (n, 2 th + 2, width = 2 tw + 2, C), along
-    the channels; flags (C,), zeros, turn NaN where a tile holds an infinity or a NaN. Compiled for its sizes: with every offset between the 16 loads and between the 16
-    stores a constant, LLVM checks the two arrays for overlap once and vectorises the channel
-    loop (at runtime offsets it would need 256 checks, and gives up: 26x slower)."""
+    the channels; flags (C,), zeros, turn NaN where a tile holds an infinity or a NaN. Compiled for
+    its sizes: with every offset between the 16 loads and between the 16 stores a constant, LLVM
+    checks the arrays for overlap once and vectorises the channel loop (at runtime offsets it would
+    need 256 checks, and gives up: 26x slower)."""
     from numba import njit, uintp  # numba's first import costs ~0.3 s: pay it only when used
     tw = (width - 2) // 2
     c = tuple(uintp(k * channels) for k in range(16))
