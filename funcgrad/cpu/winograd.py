@@ -199,10 +199,16 @@ def _tiles(out_hw) -> tuple:
     return (out_hw[0] + 1) // 2, (out_hw[1] + 1) // 2
 
 
-def _chunks(n: int, per_image: int):
-    step = max(1, CHUNK_BYTES // max(1, per_image))
+def _chunk_coefficients(x: np.ndarray, padding, tiles_hw, out_ch: int, dtype):
+    """(start, stop, tiles, V, scratch for M) for chunks of x's images; V None where the chunk holds
+    an infinity or a NaN."""
+    n, c = x.shape[:2]
+    step = max(1, CHUNK_BYTES // max(1, _per_image(tiles_hw, c, out_ch, dtype.itemsize)))
     for start in range(0, n, step):
-        yield start, min(n, start + step)
+        stop = min(n, start + step)
+        tiles = (stop - start) * tiles_hw[0] * tiles_hw[1]
+        yield start, stop, tiles, _input_coefficients(x[start:stop], padding, tiles_hw, dtype), \
+            _products(out_ch, tiles, dtype)
 
 
 def _input_coefficients(x: np.ndarray, padding, tiles_hw, dtype) -> np.ndarray | None:
@@ -254,12 +260,9 @@ def conv(x: np.ndarray, weight: np.ndarray, padding, groups: int, out: np.ndarra
     u = _weight_coefficients(weight, groups, dtype)
     if not np.isfinite(u).all():
         return None
-    for start, stop in _chunks(n, _per_image(tiles_hw, c, out_ch, dtype.itemsize)):
-        tiles = (stop - start) * tiles_hw[0] * tiles_hw[1]
-        v = _input_coefficients(x[start:stop], padding, tiles_hw, dtype)
+    for start, stop, tiles, v, m in _chunk_coefficients(x, padding, tiles_hw, out_ch, dtype):
         if v is None:
             return None
-        m = _products(out_ch, tiles, dtype)
         v_groups = v.reshape(tiles, 16, groups, c // groups).transpose(1, 2, 3, 0)  # (16, G, Cg, tiles)
         np.matmul(u, v_groups, out=m[:, :out_ch * tiles].reshape(16, groups, out_ch // groups, tiles))
         output_tiles(m, out[start:stop])
@@ -271,18 +274,15 @@ def conv_weight_grad(x: np.ndarray, g: np.ndarray, padding, groups: int) -> np.n
     None where it is not finite (an infinity or a NaN in x or g), for im2col to give its IEEE
     results (see conv)."""
     _, cotangent_tiles = _kernels()
-    n, c = x.shape[:2]
+    c = x.shape[1]
     out_ch = g.shape[1]
     dtype = np.result_type(x, g)
     tiles_hw = _tiles(g.shape[2:])
     du = np.zeros((16, groups, out_ch // groups, c // groups), dtype)
     g = np.ascontiguousarray(g, dtype=dtype)  # the transform reads it flat
-    for start, stop in _chunks(n, _per_image(tiles_hw, c, out_ch, dtype.itemsize)):
-        tiles = (stop - start) * tiles_hw[0] * tiles_hw[1]
-        v = _input_coefficients(x[start:stop], padding, tiles_hw, dtype)
+    for start, stop, tiles, v, dm in _chunk_coefficients(x, padding, tiles_hw, out_ch, dtype):
         if v is None:
             return None
-        dm = _products(out_ch, tiles, dtype)
         cotangent_tiles(g[start:stop], dm)
         products = scratch("winograd weight products", du.shape, dtype)
         # (16, G, Og, tiles) @ (16, G, tiles, Cg), summed over the chunks
