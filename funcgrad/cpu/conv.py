@@ -16,8 +16,8 @@ A chunk's windows are copied into a matrix (im2col) that stays in cache, never t
   channel runs would be a value or three long: a GEMM per image writes NCHW directly, the weight
   gradient sums per-image products, and col2im adds the input gradient's windows back.
 
-A 3x3 stride-1 conv over images of 16x16 outputs and up, and its weight gradient, go to
-winograd.py instead (its applies() says when, with the measurements).
+A 3x3 stride-1 conv over images of 16x16 outputs and up goes to winograd.py instead (its
+applies() says when, with the measurements).
 
 Arrays here are NumPy arrays: x (N, C, H, W), weight (O, C / groups, kh, kw), padding
 ((top, bottom), (left, right)).
@@ -194,10 +194,6 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndar
     n, out_ch, ho, wo = g.shape
     cg, og = x.shape[1] // groups, out_ch // groups
     dtype = np.result_type(x, g)
-    if winograd.applies(kernel, stride, dilation, cg, og, (ho, wo), dtype):
-        result = winograd.conv_weight_grad(x, g, padding, groups)
-        if result is not None:
-            return result
     acc = np.zeros((groups, og, cg * kernel[0] * kernel[1]), dtype)
     g = g.reshape(n, groups, og, ho * wo)
     if _by_rows(cg, dtype):

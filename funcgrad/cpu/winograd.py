@@ -9,8 +9,11 @@ pixel (V) and per output (M), where im2col's holds 9 per output. The transforms'
 0, +-1 and +-1/2: the result stays within a few rounding errors of the direct sum (F(4x4, 3x3),
 4x fewer, has coefficients up to 8 and 1/24 and, in float32, ~6x the direct sum's error).
 
-The weight gradient is the transpose of the forward's bilinear map: the cotangent's blocks
-transformed by A (M's transpose), 16 GEMMs against the input's V summed over tiles, then G^T dU G.
+Only the forward runs here. The weight gradient as the forward's transpose (the cotangent's 2x2
+blocks transformed by A, 16 GEMMs against V summed over the tiles, G^T dU G) was 1.15x as fast as
+im2col's alone at 28x28 but 0.85x inside the CNN's step (20.7-21.5 against 18.0 ms per step: its
+transforms write 4 values per input pixel and per output, 77 MB, and leave cache colder for the
+rest); the input gradient, a conv of the cotangent's wider channels, gained nothing (0.96x, 1.00x).
 
 Layouts, chosen so every transform loop runs along a contiguous axis however small the images
 (LLVM vectorises it): the input tiles are read from channels-last rows (n, Hp, Wp, C) along the
@@ -36,11 +39,10 @@ _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.
 
 
 def applies(kernel, stride, dilation, channels_per_group: int, out_per_group: int, out_hw, dtype) -> bool:
-    """Whether a conv or its weight gradient runs here: 3x3 at stride 1 over images of at least
-    MIN_PIXELS outputs (measured on 32 -> 64 channels, batch 64, against cpu/conv.py's im2col: the
-    forward 1.25x and 1.29x as fast at 16x16 and 28x28, the weight gradient 1.16x and 1.15x; at 8x8
-    0.998x and 0.93x, where the one im2col GEMM beats 16 small ones). The input gradient, a conv
-    of the cotangent's wider channels, gained nothing (0.96x, 1.00x) and stays with im2col."""
+    """Whether a conv runs here: 3x3 at stride 1 over images of at least MIN_PIXELS outputs
+    (measured on 32 -> 64 channels, batch 64, against cpu/conv.py's im2col: 1.25x and 1.29x as fast
+    at 16x16 and 28x28 alone, 1.17x inside the 28x28 CNN's step; at 8x8 0.998x, where the one im2col
+    GEMM beats 16 small ones)."""
     return (tuple(kernel) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
             and min(channels_per_group, out_per_group) >= MIN_CHANNELS and out_hw[0] * out_hw[1] >= MIN_PIXELS
             and np.dtype(dtype) in _DTYPES)
@@ -104,55 +106,26 @@ def _input_tiles(channels: int, width: int):
 
 
 @cache
-def _kernels():
-    """The output transforms as loops over flat arrays with unsigned indices: numba tests a signed
-    index for wrap-around, which keeps LLVM from vectorising the loops (6x slower)."""
+def _output_tiles():
+    """output_tiles(m, y): y (n, O, Ho, Wo) = A^T M A for each tile's 16 products m (16, >= O * n *
+    th * tw), first along all the tiles into the four outputs of each, then stored as 2x2 blocks.
+    A loop over flat arrays with unsigned indices: numba tests a signed index for wrap-around,
+    which keeps LLVM from vectorising the loops (6x slower)."""
     from numba import njit, uintp  # numba's first import costs ~0.3 s: pay it only when used
-
-    @njit(inline="always")
-    def _planes(m, images, what):
-        """(th, tw, tiles, offsets of M's planes 0..4, offsets of the blocks' planes 0..3) for M
-        (16, >= O * n * th * tw) beside images (n, O, Ho, Wo)."""
-        n, o, ho, wo = images.shape
-        th, tw = (ho + 1) // 2, (wo + 1) // 2
-        tiles = uintp(n * th * tw)
-        if m.shape[0] != 16 or m.shape[1] < o * tiles:
-            raise ValueError(what)  # unchecked indices
-        p = uintp(m.shape[1])
-        return th, tw, tiles, (uintp(0), p, p + p, p + p + p, p + p + p + p), (uintp(0), tiles, tiles + tiles,
-                                                                              tiles + tiles + tiles)
-
-    @njit(inline="always")
-    def _blocks(blocks, images, b, th, tw, into_images):
-        """Copy channel b's 2x2 blocks between blocks (4, n * th * tw), each block's four values
-        along the tiles, and images (n, O, Ho, Wo) flat, cut at odd edges."""
-        n, o, ho, wo = images.shape
-        flat, tiles, pairs = images.reshape(-1), uintp(blocks.shape[0] // 4), uintp(wo // 2)
-        for a in range(n):
-            for y in range(ho):
-                row = uintp(((a * o + b) * ho + y) * wo)
-                quadrant = uintp(2 * (y % 2)) * tiles + uintp((a * th + y // 2) * tw)
-                if into_images:
-                    for x in range(pairs):
-                        flat[row + x + x] = blocks[quadrant + x]
-                        flat[row + x + x + uintp(1)] = blocks[quadrant + tiles + x]
-                    if wo % 2:
-                        flat[row + pairs + pairs] = blocks[quadrant + pairs]
-                else:
-                    for x in range(pairs):
-                        blocks[quadrant + x] = flat[row + x + x]
-                        blocks[quadrant + tiles + x] = flat[row + x + x + uintp(1)]
-                    if wo % 2:
-                        blocks[quadrant + pairs] = flat[row + pairs + pairs]
 
     @njit(cache=True, nogil=True)
     def output_tiles(m, y):
-        """y (n, O, Ho, Wo) = A^T M A for each tile's 16 products m (16, >= O * n * th * tw): first
-        along all the tiles into the four outputs of each, then stored as 2x2 blocks."""
-        th, tw, tiles, c, q = _planes(m, y, "winograd output tiles: M and the output do not match")
-        src = m.reshape(-1)
+        n, o, ho, wo = y.shape
+        th, tw = (ho + 1) // 2, (wo + 1) // 2
+        tiles = uintp(n * th * tw)
+        if m.shape[0] != 16 or m.shape[1] < o * tiles:
+            raise ValueError("winograd output tiles: M and the output do not match")  # unchecked indices
+        src, out = m.reshape(-1), y.reshape(-1)
+        p, pairs = uintp(m.shape[1]), uintp(wo // 2)
+        c = (uintp(0), p, p + p, p + p + p, p + p + p + p)  # M's planes
+        q = (uintp(0), tiles, tiles + tiles, tiles + tiles + tiles)  # the blocks' planes
         blocks = np.empty(4 * tiles, m.dtype)  # per tile its outputs (0, 0), (0, 1), (1, 0), (1, 1)
-        for b in range(y.shape[1]):
+        for b in range(o):
             base = uintp(b) * tiles
             for t in range(tiles):
                 i = base + t
@@ -167,48 +140,20 @@ def _kernels():
                 d0, d1, d2, d3 = m10 - m20 - m30, m11 - m21 - m31, m12 - m22 - m32, m13 - m23 - m33
                 blocks[t], blocks[q[1] + t] = s0 + s1 + s2, s1 - s2 - s3
                 blocks[q[2] + t], blocks[q[3] + t] = d0 + d1 + d2, d1 - d2 - d3
-            _blocks(blocks, y, b, th, tw, True)
-
-    @njit(cache=True, nogil=True)
-    def cotangent_tiles(g, dm):
-        """dm (16, >= O * n * th * tw) = A g A^T for each 2x2 block of g (n, O, Ho, Wo), zeros past its
-        edges: the transpose of output_tiles."""
-        th, tw, tiles, c, q = _planes(dm, g, "winograd cotangent tiles: the cotangent and dM do not match")
-        out = dm.reshape(-1)
-        blocks = np.zeros(4 * tiles, dm.dtype)  # zeros stay where a block passes an odd edge
-        for b in range(g.shape[1]):
-            _blocks(blocks, g, b, th, tw, False)
-            base = uintp(b) * tiles
-            for t in range(tiles):
-                g00, g01, g10, g11 = blocks[t], blocks[q[1] + t], blocks[q[2] + t], blocks[q[3] + t]
-                # A g: rows g0, g0 + g1, g0 - g1, -g1; then the same on the columns
-                h10, h11, h20, h21 = g00 + g10, g01 + g11, g00 - g10, g01 - g11
-                i = base + t
-                out[i], out[i + c[1]], out[i + c[2]], out[i + c[3]] = g00, g00 + g01, g00 - g01, -g01
-                i += c[4]
-                out[i], out[i + c[1]], out[i + c[2]], out[i + c[3]] = h10, h10 + h11, h10 - h11, -h11
-                i += c[4]
-                out[i], out[i + c[1]], out[i + c[2]], out[i + c[3]] = h20, h20 + h21, h20 - h21, -h21
-                i += c[4]
-                out[i], out[i + c[1]], out[i + c[2]], out[i + c[3]] = -g10, -g10 - g11, g11 - g10, g11
-
-    return output_tiles, cotangent_tiles
+            for a in range(n):  # channel b's blocks into its NCHW rows, cut at odd edges
+                for row in range(ho):
+                    r = uintp(((a * o + b) * ho + row) * wo)
+                    quadrant = q[2 * (row % 2)] + uintp((a * th + row // 2) * tw)
+                    for x in range(pairs):
+                        out[r + x + x] = blocks[quadrant + x]
+                        out[r + x + x + uintp(1)] = blocks[quadrant + tiles + x]
+                    if wo % 2:
+                        out[r + pairs + pairs] = blocks[quadrant + pairs]
+    return output_tiles
 
 
 def _tiles(out_hw) -> tuple:
     return (out_hw[0] + 1) // 2, (out_hw[1] + 1) // 2
-
-
-def _chunk_coefficients(x: np.ndarray, padding, tiles_hw, out_ch: int, dtype):
-    """(start, stop, tiles, V, scratch for M) for chunks of x's images; V None where the chunk holds
-    an infinity or a NaN."""
-    n, c = x.shape[:2]
-    step = max(1, CHUNK_BYTES // max(1, _per_image(tiles_hw, c, out_ch, dtype.itemsize)))
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        tiles = (stop - start) * tiles_hw[0] * tiles_hw[1]
-        yield start, stop, tiles, _input_coefficients(x[start:stop], padding, tiles_hw, dtype), \
-            _products(out_ch, tiles, dtype)
 
 
 def _input_coefficients(x: np.ndarray, padding, tiles_hw, dtype) -> np.ndarray | None:
@@ -225,9 +170,10 @@ def _input_coefficients(x: np.ndarray, padding, tiles_hw, dtype) -> np.ndarray |
 
 
 def _products(out_ch: int, tiles: int, dtype) -> np.ndarray:
-    """Scratch for M (16, O * tiles + PLANE_GAP): the gap keeps the 16 planes, which each tile's
-    transform reads or writes at once, from sharing L1 cache sets (at a plane size that is a multiple
-    of 4 KiB, as O * tiles * 4 bytes is for 64 channels, the cotangent's transform ran 8x slower)."""
+    """Scratch for M (16, O * tiles + PLANE_GAP): the gap keeps the 16 planes, which the output
+    transform reads at once, from sharing L1 cache sets (at a plane size that is a multiple of 4 KiB,
+    as O * tiles * 4 bytes is for 64 channels, it ran 1.6x slower; its transpose, writing the 16
+    planes, 8x)."""
     return scratch("winograd products", (16, out_ch * tiles + PLANE_GAP), dtype)
 
 
@@ -249,7 +195,7 @@ def conv(x: np.ndarray, weight: np.ndarray, padding, groups: int, out: np.ndarra
     infinity or a NaN: the transforms subtract values, so an infinity that the direct sum carries
     to +-inf would become inf - inf = NaN here; the caller then takes im2col, whose IEEE results
     are PyTorch's."""
-    output_tiles, _ = _kernels()
+    output_tiles = _output_tiles()
     (top, bottom), (left, right) = padding
     n, c, h, w = x.shape
     out_ch = weight.shape[0]
@@ -260,34 +206,15 @@ def conv(x: np.ndarray, weight: np.ndarray, padding, groups: int, out: np.ndarra
     u = _weight_coefficients(weight, groups, dtype)
     if not np.isfinite(u).all():
         return None
-    for start, stop, tiles, v, m in _chunk_coefficients(x, padding, tiles_hw, out_ch, dtype):
+    step = max(1, CHUNK_BYTES // max(1, _per_image(tiles_hw, c, out_ch, dtype.itemsize)))
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        tiles = (stop - start) * tiles_hw[0] * tiles_hw[1]
+        v = _input_coefficients(x[start:stop], padding, tiles_hw, dtype)
         if v is None:
             return None
+        m = _products(out_ch, tiles, dtype)
         v_groups = v.reshape(tiles, 16, groups, c // groups).transpose(1, 2, 3, 0)  # (16, G, Cg, tiles)
         np.matmul(u, v_groups, out=m[:, :out_ch * tiles].reshape(16, groups, out_ch // groups, tiles))
         output_tiles(m, out[start:stop])
     return out
-
-
-def conv_weight_grad(x: np.ndarray, g: np.ndarray, padding, groups: int) -> np.ndarray | None:
-    """The gradient of conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups, 3, 3);
-    None where it is not finite (an infinity or a NaN in x or g), for im2col to give its IEEE
-    results (see conv)."""
-    _, cotangent_tiles = _kernels()
-    c = x.shape[1]
-    out_ch = g.shape[1]
-    dtype = np.result_type(x, g)
-    tiles_hw = _tiles(g.shape[2:])
-    du = np.zeros((16, groups, out_ch // groups, c // groups), dtype)
-    g = np.ascontiguousarray(g, dtype=dtype)  # the transform reads it flat
-    for start, stop, tiles, v, dm in _chunk_coefficients(x, padding, tiles_hw, out_ch, dtype):
-        if v is None:
-            return None
-        cotangent_tiles(g[start:stop], dm)
-        products = scratch("winograd weight products", du.shape, dtype)
-        # (16, G, Og, tiles) @ (16, G, tiles, Cg), summed over the chunks
-        du += np.matmul(dm[:, :out_ch * tiles].reshape(16, groups, out_ch // groups, tiles),
-                        v.reshape(tiles, 16, groups, c // groups).transpose(1, 2, 0, 3), out=products)
-    du = du.reshape(4, 4, out_ch, c // groups).transpose(2, 3, 0, 1).astype(np.float64)
-    dw = (_G.T @ du @ _G).astype(dtype)
-    return dw if np.isfinite(dw).all() else None
