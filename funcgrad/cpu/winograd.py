@@ -172,8 +172,7 @@ def _input_coefficients(x: np.ndarray, padding, tiles_hw, dtype) -> np.ndarray |
 def _products(out_ch: int, tiles: int, dtype) -> np.ndarray:
     """Scratch for M (16, O * tiles + PLANE_GAP): the gap keeps the 16 planes, which the output
     transform reads at once, from sharing L1 cache sets (at a plane size that is a multiple of 4 KiB,
-    as O * tiles * 4 bytes is for 64 channels, it ran 1.6x slower; its transpose, writing the 16
-    planes, 8x)."""
+    as O * tiles * 4 bytes is for 64 channels, it ran 1.6x slower)."""
     return scratch("winograd products", (16, out_ch * tiles + PLANE_GAP), dtype)
 
 
