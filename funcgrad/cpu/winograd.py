@@ -40,9 +40,9 @@ _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.
 
 def applies(kernel, stride, dilation, channels_per_group: int, out_per_group: int, out_hw, dtype) -> bool:
     """Whether a conv runs here: 3x3 at stride 1 over images of at least MIN_PIXELS outputs
-    (measured on 32 -> 64 channels, batch 64, against cpu/conv.py's im2col: 1.25x and 1.29x as fast
-    at 16x16 and 28x28 alone, 1.17x inside the 28x28 CNN's step; at 8x8 0.998x, where the one im2col
-    GEMM beats 16 small ones)."""
+    (measured on 32 -> 64 channels, batch 64, against cpu/conv.py's im2col: 1.25x and 1.1-1.3x as
+    fast at 16x16 and 28x28 alone, 1.02-1.17x inside the 28x28 CNN's step; at 8x8 0.998x, where the
+    one im2col GEMM beats 16 small ones)."""
     return (tuple(kernel) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
             and min(channels_per_group, out_per_group) >= MIN_CHANNELS and out_hw[0] * out_hw[1] >= MIN_PIXELS
             and np.dtype(dtype) in _DTYPES)
