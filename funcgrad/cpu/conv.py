@@ -31,7 +31,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from . import windows, winograd
 from .padding import padded, padded_rows, padded_shape
-from .workspace import scratch
+from .workspace import image_chunks, scratch
 
 CHUNK_BYTES = 4 << 20  # one chunk's window matrix: large enough for BLAS, small enough for cache
 ROW_RUN = 8  # channels per group from which channels-last rows pay (a run of 8 float32 is one AVX vector)
@@ -52,9 +52,7 @@ def _by_rows(channels_per_group: int, dtype) -> bool:
 
 
 def _image_chunks(n: int, image_bytes: int):
-    step = max(1, CHUNK_BYTES // max(1, image_bytes))
-    for start in range(0, n, step):
-        yield start, min(n, start + step)
+    return image_chunks(n, image_bytes, CHUNK_BYTES)
 
 
 # ---- channels-last rows -------------------------------------------------------------------------

@@ -28,6 +28,14 @@ def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
     return buffer[:nbytes].view(dtype).reshape(shape)
 
 
+def image_chunks(n: int, image_bytes: int, budget: int):
+    """(start, stop) for chunks of n images whose scratch, image_bytes each, fits budget (at least
+    one image a chunk)."""
+    step = max(1, budget // max(1, image_bytes))
+    for start in range(0, n, step):
+        yield start, min(n, start + step)
+
+
 def deliver(result: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     """result, or result written into out where the caller gave one (jit's planned buffers) and
     the kernel could not write there itself."""
