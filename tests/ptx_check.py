@@ -55,3 +55,19 @@ def test_a_contiguous_elementwise_kernel_indexes_without_remainders():
     for ndim, remainders in ((1, 0), (2, 3)):  # two operands and the output
         code = ptx.compile_case(kernel, elementwise.ptx_signature(kinds, np.float32, ndim))
         assert len(re.findall(r"\brem\.[su]64\b", code)) == remainders, ndim
+
+
+def test_every_lane_of_a_warp_reaches_its_shuffles():
+    """A shuffle with the full mask must run in all 32 lanes. Inside a conditional expression (max's
+    `a if a >= b else b`, with the shuffle as b) it ran in some lanes only, and a GPU hung."""
+    import numpy as np
+
+    from funcgrad.cuda.kernels import reduce
+    for monoid in reduce.MONOIDS:
+        for dtype in (np.dtype(np.float32), np.dtype(np.int64)):
+            out = np.dtype(np.bool_) if monoid.logical else dtype
+            lines = [line for line in reduce._reduce_source(monoid, dtype, out, "rows").splitlines() if "shfl" in line]
+            assert lines, monoid.name
+            for line in lines:
+                assert re.fullmatch(r"\s*\w+ = [\w.]+\(cuda\.shfl_down_sync\([\w, ]*\)\)", line), line
+

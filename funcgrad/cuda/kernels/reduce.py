@@ -78,8 +78,11 @@ def _tree(combine: str, acc: str) -> list[str]:
               f"            sh[t] = {combine.format(a='sh[t]', b='sh[t + s]')}", "        cuda.syncthreads()",
               "        s //= 2"]
     if shuffles:  # the last warp: shuffles, no shared memory, no barriers
+        # Every lane of the mask must reach the shuffle: it is taken once, before the combine,
+        # whose conditional expression (max, min) would run a second one in some lanes only.
         lines += ["    if t < 32:", "        v = sh[t]", "        w = 16", "        while w >= 1:",
-                  f"            v = {combine.format(a='v', b=f'{acc}(cuda.shfl_down_sync(0xFFFFFFFF, v, w))')}",
+                  f"            other = {acc}(cuda.shfl_down_sync(0xFFFFFFFF, v, w))",
+                  f"            v = {combine.format(a='v', b='other')}",
                   "            w //= 2", "        if t == 0:", "            sh[0] = v", "    cuda.syncthreads()"]
     return lines
 
