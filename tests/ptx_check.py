@@ -71,3 +71,18 @@ def test_every_lane_of_a_warp_reaches_its_shuffles():
             for line in lines:
                 assert re.fullmatch(r"\s*\w+ = [\w.]+\(cuda\.shfl_down_sync\([\w, ]*\)\)", line), line
 
+
+def test_floats_convert_to_narrow_integers_by_truncating_then_wrapping():
+    """A GPU's float -> uint8 conversion saturates (-1.5 gave 0); NumPy's and PyTorch's CPU paths
+    truncate and wrap (255). Kernels convert through int64, so they agree."""
+    import numpy as np
+
+    from funcgrad.cuda.kernels import elementwise
+    from funcgrad.ops import elementwise as E
+    for source in (np.float32, np.float64):
+        kinds = (np.dtype(source),)
+        for target in (np.uint8, np.int8, np.int16, np.uint16, np.int32, np.uint32):
+            kernel = elementwise.kernel_for(E.convert_p, (("dtype", np.dtype(target)),), kinds, np.dtype(target))
+            code = ptx.compile_case(kernel, elementwise.ptx_signature(kinds, np.dtype(target), 1))
+            assert re.search(r"cvt\.rzi\.s64\.f(32|64)", code), (source, target)
+            assert not re.search(r"cvt\.rzi\.[su](8|16|32)\.f(32|64)", code), (source, target)

@@ -45,6 +45,10 @@ def narrow(expr: str, dtype: np.dtype) -> str:
     """Source rounding a computed value to dtype's storage."""
     if dtype == dtypes.bfloat16:
         return f"S.f32_to_bf16(np.float32({expr}))"
+    if dtype.kind in "iu" and dtype.itemsize < 8:
+        # Through int64, so a float truncates and then wraps as on the CPU (NumPy, PyTorch):
+        # a GPU's direct conversion saturates (-1.5 -> uint8 gave 0, not 255).
+        return f"{cast(dtype)}(np.int64({expr}))"
     return f"{cast(dtype)}({expr})"
 
 

@@ -82,7 +82,7 @@ def _step_value(expr: str, dtype: np.dtype, consumed: bool) -> str:
     to the half type first when a later step reads it, as the unfused program would)."""
     if dtype in HALF:
         return round_to(f"np.float32({expr})", dtype) if consumed else f"np.float32({expr})"
-    return f"{cast(dtype)}({expr})"
+    return narrow(expr, dtype)
 
 
 @cache
@@ -168,7 +168,7 @@ def _segment(p: str, kinds: tuple, steps: tuple, outputs: tuple, sums: tuple, in
             target = (np.dtype(np.bool_) if kind in (bool, dtypes.bool_) else
                       kind if kind in dtypes.complex_dtypes and not dtypes.is_complex(ct) else ct)
             source = f"x{p}{ref[1]}" if ref[0] == "in" else f"t{p}{ref[1]}"
-            operands.append(scalar.operand(f"{cast(target)}({source})", target))
+            operands.append(scalar.operand(narrow(source, target), target))
         fn = scalar_of(op)
         expr = "i" if fn is iota else CUDA.render(scalar.evaluate(fn, operands, dict(params)), ct)
         body.append(f"t{p}{j} = {_step_value(expr, out_dtype, j in consumed)}")
