@@ -241,6 +241,32 @@ def test_empty_cache_flushes_numbas_deferred_frees(monkeypatch):
     assert flushed == [True] and fg.cuda.memory_reserved() == fg.cuda.memory_allocated()
 
 
+def test_a_block_collected_in_a_cycle_never_returns_freed_memory_to_the_pool(monkeypatch):
+    """numba frees device memory from a weakref callback, which the cycle collector runs before any
+    __del__: a block dropped inside a reference cycle must not put freed memory back in the pool
+    (on a GPU the next malloc handed it out: ReferenceError, or two arrays in one place)."""
+    import gc
+    import weakref
+
+    from funcgrad.cuda import allocator as A
+    freed = []
+
+    class Raw:  # as numba's device array: collected, its memory goes back to the driver
+        def __init__(self, size, dtype):
+            weakref.finalize(self, freed.append, id(self))
+
+    monkeypatch.setattr(A.cuda, "device_array", Raw)
+    pool = A.CachingAllocator()
+    block = pool.malloc(1000)
+    raw, cycle = id(block.raw), [block]
+    cycle.append(cycle)
+    del block, cycle
+    gc.collect()
+    again = pool.malloc(1000)
+    assert id(again.raw) == raw and pool.counts["cache_hits"] == 1
+    assert raw not in freed
+
+
 def test_device_memory_through_the_generic_statistics():
     x = fg.device_put(fnp.ones((300,)), "cuda")
     assert fg.memory_allocated("cuda") == fg.cuda.memory_allocated() >= 1200

@@ -25,7 +25,13 @@ def size_class(nbytes: int) -> int:
 
 
 class Block:
-    """One device allocation; when the last array using it goes away it returns to the pool."""
+    """One device allocation; when the last array using it goes away it returns to the pool.
+
+    The allocator holds `raw` too, for as long as the block lives: a block dropped inside a
+    reference cycle (arrays in an autodiff graph) is collected by the cycle collector, which runs
+    the weakref callbacks of everything unreachable before any __del__. numba frees its device
+    memory from such a callback, so a raw reachable only through the block would be freed and then
+    put back in the pool by __del__, where the next malloc would hand out freed memory."""
     __slots__ = ("raw", "size", "requested", "allocator", "__weakref__")
 
     def __init__(self, raw, size: int, requested: int, allocator: "CachingAllocator"):
@@ -48,6 +54,7 @@ class CachingAllocator:
         self.peak_reserved = 0
         self.counts = {"allocations": 0, "frees": 0, "cache_hits": 0, "device_mallocs": 0,
                        "device_frees": 0, "oom_retries": 0}
+        self.in_use: dict[int, object] = {}  # id(block) -> its raw array (see Block)
 
     @property
     def reserved(self) -> int:
@@ -67,7 +74,9 @@ class CachingAllocator:
         self.requested += nbytes
         self.peak = max(self.peak, self.allocated)
         self.peak_reserved = max(self.peak_reserved, self.reserved)
-        return Block(raw, size, nbytes, self)
+        block = Block(raw, size, nbytes, self)
+        self.in_use[id(block)] = raw
+        return block
 
     def _device_malloc(self, size: int, nbytes: int):
         try:
@@ -90,7 +99,7 @@ class CachingAllocator:
         self.allocated -= block.size
         self.requested -= block.requested
         self.counts["frees"] += 1
-        self.pool[block.size].append(block.raw)
+        self.pool[block.size].append(self.in_use.pop(id(block)))
         self.cached += block.size
         self.peak_reserved = max(self.peak_reserved, self.reserved)
 
