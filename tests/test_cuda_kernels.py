@@ -414,10 +414,11 @@ def test_few_long_rows_reduce_in_two_passes(op):
     partial results in a second launch, in the accumulator's type (float32 for bfloat16)."""
     from funcgrad.cuda.kernels import reduce as RK
     prim = core.registry[op]
+    n = 2 * RK.SPLIT_COLUMNS + 45  # long enough to split, in the simulator's blocks and a GPU's
     for dtype in (np.float32, BF16, np.int32):
-        x = rng.uniform(0.9, 1.1, (3, 301)) if op == "prod" else rng.standard_normal((3, 301)) * 3
+        x = rng.uniform(0.9, 1.1, (3, n)) if op == "prod" else rng.standard_normal((3, n)) * 3
         x = (x > 0) if op in ("all", "any") and dtype == np.int32 else x.astype(dtype)
-        assert RK._splits(3, 301)[0] > 1 and RK._splits(1, 903)[0] > 1
+        assert RK._splits(3, n)[0] > 1 and RK._splits(1, 3 * n)[0] > 1
         on_device = to_cuda(x)
         fg.cuda.reset_launch_count()
         prim(on_device, axes=(1,), keepdims=False)
@@ -432,7 +433,7 @@ def test_reduction_layouts_warps_for_short_rows_and_columns_along_contiguous_kep
     the threads along the contiguous kept axis, splitting long columns across blocks (two passes)."""
     from funcgrad.cuda.kernels import reduce as RK
     prim = core.registry[op]
-    x = rng.standard_normal((300, 9)).astype(np.float32)
+    x = rng.standard_normal((2 * RK.SPLIT_COLUMNS + 44, 9)).astype(np.float32)  # columns long enough to split
     x = (x > 1) if op == "any" else x
     for axes, layout in (((1,), "warps"), ((0,), "columns")):
         view = to_cuda(x)._value
