@@ -86,3 +86,44 @@ def test_floats_convert_to_narrow_integers_by_truncating_then_wrapping():
             code = ptx.compile_case(kernel, elementwise.ptx_signature(kinds, np.dtype(target), 1))
             assert re.search(r"cvt\.rzi\.s64\.f(32|64)", code), (source, target)
             assert not re.search(r"cvt\.rzi\.[su](8|16|32)\.f(32|64)", code), (source, target)
+
+
+def test_resolved_launches_lay_parameters_out_as_numba_does():
+    """runtime.launch skips numba's dispatch once a kernel's overload is resolved: its parameters
+    must be exactly what numba's _Kernel._prepare_args gives, for every argument type it takes."""
+    import ctypes
+    from types import SimpleNamespace
+
+    import numpy as np
+    from numba.cuda import types
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    from numba.cuda.dispatcher import _Kernel
+
+    memory = SimpleNamespace(device_ctypes_pointer=ctypes.c_size_t(0x7F0000001000))  # no GPU needed
+    flat = DeviceNDArray((7,), (4,), np.float32, gpu_data=memory)
+    strided = DeviceNDArray((5, 3), (48, 8), np.float64, gpu_data=memory)
+    single = DeviceNDArray((1,), (2,), np.uint16, gpu_data=memory)
+    cases = [(flat, flat._numba_type_), (strided, strided._numba_type_), (single, single._numba_type_),
+             (-3, types.int64), (7, types.int32), (2**40, types.uint64), (1.5, types.float64),
+             (np.float32(0.25), types.float32), (True, types.boolean), ((4, 5, 6), types.UniTuple(types.int64, 3)),
+             ((1, (2.5, flat)), types.Tuple([types.int64, types.Tuple([types.float64, flat._numba_type_])]))]
+
+    def plain(params):  # as cuda.core passes them: a Python int as a 64-bit integer, ctypes by their type
+        return [(ctypes.sizeof(p), p._type_, p.value) if isinstance(p, ctypes._SimpleCData) else
+                (p,) if type(p) is bool else (8, ctypes.c_int64._type_, p) for p in params]
+    numba_kernel = SimpleNamespace(extensions=[])  # what _prepare_args reads of its kernel
+    numba_kernel._prepare_args = lambda *args: _Kernel._prepare_args(numba_kernel, *args)
+    for value, ty in cases:
+        expected, got = [], []
+        numba_kernel._prepare_args(ty, value, 0, [], expected)
+        runtime._flattener(ty)(value, got)
+        assert plain(got) == plain(expected), ty
+    assert runtime._argument_key(flat) == np.dtype(np.float32)
+    assert runtime._argument_key(DeviceNDArray((4,), (8,), np.float32, gpu_data=memory)).layout == "A"
+
+
+def test_every_kernel_takes_the_resolved_launch():
+    """Every argument type of every kernel funcgrad compiles has a flattener, so no launch falls
+    back to numba's slower dispatch."""
+    slow = [name for name, _, sig in CASES if any(runtime._flattener(t) is None for t in sig)]
+    assert not slow, slow
