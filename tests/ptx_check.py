@@ -127,3 +127,17 @@ def test_every_kernel_takes_the_resolved_launch():
     back to numba's slower dispatch."""
     slow = [name for name, _, sig in CASES if any(runtime._flattener(t) is None for t in sig)]
     assert not slow, slow
+
+
+def test_the_matmul_inner_loop_runs_multiply_adds_without_index_arithmetic():
+    """A float32 tile's step along K, in PTX: its 8 x 8 multiply-adds and 16 shared loads with a few
+    integer instructions, not numba's 64-bit index arithmetic (and negative-index checks) per read."""
+    name, kernel, sig = next(c for c in CASES if c[0].startswith("matmul[float32->float32, precision=None"))
+    lines = ptx.compile_case(kernel, sig).splitlines()
+    fmas = [i for i, line in enumerate(lines) if "fma.rn.f32" in line]
+    start = max(i for i in range(fmas[0]) if re.match(r"\s*\$L\w+:", lines[i]))  # the loop's label
+    stop = next(i for i in range(fmas[-1], len(lines)) if re.search(r"\bbra", lines[i]))  # its branch back
+    loop = lines[start:stop + 1]
+    count = lambda pattern: sum(bool(re.search(pattern, line)) for line in loop)  # noqa: E731
+    assert count(r"fma\.rn\.f32") == 64 and count(r"ld\.shared\.f32") == 16, name
+    assert count(r"\b(add|sub|mul|mad|setp|selp)\.\S*[sub](32|64)\b|\bshl\.b64") <= 12, name
