@@ -7,6 +7,8 @@ no bfloat16 array type); kernels widen it to float32 to compute.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes
@@ -81,7 +83,7 @@ def empty(shape: tuple, dtype) -> DeviceValue:
     """Uninitialised contiguous device memory for an array of this shape and dtype."""
     dtype = np.dtype(dtype)
     shape = tuple(int(d) for d in shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     block = allocator.malloc(nbytes)
     return DeviceValue(block, block.raw.view(storage_dtype(dtype)), 0, shape, contiguous_strides(shape), dtype)
 

@@ -9,6 +9,8 @@ primitive, it returns the implementation (one builder serves every elementwise p
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes
@@ -89,10 +91,10 @@ def reshape(x, shape):
     if shape.count(-1) > 1:
         raise ValueError("can only specify one unknown dimension")
     if -1 in shape:
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        known = math.prod([d for d in shape if d != -1])
         shape[shape.index(-1)] = x.size // known if known else 0
     shape = tuple(int(d) for d in shape)
-    if int(np.prod(shape, dtype=np.int64)) != x.size:
+    if math.prod(shape) != x.size:
         raise ValueError(f"cannot reshape array of size {x.size} into shape {shape}")
     x = contiguous(x)
     return x.view(shape, contiguous_strides(shape))
@@ -389,7 +391,7 @@ def _merge(x, groups: list[int]):
     """Reshape x so consecutive runs of dimensions (lengths in groups) become one each."""
     shape, start = [], 0
     for g in groups:
-        shape.append(int(np.prod(x.shape[start:start + g], dtype=np.int64)))
+        shape.append(math.prod(x.shape[start:start + g]))
         start += g
     return reshape(x, tuple(shape))
 

@@ -12,6 +12,7 @@ inf/NaN, as a kernel cannot raise.
 """
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -357,7 +358,7 @@ def _grid(batch: int) -> tuple[int, int]:
 
 
 def _batch(shape: tuple) -> int:
-    return int(np.prod(shape[:-2], dtype=np.int64))
+    return math.prod(shape[:-2])
 
 
 def solve(a: DeviceValue, b: DeviceValue) -> DeviceValue:

@@ -201,7 +201,7 @@ def as_operands(values: list) -> tuple[list, tuple]:
 def run_chain(kinds: tuple, steps: tuple, outputs: tuple, operands: list, shape: tuple,
               outs: list[DeviceValue]) -> list[DeviceValue]:
     """Launch chain_source's kernel: operands match kinds, outs (views of `shape`) match outputs."""
-    if int(np.prod(shape, dtype=np.int64)):
+    if math.prod(shape):
         run_fused([Chain(kinds, steps, outputs, operands, shape, outs)])
     return outs
 
@@ -223,7 +223,7 @@ class Chain(NamedTuple):
         return self.kinds, self.steps, self.outputs, self.sums, bool(self.sums) and self.lead == len(self.shape)
 
     def threads(self) -> int:
-        return int(np.prod(self.shape[self.lead:] if self.sums else self.shape, dtype=np.int64))
+        return math.prod(self.shape[self.lead:] if self.sums else self.shape)
 
 
 def run_fused(chains: list[Chain]) -> None:
@@ -237,7 +237,7 @@ def run_fused(chains: list[Chain]) -> None:
         end += chain.threads()
         args += [end, cshape]
         if chain.sums:
-            args.append(int(np.prod(chain.shape[:chain.lead], dtype=np.int64)))
+            args.append(math.prod(chain.shape[:chain.lead]))
         for o, st in zip(chain.outs, cstrides):
             args += [o.data, o.offset, st]
         it = iter(cstrides[len(chain.outs):])

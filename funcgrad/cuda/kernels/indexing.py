@@ -7,6 +7,7 @@ clamped, as JAX does on every device.
 """
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -87,7 +88,7 @@ class AdvancedIndex:
         for a, size, d in zip(self.arrays, self.sizes, adv_dims):
             if isinstance(a, int) and not -size <= a < size:
                 raise IndexError(f"index {a} is out of bounds for axis {d} with size {size}")
-            if size == 0 and int(np.prod(self.shape, dtype=np.int64)):
+            if size == 0 and math.prod(self.shape):
                 raise IndexError(f"cannot take elements from axis {d} of size 0")
 
     def index_strides(self, a) -> tuple:

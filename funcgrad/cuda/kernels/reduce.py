@@ -191,8 +191,8 @@ def _splits(nrows: int, ncols: int) -> tuple[int, int]:
 def reduce(monoid: Monoid, x: DeviceValue, axes: tuple, out_shape: tuple, out_dtype: np.dtype) -> DeviceValue:
     out = empty(out_shape, out_dtype)
     kshape, kstrides, rshape, rstrides = rows_and_columns(x.shape, x.strides, axes)
-    nrows = int(np.prod(kshape, dtype=np.int64))
-    ncols = int(np.prod(rshape, dtype=np.int64))
+    nrows = math.prod(kshape)
+    ncols = math.prod(rshape)
     if nrows == 0 or out.size == 0:
         return out
     layout = _layout(kshape, kstrides, nrows, ncols)
@@ -249,7 +249,7 @@ def arg_reduce(op: str, x: DeviceValue, axis: int, out_shape: tuple) -> DeviceVa
     if x.shape[axis] == 0:
         raise ValueError(f"attempt to get {op} of an empty sequence")
     kshape, kstrides, rshape, rstrides = rows_and_columns(x.shape, x.strides, (axis,))
-    nrows = int(np.prod(kshape, dtype=np.int64))
+    nrows = math.prod(kshape)
     if out.size == 0:
         return out
     kernel = compile_source(_arg_source(op, x.dtype))
@@ -293,8 +293,8 @@ def softmax_family(mode: str, x: DeviceValue, axes: tuple, out_shape: tuple) -> 
         o_rstrides = (0,) * len(rshape)
     else:
         _, o_kstrides, _, o_rstrides = rows_and_columns(x.shape, contiguous_strides(x.shape), axes)
-    nrows = int(np.prod(kshape, dtype=np.int64))
-    ncols = int(np.prod(rshape, dtype=np.int64))
+    nrows = math.prod(kshape)
+    ncols = math.prod(rshape)
     if out.size == 0 or nrows == 0:
         return out
     kernel = compile_source(_softmax_source(mode, x.dtype))

@@ -5,6 +5,7 @@ the tile's total carried to the next. Half types accumulate in float32, integers
 int64. Float sums group differently from NumPy's left-to-right order (as PyTorch's CUDA scan)."""
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -59,7 +60,7 @@ def cumsum(x: DeviceValue, axis: int, reverse: bool, out_dtype: np.dtype) -> Dev
     out = empty(x.shape, out_dtype)
     kshape, kstrides, _, (stride,) = rows_and_columns(x.shape, x.strides, (axis,))
     _, o_kstrides, _, (o_stride,) = rows_and_columns(x.shape, contiguous_strides(x.shape), (axis,))
-    nrows = int(np.prod(kshape, dtype=np.int64))
+    nrows = math.prod(kshape)
     if out.size:
         kernel = compile_source(_source(x.dtype, np.dtype(out_dtype)))
         launch(kernel, min(nrows, MAX_BLOCKS), BLOCK, x.data, x.offset, kshape, kstrides, stride, out.data,

@@ -8,6 +8,7 @@ LOCAL-sized chunk sorts in shared memory in the direction the network gives it, 
 step of the network is one launch over the padded rows in global memory."""
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -109,7 +110,7 @@ def argsort(x: DeviceValue, axis: int) -> DeviceValue:
     out = empty(x.shape, INDEX)
     kshape, kstrides, _, (stride,) = rows_and_columns(x.shape, x.strides, (axis,))
     _, o_kstrides, _, (o_stride,) = rows_and_columns(x.shape, contiguous_strides(x.shape), (axis,))
-    nrows, n = int(np.prod(kshape, dtype=np.int64)), x.shape[axis]
+    nrows, n = math.prod(kshape), x.shape[axis]
     if not out.size:
         return out
     padded = 1 << max(n - 1, 0).bit_length()
