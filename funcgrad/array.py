@@ -3,6 +3,7 @@ are funcgrad.numpy's functions, which sit above this module: funcgrad/_methods.p
 when funcgrad is imported, as JAX attaches jax.numpy's to its arrays."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,7 @@ class Shaped:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
 
 class ExternalValue(Shaped):

@@ -21,6 +21,7 @@ from ..ops import shape as S
 from ..ops.conv import window_output_hw
 from ..ops.core import aval
 from ..ops.elementwise import add_p, convert_p
+from ..ops.layout import broadcast_shapes
 from ..ops.linalg import contraction_dtype
 from ..ops.reductions import cumsum_p
 from .buffer import DeviceValue, contiguous_strides, from_host, to_host
@@ -65,7 +66,7 @@ def elementwise(prim):
     """Any elementwise primitive: one generated kernel from its scalar expression."""
     def impl(*args, **params):
         operands = [_scalar_or_device(x) for x in args]
-        shape = np.broadcast_shapes(*(x.shape for x in operands if hasattr(x, "shape")))
+        shape = broadcast_shapes(*(x.shape for x in operands if hasattr(x, "shape")))
         return elementwise_kernels.apply(prim, operands, out_dtype(prim, args, params), params, shape=shape)
     return impl
 

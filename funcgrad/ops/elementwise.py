@@ -13,12 +13,12 @@ from ..cpu.special import erf as _erf_impl
 from ..trace import is_differentiated
 from . import scalar as X
 from .core import Primitive, ShapedArray, defjvp, defvjp, dtype_of, real_only, shape_of
-from .layout import batch_elementwise, broadcast_like, unbroadcast
+from .layout import batch_elementwise, broadcast_like, broadcast_shapes, unbroadcast
 
 
 # ---- shape rules ----------------------------------------------------------------------------------
 def _broadcast(args) -> tuple:
-    return np.broadcast_shapes(*(a.shape for a in args if isinstance(a, ShapedArray)))
+    return broadcast_shapes(*(a.shape for a in args if isinstance(a, ShapedArray)))
 
 
 def _weak(a):

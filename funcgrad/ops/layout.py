@@ -29,6 +29,15 @@ def normalized_axes(axes, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    """np.broadcast_shapes, answering equal shapes (most operands of a step) without NumPy's 4 us of
+    argument handling: the GPU runner and the shape rules call it for every elementwise operation."""
+    first = shapes[0] if shapes else ()
+    if all(s == first for s in shapes):
+        return tuple(first)
+    return np.broadcast_shapes(*shapes)
+
+
 def reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
     return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
 

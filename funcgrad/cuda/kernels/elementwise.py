@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import dtypes
 from ...ops import scalar
+from ...ops.layout import broadcast_shapes
 from ..buffer import DeviceValue, empty
 from ..runtime import launch, launch_shape
 from .common import (HALF, INDEX, array_type, broadcast_strides, cast, collapse, compile_source, compute_dtype,
@@ -260,7 +261,7 @@ def apply(op, operands: list, out_dtype: np.dtype, params: dict | None = None,
     params = params or {}
     operands, kinds = as_operands(operands)
     if shape is None:
-        shape = np.broadcast_shapes(*(x.shape for x in operands if isinstance(x, DeviceValue)))
+        shape = broadcast_shapes(*(x.shape for x in operands if isinstance(x, DeviceValue)))
     if out is None:
         out = empty(shape, out_dtype)
     step = (scalar_of(op), tuple(sorted(params.items())), tuple(("in", k) for k in range(len(kinds))), out.dtype)

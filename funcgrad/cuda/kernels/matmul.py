@@ -29,6 +29,7 @@ from functools import cache
 import numpy as np
 
 from ... import dtypes
+from ...ops.layout import broadcast_shapes
 from ..buffer import DeviceValue, empty
 from ..runtime import MAX_GRID, SIMULATOR, launch
 from .copy import fill
@@ -160,7 +161,7 @@ def matmul(a: DeviceValue, b: DeviceValue, out_dtype: np.dtype, precision: np.dt
     k2, n = b.shape[-2:]
     if k != k2:
         raise ValueError(f"matmul: the contracted dimensions differ: {a.shape} @ {b.shape}")
-    bshape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    bshape = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     out = empty(bshape + (m, n), out_dtype)
     batch = math.prod(bshape)
     if out.size == 0:
