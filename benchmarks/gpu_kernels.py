@@ -4,6 +4,11 @@ step) against PyTorch on the GPU.
 
     python benchmarks/gpu_kernels.py              # on a machine with an NVIDIA GPU
     python benchmarks/gpu_kernels.py --simulator  # tiny sizes in numba's simulator (checks the paths)
+    python benchmarks/gpu_kernels.py --host-only  # funcgrad's host work per step, without a GPU
+
+The steps are bound by the host (Python work per launch), so --host-only times that work on any
+machine: the training steps at their real sizes in the simulator with every kernel launch counted
+and skipped (the simulator's 8-thread blocks split a few more reductions into two launches).
 
 It starts with the registers, shared memory and occupancy ptxas gives the hot kernels (from PTX,
 without a GPU: funcgrad.cuda.ptx.resources).
@@ -19,8 +24,10 @@ import sys
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--simulator", action="store_true", help="run every case with tiny sizes in numba's simulator")
+parser.add_argument("--host-only", action="store_true",
+                    help="time the training steps' host work: real sizes, simulator, kernel launches skipped")
 args = parser.parse_args()
-if args.simulator:
+if args.simulator or args.host_only:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported
 
 import numpy as np  # noqa: E402
@@ -36,6 +43,23 @@ SIM = args.simulator
 REPEATS = 1 if SIM else 10
 
 
+def skip_launches() -> None:
+    """Count every kernel launch and run none (--host-only: the simulator would run each GPU thread
+    in Python, and what is timed is the work around the launches)."""
+    import importlib
+    import pkgutil
+
+    import funcgrad.cuda.kernels as kernels
+    from funcgrad.cuda import runtime
+
+    def skipped(kernel, grid, block, *arguments):
+        runtime.launches.count += 1
+    for info in pkgutil.iter_modules(kernels.__path__):
+        module = importlib.import_module(f"{kernels.__name__}.{info.name}")
+        if getattr(module, "launch", None) is runtime.launch:
+            module.launch = skipped
+
+
 def timed(fn) -> float:
     """Median seconds of fn() with the device synchronised, so kernel time is what is measured."""
     def run():
@@ -46,7 +70,7 @@ def timed(fn) -> float:
 
 
 def torch_cuda():
-    if SIM or not have("torch"):
+    if SIM or args.host_only or not have("torch"):
         return None
     import torch
     return torch if torch.cuda.is_available() else None
@@ -168,6 +192,11 @@ def resource_rows():
 if __name__ == "__main__":
     if not fg.cuda.is_available():
         sys.exit("no CUDA device: run on a GPU machine, or pass --simulator")
+    if args.host_only:
+        skip_launches()
+        print("host work per training step (simulator, kernel launches skipped)")
+        step_rows()
+        sys.exit()
     print(f"device: {'numba CUDA simulator' if fg.cuda.simulator() else 'NVIDIA GPU'}")
     resource_rows()
     matmul_rows()
