@@ -8,6 +8,7 @@ no bfloat16 array type); kernels widen it to float32 to compute.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,7 +24,9 @@ def storage_dtype(dtype: np.dtype) -> np.dtype:
     return STORAGE.get(np.dtype(dtype), np.dtype(dtype))
 
 
+@lru_cache(maxsize=4096)
 def contiguous_strides(shape: tuple) -> tuple:
+    """A C-contiguous array's strides, in elements (remembered: every new device array asks)."""
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)

@@ -76,6 +76,8 @@ def literal(value, dtype: np.dtype) -> str:
 
 def broadcast_strides(value: DeviceValue, shape: tuple) -> tuple:
     """value's strides seen at the broadcast shape (0 where it is stretched or absent)."""
+    if value.shape == shape:
+        return value.strides
     lead = len(shape) - value.ndim
     return (0,) * lead + tuple(0 if d == 1 and n != 1 else s
                               for s, d, n in zip(value.strides, value.shape, shape[lead:]))
