@@ -49,9 +49,20 @@ def _scalar_or_device(x):
     return from_host(np.asarray(x))
 
 
+_out_dtypes: dict = {}
+
+
 def out_dtype(prim, args, params) -> np.dtype:
-    """The dtype of prim's result on these operands, by its shape rule."""
-    return prim.shape_rule(*map(aval, args), **params).dtype
+    """The dtype of prim's result on these operands, by its shape rule: remembered per operand
+    dtypes (a Python scalar's type) and params, which are all the rule's dtype depends on."""
+    try:
+        key = (prim, tuple(getattr(a, "dtype", type(a)) for a in args), tuple(sorted(params.items())))
+        dtype = _out_dtypes.get(key)
+    except TypeError:  # an unhashable param
+        return prim.shape_rule(*map(aval, args), **params).dtype
+    if dtype is None:
+        dtype = _out_dtypes[key] = prim.shape_rule(*map(aval, args), **params).dtype
+    return dtype
 
 
 def per_primitive(builder):
