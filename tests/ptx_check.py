@@ -17,7 +17,8 @@ from numba import types  # noqa: E402
 from funcgrad.cuda import ptx, runtime  # noqa: E402
 
 CASES = list(ptx.cases())
-HOT = ("matmul", "fused", "sum[", "logsumexp", "softmax", "cumsum", "argsort", "take along", "put along")
+HOT = ("matmul", "fused", "sum[", "logsumexp", "softmax", "layer_norm", "rms_norm", "cumsum", "argsort", "take along",
+       "put along")
 NARROW = (types.float32, types.float16, types.uint16, types.int64, types.int32, types.uint32, types.uint8,
           types.int8, types.int16, types.boolean)  # uint16: bfloat16's storage
 

@@ -408,6 +408,26 @@ def test_layer_and_rms_norm_and_their_fused_gradients():
             same(c, g, tol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float16, BF16])
+def test_norm_rows_take_one_launch_each_way(dtype):
+    """norm_p and norm_grad_p on the device are one row kernel each (a block per row: rows longer
+    than the block, a transposed input, a cotangent of another dtype), equal to the CPU's kernels."""
+    from funcgrad.ops import normalization as N
+    x = (rng.standard_normal((37, 5)) * 3 + 1).astype(dtype)
+    g = rng.standard_normal((5, 37)).astype(np.float32)
+    for center in (True, False):
+        fg.cuda.reset_launch_count()
+        out = N.norm_p(fnp.transpose(to_cuda(x)), eps=1e-5, center=center)
+        assert fg.cuda.launch_count() == 1
+        same(N.norm_p(fg.asarray(x.T), eps=1e-5, center=center), out)
+        fg.cuda.reset_launch_count()
+        dx = N.norm_grad_p(fnp.transpose(to_cuda(x)), to_cuda(g), eps=1e-5, center=center)
+        assert fg.cuda.launch_count() == 1
+        same(N.norm_grad_p(fg.asarray(x.T), fg.asarray(g), eps=1e-5, center=center), dx, tol=1e-5)
+    with pytest.raises(TypeError, match="floating-point"):
+        N.norm_p(to_cuda(np.arange(6)), eps=1e-5, center=True)
+
+
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "all", "any"])
 def test_few_long_rows_reduce_in_two_passes(op):
     """A full reduction (and one of few rows) splits each row across blocks and combines the

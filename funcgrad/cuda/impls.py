@@ -287,14 +287,15 @@ def attention_grads(q, k, v, bias, out, g, scale, causal, score_grad):
     return concatenate(*[reshape(x, lead + (x.shape[-2] * x.shape[-1],)) for x in parts], axis=len(lead))
 
 
-# ---- layer / RMS normalisation: the composition of sums and elementwise steps on the device -----
+# ---- layer / RMS normalisation: one row kernel each way (reduce.norm) -----------------------------
 def norm(x, eps, center):
-    return N.composed(_device(x), eps, center, _on_device)
+    N.norm_p.shape_rule(aval(x), eps=eps, center=center)  # a float array of rank >= 1, or a clear error
+    return R.norm(_device(x), eps, center)
 
 
 def norm_grad(x, g, eps, center):
-    x, g = _device(x), _device(g)
-    return N.composed_linear(g, N.composed(x, eps, center, _on_device), x, eps, center, _on_device)
+    N.norm_grad_p.shape_rule(aval(x), aval(g), eps=eps, center=center)
+    return R.norm(_device(x), eps, center, _device(g))
 
 
 # ---- fft: DFT matrix products on the matmul kernel (numba has no FFT) -------------------------

@@ -6,8 +6,8 @@ Its reverse rule binds norm_grad_p, the fused backward pass (PyTorch's native_la
 that recomputes each row's statistics. The Jacobian, rstd (I - 1/n - xhat xhat^T / n) (without the
 1/n term uncentred), is symmetric, so one formula is the VJP and the JVP. Where the rule's operands
 are themselves being differentiated (a Hessian) it composes that formula of primitives instead,
-which differentiates to any order; the CUDA implementation runs the same composition on the
-device.
+which differentiates to any order. On a GPU each of the two is one row kernel
+(cuda/kernels/reduce.py: norm).
 """
 from __future__ import annotations
 
@@ -38,35 +38,20 @@ def _grad_shape(x, g, *, eps, center):
     return ShapedArray(x.shape, np.result_type(x.dtype, g.dtype))
 
 
-# `call(prim, *args, **params)` runs each step: binding it (in the rules) or on a backend directly.
-def bound(prim, *args, **params):
-    return prim(*args, **params)
-
-
-def _row_mean(x, call):
+def _row_mean(x):
     n = x.shape[-1]
-    total = call(sum_p, x, axes=(len(x.shape) - 1,), keepdims=True)
-    return call(E.div_p, total, E.const(n, x.dtype))
+    return E.div_p(sum_p(x, axes=(len(x.shape) - 1,), keepdims=True), E.const(n, x.dtype))
 
 
-def _centered_and_rstd(x, eps, center, call):
-    xc = call(E.sub_p, x, _row_mean(x, call)) if center else x
-    var = call(E.add_p, _row_mean(call(E.mul_p, xc, xc), call), E.const(eps, x.dtype))
-    return xc, call(E.div_p, E.const(1, x.dtype), call(E.sqrt_p, var))
-
-
-def composed(x, eps, center, call=bound):
-    xc, rstd = _centered_and_rstd(x, eps, center, call)
-    return call(E.mul_p, xc, rstd)
-
-
-def composed_linear(t, out, x, eps, center, call=bound):
-    """The Jacobian at x (out: the normalised x) applied to t."""
-    _, rstd = _centered_and_rstd(x, eps, center, call)
-    inner = call(E.sub_p, t, call(E.mul_p, out, _row_mean(call(E.mul_p, t, out), call)))
+def composed_linear(t, out, x, eps, center):
+    """The Jacobian at x (out: the normalised x) applied to t, as primitives (differentiable to any
+    order)."""
+    xc = E.sub_p(x, _row_mean(x)) if center else x
+    rstd = E.div_p(E.const(1, x.dtype), E.sqrt_p(E.add_p(_row_mean(E.mul_p(xc, xc)), E.const(eps, x.dtype))))
+    inner = E.sub_p(t, E.mul_p(out, _row_mean(E.mul_p(t, out))))
     if center:
-        inner = call(E.sub_p, inner, _row_mean(t, call))
-    return call(E.mul_p, rstd, inner)
+        inner = E.sub_p(inner, _row_mean(t))
+    return E.mul_p(rstd, inner)
 
 
 def _linear(t, out, x, *, eps, center):

@@ -303,6 +303,59 @@ def softmax_family(mode: str, x: DeviceValue, axes: tuple, out_shape: tuple) -> 
     return out
 
 
+# ---- layer / RMS normalisation over the last axis: a block per row, as the softmax rows --------
+@cache
+def _norm_source(dtype: np.dtype, center: bool, g_dtype: np.dtype | None = None) -> str:
+    """out = (x - mean) * rstd per row (mean 0 uncentred; rstd = 1 / sqrt(biased variance + eps)),
+    or with g_dtype the backward pass, out = rstd * (g - mean(g) - xhat * mean(g * xhat)), which
+    recomputes the row's statistics: cpu/norm_kernels.py's formulas, in the compute dtype."""
+    out_dtype = dtype if g_dtype is None else np.result_type(dtype, g_dtype)
+    ct = compute_dtype(out_dtype)
+    c, total = cast(ct), _combine(SUM, ct)
+    x = f"{c}(" + widen("x[S.element(j, rshape, rstrides, base)]", dtype) + ")"
+    grad = g_dtype is not None
+    g = f"{c}(" + widen("g[S.element(j, rshape, g_rstrides, gbase)]", g_dtype) + ")" if grad else ""
+
+    def row_sum(term: str, name: str) -> list[str]:
+        """name = the mean over the row of term (of xv, x's element, and gv, g's)."""
+        return ([f"v = {literal(0, ct)}", "for j in range(t, ncols, cuda.blockDim.x):", f"    xv = {x}"] +
+                ([f"    gv = {g}"] if "gv" in term else []) + [f"    v += {term}"] +
+                [line[4:] for line in _tree(total, c)] + [f"{name} = sh[0] / {c}(ncols)", "cuda.syncthreads()"])
+    body = ["gbase = S.element(row, kshape, g_kstrides, g_off)"] if grad else []
+    body += row_sum("xv", "mean") if center else [f"mean = {literal(0, ct)}"]
+    body += row_sum("(xv - mean) * (xv - mean)", "var") + [f"rstd = {literal(1, ct)} / S.sqrt(var + eps)"]
+    if grad:
+        body += row_sum("gv * (xv - mean) * rstd", "projection")
+        body += row_sum("gv", "g_mean") if center else [f"g_mean = {literal(0, ct)}"]
+    value = "rstd * (gv - g_mean - (xv - mean) * rstd * projection)" if grad else "(xv - mean) * rstd"
+    body += ["ob = S.element(row, kshape, o_kstrides, 0)", "for j in range(t, ncols, cuda.blockDim.x):",
+             f"    xv = {x}", *([f"    gv = {g}"] if grad else []),
+             f"    out[S.element(j, rshape, o_rstrides, ob)] = {narrow(value, out_dtype)}"]
+    g_args = "g, g_off, g_kstrides, g_rstrides, " if grad else ""
+    lines = ["@cuda.jit(cache=True)",
+             f"def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, {g_args}out, o_kstrides, "
+             "o_rstrides, eps):", f"    sh = cuda.shared.array({BLOCK}, np.{ct.name})", *_ROW_LOOP]
+    return "\n".join(lines + _indent(body, 8)) + "\n"
+
+
+def norm(x: DeviceValue, eps: float, center: bool, g: DeviceValue | None = None) -> DeviceValue:
+    """Layer (center) or RMS normalisation of x's last axis in one launch; with g, its backward
+    pass applied to the cotangent g (of x's shape)."""
+    out_dtype = x.dtype if g is None else np.result_type(x.dtype, g.dtype)
+    out = empty(x.shape, out_dtype)
+    if out.size == 0:
+        return out
+    axes = (x.ndim - 1,)
+    kshape, kstrides, rshape, rstrides = rows_and_columns(x.shape, x.strides, axes)
+    _, o_kstrides, _, o_rstrides = rows_and_columns(x.shape, contiguous_strides(x.shape), axes)
+    nrows = math.prod(kshape)
+    g_args = () if g is None else (g.data, g.offset, *rows_and_columns(g.shape, g.strides, axes)[1::2])
+    kernel = compile_source(_norm_source(x.dtype, center, None if g is None else g.dtype))
+    launch(kernel, *_grid(nrows), x.data, x.offset, kshape, kstrides, rshape, rstrides, nrows, x.shape[-1],
+           *g_args, out.data, o_kstrides, o_rstrides, compute_dtype(out_dtype).type(eps))
+    return out
+
+
 def ptx_cases():
     """(name, kernel, argument types) for every reduction kernel and dtype it supports."""
     floats = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16]
@@ -333,3 +386,10 @@ def ptx_cases():
         for dt in floats:
             yield (f"{mode}[{dt.name}]", compile_source(_softmax_source(mode, dt)),
                    head(dt) + (array_type(dt), t1, tuple_type(2)))
+    for dt in floats:
+        tail = (t1, tuple_type(2), scalar_type(compute_dtype(dt)))
+        for center in (True, False):
+            name = "layer_norm" if center else "rms_norm"
+            yield f"{name}[{dt.name}]", compile_source(_norm_source(dt, center)), head(dt) + (array_type(dt),) + tail
+            yield (f"{name} grad[{dt.name}]", compile_source(_norm_source(dt, center, dt)),
+                   head(dt) + (array_type(dt), scalar_type(INDEX), t1, tuple_type(2), array_type(dt)) + tail)
