@@ -261,6 +261,30 @@ def test_views_and_copies():
     same(*both(lambda a: a[-1, ..., 0], x))
 
 
+@pytest.mark.parametrize("view, shape, copies", [  # view(xp, a): the same view in NumPy and funcgrad
+    (lambda xp, a: xp.transpose(a, (2, 0, 1)), (5, 12), False),  # its last two axes still walk as one
+    (lambda xp, a: xp.transpose(a, (1, 0, 2)), (2, 2, 3, 5), False),  # a split axis
+    (lambda xp, a: a[::2], (2, 20), False),                    # a stride-2 slice before merged axes
+    (lambda xp, a: xp.broadcast_to(a[:1], (3, 4, 5)), (3, 20), False),  # a broadcast axis kept apart
+    (lambda xp, a: a[..., None], (1, 3, 1, 20, 1), False),
+    (lambda xp, a: xp.transpose(a, (1, 0, 2)), (4, 15), True),  # these axes no longer walk in order
+    (lambda xp, a: xp.transpose(a, (0, 2, 1)), (3, 20), True),
+    (lambda xp, a: a[:, ::2], (3, 10), True),
+    (lambda xp, a: xp.broadcast_to(a[:, :1], (3, 4, 5)), (3, 20), True),  # a stride-0 axis merged
+])
+def test_reshape_views_where_numpy_views_and_copies_where_it_copies(view, shape, copies):
+    """reshape of a strided view on the device is a view (no launch) exactly where NumPy's is, and
+    the right values either way."""
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    host = view(np, x)
+    assert np.shares_memory(np.reshape(host, shape), x) != copies  # NumPy's own answer
+    on_device = view(fnp, to_cuda(x))
+    fg.cuda.reset_launch_count()
+    out = fnp.reshape(on_device, shape)
+    assert fg.cuda.launch_count() == int(copies)
+    np.testing.assert_array_equal(out.numpy(), np.reshape(host, shape))
+
+
 @pytest.mark.parametrize("index", [
     lambda i, j: (i,), lambda i, j: (slice(None), i), lambda i, j: (i, j), lambda i, j: (i, slice(1, 3), j),
     lambda i, j: (Ellipsis, i), lambda i, j: (0, slice(None), i), lambda i, j: (None, i, None, j),
