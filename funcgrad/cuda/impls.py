@@ -242,7 +242,7 @@ def _grouped_windows(x, kernel, stride, padding, dilation, groups):
 
 
 def _grouped(a, groups: int, axis: int):
-    """A contiguous operand with axis split into (groups, rest)."""
+    """The operand with axis split into (groups, rest): a view, unless its strides need a copy."""
     a = _device(a)
     return reshape(a, a.shape[:axis] + (groups, a.shape[axis] // groups) + a.shape[axis + 1:])
 
