@@ -129,7 +129,9 @@ def test_conv2d_winograd_tiles_match_direct_loops(monkeypatch):
     monkeypatch.setattr(winograd, "CHUNK_BYTES", 1)
     padding = ((0, 2), (2, 1))
     xs, ws = x[:, :, :5, :6], RNG.standard_normal((16, 16, 3, 3))
+    calls.clear()
     got = cpu_conv.conv(xs, ws, (1, 1), padding, (1, 1), 1)
+    assert len(calls) == 1
     monkeypatch.setattr(winograd, "applies", lambda *a: False)
     assert_close(got, cpu_conv.conv(xs, ws, (1, 1), padding, (1, 1), 1), rtol=1e-12, atol=1e-12)
 
@@ -137,14 +139,16 @@ def test_conv2d_winograd_tiles_match_direct_loops(monkeypatch):
     # turn the direct sum's +-inf into inf - inf = NaN)
     monkeypatch.undo()
     monkeypatch.setattr(winograd, "MIN_PIXELS", 1)
+    monkeypatch.setattr(winograd, "conv", lambda *a, **k: calls.append(1) or real(*a, **k))
     bad_x, bad_w = xs.copy(), ws.copy()
     bad_x[0, 3, 2, 2], bad_x[1, 0, 4, 5], bad_w[2, 1, 1, 1] = np.inf, np.nan, -np.inf
 
     def passes():
         return [cpu_conv.conv(bad_x, ws, (1, 1), padding, (1, 1), 1),
                 cpu_conv.conv(xs, bad_w, (1, 1), padding, (1, 1), 1)]
+    calls.clear()
     results = passes()
-    assert all(np.isinf(r).any() for r in results)
+    assert len(calls) == 2 and all(np.isinf(r).any() for r in results)  # Winograd declined both
     monkeypatch.setattr(winograd, "applies", lambda *a: False)
     for got_bad, want in zip(results, passes()):
         np.testing.assert_array_equal(got_bad, want)
