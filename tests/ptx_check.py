@@ -64,13 +64,16 @@ def test_every_lane_of_a_warp_reaches_its_shuffles():
     import numpy as np
 
     from funcgrad.cuda.kernels import reduce
-    for monoid in reduce.MONOIDS:
-        for dtype in (np.dtype(np.float32), np.dtype(np.int64)):
-            out = np.dtype(np.bool_) if monoid.logical else dtype
-            lines = [line for line in reduce._reduce_source(monoid, dtype, out, "rows").splitlines() if "shfl" in line]
-            assert lines, monoid.name
-            for line in lines:
-                assert re.fullmatch(r"\s*\w+ = [\w.]+\(cuda\.shfl_down_sync\([\w, ]*\)\)", line), line
+    f32, i64 = np.dtype(np.float32), np.dtype(np.int64)
+    sources = [reduce._reduce_source(m, dt, np.dtype(np.bool_) if m.logical else dt, "rows")
+               for m in reduce.MONOIDS for dt in (f32, i64)]
+    sources += [reduce._softmax_source(mode, f32) for mode in ("softmax", "log_softmax", "logsumexp")]
+    sources += [reduce._norm_source(f32, center, g) for center in (True, False) for g in (None, f32)]
+    for source in sources:  # every kernel whose block sums end in warp shuffles
+        lines = [line for line in source.splitlines() if "shfl" in line]
+        assert lines, source
+        for line in lines:
+            assert re.fullmatch(r"\s*\w+ = [\w.]+\(cuda\.shfl_down_sync\([\w, ]*\)\)", line), line
 
 
 def test_floats_convert_to_narrow_integers_by_truncating_then_wrapping():
