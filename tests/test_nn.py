@@ -332,6 +332,11 @@ def test_fused_attention_edge_cases():
         np.testing.assert_array_equal(np.asarray(grads[0]), 0.0)
         assert F.scaled_dot_product_attention(q, none, none, is_causal=causal).shape == (1, 3, 4)
         assert F.scaled_dot_product_attention(none, q, q, is_causal=causal).shape == (1, 0, 4)  # no queries
+        no_queries = fg.grad(lambda q, k, v: fnp.sum(F.scaled_dot_product_attention(q, k, v, is_causal=causal)),
+                             argnums=(0, 1, 2))(none, q, q)
+        for g, shape in zip(no_queries, [(1, 0, 4), (1, 3, 4), (1, 3, 4)]):  # dk, dv: sums over no queries
+            assert g.shape == shape
+            np.testing.assert_array_equal(np.asarray(g), 0.0)
     jitted = fg.jit(fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2)))
     assert_close(jitted(q), fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2))(q),
                  rtol=1e-12)

@@ -61,6 +61,8 @@ def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_gra
         views.append(packed[..., start:start + a * b].reshape(lead + (a, b)))
         start += a * b
     dq, dk, dv = views[:3]
+    if lq == 0:  # no query sees a key: dk and dv are sums over nothing (the loop below writes none)
+        packed.fill(0)
     delta = np.einsum("...id,...id->...i", g, out)  # rowsum(dP * P) = rowsum(g * out)
     k_t, v_t = np.swapaxes(k, -1, -2), np.swapaxes(v, -1, -2)
     step = _block_rows(_batch(q), lq, lk, q.itemsize)
