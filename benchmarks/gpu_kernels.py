@@ -180,7 +180,7 @@ def resource_rows():
     """What ptxas allots the hot kernels (registers, shared memory, spills) and the occupancy that
     gives, from their PTX for compute capability 9.0: no GPU needed (a process without the simulator)."""
     import subprocess
-    for pattern in ("matmul[float32", "fused", "sum[float32", "softmax[float32", "cumsum[float32", "argsort",
+    for pattern in ("matmul[float32", "fused", "sum[float32", "softmax[float32", "attention", "cumsum[float32", "argsort",
                     "solve[float32"):
         result = subprocess.run([sys.executable, "-m", "funcgrad.cuda.ptx", "--resources", pattern],
                                 env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}, capture_output=True, text=True)

@@ -17,8 +17,8 @@ from numba import types  # noqa: E402
 from funcgrad.cuda import ptx, runtime  # noqa: E402
 
 CASES = list(ptx.cases())
-HOT = ("matmul", "fused", "sum[", "logsumexp", "softmax", "layer_norm", "rms_norm", "cumsum", "argsort", "take along",
-       "put along")
+HOT = ("matmul", "fused", "sum[", "logsumexp", "softmax", "layer_norm", "rms_norm", "attention", "cumsum", "argsort",
+       "take along", "put along")
 NARROW = (types.float32, types.float16, types.uint16, types.int64, types.int32, types.uint32, types.uint8,
           types.int8, types.int16, types.boolean)  # uint16: bfloat16's storage
 
@@ -63,12 +63,14 @@ def test_every_lane_of_a_warp_reaches_its_shuffles():
     `a if a >= b else b`, with the shuffle as b) it ran in some lanes only, and a GPU hung."""
     import numpy as np
 
-    from funcgrad.cuda.kernels import reduce
+    from funcgrad.cuda.kernels import attention, reduce
     f32, i64 = np.dtype(np.float32), np.dtype(np.int64)
     sources = [reduce._reduce_source(m, dt, np.dtype(np.bool_) if m.logical else dt, "rows")
                for m in reduce.MONOIDS for dt in (f32, i64)]
     sources += [reduce._softmax_source(mode, f32) for mode in ("softmax", "log_softmax", "logsumexp")]
     sources += [reduce._norm_source(f32, center, g) for center in (True, False) for g in (None, f32)]
+    sources += [make(f32, bias) for make in (attention._forward_source, attention._query_grads_source)
+                for bias in (False, True)]
     for source in sources:  # every kernel whose block sums end in warp shuffles
         lines = [line for line in source.splitlines() if "shfl" in line]
         assert lines, source

@@ -407,18 +407,75 @@ def test_max_pool_positions_with_padding_ties_and_nan(dtype):
                                                                                     dilation), np.float32)))(a), x))
 
 
-def test_attention_and_its_fused_gradients():
-    """attention and attention_grads on the device (the einsum and softmax kernels composed), a
-    causal mask and an additive bias whose gradient is asked for."""
-    from funcgrad.nn import functional as F
-    q, k = rng.standard_normal((2, 2, 5, 4)).astype(np.float32), rng.standard_normal((2, 2, 6, 4)).astype(np.float32)
-    v, bias = rng.standard_normal((2, 2, 6, 3)).astype(np.float32), rng.standard_normal((5, 6)).astype(np.float32)
+ATTENTION_CASES = [  # q, k, v shapes; the bias's shape (None: none); causal
+    (((2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 3)), (5, 6), True),  # more keys than queries, a shared bias
+    (((3, 11, 10), (3, 9, 10), (3, 9, 12)), (3, 11, 9), False),  # rows, keys and columns over a block's threads
+    (((13, 3), (4, 3), (4, 2)), None, True),  # no leading dims; queries past the last key see every key
+    (((2, 0, 3), (2, 4, 3), (2, 4, 2)), None, False),  # no queries
+]
 
-    def loss(q, k, v, bias):
-        return fnp.sum(F.scaled_dot_product_attention(q, k, v, bias, is_causal=True) ** 2)
-    same(*both(lambda *a: F.scaled_dot_product_attention(*a, is_causal=True), q, k, v, bias), tol=1e-5)
-    for c, g in zip(*both(lambda *a: fg.grad(loss, argnums=(0, 1, 2, 3))(*a), q, k, v, bias)):
-        same(c, g, tol=1e-4)
+
+@pytest.mark.parametrize("shapes,bias_shape,causal", ATTENTION_CASES)
+def test_attention_kernels_and_their_gradients(shapes, bias_shape, causal):
+    """attention (one launch) and its backward pass (two) against the CPU's blocked BLAS form: the
+    output, and the gradients of q, k, v and an additive bias (the scores' gradient)."""
+    from funcgrad.nn import functional as F
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    extra = () if bias_shape is None else (rng.standard_normal(bias_shape).astype(np.float32),)
+
+    def attend(*a):
+        return F.scaled_dot_product_attention(*a, is_causal=causal)
+
+    cpu, gpu = both(attend, q, k, v, *extra)
+    same(cpu, gpu, tol=1e-5)
+    fg.cuda.reset_launch_count()
+    attend(*map(to_cuda, (q, k, v) + extra))
+    assert fg.cuda.launch_count() <= 1 + len(extra)  # the attention; a bias's copy to the device is no launch
+    t = rng.standard_normal(cpu.shape).astype(np.float32)
+
+    def loss(*a):
+        return fnp.sum(attend(*a) * t)
+    argnums = tuple(range(3 + len(extra)))
+    for c, g in zip(*both(lambda *a: fg.grad(loss, argnums=argnums)(*a), q, k, v, *extra)):
+        same(c, g, tol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16, BF16])
+def test_attention_kernels_in_every_float_dtype_and_on_head_views(dtype):
+    """Half types compute in float32 and round once; q, k, v read in place as the head-split views
+    of one projection (strided leading dims)."""
+    from funcgrad.nn import functional as F
+    proj = rng.standard_normal((2, 9, 3, 2, 4)).astype(dtype)
+
+    def attend(p, causal):
+        q, k, v = (fnp.transpose(p[:, :, i], (0, 2, 1, 3)) for i in range(3))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    tol = {np.dtype(np.float64): 1e-12, np.dtype(np.float16): 4e-3, BF16: 3e-2}[np.dtype(dtype)]
+    for causal in (False, True):
+        same(*both(attend, proj, causal), tol=tol)
+        same(*both(lambda p: fg.grad(lambda p: fnp.sum(fnp.astype(attend(p, causal), np.float32) ** 2))(p), proj),
+             tol=tol * 8)
+
+
+def test_attention_kernels_follow_the_cpu_on_masked_rows_no_keys_and_non_finite_scores():
+    """A row whose keys are all masked (bias -inf) is NaN as on the CPU (0 / 0), a NaN score makes
+    its row NaN, an infinite bias leaves the shift at 0; with no keys the output is zeros."""
+    from funcgrad.nn import functional as F
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4, 3), (2, 5, 3), (2, 5, 2)))
+    bias = np.zeros((2, 4, 5), np.float32)
+    bias[0, 1] = -np.inf
+    bias[1, 2, 3] = np.nan
+    bias[1, 0, 2] = np.inf
+    bias[0, 3, :2] = -np.inf
+    cpu, gpu = both(F.scaled_dot_product_attention, q, k, v, bias)
+    assert np.isnan(cpu.numpy()[0, 1]).all() and np.isnan(cpu.numpy()[1, 2]).all()
+    same(cpu, gpu, tol=1e-5)
+    empty = (q, np.zeros((2, 0, 3), np.float32), np.zeros((2, 0, 2), np.float32))
+    cpu, gpu = both(F.scaled_dot_product_attention, *empty)
+    same(cpu, gpu)
+    for c, g in zip(*both(lambda *a: fg.grad(lambda *a: fnp.sum(F.scaled_dot_product_attention(*a)),
+                                             argnums=(0, 1, 2))(*a), *empty)):
+        same(c, g)
 
 
 def test_layer_and_rms_norm_and_their_fused_gradients():

@@ -25,7 +25,8 @@ from ..ops.layout import broadcast_shapes
 from ..ops.linalg import contraction_dtype
 from ..ops.reductions import cumsum_p
 from .buffer import DeviceValue, contiguous_strides, from_host, to_host
-from .kernels import decompositions as D, elementwise as elementwise_kernels, indexing, matmul as M, random, reduce as R
+from .kernels import attention as attention_kernels, decompositions as D, elementwise as elementwise_kernels, indexing
+from .kernels import matmul as M, random, reduce as R
 from .kernels import pool, scan, sort
 from .kernels.copy import arange, compact, contiguous, copy_into, fill
 from .kernels.indexing import basic_view
@@ -301,20 +302,23 @@ def scatter_plane(g, index, plane):
     return reshape(out, tuple(g.shape[:2]) + tuple(plane))
 
 
-# ---- attention: the composition of einsum and softmax, each step on the device ----------------
-def _on_device(prim, *args, **params):
-    return prim.impl_for("cuda")(*args, **params)
+# ---- attention: three kernels (kernels/attention.py) -------------------------------------------
+def _attention_operands(q, k, v, bias, scale, causal):
+    q, k, v = _device(q), _device(k), _device(v)
+    bias = bias if isinstance(bias, (int, float)) else _device(bias)
+    dtype = A.attention_p.shape_rule(*map(aval, (q, k, v, bias)), scale=scale, causal=causal).dtype  # or a clear error
+    return q, k, v, bias, dtype
 
 
 def attention(q, k, v, bias, scale, causal):
-    return A.composed(_device(q), _device(k), _device(v), bias, scale, causal, _on_device)
+    q, k, v, bias, dtype = _attention_operands(q, k, v, bias, scale, causal)
+    return attention_kernels.attention(q, k, v, bias, scale, causal, dtype)
 
 
 def attention_grads(q, k, v, bias, out, g, scale, causal, score_grad):
-    q, k, v, g = _device(q), _device(k), _device(v), _device(g)
-    parts = A.composed_grads(g, q, k, v, bias, scale, causal, _on_device)[:4 if score_grad else 3]
-    lead = q.shape[:-2]
-    return concatenate(*[reshape(x, lead + (x.shape[-2] * x.shape[-1],)) for x in parts], axis=len(lead))
+    q, k, v, bias, dtype = _attention_operands(q, k, v, bias, scale, causal)
+    return attention_kernels.attention_grads(q, k, v, bias, _device(out), _device(g), scale, causal, score_grad,
+                                             dtype)
 
 
 # ---- layer / RMS normalisation: one row kernel each way (reduce.norm) -----------------------------
@@ -329,6 +333,10 @@ def norm_grad(x, g, eps, center):
 
 
 # ---- fft: DFT matrix products on the matmul kernel (numba has no FFT) -------------------------
+def _on_device(prim, *args, **params):
+    return prim.impl_for("cuda")(*args, **params)
+
+
 def fft(x, kind, lengths):
     return F.by_matmul(_device(x), kind, tuple(lengths), _on_device, lambda n: arange(n, dtypes.int64))
 

@@ -23,7 +23,7 @@ from .. import dtypes
 from ..ops import elementwise as E
 from ..ops.core import Primitive, ShapedArray, registry
 from .runtime import GPU_BLOCK
-from .kernels import decompositions, elementwise, indexing, matmul, pool, random, reduce, scan, sort
+from .kernels import attention, decompositions, elementwise, indexing, matmul, pool, random, reduce, scan, sort
 
 CANDIDATES = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
               dtypes.uint32, dtypes.uint8, dtypes.bool_, dtypes.complex64, dtypes.complex128]
@@ -107,7 +107,7 @@ def cases():
             elementwise.ptx_signature(kinds, out, 2)
     for case in _fused_cases():
         yield _fused_case(*case)
-    for module in (reduce, matmul, indexing, scan, sort, random, decompositions, pool):
+    for module in (reduce, attention, matmul, indexing, scan, sort, random, decompositions, pool):
         yield from module.ptx_cases()
 
 

@@ -1,8 +1,9 @@
 """Scaled dot-product attention as one primitive: softmax(q k^T * scale + bias, causal) v.
 
-attention_p computes it a block of query rows at a time (cpu/attention.py), never holding the
-whole score matrix of a long sequence, and its reverse rule is attention_grads_p, the fused
-backward pass that recomputes the probabilities block by block. That pair is first-order only;
+attention_p computes it a block of query rows at a time (cpu/attention.py; on a GPU a query row
+per thread block, cuda/kernels/attention.py), never holding the whole score matrix of a long
+sequence, and its reverse rule is attention_grads_p, the fused backward pass that recomputes the
+probabilities rather than storing them. That pair is first-order only;
 where a rule's operands are themselves being differentiated (grad of grad, jvp of grad), the
 rules use the composition of einsum and softmax instead, which differentiates to any order. So
 derivatives of every order come out right, and the common first-order pass is the fused one.
@@ -102,47 +103,37 @@ attention_grads_p = Primitive("attention_grads", _grads_impl, shape_rule=_grads_
                               cuda="attention_grads", fresh=True, differentiable=False)
 
 
-# ---- the composition: the rules' (any order), and the CUDA implementation's ----------------------
-# `call(prim, *args, **params)` runs each step: binding it (in the rules) or on a backend directly.
-def bound(prim, *args, **params):
-    return prim(*args, **params)
-
-
-def _swap(x, call):
+# ---- the composition, for derivatives of any order (and the JVP) ----------------------------------
+def _swap(x):
     n = len(x.shape)
-    return call(transpose_p, x, perm=tuple(range(n - 2)) + (n - 1, n - 2))
+    return transpose_p(x, perm=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
-def _matmul(a, b, call):
+def _matmul(a, b):
     batch = "abcdefgh"[:len(a.shape) - 2]  # letters apart from i, j, k
-    return call(einsum_p, a, b, spec=f"{batch}ij,{batch}jk->{batch}ik")
+    return einsum_p(a, b, spec=f"{batch}ij,{batch}jk->{batch}ik")
 
 
-def _softmax_jacobian(t, p, call):
+def _softmax_jacobian(t, p):
     """The softmax Jacobian (at probabilities p, over the last axis) applied to t."""
-    total = call(sum_p, call(E.mul_p, t, p), axes=(len(p.shape) - 1,), keepdims=True)
-    return call(E.mul_p, p, call(E.sub_p, t, total))
+    total = sum_p(E.mul_p(t, p), axes=(len(p.shape) - 1,), keepdims=True)
+    return E.mul_p(p, E.sub_p(t, total))
 
 
-def probabilities(q, k, bias, scale, causal, call=bound):
-    scores = call(E.mul_p, _matmul(q, _swap(k, call), call), scale)
+def probabilities(q, k, bias, scale, causal):
+    scores = E.mul_p(_matmul(q, _swap(k)), scale)
     if not isinstance(bias, (int, float)) or bias:
-        scores = call(E.add_p, scores, bias)
+        scores = E.add_p(scores, bias)
     if causal:
-        scores = call(E.select_p, np.tri(q.shape[-2], k.shape[-2], dtype=bool), scores, -np.inf)
-    return call(softmax_p, scores, axes=(len(q.shape) - 1,))
+        scores = E.select_p(np.tri(q.shape[-2], k.shape[-2], dtype=bool), scores, -np.inf)
+    return softmax_p(scores, axes=(len(q.shape) - 1,))
 
 
-def composed_grads(g, q, k, v, bias, scale, causal, call=bound):
+def composed_grads(g, q, k, v, bias, scale, causal):
     """dq, dk, dv and the scores' gradient, from the probabilities recomputed."""
-    p = probabilities(q, k, bias, scale, causal, call)
-    ds = _softmax_jacobian(_matmul(g, _swap(v, call), call), p, call)
-    return (call(E.mul_p, _matmul(ds, k, call), scale), call(E.mul_p, _matmul(_swap(ds, call), q, call), scale),
-            _matmul(_swap(p, call), g, call), ds)
-
-
-def composed(q, k, v, bias, scale, causal, call=bound):
-    return _matmul(probabilities(q, k, bias, scale, causal, call), v, call)
+    p = probabilities(q, k, bias, scale, causal)
+    ds = _softmax_jacobian(_matmul(g, _swap(v)), p)
+    return E.mul_p(_matmul(ds, k), scale), E.mul_p(_matmul(_swap(ds), q), scale), _matmul(_swap(p), g), ds
 
 
 def _fused_grads(g, out, q, k, v, bias, scale, causal, score_grad):
@@ -170,17 +161,17 @@ def _jvp(tangents, out, q, k, v, bias, scale, causal):
     """d out = dP v + P dv, with dP the softmax's Jacobian applied to d(scores)."""
     tq, tk, tv, tb = tangents
     p = probabilities(q, k, bias, scale, causal)
-    terms = ([E.mul_p(_matmul(tq, _swap(k, bound), bound), scale)] if tq is not None else []) + \
-        ([E.mul_p(_matmul(q, _swap(tk, bound), bound), scale)] if tk is not None else []) + \
+    terms = ([E.mul_p(_matmul(tq, _swap(k)), scale)] if tq is not None else []) + \
+        ([E.mul_p(_matmul(q, _swap(tk)), scale)] if tk is not None else []) + \
         ([tb] if tb is not None else [])
     results = []
     if terms:
         d_scores = terms[0]
         for term in terms[1:]:
             d_scores = E.add_p(d_scores, term)
-        results.append(_matmul(_softmax_jacobian(d_scores, p, bound), v, bound))
+        results.append(_matmul(_softmax_jacobian(d_scores, p), v))
     if tv is not None:
-        results.append(_matmul(p, tv, bound))
+        results.append(_matmul(p, tv))
     return results[0] if len(results) == 1 else E.add_p(*results) if results else None
 
 

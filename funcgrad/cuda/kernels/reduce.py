@@ -62,13 +62,13 @@ def _identity(monoid: Monoid, acc: np.dtype) -> str:
     return literal(value, acc)
 
 
-def _combine(monoid: Monoid, acc: np.dtype) -> str:
+def combine_source(monoid: Monoid, acc: np.dtype) -> str:
     """The combine expression over {a} and {b}, for str.format."""
     expr = scalar.evaluate(monoid.combine, [scalar.operand("{a}", acc), scalar.operand("{b}", acc)], {})
     return CUDA.render(expr, acc)
 
 
-def _tree(combine: str, acc: str) -> list[str]:
+def block_combine(combine: str, acc: str) -> list[str]:
     """Source combining `v` across the block into sh[0]. Warp shuffles move 32- and 64-bit words,
     so complex accumulators combine in shared memory down to the last pair."""
     lines = ["    sh[t] = v", "    cuda.syncthreads()"]
@@ -110,7 +110,7 @@ def _reduce_source(monoid: Monoid, dtype: np.dtype, out_dtype: np.dtype, layout:
     block per (tile of COLUMN_BLOCK[0] rows, split). A split s of a row reduces its columns
     [s * chunk, (s + 1) * chunk) into out[row * splits + s]."""
     acc = accumulator_dtype(monoid, out_dtype)
-    combine = _combine(monoid, acc)
+    combine = combine_source(monoid, acc)
     value = widen("x[S.element(j, rshape, rstrides, base)]", dtype)
     if monoid.logical:
         value = f"np.int32({value} != 0)"
@@ -142,7 +142,7 @@ def _reduce_source(monoid: Monoid, dtype: np.dtype, out_dtype: np.dtype, layout:
                         *_indent(body, 8)]
     else:
         body = [f"v = {_identity(monoid, acc)}", "for j in range(start + t, stop, cuda.blockDim.x):", fold]
-        body += [line[4:] for line in _tree(combine, cast(acc))]
+        body += [line[4:] for line in block_combine(combine, cast(acc))]
         body += ["if t == 0:", f"    out[piece] = {narrow('sh[0]', out_dtype)}", "cuda.syncthreads()"]
         lines = head + [f"    sh = cuda.shared.array({BLOCK}, np.{acc.name})", "    t = cuda.threadIdx.x",
                         "    for piece in range(cuda.blockIdx.x, nrows * splits, cuda.gridDim.x):",
@@ -264,17 +264,17 @@ def _softmax_source(mode: str, dtype: np.dtype) -> str:
     ct = compute_dtype(dtype)
     c = cast(ct)
     load = f"{c}(" + widen("x[S.element(j, rshape, rstrides, base)]", dtype) + ")"
-    big = _combine(MAX, ct)
+    big = combine_source(MAX, ct)
     lines = ["@cuda.jit(cache=True)",
              "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out, o_kstrides, o_rstrides):",
              f"    sh = cuda.shared.array({BLOCK}, np.{ct.name})", *_ROW_LOOP]
     body = [f"v = {literal(-np.inf, ct)}", "for j in range(t, ncols, cuda.blockDim.x):",
             f"    v = {big.format(a='v', b=load)}"]
-    body += [line[4:] for line in _tree(big, c)]
+    body += [line[4:] for line in block_combine(big, c)]
     body += ["m = sh[0]", "if not S.isfinite(m):", f"    m = {literal(0, ct)}", "cuda.syncthreads()",
              f"v = {literal(0, ct)}", "for j in range(t, ncols, cuda.blockDim.x):",
              f"    v += S.exp({load} - m)"]
-    body += [line[4:] for line in _tree(_combine(SUM, ct), c)]
+    body += [line[4:] for line in block_combine(combine_source(SUM, ct), c)]
     body += ["total = sh[0]", "cuda.syncthreads()"]
     if mode == "logsumexp":
         body += ["if t == 0:", "    out[S.element(row, kshape, o_kstrides, 0)] = " + narrow("S.log(total) + m", dtype)]
@@ -311,7 +311,7 @@ def _norm_source(dtype: np.dtype, center: bool, g_dtype: np.dtype | None = None)
     recomputes the row's statistics: cpu/norm_kernels.py's formulas, in the compute dtype."""
     out_dtype = dtype if g_dtype is None else np.result_type(dtype, g_dtype)
     ct = compute_dtype(out_dtype)
-    c, total = cast(ct), _combine(SUM, ct)
+    c, total = cast(ct), combine_source(SUM, ct)
     x = f"{c}(" + widen("x[S.element(j, rshape, rstrides, base)]", dtype) + ")"
     grad = g_dtype is not None
     g = f"{c}(" + widen("g[S.element(j, rshape, g_rstrides, gbase)]", g_dtype) + ")" if grad else ""
@@ -320,7 +320,7 @@ def _norm_source(dtype: np.dtype, center: bool, g_dtype: np.dtype | None = None)
         """name = the mean over the row of term (of xv, x's element, and gv, g's)."""
         return ([f"v = {literal(0, ct)}", "for j in range(t, ncols, cuda.blockDim.x):", f"    xv = {x}"] +
                 ([f"    gv = {g}"] if "gv" in term else []) + [f"    v += {term}"] +
-                [line[4:] for line in _tree(total, c)] + [f"{name} = sh[0] / {c}(ncols)", "cuda.syncthreads()"])
+                [line[4:] for line in block_combine(total, c)] + [f"{name} = sh[0] / {c}(ncols)", "cuda.syncthreads()"])
     body = ["gbase = S.element(row, kshape, g_kstrides, g_off)"] if grad else []
     body += row_sum("xv", "mean") if center else [f"mean = {literal(0, ct)}"]
     body += row_sum("(xv - mean) * (xv - mean)", "var") + [f"rstd = {literal(1, ct)} / S.sqrt(var + eps)"]
