@@ -39,9 +39,10 @@ def _batch(q) -> int:
     return int(np.prod(q.shape[:-2], dtype=np.int64))
 
 
-def attention(q, k, v, bias, scale: float, causal: bool) -> np.ndarray:
+def attention(q, k, v, bias, scale: float, causal: bool, out: np.ndarray | None = None) -> np.ndarray:
+    """(Into out, a C-contiguous array of the result's shape and q's dtype, where one is given.)"""
     lq = q.shape[-2]
-    out = np.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
+    out = np.empty(q.shape[:-1] + (v.shape[-1],), q.dtype) if out is None else out
     k_t = np.swapaxes(k, -1, -2)
     step = _block_rows(_batch(q), lq, k.shape[-2], q.itemsize)
     for r0 in range(0, lq, step):
@@ -50,12 +51,13 @@ def attention(q, k, v, bias, scale: float, causal: bool) -> np.ndarray:
     return out
 
 
-def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_grad: bool) -> np.ndarray:
+def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_grad: bool,
+                    into: np.ndarray | None = None) -> np.ndarray:
     """(..., n): per batch element dq, dk, dv flattened and concatenated, then the score gradient
-    (Lq * Lk values) when score_grad."""
+    (Lq * Lk values) when score_grad (into `into`, C-contiguous, where one is given)."""
     lead, lq, lk = q.shape[:-2], q.shape[-2], k.shape[-2]
     shapes = [q.shape[-2:], k.shape[-2:], v.shape[-2:]] + ([(lq, lk)] if score_grad else [])
-    packed = np.empty(lead + (sum(a * b for a, b in shapes),), q.dtype)
+    packed = np.empty(lead + (sum(a * b for a, b in shapes),), q.dtype) if into is None else into
     views, start = [], 0  # dq, dk, dv (and the score gradient): written in place in the packed result
     for a, b in shapes:
         views.append(packed[..., start:start + a * b].reshape(lead + (a, b)))

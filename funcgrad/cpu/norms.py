@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from .workspace import deliver
 
 
 def _kernels():
@@ -20,18 +21,25 @@ def _rows(x) -> tuple[np.ndarray, np.dtype]:
     return np.ascontiguousarray(x, work).reshape(-1, x.shape[-1]), x.dtype
 
 
-def normalize(x, eps: float, center: bool) -> np.ndarray:
+def normalize(x, eps: float, center: bool, out: np.ndarray | None = None) -> np.ndarray:
+    """(Into out, a C-contiguous array of x's shape and dtype, where one is given: jit's planned
+    buffer, written in place when it has the working dtype.)"""
     rows, dtype = _rows(x)
-    out = np.empty_like(rows)
+    result = _target(out, np.shape(x), rows.dtype)
     if rows.size:
-        _kernels().normalize(rows, out, eps, center)
-    return out.reshape(np.shape(x)).astype(dtype, copy=False)
+        _kernels().normalize(rows, result.reshape(rows.shape), eps, center)
+    return deliver(result.astype(dtype, copy=False), out)
 
 
-def normalize_grad(x, g, eps: float, center: bool) -> np.ndarray:
+def normalize_grad(x, g, eps: float, center: bool, out: np.ndarray | None = None) -> np.ndarray:
     rows, dtype = _rows(x)
     g_rows = np.ascontiguousarray(g, rows.dtype).reshape(rows.shape)  # the shape rule: g has x's shape
-    out = np.empty_like(rows)
+    result = _target(out, np.shape(x), rows.dtype)
     if rows.size:
-        _kernels().normalize_grad(rows, g_rows, out, eps, center)
-    return out.reshape(np.shape(x)).astype(np.result_type(dtype, np.asarray(g).dtype), copy=False)
+        _kernels().normalize_grad(rows, g_rows, result.reshape(rows.shape), eps, center)
+    return deliver(result.astype(np.result_type(dtype, np.asarray(g).dtype), copy=False), out)
+
+
+def _target(out: np.ndarray | None, shape: tuple, work: np.dtype) -> np.ndarray:
+    """Where the kernel writes: out where it has the working dtype, else a new array."""
+    return out if out is not None and out.dtype == work else np.empty(shape, work)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..cpu import attention as cpu_attention
+from ..cpu.workspace import deliver
 from ..trace import is_differentiated
 from . import elementwise as E
 from .core import Primitive, ShapedArray, shape_of
@@ -78,16 +79,24 @@ def _operands(q, k, v, bias, *rest):
     return arrays, bias, dtype
 
 
-def _attention_impl(q, k, v, bias, scale, causal):
+def _into(out, work: np.dtype):
+    """jit's planned buffer for the result, where the kernel computes in its dtype."""
+    return out if out is not None and out.dtype == work else None
+
+
+def _attention_impl(q, k, v, bias, scale, causal, out=None):
     _check(q, k, v, bias)  # eager calls reach here without the shape rule
     (q2, k2, v2), bias2, dtype = _operands(q, k, v, bias)
-    return cpu_attention.attention(q2, k2, v2, bias2, scale, causal).astype(dtype, copy=False)
+    result = cpu_attention.attention(q2, k2, v2, bias2, scale, causal, _into(out, q2.dtype))
+    return deliver(result.astype(dtype, copy=False), out)
 
 
-def _grads_impl(q, k, v, bias, out, g, scale, causal, score_grad):
-    (q2, k2, v2, out2, g2), bias2, dtype = _operands(q, k, v, bias, out, g)
-    packed = cpu_attention.attention_grads(q2, k2, v2, bias2, out2, g2, scale, causal, score_grad)
-    return packed.astype(dtype, copy=False)
+def _grads_impl(q, k, v, bias, y, g, scale, causal, score_grad, out=None):
+    """y: attention's output; out: where the packed gradients go (jit's planned buffer)."""
+    (q2, k2, v2, y2, g2), bias2, dtype = _operands(q, k, v, bias, y, g)
+    packed = cpu_attention.attention_grads(q2, k2, v2, bias2, y2, g2, scale, causal, score_grad,
+                                           _into(out, q2.dtype))
+    return deliver(packed.astype(dtype, copy=False), out)
 
 
 def _batch(size, prim, vals, dims, **params):
@@ -97,10 +106,10 @@ def _batch(size, prim, vals, dims, **params):
 
 
 attention_p = Primitive("attention", _attention_impl, shape_rule=_attention_shape, batch_rule=_batch,
-                        cuda="attention", fresh=True)
+                        cuda="attention", fresh=True, writes_into=True)
 # Bound only where nothing is being differentiated (attention_p's rule checks), so it needs no rules.
 attention_grads_p = Primitive("attention_grads", _grads_impl, shape_rule=_grads_shape, batch_rule=_batch,
-                              cuda="attention_grads", fresh=True, differentiable=False)
+                              cuda="attention_grads", fresh=True, writes_into=True, differentiable=False)
 
 
 # ---- the composition, for derivatives of any order (and the JVP) ----------------------------------

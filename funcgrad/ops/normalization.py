@@ -65,19 +65,20 @@ def _batch(size, prim, vals, dims, **params):
     return prim(*(batch_first(v, d, size) for v, d in zip(vals, dims)), **params), 0
 
 
-def _norm_impl(x, eps, center):
+def _norm_impl(x, eps, center, out=None):
     _check(x)  # eager calls reach here without the shape rule
-    return cpu_norms.normalize(x, eps, center)
+    return cpu_norms.normalize(x, eps, center, out)
 
 
-def _grad_impl(x, g, eps, center):
+def _grad_impl(x, g, eps, center, out=None):
     _grad_shape(x, g, eps=eps, center=center)
-    return cpu_norms.normalize_grad(x, g, eps, center)
+    return cpu_norms.normalize_grad(x, g, eps, center, out)
 
 
-norm_p = Primitive("norm", _norm_impl, shape_rule=_norm_shape, batch_rule=_batch, cuda="norm", fresh=True)
+norm_p = Primitive("norm", _norm_impl, shape_rule=_norm_shape, batch_rule=_batch, cuda="norm", fresh=True,
+                   writes_into=True)
 # Bound only where nothing is being differentiated (_linear checks), so it needs no rules.
 norm_grad_p = Primitive("norm_grad", _grad_impl, shape_rule=_grad_shape, batch_rule=_batch, cuda="norm_grad",
-                        fresh=True, differentiable=False)
+                        fresh=True, writes_into=True, differentiable=False)
 defvjp(norm_p, _linear)
 defjvp(norm_p, _linear)
