@@ -35,6 +35,18 @@ def _probs(q, k_t, bias, scale, causal, r0, r1):
     return s
 
 
+def _transposed(x, name: str) -> np.ndarray:
+    """x with its last two axes swapped, C-contiguous (in scratch memory): q k^T and g v^T become
+    GEMMs of untransposed operands, which OpenBLAS runs 1.7x as fast on a 64 x 32 head view (0.16
+    against 0.27 ms for the GPT-128 step's 64 heads; the copy costs 0.05)."""
+    t = np.swapaxes(x, -1, -2)
+    if t.flags.c_contiguous:
+        return t
+    out = scratch(name, t.shape, t.dtype)
+    np.copyto(out, t)
+    return out
+
+
 def _batch(q) -> int:
     return int(np.prod(q.shape[:-2], dtype=np.int64))
 
@@ -43,7 +55,7 @@ def attention(q, k, v, bias, scale: float, causal: bool, out: np.ndarray | None 
     """(Into out, a C-contiguous array of the result's shape and q's dtype, where one is given.)"""
     lq = q.shape[-2]
     out = np.empty(q.shape[:-1] + (v.shape[-1],), q.dtype) if out is None else out
-    k_t = np.swapaxes(k, -1, -2)
+    k_t = _transposed(k, "attention keys transposed")
     step = _block_rows(_batch(q), lq, k.shape[-2], q.itemsize)
     for r0 in range(0, lq, step):
         r1 = min(lq, r0 + step)
@@ -66,7 +78,7 @@ def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_gra
     if lq == 0:  # no query sees a key: dk and dv are sums over nothing (the loop below writes none)
         packed.fill(0)
     delta = np.einsum("...id,...id->...i", g, out)  # rowsum(dP * P) = rowsum(g * out)
-    k_t, v_t = np.swapaxes(k, -1, -2), np.swapaxes(v, -1, -2)
+    k_t, v_t = _transposed(k, "attention keys transposed"), _transposed(v, "attention values transposed")
     step = _block_rows(_batch(q), lq, lk, q.itemsize)
     for r0 in range(0, lq, step):
         r1 = min(lq, r0 + step)
