@@ -7,10 +7,11 @@ A chunk's windows are copied into a matrix (im2col) that stays in cache, never t
   transposed once to (n, Hp, Wp, C), so each output pixel's window is kh * kw contiguous runs of
   the group's channels, which a numba loop compiled for the window's geometry copies at memory
   speed into (G, n, Ho * Wo, kh * kw * Cg). Each pass is one GEMM per group over all the chunk's
-  pixels (a GEMM per image is ~35% slower for 8x8 images), oriented so that the forward result and
-  the cotangent move between the GEMM and NCHW in runs of an image's pixels (a transpose between
-  (pixels, channels) and NCHW cost up to a third of the GEMM's time at 28x28); the input
-  gradient's windows are added back by the same loop. (The image-major copy below takes ~7x as
+  pixels (a GEMM per image is ~35% slower for 8x8 images). The forward GEMM leaves (pixels,
+  channels), which a transposing copy moves to NCHW: that orientation ran 0.86x the time of the
+  one that leaves NCHW runs (8x8 and 14x14 images of 32 -> 64 channels, 0.94x at 28x28 with 5x5
+  windows). The gradients' GEMMs read the cotangent as (channels, pixels), copied from NCHW in
+  runs of an image's pixels; the input gradient's windows are added back by the same loop. (The image-major copy below takes ~7x as
   long for 32 channels of 8x8 images: its runs are a row of 8 pixels.)
 - image-major (N, C, kh, kw, Ho, Wo) views, for thin inputs (an RGB or grey first layer), whose
   channel runs would be a value or three long: a GEMM per image writes NCHW directly, the weight
@@ -174,12 +175,14 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
         out.reshape(n, groups, out_ch // groups, ho * wo)
     if _by_rows(cg, dtype):
         w_rows = _weight_rows(weight, groups)
+        og = out_ch // groups
         for start, stop, cols in _row_chunks(x, (kh, kw), stride, padding, dilation, groups, dtype):
-            # one GEMM per group over the chunk's pixels, (Og, K) @ (K, n * P): its result moves to
-            # NCHW in runs of a whole image's pixels
-            channels = scratch("conv channel rows", (groups, out_ch // groups, (stop - start) * ho * wo), dtype)
-            np.matmul(w_rows, cols.reshape(groups, channels.shape[-1], cols.shape[-1]).transpose(0, 2, 1), out=channels)
-            out[start:stop] = channels.reshape(groups, out_ch // groups, stop - start, ho * wo).transpose(2, 0, 1, 3)
+            # one GEMM per group over the chunk's pixels, (n * P, K) @ (K, Og), then a transposing
+            # copy to NCHW: OpenBLAS runs this orientation enough faster than (Og, K) @ (K, n * P),
+            # whose result would move in runs of an image's pixels, to pay for the copy
+            pixels = scratch("conv pixel rows", (groups, (stop - start) * ho * wo, og), dtype)
+            np.matmul(cols.reshape(groups, pixels.shape[1], cols.shape[-1]), w_rows.transpose(0, 2, 1), out=pixels)
+            out[start:stop] = pixels.reshape(groups, stop - start, ho * wo, og).transpose(1, 0, 3, 2)
     else:
         w = weight.reshape(groups, out_ch // groups, cg * kh * kw)
         for start, stop, cols in _window_chunks(x, (kh, kw), stride, padding, dilation, groups):
