@@ -157,6 +157,9 @@ class _Codegen:
         self.last = last_uses(program)
         self.groups = _groups(program.eqns)
         self.buffer_last, self.roots = self._buffer_lifetimes()
+        # results that are a planned buffer or a view of an input: never overwritten in place (their
+        # roots alone cannot say so where the input is a constant)
+        self.maybe_views = {e.out.id for e in program.eqns if e.prim.writes_into and not e.prim.fresh}
         # What the program returns (or a view of it) must not live in a planned buffer.
         self.escaping = frozenset().union(*(self.roots.get(o.id, frozenset()) for o in program.outs
                                             if isinstance(o, Var)))
@@ -174,9 +177,10 @@ class _Codegen:
         for eqn in self.program.eqns:
             if eqn.prim.fresh or eqn.out.id in fused:
                 roots[eqn.out.id] = frozenset([eqn.out.id])
-            else:
+            else:  # a view of its inputs, or (writes_into: a reshape that copies) its planned buffer
                 roots[eqn.out.id] = frozenset().union(*(roots.get(x.id, frozenset()) for x in eqn.inputs
-                                                        if isinstance(x, Var)))
+                                                        if isinstance(x, Var)),
+                                                      [eqn.out.id] if eqn.prim.writes_into else [])
         buffer_last: dict[int, int] = {}
         for var_id, rs in roots.items():
             for r in rs:
@@ -199,7 +203,10 @@ class _Codegen:
         fn = self.const(functools.partial(eqn.prim.impl, **eqn.params) if eqn.params else eqn.prim.impl)
         args = ", ".join(self.ref(x) for x in eqn.inputs)
         name = self.name(eqn.out)
+        # A result that may be a view of an input never takes an output's recycled buffer: kept for
+        # the next call, it would be handed out as scratch while the input's owner still holds it.
         planned = self._planned_buffer(eqn.out) if eqn.prim.writes_into and \
+            (eqn.prim.fresh or eqn.out.id not in self.out_ids) and \
             nbytes_of(eqn.out.aval.shape, eqn.out.aval.dtype) >= PLANNED_MIN_BYTES else None
         into = "" if planned is None else (", " if args else "") + f"out={planned}"
         self.lines.append(f"{name} = {fn}({args}{into})")
@@ -315,8 +322,8 @@ class _Codegen:
         return names
 
     def _reusable(self, x: Var, end: int) -> bool:
-        owned = self.roots.get(x.id) == frozenset([x.id]) and (x.id in self.donated or x.id not in
-                                                              {v.id for v in self.program.in_vars})
+        owned = self.roots.get(x.id) == frozenset([x.id]) and x.id not in self.maybe_views and \
+            (x.id in self.donated or x.id not in {v.id for v in self.program.in_vars})
         return owned and x.aval.shape != () and self.buffer_last.get(x.id, -1) <= end
 
     def release(self, first: int, last: int):

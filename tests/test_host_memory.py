@@ -195,3 +195,34 @@ def test_norm_and_attention_write_into_planned_buffers(dtype):
     callees = [re.search(r"= (c\d+)\(", line) for line in run.source.splitlines() if "out=" in line]
     into = {getattr(run.__globals__[c.group(1)], "func", None) for c in callees if c}
     assert {A.attention_p.impl, A.attention_grads_p.impl, N.norm_p.impl, N.norm_grad_p.impl} <= into
+
+
+def test_a_reshape_that_copies_writes_into_a_planned_buffer_and_one_that_views_aliases_safely():
+    """Merging a transposed view's axes copies (NumPy's rule): under jit the copy goes into a
+    planned buffer. A reshape that views its input (the caller's array, returned) takes no buffer and
+    is never recycled as scratch: the caller's array keeps its values, call after call."""
+    from funcgrad.ops import layout
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((64, 256)).astype(np.float32)
+
+    def f(x):
+        merged = fnp.reshape(fnp.transpose(x, (0, 2, 1, 3)), (8, 64, 128))  # copies: 256 KiB
+        flat = fnp.reshape(x, (8, 2, 64 * 64))  # a view of the argument, returned
+        const = fnp.reshape(fnp.asarray(table), (64, 64, 4))  # a view of a constant
+        return fnp.tanh(merged) * 2.0, flat, fnp.sum(const * 3.0 + 1.0)
+
+    jitted = fg.jit(f)
+    xs = [rng.standard_normal((8, 2, 64, 64)).astype(np.float32) for _ in range(3)]
+    kept = [x.copy() for x in xs]
+    results = [jitted(fg.asarray(x)) for x in xs]
+    for x, original, (merged, flat, total) in zip(xs, kept, results):
+        np.testing.assert_array_equal(x, original)
+        assert_close(merged, np.tanh(x.transpose(0, 2, 1, 3).reshape(8, 64, 128)) * 2.0, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(np.asarray(flat), original.reshape(8, 2, -1))
+        assert_close(total, np.sum(table * 3.0 + 1.0), rtol=1e-5)
+    run = next(iter(jitted.cache.values())).run
+    calls = [(re.search(r"= (c\d+)\(", line), line) for line in run.source.splitlines()]
+    reshapes = [line for call, line in calls
+                if call and getattr(run.__globals__[call.group(1)], "func", None) is layout.reshape_p.impl]
+    assert sum("out=B[" in line for line in reshapes) == 1, reshapes  # the copy; the views take none
+    assert not any("_reuse" in line for line in reshapes)

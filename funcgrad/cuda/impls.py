@@ -21,7 +21,7 @@ from ..ops import shape as S
 from ..ops.conv import window_output_hw
 from ..ops.core import aval
 from ..ops.elementwise import add_p, convert_p
-from ..ops.layout import broadcast_shapes
+from ..ops.layout import broadcast_shapes, view_strides
 from ..ops.linalg import contraction_dtype
 from ..ops.reductions import cumsum_p
 from .buffer import DeviceValue, contiguous_strides, from_host, to_host
@@ -109,38 +109,10 @@ def reshape(x, shape):
     shape = tuple(int(d) for d in shape)
     if math.prod(shape) != x.size:
         raise ValueError(f"cannot reshape array of size {x.size} into shape {shape}")
-    strides = _view_strides(x.shape, x.strides, shape) if x.size else None
+    strides = view_strides(x.shape, x.strides, shape) if x.size else None
     if strides is None:  # as NumPy: a copy only where no strides can walk the elements in order
         x, strides = contiguous(x), contiguous_strides(shape)
     return x.view(shape, strides)
-
-
-def _view_strides(shape: tuple, strides: tuple, new_shape: tuple) -> tuple | None:
-    """Strides with which new_shape views the elements of (shape, strides) in C order, or None when
-    a copy is needed (NumPy's no-copy reshape): each run of old axes that multiplies out to a run of
-    new axes must be walkable as one (stride[k] == shape[k + 1] * stride[k + 1] within the run)."""
-    old = [(d, s) for d, s in zip(shape, strides) if d != 1]
-    out = [0] * len(new_shape)
-    o = n = 0
-    while n < len(new_shape) and o < len(old):
-        o_end, n_end = o + 1, n + 1
-        old_size, new_size = old[o][0], new_shape[n]
-        while old_size != new_size:
-            if new_size < old_size:
-                new_size *= new_shape[n_end]
-                n_end += 1
-            else:
-                old_size *= old[o_end][0]
-                o_end += 1
-        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(o, o_end - 1)):
-            return None
-        out[n_end - 1] = old[o_end - 1][1]
-        for k in range(n_end - 1, n, -1):
-            out[k - 1] = out[k] * new_shape[k]
-        o, n = o_end, n_end
-    for k in range(n, len(new_shape)):  # trailing axes of length 1
-        out[k] = out[n - 1] if n else 1
-    return tuple(out)
 
 
 def broadcast_to(x, shape):

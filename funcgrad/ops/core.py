@@ -98,7 +98,8 @@ class Primitive:
         # does, in order, never folded, merged or dropped, and moves no work across it
         self.ordered = ordered
         # writes_into: the CPU implementation also takes out=, a C-contiguous array of the output's
-        # shape and dtype, and writes its result there (jit's planned buffers, funcgrad/arena.py)
+        # shape and dtype, and writes its result there (jit's planned buffers, funcgrad/arena.py);
+        # one that is not fresh may return a view of an input instead (reshape, where no copy is needed)
         self.writes_into = writes_into
         self.differentiable = differentiable
         self.vjps: tuple | None = None

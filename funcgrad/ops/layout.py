@@ -167,9 +167,47 @@ def _transpose_batch(size, prim, vals, dims, perm):
     return prim(batch_first(vals[0], dims[0], size), perm=(0,) + tuple(p + 1 for p in perm)), 0
 
 
+def view_strides(shape: tuple, strides: tuple, new_shape: tuple) -> tuple | None:
+    """Strides with which new_shape views the elements of (shape, strides) in C order, or None when
+    a copy is needed (NumPy's no-copy reshape): each run of old axes that multiplies out to a run of
+    new axes must be walkable as one (stride[k] == shape[k + 1] * stride[k + 1] within the run)."""
+    old = [(d, s) for d, s in zip(shape, strides) if d != 1]
+    out = [0] * len(new_shape)
+    o = n = 0
+    while n < len(new_shape) and o < len(old):
+        o_end, n_end = o + 1, n + 1
+        old_size, new_size = old[o][0], new_shape[n]
+        while old_size != new_size:
+            if new_size < old_size:
+                new_size *= new_shape[n_end]
+                n_end += 1
+            else:
+                old_size *= old[o_end][0]
+                o_end += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(o, o_end - 1)):
+            return None
+        out[n_end - 1] = old[o_end - 1][1]
+        for k in range(n_end - 1, n, -1):
+            out[k - 1] = out[k] * new_shape[k]
+        o, n = o_end, n_end
+    for k in range(n, len(new_shape)):  # trailing axes of length 1
+        out[k] = out[n - 1] if n else 1
+    return tuple(out)
+
+
+
 # ---- the primitives --------------------------------------------------------------------------------
-reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape), shape_rule=_reshape_shape,
-                      batch_rule=_reshape_batch, cuda="reshape")
+def _reshape_impl(x, shape, out=None):
+    """np.reshape, whose copy (where no strides walk the elements in order: merging a transposed
+    view's axes, as attention's heads) goes into out, jit's planned buffer, where one is given."""
+    if out is None or not isinstance(x, np.ndarray) or view_strides(x.shape, x.strides, out.shape) is not None:
+        return np.reshape(x, shape)
+    out.reshape(x.shape)[...] = x  # out is C-contiguous: this is the copy in C order
+    return out
+
+
+reshape_p = Primitive("reshape", _reshape_impl, shape_rule=_reshape_shape, batch_rule=_reshape_batch, cuda="reshape",
+                      writes_into=True)
 deflinear(reshape_p, lambda g, out, x, shape: reshape_p(g, shape=x.shape))
 
 broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), shape_rule=_broadcast_to_shape,
