@@ -32,7 +32,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from . import windows, winograd
 from .padding import padded, padded_rows, padded_shape
-from .workspace import image_chunks, scratch
+from .workspace import deliver, image_chunks, scratch
 
 CHUNK_BYTES = 4 << 20  # one chunk's window matrix: large enough for BLAS, small enough for cache
 ROW_RUN = 8  # channels per group from which channels-last rows pay (a run of 8 float32 is one AVX vector)
@@ -190,8 +190,9 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
     return out.reshape(n, out_ch, ho, wo)
 
 
-def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndarray:
-    """The gradient of conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups, kh, kw)."""
+def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups, out=None) -> np.ndarray:
+    """The gradient of conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups, kh, kw)
+    (into out where one is given)."""
     n, out_ch, ho, wo = g.shape
     cg, og = x.shape[1] // groups, out_ch // groups
     dtype = np.result_type(x, g)
@@ -205,16 +206,17 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups) -> np.ndar
             pixels = (stop - start) * ho * wo
             cols = cols.reshape(groups, pixels, acc.shape[-1])
             acc += np.matmul(g_rows.reshape(groups, og, pixels), cols, out=products)
-        return np.ascontiguousarray(acc.reshape(out_ch, kernel[0], kernel[1], cg).transpose(0, 3, 1, 2))
+        return deliver(np.ascontiguousarray(acc.reshape(out_ch, kernel[0], kernel[1], cg).transpose(0, 3, 1, 2)), out)
     for start, stop, cols in _window_chunks(x, kernel, stride, padding, dilation, groups):
         # (n, G, Og, P) @ (n, G, P, K) -> per image; summed over the chunk's images
         products = scratch("conv weight products", (stop - start,) + acc.shape, dtype)
         acc += np.matmul(g[start:stop], cols.transpose(0, 1, 3, 2), out=products).sum(axis=0)
-    return acc.reshape(out_ch, cg, kernel[0], kernel[1])
+    return deliver(acc.reshape(out_ch, cg, kernel[0], kernel[1]), out)
 
 
-def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) -> np.ndarray:
-    """The gradient of conv's input for output cotangent g (N, O, Ho, Wo): (N, C, H, W)."""
+def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups, out=None) -> np.ndarray:
+    """The gradient of conv's input for output cotangent g (N, O, Ho, Wo): (N, C, H, W) (into out,
+    C-contiguous, where one is given)."""
     n, out_ch, ho, wo = g.shape
     _, cg, kh, kw = weight.shape
     (pt, pb), (pl, pr) = padding
@@ -222,7 +224,7 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) ->
     dtype = np.result_type(g, weight)
     g = g.reshape(n, groups, out_ch // groups, ho * wo)
     if _by_rows(cg, dtype):
-        out = np.empty((n, cg * groups, h, w), dtype)
+        out = np.empty((n, cg * groups, h, w), dtype) if out is None else out
         w_rows = _weight_rows(weight, groups)
         add_runs = _window_runs((kh, kw), tuple(stride), tuple(dilation), True)
         padded_hw = padded_shape(out.shape, padding)[2:]
@@ -236,11 +238,11 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups) ->
             add_runs(rows, cols.reshape(groups, stop - start, ho * wo, kh * kw * cg))
             out[start:stop] = rows[:, pt:pt + h, pl:pl + w].transpose(0, 3, 1, 2)
         return out
-    out = np.zeros((n, cg * groups, h + pt + pb, w + pl + pr), dtype)
+    full = np.zeros((n, cg * groups, h + pt + pb, w + pl + pr), dtype)
     w_t = weight.reshape(groups, out_ch // groups, cg * kh * kw).transpose(0, 2, 1)  # (G, K, Og)
-    for start, stop in _image_chunks(n, cg * groups * kh * kw * ho * wo * out.itemsize):
+    for start, stop in _image_chunks(n, cg * groups * kh * kw * ho * wo * full.itemsize):
         cols = scratch("conv windows", (stop - start, groups, w_t.shape[1], ho * wo), dtype)
         np.matmul(w_t, g[start:stop], out=cols)
         cols = cols.reshape(stop - start, cg * groups, kh, kw, ho, wo)
-        col2im_into(cols.transpose(0, 1, 4, 5, 2, 3), out[start:stop], stride, dilation)
-    return out[:, :, pt:pt + h, pl:pl + w]
+        col2im_into(cols.transpose(0, 1, 4, 5, 2, 3), full[start:stop], stride, dilation)
+    return deliver(full[:, :, pt:pt + h, pl:pl + w], out)

@@ -157,10 +157,11 @@ def _merge(x, axis: int):
 conv_p = Primitive("conv", _low_precision_matmul(cpu_conv.conv), shape_rule=_conv_shape, batch_rule=_conv_batch("iwi"),
                    cuda="conv", fresh=True, writes_into=True)
 conv_input_grad_p = Primitive("conv_input_grad", _low_precision_matmul(cpu_conv.conv_input_grad),
-                              shape_rule=_input_grad_shape, batch_rule=_conv_batch("iwi"), cuda="conv_input_grad")
+                              shape_rule=_input_grad_shape, batch_rule=_conv_batch("iwi"), cuda="conv_input_grad",
+                              fresh=True, writes_into=True)
 conv_weight_grad_p = Primitive("conv_weight_grad", _low_precision_matmul(cpu_conv.conv_weight_grad),
                                shape_rule=_weight_grad_shape, batch_rule=_conv_batch("iiw"), cuda="conv_weight_grad",
-                               fresh=True)
+                               fresh=True, writes_into=True)
 
 # <conv(x, w), g> = <x, conv_input_grad(g, w)> = <w, conv_weight_grad(x, g)>: every rule is one of the three.
 defvjp(conv_p,
