@@ -216,6 +216,12 @@ def bind(prim, *args, **params):
                 top = t
     if top is not None:
         return top.process(prim, args, params)
+    return apply(prim, args, params)
+
+
+def apply(prim, args, params) -> Array:
+    """bind where no argument is a tracer: the implementation for the arguments' device, on their
+    values. A trace calls it directly for operands it has unboxed to values."""
     if len(args) == 2:  # unrolled: a comprehension costs more than the NumPy call on small arrays
         a, b = args
         va = a._value if type(a) is Array else a

@@ -18,7 +18,7 @@ from .array import CPU, Array, to_numpy
 from .devices import full
 from .errors import ShapeError
 from .ops import elementwise as E
-from .trace import Trace, Tracer, annotate, bind
+from .trace import Trace, Tracer, annotate, apply, bind
 from .tree import tree_flatten, tree_structure
 
 __all__ = ["vjp", "grad", "value_and_grad", "jacrev"]
@@ -90,8 +90,20 @@ class VJPTrace(Trace):
     def process(self, prim, args, params):
         if not self.alive:
             self.check_alive()
-        vals, parents = self.unbox(args)
-        out = bind(prim, *vals, **params)
+        vals, parents = [], []
+        nested = False  # a tracer of a lower level among the values (ours may hold one): bind one level down
+        i = 0
+        for a in args:  # unbox's loop, inline: this is every traced operation's path
+            if type(a) is VJPTracer and a._trace is self:
+                v = a._value
+                parents.append((i, a._node, a._index))
+            else:
+                v = a
+            vals.append(v)
+            if isinstance(v, Tracer):
+                nested = True
+            i += 1
+        out = bind(prim, *vals, **params) if nested else apply(prim, vals, params)
         if not prim.differentiable or out.dtype not in dtypes.inexact_dtypes:
             return out
         return VJPTracer(self, out, Node(prim, vals, params, out, parents), 0)

@@ -31,11 +31,11 @@ import numpy as np
 from ... import dtypes
 from ..buffer import DeviceValue, empty
 from ..runtime import BLOCK, MAX_BLOCKS, launch
+from . import elementwise
 from .common import (INDEX, array_type, broadcast_strides, cast, compile_source, compute_dtype, literal, narrow,
                      scalar_type, tuple_type, widen)
 from .copy import fill
 from .reduce import MAX, SUM, block_combine, combine_source
-from . import elementwise
 
 FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
 
@@ -286,13 +286,13 @@ def attention_grads(q: DeviceValue, k: DeviceValue, v: DeviceValue, bias, out: D
     bias_args, has_bias = _bias_args(bias, dtype, tuple(q.shape[:-1]) + (lk,), q)
     ct = compute_dtype(dtype)
     stats = empty((max(1, batch * lq) * 3,), ct)
-    common = (*_args(q), *_args(k), *_args(v), *bias_args)
-    tail = (lead, lq, lk, d, dv, ct.type(scale), int(causal), result.data)
-    if batch * lq:
-        launch(compile_source(_query_grads_source(dtype, has_bias)), *_grid(batch * lq), *common, *_args(g),
-               *_args(out), packed, scores, int(score_grad), stats.data, lead, batch * lq, *tail[1:])
-    launch(compile_source(_key_grads_source(dtype, has_bias)), *_grid(batch * lk), *common, *_args(g), packed,
-           stats.data, lead, batch * lk, *tail[1:])
+    operands = (*_args(q), *_args(k), *_args(v), *bias_args, *_args(g))
+    sizes = (lq, lk, d, dv, ct.type(scale), int(causal), result.data)
+    if batch * lq:  # (with no queries the key side alone writes dk = dv = 0)
+        launch(compile_source(_query_grads_source(dtype, has_bias)), *_grid(batch * lq), *operands, *_args(out),
+               packed, scores, int(score_grad), stats.data, lead, batch * lq, *sizes)
+    launch(compile_source(_key_grads_source(dtype, has_bias)), *_grid(batch * lk), *operands, packed, stats.data,
+           lead, batch * lk, *sizes)
     return result
 
 
