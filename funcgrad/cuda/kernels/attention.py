@@ -35,7 +35,7 @@ from . import elementwise
 from .common import (INDEX, array_type, broadcast_strides, cast, compile_source, compute_dtype, literal, narrow,
                      scalar_type, tuple_type, widen)
 from .copy import fill
-from .reduce import MAX, SUM, block_combine, combine_source
+from .reduce import SUM, block_combine, combine_source, softmax_statistics
 
 FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
 
@@ -76,16 +76,29 @@ _SCORE = "score(qa, qb, q_cs, ka, kb, k_rs, k_cs, d, scale, ba, bb, b_cs, bias, 
 
 def _statistics(ct: np.dtype) -> list[str]:
     """Source (inside the row loop) leaving the row's shift m and 1 / sum of exp(s - m) in inv."""
-    c = cast(ct)
-    big, total = combine_source(MAX, ct), combine_source(SUM, ct)
-    lines = [f"v = {literal(-np.inf, ct)}", "for j in range(t, n, cuda.blockDim.x):",
-             f"    v = {big.format(a='v', b=_SCORE.format(j='j'))}"]
-    lines += [line[4:] for line in block_combine(big, c)]
-    lines += ["m = sh[0]", "if not S.isfinite(m):", f"    m = {literal(0, ct)}", "cuda.syncthreads()",
-              f"v = {literal(0, ct)}", "for j in range(t, n, cuda.blockDim.x):",
-              f"    v += S.exp({_SCORE.format(j='j')} - m)"]
-    lines += [line[4:] for line in block_combine(total, c)]
-    return lines + [f"inv = {literal(1, ct)} / sh[0]", "cuda.syncthreads()"]
+    return softmax_statistics(_SCORE.format(j="j"), "n", ct) + [f"inv = {literal(1, ct)} / total"]
+
+
+def _tile_sum(weight: list[str], width: str, load: str, store: str, ct: np.dtype) -> list[str]:
+    """Source for sum_j w_j x_j over the row's keys j < n, a tile of them at a time: `weight` (lines
+    setting w from j, run where j < n) leaves each thread's key's weight in shared memory, then each
+    thread accumulates one column e < width of the sum (`load`: x_j's element e, as x_(j0 + jj))
+    and `store`s it (a statement of acc)."""
+    return ["for e0 in range(0, " + width + ", cuda.blockDim.x):",
+            "    e = e0 + t",
+            f"    acc = {literal(0, ct)}",
+            "    for j0 in range(0, n, cuda.blockDim.x):",
+            "        j = j0 + t",
+            "        if j < n:",
+            *_indent(weight, 12),
+            "            ps[t] = w",
+            "        cuda.syncthreads()",
+            "        if e < " + width + ":",
+            "            for jj in range(min(cuda.blockDim.x, n - j0)):",
+            f"                acc += ps[jj] * {load}",
+            "        cuda.syncthreads()",
+            "    if e < " + width + ":",
+            "        " + store]
 
 
 def _head(extra: str) -> list[str]:
@@ -98,28 +111,22 @@ def _indent(lines: list[str], by: int = 8) -> list[str]:
     return [" " * by + line for line in lines]
 
 
+def _query_row_kernel(dtype: np.dtype, bias: bool, extra: str, body: list[str]) -> str:
+    """A kernel's source: the score function, the signature (extra parameters before the sizes),
+    the block's shared arrays (sh for block sums, ps for a tile's weights) and body run per query row."""
+    shared = f"cuda.shared.array({BLOCK}, np.{compute_dtype(dtype).name})"
+    lines = [_score_source(dtype, bias)] + _head(extra) + [f"    sh = {shared}", f"    ps = {shared}"]
+    return "\n".join(lines + _ROW + _indent(body)) + "\n"
+
+
 @cache
 def _forward_source(dtype: np.dtype, bias: bool) -> str:
     ct = compute_dtype(dtype)
     c = cast(ct)
     v = f"{c}({widen('va[vb + (j0 + jj) * v_rs + e * v_cs]', dtype)})"
-    body = _statistics(ct) + [
-        "for e0 in range(0, dv, cuda.blockDim.x):",  # a column of the output per thread
-        "    e = e0 + t",
-        f"    acc = {literal(0, ct)}",
-        "    for j0 in range(0, n, cuda.blockDim.x):",
-        "        if j0 + t < n:",
-        f"            ps[t] = S.exp({_SCORE.format(j='j0 + t')} - m) * inv",
-        "        cuda.syncthreads()",
-        "        if e < dv:",
-        "            for jj in range(min(cuda.blockDim.x, n - j0)):",
-        f"                acc += ps[jj] * {v}",
-        "        cuda.syncthreads()",
-        "    if e < dv:",
-        f"        out[row * dv + e] = {narrow('acc', dtype)}"]
-    lines = [_score_source(dtype, bias)] + _head("") + [
-        f"    sh = cuda.shared.array({BLOCK}, np.{ct.name})", f"    ps = cuda.shared.array({BLOCK}, np.{ct.name})"]
-    return "\n".join(lines + _ROW + _indent(body)) + "\n"
+    body = _statistics(ct) + _tile_sum([f"w = S.exp({_SCORE.format(j='j')} - m) * inv"], "dv", v,
+                                       f"out[row * dv + e] = {narrow('acc', dtype)}", ct)
+    return _query_row_kernel(dtype, bias, "", body)
 
 
 @cache
@@ -129,8 +136,9 @@ def _query_grads_source(dtype: np.dtype, bias: bool) -> str:
     c = cast(ct)
     total = combine_source(SUM, ct)
     g = lambda e: f"{c}({widen(f'ga[gb + {e} * g_cs]', dtype)})"  # noqa: E731
-    dot_gv = [f"dp = {literal(0, ct)}", "for f in range(dv):",
-              f"    dp += {g('f')} * {c}({widen('va[vb + j * v_rs + f * v_cs]', dtype)})"]
+    score_grad = ["p = S.exp(" + _SCORE.format(j="j") + " - m) * inv",  # dS_j = p_j (g . v_j - delta)
+                  f"dp = {literal(0, ct)}", "for f in range(dv):",
+                  f"    dp += {g('f')} * {c}({widen('va[vb + j * v_rs + f * v_cs]', dtype)})", "ds = p * (dp - delta)"]
     body = ["gb = S.element(b, lshape, g_lead, g_off) + i * g_rs",
             "ob = S.element(b, lshape, o_lead, o_off) + i * o_rs", "base = b * packed"]
     body += _statistics(ct)
@@ -141,32 +149,14 @@ def _query_grads_source(dtype: np.dtype, bias: bool) -> str:
              "if t == 0:", "    stats[3 * row] = m", "    stats[3 * row + 1] = inv", "    stats[3 * row + 2] = delta",
              "if score_grad:",  # every key's entry: zero where the query does not see it
              "    for j in range(t, lk, cuda.blockDim.x):",
-             f"        ds = {literal(0, ct)}",
              "        if j < n:",
-             "            p = S.exp(" + _SCORE.format(j="j") + " - m) * inv",
-             *_indent(dot_gv, 12),
-             "            ds = p * (dp - delta)",
-             f"        out[base + scores + i * lk + j] = {narrow('ds', dtype)}",
-             "for e0 in range(0, d, cuda.blockDim.x):",  # dq: a column per thread, a tile of keys at a time
-             "    e = e0 + t",
-             f"    acc = {literal(0, ct)}",
-             "    for j0 in range(0, n, cuda.blockDim.x):",
-             "        j = j0 + t",
-             "        if j < n:",
-             "            p = S.exp(" + _SCORE.format(j="j") + " - m) * inv",
-             *_indent(dot_gv, 12),
-             "            ps[t] = p * (dp - delta) * scale",
-             "        cuda.syncthreads()",
-             "        if e < d:",
-             "            for jj in range(min(cuda.blockDim.x, n - j0)):",
-             f"                acc += ps[jj] * {c}({widen('ka[kb + (j0 + jj) * k_rs + e * k_cs]', dtype)})",
-             "        cuda.syncthreads()",
-             "    if e < d:",
-             f"        out[base + i * d + e] = {narrow('acc', dtype)}"]
-    lines = [_score_source(dtype, bias)] + _head(f"{_operand('g')}, {_operand('o')}, packed, scores, score_grad, "
-                                                   "stats, ") + [
-        f"    sh = cuda.shared.array({BLOCK}, np.{ct.name})", f"    ps = cuda.shared.array({BLOCK}, np.{ct.name})"]
-    return "\n".join(lines + _ROW + _indent(body)) + "\n"
+             *_indent(score_grad, 12),
+             "        else:",
+             f"            ds = {literal(0, ct)}",
+             f"        out[base + scores + i * lk + j] = {narrow('ds', dtype)}"]
+    body += _tile_sum(score_grad + ["w = ds * scale"], "d", f"{c}({widen('ka[kb + (j0 + jj) * k_rs + e * k_cs]', dtype)})",
+                      f"out[base + i * d + e] = {narrow('acc', dtype)}", ct)  # dq = sum_j dS_j k_j * scale
+    return _query_row_kernel(dtype, bias, f"{_operand('g')}, {_operand('o')}, packed, scores, score_grad, stats, ", body)
 
 
 @cache
