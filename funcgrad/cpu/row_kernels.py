@@ -30,12 +30,21 @@ def row_max(row, n):
 
 @njit(inline="always", error_model="numpy")
 def row_shift(x, r, zero):
-    """The row's maximum, or zero if it is infinite. zero has x's dtype, so a float32 row's exp is
-    libm's expf (in these short, summed loops faster than vecmath's, which pays off vectorised)."""
+    """The row's maximum, or zero (x's dtype) if it is infinite."""
     m = row_max(x[r], x.shape[1])
     if np.isinf(m):
         m = zero
     return m
+
+
+@njit(inline="always", error_model="numpy")
+def _exponentials(row, m, e):
+    """e = exp(row - m) and their sum (float64, reassociated: row_sum): the exponentials in a loop
+    of their own, which vectorises with vecmath's exp (a loop that also summed them stayed serial
+    with libm's: 2.5x the time for the GPT step's 1024 x 64 logits)."""
+    for j in range(row.shape[0]):
+        e[j] = vm.exp(row[j] - m)
+    return row_sum(e)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -43,11 +52,7 @@ def row_softmax(x, out, log, zero):
     rows, n = x.shape
     for r in range(rows):
         m = row_shift(x, r, zero)
-        total = 0.0  # float64: the sum of the exponentials is accumulated exactly enough
-        for j in range(n):
-            e = np.exp(x[r, j] - m)
-            out[r, j] = e  # kept for softmax: one exp per element
-            total += e
+        total = _exponentials(x[r], m, out[r])  # kept for softmax: one exp per element
         if log:
             shift = m + np.log(total)
             for j in range(n):
@@ -60,12 +65,10 @@ def row_softmax(x, out, log, zero):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def row_logsumexp(x, out, zero):
+    e = np.empty(x.shape[1], x.dtype)
     for r in range(x.shape[0]):
         m = row_shift(x, r, zero)
-        total = 0.0
-        for j in range(x.shape[1]):
-            total += np.exp(x[r, j] - m)
-        out[r] = np.log(total) + m
+        out[r] = np.log(_exponentials(x[r], m, e)) + m
 
 
 @njit(cache=True, nogil=True)
