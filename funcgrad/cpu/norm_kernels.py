@@ -23,11 +23,13 @@ def _sum_of_squares(row, shift):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
-def _sum_of_products(a, b):
-    total = 0.0
-    for j in range(a.shape[0]):
-        total += a[j] * b[j]
-    return total
+def _cotangent_sums(g, x, mean):
+    """sum(g) and sum(g * (x - mean)) in one pass."""
+    total = dot = 0.0
+    for j in range(g.shape[0]):
+        total += g[j]
+        dot += g[j] * (x[j] - mean)
+    return total, dot
 
 
 @njit(inline="always", error_model="numpy")
@@ -49,13 +51,13 @@ def normalize(x, out, eps, center):
 @njit(cache=True, nogil=True, error_model="numpy")
 def normalize_grad(x, g, out, eps, center):
     """out = rstd * (g - mean(g) - xhat * mean(g * xhat)) per row (no mean(g) term uncentred):
-    the normalisation's Jacobian, rstd (I - 1/n - xhat xhat^T / n), applied to g."""
+    the normalisation's Jacobian, rstd (I - 1/n - xhat xhat^T / n), applied to g. Four passes over
+    a row: the statistics (two), g's sums (one), the result."""
     n = x.shape[1]
     for r in range(x.shape[0]):
         mean, rstd = _statistics(x[r], eps, center)
-        for j in range(n):  # xhat, kept in out until the sums are known
-            out[r, j] = (x[r, j] - mean) * rstd
-        g_mean = row_sum(g[r]) / n if center else 0.0
-        projection = _sum_of_products(g[r], out[r]) / n
+        g_total, g_dot = _cotangent_sums(g[r], x[r], mean)
+        g_mean = g_total / n if center else 0.0
+        projection = g_dot * rstd / n  # mean(g * xhat)
         for j in range(n):
-            out[r, j] = rstd * (g[r, j] - g_mean - out[r, j] * projection)
+            out[r, j] = rstd * (g[r, j] - g_mean - (x[r, j] - mean) * rstd * projection)
