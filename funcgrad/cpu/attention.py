@@ -14,6 +14,8 @@ with B the leading dims' product.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .rows import row_kernels
@@ -48,7 +50,7 @@ def _transposed(x, name: str) -> np.ndarray:
 
 
 def _batch(q) -> int:
-    return int(np.prod(q.shape[:-2], dtype=np.int64))
+    return math.prod(q.shape[:-2])
 
 
 def attention(q, k, v, bias, scale: float, causal: bool, out: np.ndarray | None = None) -> np.ndarray:
