@@ -195,7 +195,6 @@ def view_strides(shape: tuple, strides: tuple, new_shape: tuple) -> tuple | None
     return tuple(out)
 
 
-
 # ---- the primitives --------------------------------------------------------------------------------
 def _reshape_impl(x, shape, out=None):
     """np.reshape, whose copy (where no strides walk the elements in order: merging a transposed
