@@ -337,6 +337,9 @@ def test_fused_attention_edge_cases():
         for g, shape in zip(no_queries, [(1, 0, 4), (1, 3, 4), (1, 3, 4)]):  # dk, dv: sums over no queries
             assert g.shape == shape
             np.testing.assert_array_equal(np.asarray(g), 0.0)
+    v = RNG.standard_normal((1, 4, 2))  # no features: q.k = 0, uniform weights (PyTorch's result), not 1 / sqrt(0)
+    assert_close(F.scaled_dot_product_attention(np.zeros((1, 3, 0)), np.zeros((1, 4, 0)), v),
+                 np.broadcast_to(v.mean(axis=1, keepdims=True), (1, 3, 2)))
     jitted = fg.jit(fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2)))
     assert_close(jitted(q), fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2))(q),
                  rtol=1e-12)

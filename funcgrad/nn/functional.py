@@ -447,5 +447,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
     bias = 0.0
     if mask is not None:
         bias = fnp.where(mask, 0.0, -np.inf).astype(q.dtype) if mask.dtype == fg_dtypes.bool_ else mask
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    if scale is None:  # with no features the scores are empty sums, 0 at any scale: uniform weights, as PyTorch
+        scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
+    scale = float(scale)
     return bind(A.attention_p, q, k, v, bias, scale=scale, causal=bool(is_causal))
