@@ -9,10 +9,11 @@ A chunk's windows are copied into a matrix (im2col) that stays in cache, never t
   speed into (G, n, Ho * Wo, kh * kw * Cg). Each pass is one GEMM per group over all the chunk's
   pixels (a GEMM per image is ~35% slower for 8x8 images). The forward GEMM leaves (pixels,
   channels), which a transposing copy moves to NCHW: that orientation ran 0.86x the time of the
-  one that leaves NCHW runs (8x8 and 14x14 images of 32 -> 64 channels, 0.94x at 28x28 with 5x5
-  windows). The gradients' GEMMs read the cotangent as (channels, pixels), copied from NCHW in
-  runs of an image's pixels; the input gradient's windows are added back by the same loop. (The image-major copy below takes ~7x as
-  long for 32 channels of 8x8 images: its runs are a row of 8 pixels.)
+  one that leaves NCHW runs (8x8 images of 32 -> 64 channels; 0.92x at 14x14, 0.94x at 28x28 with
+  5x5 windows). The gradients' GEMMs read the cotangent as (channels, pixels), copied from NCHW
+  in runs of an image's pixels; the input gradient's windows are added back by the same loop.
+  (The image-major copy below takes ~7x as long for 32 channels of 8x8 images: its runs are a
+  row of 8 pixels.)
 - image-major (N, C, kh, kw, Ho, Wo) views, for thin inputs (an RGB or grey first layer), whose
   channel runs would be a value or three long: a GEMM per image writes NCHW directly, the weight
   gradient sums per-image products, and col2im adds the input gradient's windows back.

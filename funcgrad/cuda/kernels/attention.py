@@ -154,9 +154,11 @@ def _query_grads_source(dtype: np.dtype, bias: bool) -> str:
              "        else:",
              f"            ds = {literal(0, ct)}",
              f"        out[base + scores + i * lk + j] = {narrow('ds', dtype)}"]
-    body += _tile_sum(score_grad + ["w = ds * scale"], "d", f"{c}({widen('ka[kb + (j0 + jj) * k_rs + e * k_cs]', dtype)})",
-                      f"out[base + i * d + e] = {narrow('acc', dtype)}", ct)  # dq = sum_j dS_j k_j * scale
-    return _query_row_kernel(dtype, bias, f"{_operand('g')}, {_operand('o')}, packed, scores, score_grad, stats, ", body)
+    k = f"{c}({widen('ka[kb + (j0 + jj) * k_rs + e * k_cs]', dtype)})"
+    body += _tile_sum(score_grad + ["w = ds * scale"], "d", k, f"out[base + i * d + e] = {narrow('acc', dtype)}",
+                      ct)  # dq = sum_j dS_j k_j * scale
+    extra = f"{_operand('g')}, {_operand('o')}, packed, scores, score_grad, stats, "
+    return _query_row_kernel(dtype, bias, extra, body)
 
 
 @cache
