@@ -426,11 +426,17 @@ def test_attention_kernels_and_their_gradients(shapes, bias_shape, causal):
     def attend(*a):
         return F.scaled_dot_product_attention(*a, is_causal=causal)
 
+    from funcgrad.ops import attention as A
     cpu, gpu = both(attend, q, k, v, *extra)
     same(cpu, gpu, tol=1e-5)
+    operands = [to_cuda(a) for a in (q, k, v) + extra] + ([] if extra else [0.0])
     fg.cuda.reset_launch_count()
-    attend(*map(to_cuda, (q, k, v) + extra))
-    assert fg.cuda.launch_count() <= 1 + len(extra)  # the attention; a bias's copy to the device is no launch
+    out = A.attention_p(*operands, scale=0.5, causal=causal)
+    assert fg.cuda.launch_count() == (1 if q.shape[-2] else 0)  # no queries: an empty result
+    fg.cuda.reset_launch_count()
+    A.attention_grads_p(*operands, out, to_cuda(np.ones(out.shape, np.float32)), scale=0.5, causal=causal,
+                        score_grad=bool(extra))
+    assert fg.cuda.launch_count() == (2 if q.shape[-2] else 1)  # with no queries the key side alone
     t = rng.standard_normal(cpu.shape).astype(np.float32)
 
     def loss(*a):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .workspace import deliver
+from .workspace import deliver, target
 
 
 def _kernels():
@@ -25,7 +25,7 @@ def normalize(x, eps: float, center: bool, out: np.ndarray | None = None) -> np.
     """(Into out, a C-contiguous array of x's shape and dtype, where one is given: jit's planned
     buffer, written in place when it has the working dtype.)"""
     rows, dtype = _rows(x)
-    result = _target(out, np.shape(x), rows.dtype)
+    result = _into(out, np.shape(x), rows.dtype)
     if rows.size:
         _kernels().normalize(rows, result.reshape(rows.shape), eps, center)
     return deliver(result.astype(dtype, copy=False), out)
@@ -34,12 +34,13 @@ def normalize(x, eps: float, center: bool, out: np.ndarray | None = None) -> np.
 def normalize_grad(x, g, eps: float, center: bool, out: np.ndarray | None = None) -> np.ndarray:
     rows, dtype = _rows(x)
     g_rows = np.ascontiguousarray(g, rows.dtype).reshape(rows.shape)  # the shape rule: g has x's shape
-    result = _target(out, np.shape(x), rows.dtype)
+    result = _into(out, np.shape(x), rows.dtype)
     if rows.size:
         _kernels().normalize_grad(rows, g_rows, result.reshape(rows.shape), eps, center)
     return deliver(result.astype(np.result_type(dtype, np.asarray(g).dtype), copy=False), out)
 
 
-def _target(out: np.ndarray | None, shape: tuple, work: np.dtype) -> np.ndarray:
+def _into(out: np.ndarray | None, shape: tuple, work: np.dtype) -> np.ndarray:
     """Where the kernel writes: out where it has the working dtype, else a new array."""
-    return out if out is not None and out.dtype == work else np.empty(shape, work)
+    into = target(out, work)
+    return np.empty(shape, work) if into is None else into

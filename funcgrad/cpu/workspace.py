@@ -36,6 +36,11 @@ def image_chunks(n: int, image_bytes: int, budget: int):
         yield start, min(n, start + step)
 
 
+def target(out: np.ndarray | None, dtype) -> np.ndarray | None:
+    """out, where the kernel may write there itself: jit's planned buffer of its working dtype."""
+    return out if out is not None and out.dtype == dtype else None
+
+
 def deliver(result: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     """result, or result written into out where the caller gave one (jit's planned buffers) and
     the kernel could not write there itself."""

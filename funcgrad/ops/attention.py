@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..cpu import attention as cpu_attention
-from ..cpu.workspace import deliver
+from ..cpu.workspace import deliver, target
 from ..trace import is_differentiated
 from . import elementwise as E
 from .core import Primitive, ShapedArray, shape_of
@@ -79,15 +79,10 @@ def _operands(q, k, v, bias, *rest):
     return arrays, bias, dtype
 
 
-def _into(out, work: np.dtype):
-    """jit's planned buffer for the result, where the kernel computes in its dtype."""
-    return out if out is not None and out.dtype == work else None
-
-
 def _attention_impl(q, k, v, bias, scale, causal, out=None):
     _check(q, k, v, bias)  # eager calls reach here without the shape rule
     (q2, k2, v2), bias2, dtype = _operands(q, k, v, bias)
-    result = cpu_attention.attention(q2, k2, v2, bias2, scale, causal, _into(out, q2.dtype))
+    result = cpu_attention.attention(q2, k2, v2, bias2, scale, causal, target(out, q2.dtype))
     return deliver(result.astype(dtype, copy=False), out)
 
 
@@ -95,7 +90,7 @@ def _grads_impl(q, k, v, bias, y, g, scale, causal, score_grad, out=None):
     """y: attention's output; out: where the packed gradients go (jit's planned buffer)."""
     (q2, k2, v2, y2, g2), bias2, dtype = _operands(q, k, v, bias, y, g)
     packed = cpu_attention.attention_grads(q2, k2, v2, bias2, y2, g2, scale, causal, score_grad,
-                                           _into(out, q2.dtype))
+                                           target(out, q2.dtype))
     return deliver(packed.astype(dtype, copy=False), out)
 
 
