@@ -144,7 +144,7 @@ def _query_grads_source(dtype: np.dtype, bias: bool) -> str:
     body += _statistics(ct)
     body += [f"v = {literal(0, ct)}", "for f in range(t, dv, cuda.blockDim.x):",
              f"    v += {g('f')} * {c}({widen('oa[ob + f * o_cs]', dtype)})"]
-    body += [line[4:] for line in block_combine(total, c)]
+    body += block_combine(total, c)
     body += ["delta = sh[0]", "cuda.syncthreads()",
              "if t == 0:", "    stats[3 * row] = m", "    stats[3 * row + 1] = inv", "    stats[3 * row + 2] = delta",
              "if score_grad:",  # every key's entry: zero where the query does not see it

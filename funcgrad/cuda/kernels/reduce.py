@@ -69,21 +69,21 @@ def combine_source(monoid: Monoid, acc: np.dtype) -> str:
 
 
 def block_combine(combine: str, acc: str) -> list[str]:
-    """Source combining `v` across the block into sh[0]. Warp shuffles move 32- and 64-bit words,
-    so complex accumulators combine in shared memory down to the last pair."""
-    lines = ["    sh[t] = v", "    cuda.syncthreads()"]
+    """Source (unindented) combining `v` across the block into sh[0]. Warp shuffles move 32- and
+    64-bit words, so complex accumulators combine in shared memory down to the last pair."""
+    lines = ["sh[t] = v", "cuda.syncthreads()"]
     shuffles = not SIMULATOR and "complex" not in acc
     stop = 32 if shuffles else 1
-    lines += [f"    s = {BLOCK // 2}", f"    while s >= {stop}:", "        if t < s:",
-              f"            sh[t] = {combine.format(a='sh[t]', b='sh[t + s]')}", "        cuda.syncthreads()",
-              "        s //= 2"]
+    lines += [f"s = {BLOCK // 2}", f"while s >= {stop}:", "    if t < s:",
+              f"        sh[t] = {combine.format(a='sh[t]', b='sh[t + s]')}", "    cuda.syncthreads()",
+              "    s //= 2"]
     if shuffles:  # the last warp: shuffles, no shared memory, no barriers
         # Every lane of the mask must reach the shuffle: it is taken once, before the combine,
         # whose conditional expression (max, min) would run a second one in some lanes only.
-        lines += ["    if t < 32:", "        v = sh[t]", "        w = 16", "        while w >= 1:",
-                  f"            other = {acc}(cuda.shfl_down_sync(0xFFFFFFFF, v, w))",
-                  f"            v = {combine.format(a='v', b='other')}",
-                  "            w //= 2", "        if t == 0:", "            sh[0] = v", "    cuda.syncthreads()"]
+        lines += ["if t < 32:", "    v = sh[t]", "    w = 16", "    while w >= 1:",
+                  f"        other = {acc}(cuda.shfl_down_sync(0xFFFFFFFF, v, w))",
+                  f"        v = {combine.format(a='v', b='other')}",
+                  "        w //= 2", "    if t == 0:", "        sh[0] = v", "cuda.syncthreads()"]
     return lines
 
 
@@ -142,7 +142,7 @@ def _reduce_source(monoid: Monoid, dtype: np.dtype, out_dtype: np.dtype, layout:
                         *_indent(body, 8)]
     else:
         body = [f"v = {_identity(monoid, acc)}", "for j in range(start + t, stop, cuda.blockDim.x):", fold]
-        body += [line[4:] for line in block_combine(combine, cast(acc))]
+        body += block_combine(combine, cast(acc))
         body += ["if t == 0:", f"    out[piece] = {narrow('sh[0]', out_dtype)}", "cuda.syncthreads()"]
         lines = head + [f"    sh = cuda.shared.array({BLOCK}, np.{acc.name})", "    t = cuda.threadIdx.x",
                         "    for piece in range(cuda.blockIdx.x, nrows * splits, cuda.gridDim.x):",
@@ -265,10 +265,10 @@ def softmax_statistics(value: str, count: str, ct: np.dtype) -> list[str]:
     c, big = cast(ct), combine_source(MAX, ct)
     lines = [f"v = {literal(-np.inf, ct)}", f"for j in range(t, {count}, cuda.blockDim.x):",
              f"    v = {big.format(a='v', b=value)}"]
-    lines += [line[4:] for line in block_combine(big, c)]
+    lines += block_combine(big, c)
     lines += ["m = sh[0]", "if not S.isfinite(m):", f"    m = {literal(0, ct)}", "cuda.syncthreads()",
               f"v = {literal(0, ct)}", f"for j in range(t, {count}, cuda.blockDim.x):", f"    v += S.exp({value} - m)"]
-    lines += [line[4:] for line in block_combine(combine_source(SUM, ct), c)]
+    lines += block_combine(combine_source(SUM, ct), c)
     return lines + ["total = sh[0]", "cuda.syncthreads()"]
 
 
@@ -326,7 +326,7 @@ def _norm_source(dtype: np.dtype, center: bool, g_dtype: np.dtype | None = None)
         """name = the mean over the row of term (of xv, x's element, and gv, g's)."""
         return ([f"v = {literal(0, ct)}", "for j in range(t, ncols, cuda.blockDim.x):", f"    xv = {x}"] +
                 ([f"    gv = {g}"] if "gv" in term else []) + [f"    v += {term}"] +
-                [line[4:] for line in block_combine(total, c)] + [f"{name} = sh[0] / {c}(ncols)", "cuda.syncthreads()"])
+                block_combine(total, c) + [f"{name} = sh[0] / {c}(ncols)", "cuda.syncthreads()"])
     body = ["gbase = S.element(row, kshape, g_kstrides, g_off)"] if grad else []
     body += row_sum("xv", "mean") if center else [f"mean = {literal(0, ct)}"]
     body += row_sum("(xv - mean) * (xv - mean)", "var") + [f"rstd = {literal(1, ct)} / S.sqrt(var + eps)"]
