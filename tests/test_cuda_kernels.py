@@ -418,7 +418,8 @@ ATTENTION_CASES = [  # q, k, v shapes; the bias's shape (None: none); causal
 @pytest.mark.parametrize("shapes,bias_shape,causal", ATTENTION_CASES)
 def test_attention_kernels_and_their_gradients(shapes, bias_shape, causal):
     """attention (one launch) and its backward pass (two) against the CPU's blocked BLAS form: the
-    output, and the gradients of q, k, v and an additive bias (the scores' gradient)."""
+    output, and the gradients of q, k, v and an additive bias (the scores' gradient); the weights
+    alone (one launch) against the CPU's."""
     from funcgrad.nn import functional as F
     q, k, v = (rng.standard_normal(s).astype(np.float32) for s in shapes)
     extra = () if bias_shape is None else (rng.standard_normal(bias_shape).astype(np.float32),)
@@ -437,6 +438,11 @@ def test_attention_kernels_and_their_gradients(shapes, bias_shape, causal):
     A.attention_grads_p(*operands, out, to_cuda(np.ones(out.shape, np.float32)), scale=0.5, causal=causal,
                         score_grad=bool(extra))
     assert fg.cuda.launch_count() == (2 if q.shape[-2] else 1)  # with no queries the key side alone
+    bias = extra[0] if extra else 0.0
+    fg.cuda.reset_launch_count()
+    weights = A.attention_weights_p(operands[0], operands[1], operands[3], scale=0.5, causal=causal)
+    assert fg.cuda.launch_count() == (1 if q.shape[-2] else 0)
+    same(A.attention_weights_p(q, k, bias, scale=0.5, causal=causal), weights, tol=1e-6)
     t = rng.standard_normal(cpu.shape).astype(np.float32)
 
     def loss(*a):
@@ -449,8 +455,9 @@ def test_attention_kernels_and_their_gradients(shapes, bias_shape, causal):
 @pytest.mark.parametrize("dtype", [np.float64, np.float16, BF16])
 def test_attention_kernels_in_every_float_dtype_and_on_head_views(dtype):
     """Half types compute in float32 and round once; q, k, v read in place as the head-split views
-    of one projection (strided leading dims)."""
+    of one projection (strided leading dims); the weights alone too."""
     from funcgrad.nn import functional as F
+    from funcgrad.ops import attention as A
     proj = rng.standard_normal((2, 9, 3, 2, 4)).astype(dtype)
 
     def attend(p, causal):
@@ -459,6 +466,8 @@ def test_attention_kernels_in_every_float_dtype_and_on_head_views(dtype):
     tol = {np.dtype(np.float64): 1e-12, np.dtype(np.float16): 4e-3, BF16: 3e-2}[np.dtype(dtype)]
     for causal in (False, True):
         same(*both(attend, proj, causal), tol=tol)
+        same(*both(lambda p: A.attention_weights_p(*(fnp.transpose(p[:, :, i], (0, 2, 1, 3)) for i in range(2)), 0.0,
+                                                   scale=0.5, causal=causal), proj), tol=tol)
         same(*both(lambda p: fg.grad(lambda p: fnp.sum(fnp.astype(attend(p, causal), np.float32) ** 2))(p), proj),
              tol=tol * 8)
 

@@ -168,13 +168,17 @@ def test_outputs_the_caller_dropped_are_written_again_and_held_ones_never():
     assert_close(third, expected, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("kept", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, "bfloat16"])
-def test_norm_and_attention_write_into_planned_buffers(dtype):
-    """Layer norm, attention and their fused backward passes take jit's planned buffers (out=) where
-    their results are 64 KiB or more, in place where the dtype is their working one and through a
-    copy for half types; results equal the eager ones, call after call."""
+def test_norm_and_attention_write_into_planned_buffers(dtype, kept, monkeypatch):
+    """Layer norm, attention (its fused form both ways, or its weights where they are kept) and
+    the norm's backward pass take jit's planned buffers (out=) where their results are 64 KiB or
+    more, in place where the dtype is their working one and through a copy for half types; results
+    equal the eager ones, call after call."""
     from funcgrad.nn import functional as F
     from funcgrad.ops import attention as A, normalization as N
+    if not kept:
+        monkeypatch.setattr(A, "KEEP_WEIGHTS_BYTES", 0)
 
     def loss(x, t):
         h = nn.layer_norm(x, x.shape[-1])
@@ -194,7 +198,10 @@ def test_norm_and_attention_write_into_planned_buffers(dtype):
     run = next(iter(jitted.cache.values())).run
     callees = [re.search(r"= (c\d+)\(", line) for line in run.source.splitlines() if "out=" in line]
     into = {getattr(run.__globals__[c.group(1)], "func", None) for c in callees if c}
-    assert {A.attention_p.impl, A.attention_grads_p.impl, N.norm_p.impl, N.norm_grad_p.impl} <= into
+    fused = {A.attention_p.impl, A.attention_grads_p.impl}
+    attention = {A.attention_weights_p.impl} if kept and dtype != "bfloat16" else fused  # half types: fused
+    assert attention | {N.norm_p.impl, N.norm_grad_p.impl} <= into
+    assert not (fused - attention) & into
 
 
 def test_a_reshape_that_copies_writes_into_a_planned_buffer_and_one_that_views_aliases_safely():

@@ -8,6 +8,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import nn
 from funcgrad.nn import functional as F
+from funcgrad.ops import attention as A
 
 from .helpers import assert_close
 
@@ -256,7 +257,17 @@ def test_layer_norm_against_formula():
                  atol=1e-6)
 
 
-def test_attention_against_numpy():
+@pytest.fixture(params=["kept weights", "fused"])
+def attention_form(request, monkeypatch):
+    """Attention tests run in both forms: the weights kept for the backward pass (the CPU's choice
+    for small operands being differentiated) and the fused primitive, whose backward pass
+    recomputes them."""
+    if request.param == "fused":
+        monkeypatch.setattr(A, "KEEP_WEIGHTS_BYTES", 0)
+    return request.param
+
+
+def test_attention_against_numpy(attention_form):
     q, k, v = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 5, 4)), RNG.standard_normal((2, 5, 4))
     s = q @ k.transpose(0, 2, 1) / 2.0
     p = np.exp(s - s.max(-1, keepdims=True))
@@ -277,10 +288,10 @@ def _np_attention(q, k, v, bias, causal, scale):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_fused_attention_masks_bias_scale_and_all_derivatives(causal):
-    """The fused primitive against NumPy with a boolean mask, an additive bias with its own
-    gradient, a scale and more keys than queries (PyTorch's top-left causal alignment); first
-    derivatives take the fused backward pass, second ones the composition: both against finite
+def test_attention_masks_bias_scale_and_all_derivatives(causal, attention_form):
+    """Attention against NumPy with a boolean mask, an additive bias with its own gradient, a scale
+    and more keys than queries (PyTorch's top-left causal alignment); first derivatives take the
+    fused backward pass (second ones the composition) or the kept weights' rules: against finite
     differences, forward and reverse mode."""
     q, k = RNG.standard_normal((2, 3, 4, 5)), RNG.standard_normal((2, 3, 6, 5))
     v, bias = RNG.standard_normal((2, 3, 6, 2)), RNG.standard_normal((3, 4, 6))
@@ -303,13 +314,14 @@ def test_fused_attention_blocks_of_queries_give_the_whole(monkeypatch):
     def run():
         return fg.value_and_grad(lambda q, k, v: fnp.sum(F.scaled_dot_product_attention(q, k, v, is_causal=True) ** 2),
                                  argnums=(0, 1, 2))(q, k, v)
+    monkeypatch.setattr(A, "KEEP_WEIGHTS_BYTES", 0)  # the fused form's backward pass, blocked too
     whole = run()
     monkeypatch.setattr(cpu_attention, "BLOCK_BYTES", 1)
     for a, b in zip(fg.tree_leaves(whole), fg.tree_leaves(run())):
         assert_close(a, b, rtol=1e-12)
 
 
-def test_fused_attention_edge_cases():
+def test_attention_edge_cases(attention_form):
     q = RNG.standard_normal((1, 3, 4))
     none_seen = np.zeros((3, 3), bool)
     none_seen[1:] = True  # query 0 may attend to no key: NaN there, as PyTorch's math path
@@ -350,7 +362,7 @@ def test_fused_attention_edge_cases():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_fused_attention_rows_longer_than_a_vector(dtype):
+def test_attention_rows_longer_than_a_vector(dtype, attention_form):
     """19 keys, so the probabilities' loops run whole vectors of 8 and a remainder, and each causal
     query sees its own count: against NumPy with a mask that hides every key from one query (a NaN
     row, as PyTorch's math path), a NaN score and an infinite bias; gradients (with the bias's)

@@ -31,10 +31,22 @@ def _block_rows(batch: int, lq: int, lk: int, itemsize: int) -> int:
 def _probs(q, k_t, bias, scale, causal, r0, r1):
     """The probabilities of query rows r0 .. r1, (..., r1 - r0, Lk) in scratch memory."""
     s = scratch("attention scores", q.shape[:-2] + (r1 - r0, k_t.shape[-1]), np.result_type(q, k_t))
-    np.matmul(q[..., r0:r1, :], k_t, out=s)
-    row_kernels().attention_probs(s.reshape(_batch(q), r1 - r0, k_t.shape[-1]), bias, s.dtype.type(scale), causal,
+    return _softmax_of_scores(s, q[..., r0:r1, :], k_t, bias, scale, causal, r0)
+
+
+def _softmax_of_scores(s, q, k_t, bias, scale, causal, r0):
+    """s (C-contiguous) = the probabilities of q's rows, query rows r0 onwards of the bias and mask."""
+    np.matmul(q, k_t, out=s)
+    row_kernels().attention_probs(s.reshape(_batch(q), q.shape[-2], k_t.shape[-1]), bias, s.dtype.type(scale), causal,
                                   r0, s.dtype.type(0))
     return s
+
+
+def weights(q, k, bias, scale: float, causal: bool, out: np.ndarray | None = None) -> np.ndarray:
+    """The attention weights themselves, (..., Lq, Lk) (into out, C-contiguous, where one is given):
+    kept for the backward pass where they are small (ops/attention.py)."""
+    out = np.empty(q.shape[:-1] + (k.shape[-2],), q.dtype) if out is None else out
+    return _softmax_of_scores(out, q, _transposed(k, "attention keys transposed"), bias, scale, causal, 0)
 
 
 def _transposed(x, name: str) -> np.ndarray:

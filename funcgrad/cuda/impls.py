@@ -274,7 +274,7 @@ def scatter_plane(g, index, plane):
     return reshape(out, tuple(g.shape[:2]) + tuple(plane))
 
 
-# ---- attention: three kernels (kernels/attention.py) -------------------------------------------
+# ---- attention: four kernels (kernels/attention.py) -------------------------------------------
 def _attention_operands(q, k, v, bias, scale, causal):
     q, k, v = _device(q), _device(k), _device(v)
     bias = bias if isinstance(bias, (int, float)) else _device(bias)
@@ -285,6 +285,13 @@ def _attention_operands(q, k, v, bias, scale, causal):
 def attention(q, k, v, bias, scale, causal):
     q, k, v, bias, dtype = _attention_operands(q, k, v, bias, scale, causal)
     return attention_kernels.attention(q, k, v, bias, scale, causal, dtype)
+
+
+def attention_weights(q, k, bias, scale, causal):
+    q, k = _device(q), _device(k)
+    bias = bias if isinstance(bias, (int, float)) else _device(bias)
+    dtype = A.attention_weights_p.shape_rule(*map(aval, (q, k, bias)), scale=scale, causal=causal).dtype
+    return attention_kernels.weights(q, k, bias, scale, causal, dtype)
 
 
 def attention_grads(q, k, v, bias, out, g, scale, causal, score_grad):

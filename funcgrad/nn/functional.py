@@ -436,9 +436,9 @@ def one_hot(labels, num_classes: int, dtype=fg_dtypes.float32):
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, scale: float | None = None):
     """softmax(q k^T * scale + mask) v over (..., L, d) inputs, as
     torch.nn.functional.scaled_dot_product_attention: `mask` is boolean (True = attend) or additive,
-    is_causal masks the keys after each query, scale defaults to 1 / sqrt(d). One fused primitive
-    (ops/attention.py): the scores are formed a block of queries at a time, and the backward pass
-    recomputes them instead of keeping them."""
+    is_causal masks the keys after each query, scale defaults to 1 / sqrt(d). ops/attention.py's
+    fused primitive forms the scores a block of queries at a time and its backward pass recomputes
+    them; on the CPU, where they are small and being differentiated, the weights are kept instead."""
     q, k, v = fnp._common((q, k, v))
     q, k, v = (fnp._float_arg(x) for x in (q, k, v))
     mask = None if mask is None else fnp.asarray(mask)
@@ -450,4 +450,4 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
     if scale is None:  # with no features the scores are empty sums, 0 at any scale: uniform weights, as PyTorch
         scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     scale = float(scale)
-    return bind(A.attention_p, q, k, v, bias, scale=scale, causal=bool(is_causal))
+    return A.attention(q, k, v, bias, scale=scale, causal=bool(is_causal))

@@ -1,12 +1,19 @@
-"""Scaled dot-product attention as one primitive: softmax(q k^T * scale + bias, causal) v.
+"""Scaled dot-product attention: softmax(q k^T * scale + bias, causal) v, in one of two forms.
 
 attention_p computes it a block of query rows at a time (cpu/attention.py; on a GPU a query row
 per thread block, cuda/kernels/attention.py), never holding the whole score matrix of a long
 sequence, and its reverse rule is attention_grads_p, the fused backward pass that recomputes the
 probabilities rather than storing them. That pair is first-order only;
 where a rule's operands are themselves being differentiated (grad of grad, jvp of grad), the
-rules use the composition of einsum and softmax instead, which differentiates to any order. So
+rules use the composition of matmul and softmax instead, which differentiates to any order. So
 derivatives of every order come out right, and the common first-order pass is the fused one.
+
+`attention` picks the form. On the CPU, where the operands are being differentiated and the
+weights are small (no larger than one block of the fused pass), it keeps them instead:
+attention_weights_p (the scores, mask and softmax in one pass) times v, whose backward pass is
+four GEMMs and the softmax's Jacobian, with nothing recomputed (the GPT-128 step: 0.945x). On a
+GPU the fused kernels launch fewer kernels each way, and long sequences keep the fused form's
+linear memory.
 
 Operands: q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with equal leading (batch, head) dims;
 bias a float array broadcastable to (..., Lq, Lk), or 0.0. Parameters: scale, causal (key j
@@ -25,12 +32,18 @@ from ..trace import is_differentiated
 from . import elementwise as E
 from .core import Primitive, ShapedArray, shape_of
 from .layout import batch_first, reshape_p, transpose_p, unbroadcast
-from .linalg import einsum_p
+from .linalg import matmul_p
 from .reductions import softmax_p, sum_p
 from .shape import gather_p
 
 
 def _check(q, k, v, bias):
+    """(The dtype, the scores' shape), or a clear error; v is None for the weights alone."""
+    if v is None:
+        if len(q.shape) < 2 or len(k.shape) != len(q.shape) or q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
+            raise ValueError(f"attention weights take q (..., Lq, D), k (..., Lk, D) with the same leading dims, got "
+                             f"shapes {q.shape}, {k.shape}")
+        v = k
     if len(q.shape) < 2 or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or len(k.shape) != len(q.shape) or \
             len(v.shape) != len(q.shape) or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"attention takes q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with the same leading "
@@ -94,17 +107,55 @@ def _grads_impl(q, k, v, bias, y, g, scale, causal, score_grad, out=None):
     return deliver(packed.astype(dtype, copy=False), out)
 
 
-def _batch(size, prim, vals, dims, **params):
+def _weights_shape(q, k, bias, *, scale, causal):
+    dtype, scores = _check(q, k, None, bias)
+    return ShapedArray(scores, dtype)
+
+
+def _weights_impl(q, k, bias, scale, causal, out=None):
+    _check(q, k, None, bias)
+    (q2, k2, _), bias2, dtype = _operands(q, k, k, bias)
+    return deliver(cpu_attention.weights(q2, k2, bias2, scale, causal, target(out, q2.dtype)).astype(dtype, copy=False),
+                   out)
+
+
+def _batch_rule(bias_index: int):
     """The vmapped axis joins the leading dims; an unbatched bias broadcasts as it is."""
-    moved = [batch_first(v, d, size) if i != 3 or d is not None else v for i, (v, d) in enumerate(zip(vals, dims))]
-    return prim(*moved, **params), 0
+    def rule(size, prim, vals, dims, **params):
+        moved = [v if i == bias_index and d is None else batch_first(v, d, size)
+                 for i, (v, d) in enumerate(zip(vals, dims))]
+        return prim(*moved, **params), 0
+    return rule
 
 
-attention_p = Primitive("attention", _attention_impl, shape_rule=_attention_shape, batch_rule=_batch,
+attention_p = Primitive("attention", _attention_impl, shape_rule=_attention_shape, batch_rule=_batch_rule(3),
                         cuda="attention", fresh=True, writes_into=True)
 # Bound only where nothing is being differentiated (attention_p's rule checks), so it needs no rules.
-attention_grads_p = Primitive("attention_grads", _grads_impl, shape_rule=_grads_shape, batch_rule=_batch,
+attention_grads_p = Primitive("attention_grads", _grads_impl, shape_rule=_grads_shape, batch_rule=_batch_rule(3),
                               cuda="attention_grads", fresh=True, writes_into=True, differentiable=False)
+# softmax(q k^T * scale + bias, causal), (..., Lq, Lk): the weights, where they are kept.
+attention_weights_p = Primitive("attention_weights", _weights_impl, shape_rule=_weights_shape,
+                                batch_rule=_batch_rule(2), cuda="attention_weights", fresh=True, writes_into=True)
+
+
+# The largest weights kept: one block of the fused pass (where they would be formed whole anyway).
+KEEP_WEIGHTS_BYTES = cpu_attention.BLOCK_BYTES
+
+
+def attention(q, k, v, bias, *, scale: float, causal: bool):
+    """softmax(q k^T * scale + bias, causal) v, in the form these operands run fastest in (above)."""
+    if _keeps_weights(q, k, v, bias):
+        return matmul_p(attention_weights_p(q, k, bias, scale=scale, causal=causal), v)
+    return attention_p(q, k, v, bias, scale=scale, causal=causal)
+
+
+def _keeps_weights(q, k, v, bias) -> bool:
+    dtype = np.result_type(q.dtype, k.dtype, v.dtype)
+    on_cpu = getattr(getattr(q, "device", None), "platform", "cpu") == "cpu"
+    small = math.prod(q.shape[:-1]) * k.shape[-2] * dtype.itemsize <= KEEP_WEIGHTS_BYTES
+    # half types run in float32 inside the fused form; kept weights would be rounded to them
+    return on_cpu and small and dtype in (dtypes.float32, dtypes.float64) and \
+        any(is_differentiated(x) for x in (q, k, v, bias))
 
 
 # ---- the composition, for derivatives of any order (and the JVP) ----------------------------------
@@ -114,8 +165,7 @@ def _swap(x):
 
 
 def _matmul(a, b):
-    batch = "abcdefgh"[:len(a.shape) - 2]  # letters apart from i, j, k
-    return einsum_p(a, b, spec=f"{batch}ij,{batch}jk->{batch}ik")
+    return matmul_p(a, b)
 
 
 def _softmax_jacobian(t, p):
@@ -161,23 +211,41 @@ def _vjp(g, out, q, k, v, bias, *, wanted, scale, causal):
     return [dq, dk, dv, unbroadcast(ds, shape_of(bias)) if score_grad else None]
 
 
-def _jvp(tangents, out, q, k, v, bias, scale, causal):
-    """d out = dP v + P dv, with dP the softmax's Jacobian applied to d(scores)."""
-    tq, tk, tv, tb = tangents
-    p = probabilities(q, k, bias, scale, causal)
+def _weights_tangent(tq, tk, tb, p, q, k, scale):
+    """The tangent of the weights p: the softmax's Jacobian applied to the scores' tangent (None
+    where q, k and the bias have none)."""
     terms = ([E.mul_p(_matmul(tq, _swap(k)), scale)] if tq is not None else []) + \
         ([E.mul_p(_matmul(q, _swap(tk)), scale)] if tk is not None else []) + \
         ([tb] if tb is not None else [])
-    results = []
-    if terms:
-        d_scores = terms[0]
-        for term in terms[1:]:
-            d_scores = E.add_p(d_scores, term)
-        results.append(_matmul(_softmax_jacobian(d_scores, p), v))
-    if tv is not None:
-        results.append(_matmul(p, tv))
+    if not terms:
+        return None
+    d_scores = terms[0]
+    for term in terms[1:]:
+        d_scores = E.add_p(d_scores, term)
+    return _softmax_jacobian(d_scores, p)
+
+
+def _jvp(tangents, out, q, k, v, bias, scale, causal):
+    """d out = dP v + P dv."""
+    tq, tk, tv, tb = tangents
+    p = probabilities(q, k, bias, scale, causal)
+    dp = _weights_tangent(tq, tk, tb, p, q, k, scale)
+    results = ([_matmul(dp, v)] if dp is not None else []) + ([_matmul(p, tv)] if tv is not None else [])
     return results[0] if len(results) == 1 else E.add_p(*results) if results else None
+
+
+def _weights_vjp(g, p, q, k, bias, *, wanted, scale, causal):
+    """The scores' gradient ds is the softmax's Jacobian applied to g; q and k get ds k and ds^T q,
+    scaled (on the (L, D) products rather than on ds), the bias ds itself. Written with
+    differentiable primitives, so derivatives of any order follow."""
+    ds = _softmax_jacobian(g, p)
+    scaled = (lambda x: x) if scale == 1 else (lambda x: E.mul_p(x, scale))  # noqa: E731
+    return [scaled(_matmul(ds, k)) if 0 in wanted else None, scaled(_matmul(_swap(ds), q)) if 1 in wanted else None,
+            unbroadcast(ds, shape_of(bias)) if 2 in wanted else None]
 
 
 attention_p.vjp_joint = _vjp
 attention_p.jvp_joint = _jvp
+attention_weights_p.vjp_joint = _weights_vjp
+attention_weights_p.jvp_joint = lambda tangents, p, q, k, bias, scale, causal: _weights_tangent(*tangents, p, q, k,
+                                                                                                 scale)

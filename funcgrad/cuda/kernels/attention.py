@@ -1,5 +1,5 @@
 """Scaled dot-product attention in three kernels: the forward pass, and the backward pass's query
-side and key side. The composition of einsum, scale, bias, mask and softmax took ~25 launches each
+side and key side (and a fourth for the weights alone, where ops/attention.py keeps them). The composition of einsum, scale, bias, mask and softmax took ~25 launches each
 way and wrote the (batch, Lq, Lk) scores, probabilities and their gradient to device memory; these
 hold one query's (or key's) scores at a time and never write a score matrix.
 
@@ -126,6 +126,16 @@ def _forward_source(dtype: np.dtype, bias: bool) -> str:
     v = f"{c}({widen('va[vb + (j0 + jj) * v_rs + e * v_cs]', dtype)})"
     body = _statistics(ct) + _tile_sum([f"w = S.exp({_SCORE.format(j='j')} - m) * inv"], "dv", v,
                                        f"out[row * dv + e] = {narrow('acc', dtype)}", ct)
+    return _query_row_kernel(dtype, bias, "", body)
+
+
+@cache
+def _weights_source(dtype: np.dtype, bias: bool) -> str:
+    """The weights themselves: a query row's probabilities over every key (0 where it does not see one)."""
+    ct = compute_dtype(dtype)
+    body = _statistics(ct) + ["for j in range(t, lk, cuda.blockDim.x):",
+                              f"    w = S.exp({_SCORE.format(j='j')} - m) * inv if j < n else {literal(0, ct)}",
+                              f"    out[row * lk + j] = {narrow('w', dtype)}"]
     return _query_row_kernel(dtype, bias, "", body)
 
 
@@ -259,6 +269,22 @@ def attention(q: DeviceValue, k: DeviceValue, v: DeviceValue, bias, scale: float
     return out
 
 
+def weights(q: DeviceValue, k: DeviceValue, bias, scale: float, causal: bool, dtype: np.dtype) -> DeviceValue:
+    """softmax(q k^T * scale + bias, causal), (..., Lq, Lk) of dtype, in one launch (the forward
+    kernel's signature, with k's arguments in v's place: never read)."""
+    q, k = (_same_dtype(x, dtype) for x in (q, k))
+    lq, lk = q.shape[-2], k.shape[-2]
+    out = empty(tuple(q.shape[:-1]) + (lk,), dtype)
+    rows = math.prod(_lead(q.shape)) * lq
+    if out.size == 0:
+        return out
+    bias_args, has_bias = _bias_args(bias, dtype, tuple(out.shape), q)
+    ct = compute_dtype(dtype)
+    launch(compile_source(_weights_source(dtype, has_bias)), *_grid(rows), *_args(q), *_args(k), *_args(k),
+           *bias_args, _lead(q.shape), rows, lq, lk, q.shape[-1], lk, ct.type(scale), int(causal), out.data)
+    return out
+
+
 def attention_grads(q: DeviceValue, k: DeviceValue, v: DeviceValue, bias, out: DeviceValue, g: DeviceValue,
                     scale: float, causal: bool, score_grad: bool, dtype: np.dtype) -> DeviceValue:
     """ops/attention.py's packing (..., Lq*D + Lk*D + Lk*Dv [+ Lq*Lk]) of dq, dk, dv and the scores'
@@ -289,7 +315,7 @@ def attention_grads(q: DeviceValue, k: DeviceValue, v: DeviceValue, bias, out: D
 
 
 def ptx_cases():
-    """The three kernels for every float dtype, with and without a bias array (two leading dims)."""
+    """The four kernels for every float dtype, with and without a bias array (two leading dims)."""
     i64 = scalar_type(INDEX)
     for dt in FLOATS:
         ct = compute_dtype(dt)
@@ -299,6 +325,7 @@ def ptx_cases():
         for bias in (False, True):
             label = f"[{dt.name}{', bias' if bias else ''}]"
             yield f"attention{label}", compile_source(_forward_source(dt, bias)), head + tail
+            yield f"attention weights{label}", compile_source(_weights_source(dt, bias)), head + tail
             yield (f"attention query grads{label}", compile_source(_query_grads_source(dt, bias)),
                    head + operand * 2 + (i64, i64, i64, array_type(ct)) + tail)
             yield (f"attention key grads{label}", compile_source(_key_grads_source(dt, bias)),
