@@ -140,11 +140,15 @@ def _shifted_log_softmax(x):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_of_long_rows_with_nan_and_inf_anywhere(dtype):
-    """Rows of 19: the row maximum is taken in eight lanes and a remainder, so a NaN, an inf or the
-    maximum itself is placed in a lane, in the remainder and first; every row against NumPy."""
+    """Rows of 19, so vector loops leave a remainder: a NaN (of either sign: the maximum is taken
+    over the values' bits as integers, where the sign orders NaNs), an inf or the maximum itself in
+    a lane, in the remainder and first; every row against NumPy, logsumexp too."""
     rng = np.random.default_rng(7)
     x = rng.uniform(-5, 5, (12, 19)).astype(dtype)
     x[1, 0] = x[2, 13] = x[3, 18] = np.nan
+    x[10, 7] = x[11, 18] = -np.array(np.nan, dtype)  # the sign bit set, as x86's 0 * inf leaves it
+    x[11, 2] = 1000
+    assert np.signbit(x[10, 7]) and np.isnan(x[10, 7])
     x[4, 5] = x[5, 17] = np.inf
     x[6] = -np.inf
     x[7, :18] = -np.inf
@@ -155,6 +159,12 @@ def test_softmax_of_long_rows_with_nan_and_inf_anywhere(dtype):
     tol = 1e-6 if dtype == np.float32 else 1e-12
     assert_close(nn.log_softmax(x), expected, rtol=tol, atol=tol)
     assert_close(nn.softmax(x), np.exp(expected), rtol=tol, atol=tol)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        wide = x.astype(np.float64)
+        m = np.max(wide, axis=-1)
+        shift = np.where(np.isinf(m), 0, m)
+        lse = np.log(np.exp(wide - shift[:, None]).sum(-1)) + shift
+    assert_close(fnp.logsumexp(x, axis=-1), lse, rtol=tol, atol=tol)
 
 
 def test_low_precision_sums_accumulate_in_float32():

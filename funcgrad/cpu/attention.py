@@ -37,8 +37,9 @@ def _probs(q, k_t, bias, scale, causal, r0, r1):
 def _softmax_of_scores(s, q, k_t, bias, scale, causal, r0):
     """s (C-contiguous) = the probabilities of q's rows, query rows r0 onwards of the bias and mask."""
     np.matmul(q, k_t, out=s)
-    row_kernels().attention_probs(s.reshape(_batch(q), q.shape[-2], k_t.shape[-1]), bias, s.dtype.type(scale), causal,
-                                  r0, s.dtype.type(0))
+    zero = bias.size == 0 or (not any(bias.strides) and bias.flat[0] == 0)  # the broadcast 0 of no bias
+    row_kernels().attention_probs(s.reshape(_batch(q), q.shape[-2], k_t.shape[-1]), bias, not zero,
+                                  s.dtype.type(scale), causal, r0, s.dtype.type(0))
     return s
 
 
