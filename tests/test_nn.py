@@ -257,6 +257,22 @@ def test_layer_norm_against_formula():
                  atol=1e-6)
 
 
+def test_float32_norms_accumulate_accurately_in_float32():
+    """float32 rows sum in float32 (as PyTorch's CPU layer norm): long rows far from 0 still
+    normalise, and differentiate, to float32 accuracy against float64 NumPy (a float32 mean alone
+    is off by up to half its ulp, 3e-5 here: PyTorch's result is off by 4e-5)."""
+    x = (1000 + RNG.standard_normal((3, 4099))).astype(np.float32)  # a mean 1000x the spread
+    g = RNG.standard_normal(x.shape).astype(np.float32)
+    wide = x.astype(np.float64)
+    xhat = (wide - wide.mean(-1, keepdims=True)) / np.sqrt(wide.var(-1, keepdims=True) + 1e-5)
+    assert_close(F.layer_norm(x, 4099), xhat, rtol=2e-6, atol=2e-6)
+    rstd = 1 / np.sqrt(wide.var(-1, keepdims=True) + 1e-5)
+    dx = rstd * (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, keepdims=True))
+    assert_close(fg.grad(lambda v: fnp.sum(F.layer_norm(v, 4099) * g))(x), dx, rtol=1e-5, atol=1e-5)
+    rms = wide / np.sqrt((wide ** 2).mean(-1, keepdims=True) + 1e-5)
+    assert_close(F.rms_norm(x, 4099), rms, rtol=1e-5, atol=1e-5)
+
+
 @pytest.fixture(params=["kept weights", "fused"])
 def attention_form(request, monkeypatch):
     """Attention tests run in both forms: the weights kept for the backward pass (the CPU's choice
