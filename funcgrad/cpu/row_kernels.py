@@ -104,8 +104,9 @@ def unpick_rows(g, labels, out):
 def attention_probs(s, bias, has_bias, scale, causal, row0, zero):
     """In place: s (B, R, Lk), the raw q . k of query rows row0 .. row0 + R, becomes the softmax
     of each row of s * scale + bias (bias (1 or B, Lq, Lk), read only where has_bias: a broadcast
-    zero's reads do not vectorise), keys after the query masked out when causal (probability 0). The shift and the NaN and -inf rules are row_softmax's; the exponential
-    is vecmath's, whose loop vectorises (libm's expf took two thirds of the time).
+    zero's reads do not vectorise), keys after the query masked out when causal (probability 0).
+    The shift and the NaN and -inf rules are row_softmax's; the exponential is vecmath's, whose
+    loop vectorises (libm's expf took two thirds of the time).
 
     Every loop runs over whole vectors: the exponential over the visible keys rounded up to 8, the
     extra lanes holding the shift (exp(0), no slow subnormal path), the scaling over the whole row

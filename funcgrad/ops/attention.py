@@ -40,7 +40,8 @@ from .shape import gather_p
 def _check(q, k, v, bias):
     """(The dtype, the scores' shape), or a clear error; v is None for the weights alone."""
     if v is None:
-        if len(q.shape) < 2 or len(k.shape) != len(q.shape) or q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
+        aligned = len(q.shape) >= 2 and len(k.shape) == len(q.shape) and q.shape[:-2] == k.shape[:-2]
+        if not aligned or q.shape[-1] != k.shape[-1]:
             raise ValueError(f"attention weights take q (..., Lq, D), k (..., Lk, D) with the same leading dims, got "
                              f"shapes {q.shape}, {k.shape}")
         v = k
@@ -164,10 +165,6 @@ def _swap(x):
     return transpose_p(x, perm=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
-def _matmul(a, b):
-    return matmul_p(a, b)
-
-
 def _softmax_jacobian(t, p):
     """The softmax Jacobian (at probabilities p, over the last axis) applied to t."""
     total = sum_p(E.mul_p(t, p), axes=(len(p.shape) - 1,), keepdims=True)
@@ -175,7 +172,7 @@ def _softmax_jacobian(t, p):
 
 
 def probabilities(q, k, bias, scale, causal):
-    scores = E.mul_p(_matmul(q, _swap(k)), scale)
+    scores = E.mul_p(matmul_p(q, _swap(k)), scale)
     if not isinstance(bias, (int, float)) or bias:
         scores = E.add_p(scores, bias)
     if causal:
@@ -186,8 +183,8 @@ def probabilities(q, k, bias, scale, causal):
 def composed_grads(g, q, k, v, bias, scale, causal):
     """dq, dk, dv and the scores' gradient, from the probabilities recomputed."""
     p = probabilities(q, k, bias, scale, causal)
-    ds = _softmax_jacobian(_matmul(g, _swap(v)), p)
-    return E.mul_p(_matmul(ds, k), scale), E.mul_p(_matmul(_swap(ds), q), scale), _matmul(_swap(p), g), ds
+    ds = _softmax_jacobian(matmul_p(g, _swap(v)), p)
+    return E.mul_p(matmul_p(ds, k), scale), E.mul_p(matmul_p(_swap(ds), q), scale), matmul_p(_swap(p), g), ds
 
 
 def _fused_grads(g, out, q, k, v, bias, scale, causal, score_grad):
@@ -214,8 +211,8 @@ def _vjp(g, out, q, k, v, bias, *, wanted, scale, causal):
 def _weights_tangent(tq, tk, tb, p, q, k, scale):
     """The tangent of the weights p: the softmax's Jacobian applied to the scores' tangent (None
     where q, k and the bias have none)."""
-    terms = ([E.mul_p(_matmul(tq, _swap(k)), scale)] if tq is not None else []) + \
-        ([E.mul_p(_matmul(q, _swap(tk)), scale)] if tk is not None else []) + \
+    terms = ([E.mul_p(matmul_p(tq, _swap(k)), scale)] if tq is not None else []) + \
+        ([E.mul_p(matmul_p(q, _swap(tk)), scale)] if tk is not None else []) + \
         ([tb] if tb is not None else [])
     if not terms:
         return None
@@ -230,7 +227,7 @@ def _jvp(tangents, out, q, k, v, bias, scale, causal):
     tq, tk, tv, tb = tangents
     p = probabilities(q, k, bias, scale, causal)
     dp = _weights_tangent(tq, tk, tb, p, q, k, scale)
-    results = ([_matmul(dp, v)] if dp is not None else []) + ([_matmul(p, tv)] if tv is not None else [])
+    results = ([matmul_p(dp, v)] if dp is not None else []) + ([matmul_p(p, tv)] if tv is not None else [])
     return results[0] if len(results) == 1 else E.add_p(*results) if results else None
 
 
@@ -240,7 +237,7 @@ def _weights_vjp(g, p, q, k, bias, *, wanted, scale, causal):
     differentiable primitives, so derivatives of any order follow."""
     ds = _softmax_jacobian(g, p)
     scaled = (lambda x: x) if scale == 1 else (lambda x: E.mul_p(x, scale))  # noqa: E731
-    return [scaled(_matmul(ds, k)) if 0 in wanted else None, scaled(_matmul(_swap(ds), q)) if 1 in wanted else None,
+    return [scaled(matmul_p(ds, k)) if 0 in wanted else None, scaled(matmul_p(_swap(ds), q)) if 1 in wanted else None,
             unbroadcast(ds, shape_of(bias)) if 2 in wanted else None]
 
 

@@ -1,7 +1,8 @@
 """Scaled dot-product attention in three kernels: the forward pass, and the backward pass's query
-side and key side (and a fourth for the weights alone, where ops/attention.py keeps them). The composition of einsum, scale, bias, mask and softmax took ~25 launches each
-way and wrote the (batch, Lq, Lk) scores, probabilities and their gradient to device memory; these
-hold one query's (or key's) scores at a time and never write a score matrix.
+side and key side (a fourth forms the weights alone, for ops/attention.py's kept-weights form).
+The composition of einsum, scale, bias, mask and softmax took ~25 launches each way and wrote the
+(batch, Lq, Lk) scores, probabilities and their gradient to device memory; these hold one query's
+(or key's) scores at a time and never write a score matrix.
 
 A block takes a query row (grid-stride over batch x Lq rows): its threads stride over the keys, a
 thread computing a key's score q . k * scale + bias from q and k in device memory; the row's
@@ -131,7 +132,8 @@ def _forward_source(dtype: np.dtype, bias: bool) -> str:
 
 @cache
 def _weights_source(dtype: np.dtype, bias: bool) -> str:
-    """The weights themselves: a query row's probabilities over every key (0 where it does not see one)."""
+    """The weights themselves: a query row's probabilities over every key (0 where it does not
+    see one)."""
     ct = compute_dtype(dtype)
     body = _statistics(ct) + ["for j in range(t, lk, cuda.blockDim.x):",
                               f"    w = S.exp({_SCORE.format(j='j')} - m) * inv if j < n else {literal(0, ct)}",
