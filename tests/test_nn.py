@@ -415,6 +415,25 @@ def test_attention_rows_longer_than_a_vector(dtype, attention_form):
         assert_close(fused, unfused, rtol=tol * 10, atol=tol * 10)
 
 
+@pytest.mark.parametrize("mask_shape", [(5, 5), (1, 5), (5,), (2, 5, 5)])
+def test_attention_under_vmap_with_a_mask_per_example(mask_shape, attention_form):
+    """vmap over examples that each have their own additive mask, of fewer dims than the scores or
+    not: each example's mask broadcasts over that example's heads (it failed to broadcast before),
+    values and every gradient equal to the per-example loop's."""
+    q, k, v = (RNG.standard_normal((3, 2, 5, 4)) for _ in range(3))
+    masks = RNG.standard_normal((3,) + mask_shape)
+
+    def loss(q, k, v, b):
+        return fnp.sum(F.scaled_dot_product_attention(q, k, v, b, is_causal=True) ** 2)
+    grads = fg.vmap(fg.grad(loss, argnums=(0, 1, 2, 3)))(q, k, v, masks)
+    per_example = [fg.grad(loss, argnums=(0, 1, 2, 3))(q[i], k[i], v[i], masks[i]) for i in range(3)]
+    for j, g in enumerate(grads):
+        assert_close(g, np.stack([np.asarray(each[j]) for each in per_example]), rtol=1e-12, atol=1e-12)
+    outs = fg.vmap(lambda q, b: F.scaled_dot_product_attention(q, k[0], v[0], b), in_axes=(None, 0))(q[0], masks)
+    assert_close(outs, np.stack([np.asarray(F.scaled_dot_product_attention(q[0], k[0], v[0], m)) for m in masks]),
+                 rtol=1e-12, atol=1e-12)
+
+
 def test_multi_head_attention_is_causal():
     mha = nn.MultiHeadAttention(8, 2, key=fg.random.key(0))
     x = fg.random.normal(fg.random.key(1), (1, 5, 8))

@@ -121,10 +121,15 @@ def _weights_impl(q, k, bias, scale, causal, out=None):
 
 
 def _batch_rule(bias_index: int):
-    """The vmapped axis joins the leading dims; an unbatched bias broadcasts as it is."""
+    """The vmapped axis joins the leading dims; an unbatched bias broadcasts as it is, a batched
+    one of fewer dims than the scores gets ones after its batch axis (each example's (Lq, Lk) mask
+    broadcasts over that example's heads, not over the batch)."""
     def rule(size, prim, vals, dims, **params):
         moved = [v if i == bias_index and d is None else batch_first(v, d, size)
                  for i, (v, d) in enumerate(zip(vals, dims))]
+        bias, missing = moved[bias_index], len(moved[0].shape) - len(shape_of(moved[bias_index]))
+        if dims[bias_index] is not None and missing > 0:
+            moved[bias_index] = reshape_p(bias, shape=(size,) + (1,) * missing + tuple(bias.shape[1:]))
         return prim(*moved, **params), 0
     return rule
 
