@@ -351,6 +351,8 @@ def test_attention_edge_cases(attention_form):
         F.scaled_dot_product_attention(q, q, q, np.ones((3, 2)))
     with pytest.raises(ValueError, match="q .*k .*v"):
         F.scaled_dot_product_attention(q, q[..., :3], q)
+    with pytest.raises(TypeError, match="is_causal must be a bool, got 0.0 .*dropout_p"):
+        F.scaled_dot_product_attention(q, q, q, None, 0.0, True)  # PyTorch's order: dropout_p, is_causal
     with pytest.raises(ValueError, match="weights take q .*k .*got shapes \\(1, 3, 4\\), \\(1, 3, 3\\)"):
         A.attention_weights_p(q, q[..., :3], 0.0, scale=1.0, causal=False)
     for causal in (False, True):  # no keys: softmax over none, zeros out (as the composition), zero dq

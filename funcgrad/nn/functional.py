@@ -439,6 +439,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
     is_causal masks the keys after each query, scale defaults to 1 / sqrt(d). ops/attention.py's
     fused primitive forms the scores a block of queries at a time and its backward pass recomputes
     them; on the CPU, where they are small and being differentiated, the weights are kept instead."""
+    if not isinstance(is_causal, (bool, int, np.bool_, np.integer)):  # a float: PyTorch's dropout_p, by position
+        raise TypeError(f"scaled_dot_product_attention: is_causal must be a bool, got {is_causal!r} (PyTorch's "
+                        f"fifth argument is dropout_p, which funcgrad does not take: pass is_causal by name)")
     q, k, v = fnp._common((q, k, v))
     q, k, v = (fnp._float_arg(x) for x in (q, k, v))
     mask = None if mask is None else fnp.asarray(mask)
