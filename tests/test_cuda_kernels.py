@@ -473,9 +473,11 @@ def test_attention_kernels_in_every_float_dtype_and_on_head_views(dtype):
 
 
 def test_attention_kernels_follow_the_cpu_on_masked_rows_no_keys_and_non_finite_scores():
-    """A row whose keys are all masked (bias -inf) is NaN as on the CPU (0 / 0), a NaN score makes
-    its row NaN, an infinite bias leaves the shift at 0; with no keys the output is zeros."""
+    """A row whose keys are all masked (bias -inf) is zeros as on the CPU (and in PyTorch), with
+    zero gradients; a NaN score makes its row NaN, an infinite bias leaves the shift at 0; with no
+    keys the output is zeros. The weights kernel follows the same rules."""
     from funcgrad.nn import functional as F
+    from funcgrad.ops import attention as A
     q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4, 3), (2, 5, 3), (2, 5, 2)))
     bias = np.zeros((2, 4, 5), np.float32)
     bias[0, 1] = -np.inf
@@ -483,8 +485,17 @@ def test_attention_kernels_follow_the_cpu_on_masked_rows_no_keys_and_non_finite_
     bias[1, 0, 2] = np.inf
     bias[0, 3, :2] = -np.inf
     cpu, gpu = both(F.scaled_dot_product_attention, q, k, v, bias)
-    assert np.isnan(cpu.numpy()[0, 1]).all() and np.isnan(cpu.numpy()[1, 2]).all()
+    assert (cpu.numpy()[0, 1] == 0).all() and np.isnan(cpu.numpy()[1, 2]).all()
     same(cpu, gpu, tol=1e-5)
+    same(*both(lambda *a: A.attention_weights_p(*a, scale=0.5, causal=False), q, k, bias), tol=1e-6)
+    finite = bias.copy()
+    finite[1] = 0  # no NaN or inf score: every gradient finite, the masked row's zero
+    grads = both(lambda *a: fg.grad(lambda *a: fnp.sum(F.scaled_dot_product_attention(*a) ** 2), argnums=(0, 1, 2))(*a),
+                 q, k, v, finite)
+    for c, g in zip(*grads):
+        assert np.isfinite(c.numpy()).all()
+        same(c, g, tol=1e-5)
+    assert (grads[0][0].numpy()[0, 1] == 0).all()
     empty = (q, np.zeros((2, 0, 3), np.float32), np.zeros((2, 0, 2), np.float32))
     cpu, gpu = both(F.scaled_dot_product_attention, *empty)
     same(cpu, gpu)

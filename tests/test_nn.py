@@ -340,9 +340,13 @@ def test_fused_attention_blocks_of_queries_give_the_whole(monkeypatch):
 def test_attention_edge_cases(attention_form):
     q = RNG.standard_normal((1, 3, 4))
     none_seen = np.zeros((3, 3), bool)
-    none_seen[1:] = True  # query 0 may attend to no key: NaN there, as PyTorch's math path
+    none_seen[1:] = True  # query 0 may attend to no key: zeros there, as PyTorch 2.5+ (NaN before)
     out = np.asarray(F.scaled_dot_product_attention(q, q, q, none_seen))
-    assert np.isnan(out[0, 0]).all() and np.isfinite(out[0, 1:]).all()
+    assert (out[0, 0] == 0).all() and np.isfinite(out[0, 1:]).all()
+    assert_close(out[0, 1:], _np_attention(q, q, q, np.where(none_seen, 0.0, -np.inf), False, 0.5)[0, 1:])
+    grad = np.asarray(fg.grad(lambda q: fnp.sum(F.scaled_dot_product_attention(q, q, q, none_seen) ** 2))(q))
+    assert np.isfinite(grad).all()  # no NaN from the masked row reaches any gradient
+    fg.check_grads(lambda q: F.scaled_dot_product_attention(q, q, q, none_seen), (q,), order=2)
     half = F.scaled_dot_product_attention(*(fnp.asarray(q, fnp.bfloat16) for _ in range(3)), is_causal=True)
     assert half.dtype == fnp.bfloat16
     assert_close(fnp.astype(half, fnp.float64), _np_attention(q, q, q, 0.0, True, 0.5), atol=0.05)
@@ -384,9 +388,9 @@ def test_attention_edge_cases(attention_form):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_attention_rows_longer_than_a_vector(dtype, attention_form):
     """19 keys, so the probabilities' loops run whole vectors of 8 and a remainder, and each causal
-    query sees its own count: against NumPy with a mask that hides every key from one query (a NaN
-    row, as PyTorch's math path), a NaN score and an infinite bias; gradients (with the bias's)
-    against the unfused composition."""
+    query sees its own count: against NumPy with a mask that hides every key from one query (a row
+    of zeros, as PyTorch's attention), a NaN score and an infinite bias (NaN rows, as PyTorch's);
+    gradients (with the bias's) against the unfused composition."""
     q, k = RNG.standard_normal((2, 11, 6)).astype(dtype), RNG.standard_normal((2, 19, 6)).astype(dtype)
     v, bias = RNG.standard_normal((2, 19, 3)).astype(dtype), RNG.standard_normal((2, 11, 19)).astype(dtype)
     tol = 2e-5 if dtype == np.float32 else 1e-12
@@ -399,8 +403,9 @@ def test_attention_rows_longer_than_a_vector(dtype, attention_form):
     odd[1, 7, 5] = np.inf
     with np.errstate(invalid="ignore"):
         expected = _np_attention(q.astype(np.float64), k, v, odd, True, 1 / np.sqrt(6))
+    expected[0, 4] = 0  # NumPy's softmax of an all -inf row is NaN
     out = np.asarray(F.scaled_dot_product_attention(q, k, v, odd, is_causal=True))
-    assert np.isnan(out[0, 4]).all() and np.isnan(out[1, 2]).all() and np.isnan(out[1, 7]).all()
+    assert (out[0, 4] == 0).all() and np.isnan(out[1, 2]).all() and np.isnan(out[1, 7]).all()
     assert_close(out, expected, rtol=tol, atol=tol)
 
     def loss(attend):

@@ -105,13 +105,14 @@ def attention_probs(s, bias, has_bias, scale, causal, row0, zero):
     """In place: s (B, R, Lk), the raw q . k of query rows row0 .. row0 + R, becomes the softmax
     of each row of s * scale + bias (bias (1 or B, Lq, Lk), read only where has_bias: a broadcast
     zero's reads do not vectorise), keys after the query masked out when causal (probability 0).
-    The shift and the NaN and -inf rules are row_softmax's; the exponential is vecmath's, whose
-    loop vectorises (libm's expf took two thirds of the time).
+    The shift and the NaN and -inf rules are row_softmax's, but for a row whose visible scores are
+    all -inf (every key masked): zeros, as PyTorch's attention gives (its safe softmax), where
+    row_softmax gives NaN as torch.softmax does. The exponential is vecmath's, whose loop
+    vectorises (libm's expf took two thirds of the time).
 
     Every loop runs over whole vectors: the exponential over the visible keys rounded up to 8, the
     extra lanes holding the shift (exp(0), no slow subnormal path), the scaling over the whole row
-    after the masked keys are zeroed (0 * inv is the unfused form's masked value: 0, or NaN where
-    the row's sum is 0 or NaN). Loops over each query's own count left a scalar remainder per row
+    after the masked keys are zeroed (0 * inv: 0, or NaN where the row's sum is NaN). Loops over each query's own count left a scalar remainder per row
     that cost more than the vector part."""
     batch, rows, keys = s.shape
     if keys == 0:
@@ -137,7 +138,8 @@ def attention_probs(s, bias, has_bias, scale, causal, row0, zero):
                 row[j] = vm.exp(row[j] - m)
             for j in range(n, keys):
                 row[j] = 0
-            inv = 1.0 / row_sum(row)
+            total = row_sum(row)
+            inv = 1.0 / total if total != 0 else 0.0  # every visible key masked: zeros, as PyTorch
             for j in range(keys):
                 row[j] = row[j] * inv
 

@@ -17,7 +17,9 @@ linear memory.
 
 Operands: q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with equal leading (batch, head) dims;
 bias a float array broadcastable to (..., Lq, Lk), or 0.0. Parameters: scale, causal (key j
-masked out for query i when j > i, PyTorch's is_causal).
+masked out for query i when j > i, PyTorch's is_causal). A query whose every key is masked (-inf)
+gets weights 0, so an output of 0 and zero gradients, as PyTorch's attention (since 2.5); a plain
+softmax of such a row is NaN, in PyTorch too.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from . import elementwise as E
 from .core import Primitive, ShapedArray, shape_of
 from .layout import batch_first, reshape_p, transpose_p, unbroadcast
 from .linalg import matmul_p
-from .reductions import softmax_p, sum_p
+from .reductions import max_p, softmax_p, sum_p
 from .shape import gather_p
 
 
@@ -182,7 +184,13 @@ def probabilities(q, k, bias, scale, causal):
         scores = E.add_p(scores, bias)
     if causal:
         scores = E.select_p(np.tri(q.shape[-2], k.shape[-2], dtype=bool), scores, -np.inf)
-    return softmax_p(scores, axes=(len(q.shape) - 1,))
+    # a row whose every key is masked (all -inf) has weights 0, as PyTorch's attention: it goes
+    # through the softmax as zeros, so no NaN reaches the derivatives either
+    axis = len(q.shape) - 1
+    if not k.shape[-2]:  # no keys: nothing to take a maximum of, and no weights
+        return softmax_p(scores, axes=(axis,))
+    hidden = E.eq_p(max_p(scores, axes=(axis,), keepdims=True), -np.inf)
+    return E.select_p(hidden, 0.0, softmax_p(E.select_p(hidden, 0.0, scores), axes=(axis,)))
 
 
 def composed_grads(g, q, k, v, bias, scale, causal):

@@ -76,8 +76,11 @@ _SCORE = "score(qa, qb, q_cs, ka, kb, k_rs, k_cs, d, scale, ba, bb, b_cs, bias, 
 
 
 def _statistics(ct: np.dtype) -> list[str]:
-    """Source (inside the row loop) leaving the row's shift m and 1 / sum of exp(s - m) in inv."""
-    return softmax_statistics(_SCORE.format(j="j"), "n", ct) + [f"inv = {literal(1, ct)} / total"]
+    """Source (inside the row loop) leaving the row's shift m and 1 / sum of exp(s - m) in inv: 0
+    where the sum is 0, every visible key masked (the row's weights are then 0, as PyTorch's)."""
+    zero = literal(0, ct)
+    return softmax_statistics(_SCORE.format(j="j"), "n", ct) + [
+        f"inv = {literal(1, ct)} / total if total != {zero} else {zero}"]
 
 
 def _tile_sum(weight: list[str], width: str, load: str, store: str, ct: np.dtype) -> list[str]:
