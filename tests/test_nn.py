@@ -355,6 +355,8 @@ def test_attention_edge_cases(attention_form):
         F.scaled_dot_product_attention(q, q, q, np.ones((3, 2)))
     with pytest.raises(ValueError, match="q .*k .*v"):
         F.scaled_dot_product_attention(q, q[..., :3], q)
+    with pytest.raises(TypeError, match="mask is boolean .* not int64"):
+        F.scaled_dot_product_attention(q, q, q, np.ones((3, 3), np.int64))
     with pytest.raises(TypeError, match="is_causal must be a bool, got 0.0 .*dropout_p"):
         F.scaled_dot_product_attention(q, q, q, None, 0.0, True)  # PyTorch's order: dropout_p, is_causal
     with pytest.raises(ValueError, match="weights take q .*k .*got shapes \\(1, 3, 4\\), \\(1, 3, 3\\)"):

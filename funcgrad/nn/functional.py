@@ -445,6 +445,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
     q, k, v = fnp._common((q, k, v))
     q, k, v = (fnp._float_arg(x) for x in (q, k, v))
     mask = None if mask is None else fnp.asarray(mask)
+    if mask is not None and mask.dtype != fg_dtypes.bool_ and mask.dtype not in fg_dtypes.float_dtypes:
+        raise TypeError(f"scaled_dot_product_attention: a mask is boolean (True = attend) or a float to add to the "
+                        f"scores, not {mask.dtype} (as PyTorch: an integer 0/1 mask would be added, not applied)")
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
     q, k, v = (fnp.broadcast_to(x, lead + x.shape[-2:]) for x in (q, k, v))
     bias = 0.0
