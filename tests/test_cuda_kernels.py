@@ -170,6 +170,12 @@ def test_softmax_family(dtype):
         finite = np.where(np.isinf(x), 0, x).astype(dtype)
         same(*both(lambda a: R.softmax_p(a, axes=axes), finite))
         same(*both(lambda a: R.log_softmax_p(a, axes=axes), finite))
+    odd = x[:, :4].copy()  # rows (over the last axis) of -inf, one holding +inf, one holding NaN
+    odd[0, 1, 1] = np.inf
+    odd[0, 2, 0] = np.nan
+    for prim in (R.softmax_p, R.log_softmax_p):  # NaN rows where a row holds +inf, as the CPU (and PyTorch)
+        same(*both(lambda a: prim(a, axes=(2,)), odd))
+    same(*both(lambda a: R.logsumexp_p(a, axes=(2,), keepdims=False), odd))  # +inf there
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.bool_])

@@ -132,9 +132,9 @@ def test_softmax_is_stable_for_large_logits():
 
 def _shifted_log_softmax(x):
     """NumPy's log_softmax over the last axis, shifted by each row's maximum or by 0 where that is
-    infinite (NaN rows stay NaN; +inf gives NaN at the inf and 0 elsewhere, as in PyTorch)."""
+    -inf (NaN rows stay NaN; a row holding +inf is NaN, as in PyTorch and JAX)."""
     m = np.max(x, axis=-1, keepdims=True)
-    shifted = x - np.where(np.isinf(m), 0, m)
+    shifted = x - np.where(m == -np.inf, 0, m)
     return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
 
 
@@ -149,7 +149,7 @@ def test_softmax_of_long_rows_with_nan_and_inf_anywhere(dtype):
     x[10, 7] = x[11, 18] = -np.array(np.nan, dtype)  # the sign bit set, as x86's 0 * inf leaves it
     x[11, 2] = 1000
     assert np.signbit(x[10, 7]) and np.isnan(x[10, 7])
-    x[4, 5] = x[5, 17] = np.inf
+    x[4, 5] = x[5, 17] = np.inf  # the whole row NaN, as torch.softmax and jax.nn.softmax (logsumexp: +inf)
     x[6] = -np.inf
     x[7, :18] = -np.inf
     x[8, 18] = 1000  # the maximum in the remainder: exp overflows unless shifted by it

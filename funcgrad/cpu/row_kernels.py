@@ -36,10 +36,11 @@ def _row_max(row, n):
 
 
 @njit(inline="always", error_model="numpy")
-def row_shift(x, r, zero):
-    """The row's maximum, or zero (x's dtype) if it is infinite."""
+def row_shift(x, r, zero, infinite):
+    """The row's maximum, or zero (x's dtype) where it is infinite (with infinite False: only
+    where it is -inf); ops/reductions.py's _stable_max says which operation takes which."""
     m = row_max(x[r], x.shape[1])
-    if np.isinf(m):
+    if (np.isinf(m) if infinite else m == -np.inf):
         m = zero
     return m
 
@@ -58,7 +59,7 @@ def _exponentials(row, m, e):
 def row_softmax(x, out, log, zero):
     rows, n = x.shape
     for r in range(rows):
-        m = row_shift(x, r, zero)
+        m = row_shift(x, r, zero, False)
         total = _exponentials(x[r], m, out[r])  # kept for softmax: one exp per element
         if log:
             shift = m + np.log(total)
@@ -74,7 +75,7 @@ def row_softmax(x, out, log, zero):
 def row_logsumexp(x, out, zero):
     e = np.empty(x.shape[1], x.dtype)
     for r in range(x.shape[0]):
-        m = row_shift(x, r, zero)
+        m = row_shift(x, r, zero, True)
         out[r] = np.log(_exponentials(x[r], m, e)) + m
 
 
@@ -105,9 +106,10 @@ def attention_probs(s, bias, has_bias, scale, causal, row0, zero):
     """In place: s (B, R, Lk), the raw q . k of query rows row0 .. row0 + R, becomes the softmax
     of each row of s * scale + bias (bias (1 or B, Lq, Lk), read only where has_bias: a broadcast
     zero's reads do not vectorise), keys after the query masked out when causal (probability 0).
-    The shift and the NaN and -inf rules are row_softmax's, but for a row whose visible scores are
-    all -inf (every key masked): zeros, as PyTorch's attention gives (its safe softmax), where
-    row_softmax gives NaN as torch.softmax does. The exponential is vecmath's, whose loop
+    The shift is row_logsumexp's (0 where the maximum is infinite: a +inf score gives the row NaN
+    through p v, as in PyTorch); a row whose visible scores are all -inf (every key masked) is
+    zeros, as PyTorch's attention gives (its safe softmax), where row_softmax gives NaN as
+    torch.softmax does. The exponential is vecmath's, whose loop
     vectorises (libm's expf took two thirds of the time).
 
     Every loop runs over whole vectors: the exponential over the visible keys rounded up to 8, the

@@ -5,9 +5,9 @@ of 128).
 
 NumPy needs nine calls (max, isfinite, where, subtract, exp, sum, log, subtract, astype) and a
 temporary per step; for the small rows of a classifier's logits or attention scores those calls
-cost far more than the arithmetic. A row whose
-maximum is infinite is shifted by 0, as the NumPy path does, so -inf entries give 0 (softmax) and
--inf (log_softmax) and NaN propagates.
+cost far more than the arithmetic. The shift rules are the NumPy path's (ops/reductions.py's
+_stable_max): -inf entries give 0 (softmax) and -inf (log_softmax), a row holding +inf or NaN is
+NaN (as in PyTorch and JAX), and logsumexp of a row holding +inf is +inf.
 """
 from __future__ import annotations
 

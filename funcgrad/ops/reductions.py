@@ -148,9 +148,12 @@ deflinear(cumsum_p, lambda g, out, x, axis, reverse: cumsum_p(g, axis=axis, reve
 
 
 # ---- logsumexp and the softmax family (fused: one stable pass forward, one rule backward) -------
-def _stable_max(x, axes):
+def _stable_max(x, axes, infinite: bool = True):
+    """The shift: the maximum, or 0 where it is infinite (logsumexp: +inf in a row gives +inf, as
+    torch.logsumexp), or with infinite=False only where it is -inf (softmax: a row holding +inf is
+    NaN, as in PyTorch and JAX; an all -inf row is 0 / 0, NaN, either way)."""
     m = np.max(x, axis=axes, keepdims=True)
-    return np.where(np.isfinite(m), m, np.zeros((), m.dtype))
+    return np.where(np.isfinite(m) if infinite else m != -np.inf, m, np.zeros((), m.dtype))
 
 
 def _logsumexp_impl(x, axes, keepdims):
@@ -184,7 +187,7 @@ def _softmax_impl(x, axes):
         if fast is not None:
             return fast
     x32 = accumulate(x)
-    e = np.exp(x32 - _stable_max(x32, axes))
+    e = np.exp(x32 - _stable_max(x32, axes, infinite=False))
     return (e / np.sum(e, axis=axes, keepdims=True)).astype(x.dtype, copy=False)
 
 
@@ -194,7 +197,7 @@ def _log_softmax_impl(x, axes):
         if fast is not None:
             return fast
     x32 = accumulate(x)
-    shifted = x32 - _stable_max(x32, axes)
+    shifted = x32 - _stable_max(x32, axes, infinite=False)
     with np.errstate(divide="ignore"):
         out = shifted - np.log(np.sum(np.exp(shifted), axis=axes, keepdims=True))
     return out.astype(x.dtype, copy=False)

@@ -258,15 +258,17 @@ def arg_reduce(op: str, x: DeviceValue, axis: int, out_shape: tuple) -> DeviceVa
 
 
 # ---- the softmax family: max, then sum of exp, then each element, one block per row ------------
-def softmax_statistics(value: str, count: str, ct: np.dtype) -> list[str]:
+def softmax_statistics(value: str, count: str, ct: np.dtype, infinite: bool = True) -> list[str]:
     """Source (in a block's row loop, `t` its thread) leaving the shift m of the row's values
-    (`value`, an expression of j, for j < count: their maximum, 0 where that is infinite, so an
-    all -inf row gives 0 / 0 = NaN as NumPy's softmax) and total, the sum of exp(value - m)."""
+    (`value`, an expression of j, for j < count: their maximum, 0 where that is infinite, or with
+    infinite False only where it is -inf: ops/reductions.py's _stable_max rules, so an all -inf row
+    gives 0 / 0 = NaN as NumPy's softmax) and total, the sum of exp(value - m)."""
     c, big = cast(ct), combine_source(MAX, ct)
     lines = [f"v = {literal(-np.inf, ct)}", f"for j in range(t, {count}, cuda.blockDim.x):",
              f"    v = {big.format(a='v', b=value)}"]
     lines += block_combine(big, c)
-    lines += ["m = sh[0]", "if not S.isfinite(m):", f"    m = {literal(0, ct)}", "cuda.syncthreads()",
+    test = "not S.isfinite(m)" if infinite else f"m == {literal(-np.inf, ct)}"
+    lines += ["m = sh[0]", f"if {test}:", f"    m = {literal(0, ct)}", "cuda.syncthreads()",
               f"v = {literal(0, ct)}", f"for j in range(t, {count}, cuda.blockDim.x):", f"    v += S.exp({value} - m)"]
     lines += block_combine(combine_source(SUM, ct), c)
     return lines + ["total = sh[0]", "cuda.syncthreads()"]
@@ -281,7 +283,7 @@ def _softmax_source(mode: str, dtype: np.dtype) -> str:
     lines = ["@cuda.jit(cache=True)",
              "def kernel(x, x_off, kshape, kstrides, rshape, rstrides, nrows, ncols, out, o_kstrides, o_rstrides):",
              f"    sh = cuda.shared.array({BLOCK}, np.{ct.name})", *_ROW_LOOP]
-    body = softmax_statistics(load, "ncols", ct)
+    body = softmax_statistics(load, "ncols", ct, infinite=mode == "logsumexp")
     if mode == "logsumexp":
         body += ["if t == 0:", "    out[S.element(row, kshape, o_kstrides, 0)] = " + narrow("S.log(total) + m", dtype)]
     else:
