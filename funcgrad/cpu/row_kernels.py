@@ -109,8 +109,8 @@ def attention_probs(s, bias, has_bias, scale, causal, row0, zero):
     The shift is row_logsumexp's (0 where the maximum is infinite: a +inf score gives the row NaN
     through p v, as in PyTorch); a row whose visible scores are all -inf (every key masked) is
     zeros, as PyTorch's attention gives (its safe softmax), where row_softmax gives NaN as
-    torch.softmax does. The exponential is vecmath's, whose loop
-    vectorises (libm's expf took two thirds of the time).
+    torch.softmax does. The exponential is vecmath's, whose loop vectorises (libm's expf took two
+    thirds of the time).
 
     Every loop runs over whole vectors: the exponential over the visible keys rounded up to 8, the
     extra lanes holding the shift (exp(0), no slow subnormal path), the scaling over the whole row
