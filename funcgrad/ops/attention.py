@@ -11,7 +11,7 @@ derivatives of every order come out right, and the common first-order pass is th
 `attention` picks the form. On the CPU, where the operands are being differentiated and the
 weights are small (no larger than one block of the fused pass), it keeps them instead:
 attention_weights_p (the scores, mask and softmax in one pass) times v, whose backward pass is
-four GEMMs and the softmax's Jacobian, with nothing recomputed (the GPT-128 step: 0.945x). On a
+four GEMMs and the softmax's Jacobian, with nothing recomputed (the GPT-128 step: 0.93x). On a
 GPU the fused kernels launch fewer kernels each way, and long sequences keep the fused form's
 linear memory.
 
