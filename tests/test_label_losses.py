@@ -94,3 +94,69 @@ def test_pick_unpick_and_cross_entropy_gradient_on_the_device():
     assert_close(grad.numpy(), cpu[1], rtol=1e-5, atol=1e-7)
     rows = fg.device_put(fg.asarray(np.array([0, 2, 1, 1, 0])), "cuda")
     assert_close(pick(gx, rows).numpy(), x[np.arange(5), [0, 2, 1, 1, 0]], rtol=0)
+
+
+def _log_softmax(x, axis):
+    shifted = x - x.max(axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis, keepdims=True))
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (3, 5, 4), (5,)])
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_class_weights_follow_pytorchs_formula(shape, smoothing):
+    # PyTorch: loss_i = (1 - s) w[y_i] nll_i + s/C sum_c w_c nll_ic, 0 where y_i is ignored; the mean
+    # divides by the counted labels' weights (a NumPy transcription, per example)
+    classes = 5
+    weight = RNG.uniform(0.1, 2.0, classes)
+    logits = RNG.standard_normal(shape)
+    labels = RNG.integers(0, classes, shape[:1] + shape[2:] if len(shape) > 1 else ())
+    if labels.ndim:
+        labels.flat[0] = -100
+    axis = 1 if len(shape) > 1 else 0
+    nll_all = -_log_softmax(logits, axis)  # per class
+    safe = np.where(labels == -100, 0, labels)
+    nll = np.squeeze(np.take_along_axis(nll_all, np.expand_dims(safe, axis), axis), axis)
+    along_classes = weight.reshape((-1,) + (1,) * (len(shape) - 2)) if len(shape) > 1 else weight
+    smooth = (nll_all * along_classes).mean(axis)
+    per = np.where(labels == -100, 0.0, (1 - smoothing) * weight[safe] * nll + smoothing * smooth)
+    counted = np.where(labels == -100, 0.0, weight[safe]).sum()
+    for reduction, want in (("none", per), ("sum", per.sum()), ("mean", per.sum() / counted)):
+        got = nn.cross_entropy(logits, labels, weight=weight, reduction=reduction, label_smoothing=smoothing)
+        assert_close(got, want, rtol=1e-12)
+        if not smoothing:
+            log_probs = _log_softmax(logits, axis)
+            assert_close(nn.nll_loss(log_probs, labels, weight, reduction=reduction), want, rtol=1e-12)
+    criterion = nn.CrossEntropyLoss(weight, label_smoothing=smoothing)  # PyTorch's positional weight
+    assert_close(criterion(logits, labels), per.sum() / counted, rtol=1e-12)
+    fg.check_grads(lambda z: nn.cross_entropy(z, labels, weight=weight, label_smoothing=smoothing), (logits,), order=2)
+
+
+def test_class_weights_with_class_probabilities_average_over_examples():
+    logits, probs = RNG.standard_normal((4, 3)), RNG.dirichlet(np.ones(3), size=4)
+    weight = np.array([0.5, 2.0, 1.0])
+    smoothed = probs * 0.8 + 0.2 / 3
+    per = -(smoothed * weight * _log_softmax(logits, 1)).sum(1)
+    assert_close(nn.cross_entropy(logits, probs, weight=weight, label_smoothing=0.2), per.mean(), rtol=1e-12)
+    assert_close(nn.cross_entropy(logits, probs, weight=weight, reduction="none"),
+                 -(probs * weight * _log_softmax(logits, 1)).sum(1), rtol=1e-12)
+
+
+def test_class_weights_under_jit_and_every_label_ignored():
+    logits = RNG.standard_normal((4, 3)).astype(np.float32)
+    labels, weight = np.array([2, 0, 1, 1]), np.array([0.5, 2.0, 1.0], np.float32)
+    loss = lambda z, y: nn.cross_entropy(z, y, weight=weight)  # noqa: E731
+    assert_close(fg.jit(loss)(logits, labels), loss(logits, labels), rtol=1e-6)
+    assert_close(fg.jit(fg.grad(loss))(logits, labels), fg.grad(loss)(logits, labels), rtol=1e-6)
+    assert np.isnan(float(loss(logits, np.full(4, -100))))  # 0 / 0, as PyTorch
+
+
+def test_class_weights_refuse_a_wrong_shape_or_reduction_in_their_place():
+    logits, labels = RNG.standard_normal((4, 3)), np.array([2, 0, 1, 1])
+    with pytest.raises(fg.ShapeError, match=r"weight of shape \(4,\) must hold one weight per class, shape \(3,\)"):
+        nn.cross_entropy(logits, labels, weight=np.ones(4))
+    with pytest.raises(fg.ShapeError, match=r"nll_loss: weight of shape \(1, 3\)"):
+        nn.nll_loss(logits, labels, weight=np.ones((1, 3)))
+    with pytest.raises(TypeError, match=r"pass reduction by name \(reduction='sum'\)"):
+        nn.cross_entropy(logits, labels, "sum")  # PyTorch's third argument is weight
+    with pytest.raises(TypeError, match="CrossEntropyLoss: .*'wieght'"):
+        nn.CrossEntropyLoss(wieght=np.ones(3))

@@ -215,3 +215,23 @@ def test_load_state_dict_whose_result_is_dropped_raises():
         model.load_state_dict(state)
     loaded = model.load_state_dict(state)
     assert float(fnp.sum(fnp.abs(loaded.linears[0].weight))) == 0.0
+
+
+def test_binary_cross_entropy_weights_broadcast_to_the_input_and_no_further():
+    y = (Q > 0).astype(np.float64)
+    log_sig, log_not = -_softplus(-P), -_softplus(P)
+    per = -(y * log_sig + (1 - y) * log_not)
+    for weight in (np.abs(Q), np.abs(Q[0]), 2.5):  # per element, per class, one number
+        assert_close(nn.binary_cross_entropy_with_logits(P, y, weight), (per * weight).mean())
+        assert_close(nn.BCEWithLogitsLoss(weight, reduction="sum")(P, y), (per * weight).sum())
+    pos = np.abs(Q[1]) + 0.5
+    assert_close(nn.binary_cross_entropy_with_logits(P, y, np.abs(Q), pos_weight=pos, reduction="none"),
+                 -(pos * y * log_sig + (1 - y) * log_not) * np.abs(Q))
+    with pytest.raises(fg.ShapeError, match=r"weight of shape \(4, 1, 5\) does not broadcast to the input's shape \(4, 5\)"):
+        nn.binary_cross_entropy_with_logits(P, y, np.ones((4, 1, 5)))  # would average a (4, 4, 5) broadcast
+    with pytest.raises(fg.ShapeError, match=r"pos_weight of shape \(3,\)"):
+        nn.binary_cross_entropy_with_logits(P, y, pos_weight=np.ones(3))
+    with pytest.raises(fg.ShapeError, match=r"binary_cross_entropy: weight of shape \(2, 4, 5\)"):
+        nn.binary_cross_entropy(1 / (1 + np.exp(-P)), y, np.ones((2, 4, 5)))
+    with pytest.raises(TypeError, match="pass reduction by name"):
+        nn.binary_cross_entropy_with_logits(P, y, "sum")

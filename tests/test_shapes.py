@@ -163,3 +163,10 @@ def test_split_returns_every_piece():
     for got, want in zip(fnp.split(x, [3, 7]), np.split(x, [3, 7])):
         assert_close(got, want)
     assert len(fnp.split(x, 5)) == 5
+
+
+def test_broadcast_shapes_is_numpys_and_names_the_shapes_that_do_not_fit():
+    for shapes in [((2, 1), (3,)), ((), (4, 1, 2)), (5, (2, 1)), ((0, 3), (1, 3))]:
+        assert fnp.broadcast_shapes(*shapes) == np.broadcast_shapes(*shapes)
+    with pytest.raises(fg.ShapeError, match=r"shapes \(2, 3\), \(4,\) do not broadcast"):
+        fnp.broadcast_shapes((2, 3), (4,))

@@ -1,6 +1,8 @@
 """Losses with PyTorch's definitions and defaults (reduction="mean")."""
 from __future__ import annotations
 
+import inspect
+
 from .. import dtypes
 from .. import numpy as fnp
 from ..errors import ShapeError
@@ -28,57 +30,97 @@ def _labels(logits, labels, fname):
     return idx
 
 
-def nll_loss(log_probs, labels, reduction: str = "mean", ignore_index: int = -100):
-    """Negative log-likelihood of integer labels; classes on axis 1 (or 0 for one example)."""
+def nll_loss(log_probs, labels, weight=None, reduction: str = "mean", ignore_index: int = -100):
+    """Negative log-likelihood of integer labels; classes on axis 1 (or 0 for one example).
+    weight (C,) scales each class's terms; the mean then divides by the counted labels' weights."""
     log_probs = fnp.asarray(log_probs)
     idx = _labels(log_probs, labels, "nll_loss")
-    return _label_loss(*_from_log_probs(log_probs), idx, reduction, ignore_index, label_smoothing=0.0)
+    weight = _class_weight(weight, log_probs, "nll_loss")
+    return _label_loss(*_from_log_probs(log_probs, weight), idx, weight, reduction, ignore_index, label_smoothing=0.0)
 
 
-def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -100,
+def cross_entropy(logits, labels, weight=None, reduction: str = "mean", ignore_index: int = -100,
                   label_smoothing: float = 0.0):
     """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, d...) with integer labels, or
-    with class probabilities of the logits' shape (soft targets)."""
+    with class probabilities of the logits' shape (soft targets). weight (C,) scales each class's
+    terms, as PyTorch's: with integer labels the mean divides by the counted labels' weights, with
+    probabilities by the number of examples."""
     logits = fnp.asarray(logits)
     targets = fnp.asarray(labels)
+    weight = _class_weight(weight, logits, "cross_entropy")
     if dtypes.is_float(targets.dtype):
         if targets.shape != logits.shape:
             raise ShapeError(f"cross_entropy: class-probability targets of shape {targets.shape} must have the "
                              f"logits' shape {logits.shape} (integer labels drop the class axis)")
-        return _soft_cross_entropy(logits, targets, reduction, label_smoothing)
+        return _soft_cross_entropy(logits, targets, weight, reduction, label_smoothing)
     idx = _labels(logits, labels, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
     if logits.ndim > 2:  # (N, C, d...): classes are not the last axis
-        parts = _from_log_probs(log_softmax(logits, axis=1))
+        parts = _from_log_probs(log_softmax(logits, axis=1), weight)
     else:  # -log p[label] = logsumexp - logit[label]: two primitives, no log-probability array
         lse = fnp.logsumexp(logits, axis=-1)
-        parts = (logits.shape[-1], lambda safe: lse - bind(R.pick_p, logits, safe),
-                 lambda: lse - fnp.mean(logits, axis=-1))
-    return _label_loss(*parts, idx, reduction, ignore_index, label_smoothing)
+        smooth = (lambda: lse - fnp.mean(logits, axis=-1)) if weight is None else \
+            (lambda: fnp.mean(weight * (fnp.expand_dims(lse, -1) - logits), axis=-1))
+        parts = (logits.shape[-1], lambda safe: lse - bind(R.pick_p, logits, safe), smooth)
+    return _label_loss(*parts, idx, weight, reduction, ignore_index, label_smoothing)
 
 
-def _from_log_probs(log_probs):
-    """(classes, nll of safe labels, mean nll over classes) for log-probabilities."""
+def _class_weight(weight, scores, fname: str):
+    """weight as a float array of one value per class (PyTorch's `weight`), or None."""
+    if weight is None:
+        return None
+    if isinstance(weight, str):  # funcgrad once took reduction third; PyTorch takes weight there
+        raise TypeError(f"{fname}: weight must be an array of one weight per class, got {weight!r}; pass "
+                        f"reduction by name (reduction={weight!r})")
+    weight = fnp.asarray(weight, dtype=scores.dtype if dtypes.is_float(scores.dtype) else None)  # a NumPy
+    classes = scores.shape[1] if scores.ndim > 1 else scores.shape[0]  # float64 array keeps a float32 loss
+    if tuple(weight.shape) != (classes,):
+        raise ShapeError(f"{fname}: weight of shape {tuple(weight.shape)} must hold one weight per class, "
+                         f"shape ({classes},), for scores of shape {tuple(scores.shape)}")
+    return weight
+
+
+def _along_classes(weight, ndim: int):
+    """weight (C,) shaped to broadcast along axis 1 of an (N, C, d...) array (axis 0 of (C,))."""
+    return fnp.reshape(weight, (-1,) + (1,) * (ndim - 2)) if ndim > 1 else weight
+
+
+def _from_log_probs(log_probs, weight=None):
+    """(classes, nll of safe labels, mean over classes of each class's weighted nll) for
+    log-probabilities."""
     class_axis = 1 if log_probs.ndim > 1 else 0
 
     def nll(safe):
         picked = fnp.take_along_axis(log_probs, fnp.expand_dims(safe, class_axis), axis=class_axis)
         return -fnp.squeeze(picked, class_axis)
-    return log_probs.shape[class_axis], nll, lambda: -fnp.mean(log_probs, axis=class_axis)
+
+    def smooth():
+        weighted = log_probs if weight is None else log_probs * _along_classes(weight, log_probs.ndim)
+        return -fnp.mean(weighted, axis=class_axis)
+    return log_probs.shape[class_axis], nll, smooth
 
 
-def _label_loss(n_classes, nll, mean_nll, idx, reduction, ignore_index, label_smoothing):
+def _label_loss(n_classes, nll, smooth, idx, weight, reduction, ignore_index, label_smoothing):
+    """PyTorch's loss of integer labels: (1 - s) w[y] nll + s mean_c(w_c nll_c) per counted label,
+    0 for ignored ones; the mean divides by the counted labels' weights (their number unweighted)."""
     valid = idx != ignore_index
     safe = fnp.where(valid, idx, 0)
     known = fnp.concrete_or_none(safe)
     if known is not None and known.size and (known.min() < 0 or known.max() >= n_classes):
         raise IndexError(f"label out of range: labels span [{known.min()}, {known.max()}] for {n_classes} classes")
     loss = nll(safe)
+    label_weight = None
+    if weight is not None:
+        label_weight = fnp.take(weight, safe)
+        loss = loss * label_weight
     if label_smoothing:
-        loss = (1.0 - label_smoothing) * loss + label_smoothing * mean_nll()
+        loss = (1.0 - label_smoothing) * loss + label_smoothing * smooth()
     loss = fnp.where(valid, loss, 0.0)
-    return _reduce(loss, reduction, weight_sum=fnp.sum(valid, dtype=loss.dtype) if reduction == "mean" else None)
+    if reduction != "mean":
+        return _reduce(loss, reduction)
+    counted = fnp.sum(valid, dtype=loss.dtype) if label_weight is None else fnp.sum(fnp.where(valid, label_weight, 0.0))
+    return _reduce(loss, reduction, counted)
 
 
 def _matching(pred, target, fname: str, float_target: bool = False):
@@ -106,23 +148,47 @@ def l1_loss(pred, target, reduction: str = "mean"):
     return _reduce(fnp.abs(fnp.subtract(pred, target)), reduction)
 
 
-def binary_cross_entropy_with_logits(logits, targets, reduction: str = "mean", pos_weight=None):
-    """-[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], computed stably from logits."""
+def _elementwise_weight(weight, shape, dtype, fname: str, name: str = "weight"):
+    """weight as an array that broadcasts to the loss's shape without enlarging it (PyTorch scales
+    the loss in place, so a weight that would widen it raises there too)."""
+    if isinstance(weight, str):  # funcgrad once took reduction third; PyTorch takes weight there
+        raise TypeError(f"{fname}: {name} must be an array or a number, got {weight!r}; pass reduction by name "
+                        f"(reduction={weight!r})")
+    weight = fnp.asarray(weight, dtype=dtype)
+    try:
+        widened = fnp.broadcast_shapes(tuple(weight.shape), tuple(shape)) != tuple(shape)
+    except ShapeError:
+        widened = True
+    if widened:
+        raise ShapeError(f"{fname}: {name} of shape {tuple(weight.shape)} does not broadcast to the input's shape "
+                         f"{tuple(shape)}")
+    return weight
+
+
+def binary_cross_entropy_with_logits(logits, targets, weight=None, reduction: str = "mean", pos_weight=None):
+    """-w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], computed stably from logits, with
+    PyTorch's weight (per element, broadcast) and pos_weight (p: per class, weighting positives)."""
     logits, targets = _matching(logits, targets, "binary_cross_entropy_with_logits", float_target=True)
     if pos_weight is None:
         loss = relu(logits) - logits * targets + softplus(-fnp.abs(logits))
     else:
-        log_weight = 1.0 + (fnp.asarray(pos_weight) - 1.0) * targets
+        pos_weight = _elementwise_weight(pos_weight, logits.shape, logits.dtype, "binary_cross_entropy_with_logits",
+                                         "pos_weight")
+        log_weight = 1.0 + (pos_weight - 1.0) * targets
         loss = (1.0 - targets) * logits + log_weight * softplus(-logits)
+    if weight is not None:
+        loss = loss * _elementwise_weight(weight, logits.shape, logits.dtype, "binary_cross_entropy_with_logits")
     return _reduce(loss, reduction)
 
 
-def _soft_cross_entropy(logits, probs, reduction, label_smoothing):
+def _soft_cross_entropy(logits, probs, weight, reduction, label_smoothing):
     class_axis = 1 if logits.ndim > 1 else 0
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
     if label_smoothing:
         probs = probs * (1.0 - label_smoothing) + label_smoothing / logits.shape[class_axis]
+    if weight is not None:
+        probs = probs * _along_classes(weight, logits.ndim)
     loss = -fnp.sum(probs * log_softmax(logits, axis=class_axis), axis=class_axis)
     return _reduce(loss, reduction)
 
@@ -156,20 +222,27 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False):  #
 
 
 def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
-    """-[y log p + (1 - y) log(1 - p)] on probabilities, each log clamped at -100 as PyTorch."""
+    """-w [y log p + (1 - y) log(1 - p)] on probabilities, each log clamped at -100 as PyTorch."""
     probs, targets = _matching(probs, targets, "binary_cross_entropy", float_target=True)
     log_p = fnp.maximum(fnp.log(probs), -100.0)
     log_q = fnp.maximum(fnp.log1p(-probs), -100.0)
     loss = -(targets * log_p + (1.0 - targets) * log_q)
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    if weight is not None:
+        loss = loss * _elementwise_weight(weight, probs.shape, probs.dtype, "binary_cross_entropy")
+    return _reduce(loss, reduction)
 
 
 class _Loss:
     """A loss as an object holding its options, as torch.nn's loss modules: criterion(input, target).
-    Each subclass names its function as `fn`."""
+    Each subclass names its function as `fn`; options are its parameters after (input, target), so
+    nn.CrossEntropyLoss(w) holds weight=w as PyTorch's does, and an unknown option raises here."""
 
-    def __init__(self, **options):
-        self.options = options
+    def __init__(self, *args, **options):
+        try:
+            bound = inspect.signature(type(self).fn).bind_partial(None, None, *args, **options)
+        except TypeError as e:
+            raise TypeError(f"{type(self).__name__}: {e}") from None
+        self.options = dict(list(bound.arguments.items())[2:])
 
     def __call__(self, input, target):  # noqa: A002  (PyTorch's name)
         return type(self).fn(input, target, **self.options)
@@ -182,9 +255,9 @@ def _loss_class(name: str, fn, doc: str):
     return type(name, (_Loss,), {"fn": staticmethod(fn), "__doc__": doc})
 
 
-CrossEntropyLoss = _loss_class("CrossEntropyLoss", cross_entropy, "nn.CrossEntropyLoss(reduction=, ignore_index=, "
-                               "label_smoothing=)")
-NLLLoss = _loss_class("NLLLoss", nll_loss, "nn.NLLLoss(reduction=, ignore_index=)")
+CrossEntropyLoss = _loss_class("CrossEntropyLoss", cross_entropy, "nn.CrossEntropyLoss(weight=, reduction=, "
+                               "ignore_index=, label_smoothing=)")
+NLLLoss = _loss_class("NLLLoss", nll_loss, "nn.NLLLoss(weight=, reduction=, ignore_index=)")
 MSELoss = _loss_class("MSELoss", mse_loss, "nn.MSELoss(reduction=)")
 L1Loss = _loss_class("L1Loss", l1_loss, "nn.L1Loss(reduction=)")
 HuberLoss = _loss_class("HuberLoss", huber_loss, "nn.HuberLoss(reduction=, delta=)")
@@ -192,4 +265,4 @@ SmoothL1Loss = _loss_class("SmoothL1Loss", smooth_l1_loss, "nn.SmoothL1Loss(redu
 KLDivLoss = _loss_class("KLDivLoss", kl_div, "nn.KLDivLoss(reduction=, log_target=)")
 BCELoss = _loss_class("BCELoss", binary_cross_entropy, "nn.BCELoss(weight=, reduction=)")
 BCEWithLogitsLoss = _loss_class("BCEWithLogitsLoss", binary_cross_entropy_with_logits,
-                                "nn.BCEWithLogitsLoss(reduction=, pos_weight=)")
+                                "nn.BCEWithLogitsLoss(weight=, reduction=, pos_weight=)")

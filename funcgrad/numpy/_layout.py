@@ -19,8 +19,8 @@ from ._creation import _axes, _common, _normalize_axis, _placed, _shape, asarray
 from ._elementwise import where
 
 __all__ = [
-    "argsort", "broadcast_arrays", "broadcast_to", "concatenate", "expand_dims", "flip", "moveaxis", "pad",
-    "ravel", "reshape", "rollaxis", "sort", "split", "squeeze", "stack", "swapaxes", "take", "take_along_axis",
+    "argsort", "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concatenate", "expand_dims", "flip", "moveaxis",
+    "pad", "ravel", "reshape", "rollaxis", "sort", "split", "squeeze", "stack", "swapaxes", "take", "take_along_axis",
     "transpose", "tri", "tril", "triu",
 ]
 
@@ -127,8 +127,18 @@ def broadcast_to(x, shape):
     return x if x.shape == shape else bind(Ly.broadcast_to_p, x, shape=shape)
 
 
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that arrays of these shapes (ints or tuples) broadcast to, as np.broadcast_shapes;
+    a ShapeError naming them where they do not broadcast."""
+    shapes = tuple((s,) if isinstance(s, int) else tuple(s) for s in shapes)
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ShapeError(f"shapes {', '.join(map(str, shapes))} do not broadcast together") from None
+
+
 def broadcast_arrays(*xs):
-    shape = np.broadcast_shapes(*(_shape(asarray(x)) for x in xs))
+    shape = broadcast_shapes(*(_shape(asarray(x)) for x in xs))
     return [broadcast_to(x, shape) for x in xs]
 
 
