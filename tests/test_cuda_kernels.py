@@ -406,11 +406,13 @@ def test_max_pool_positions_with_padding_ties_and_nan(dtype):
     if dtype != np.int32:
         x[1, 2, 3, 3] = np.nan
     x = x.astype(dtype)
-    for kernel, stride, padding, dilation in [(2, None, 0, 1), (3, 2, 1, 1), ((3, 2), (1, 2), (1, 0), (2, 1))]:
-        same(*both(lambda a: F.max_pool2d(a, kernel, stride, padding, dilation), x))
+    for kernel, stride, padding, dilation, ceil in [(2, None, 0, 1, False), (3, 2, 1, 1, False),
+                                                    ((3, 2), (1, 2), (1, 0), (2, 1), False), (3, 3, 0, 1, True)]:
+        # the last: ceil_mode's trailing padding, wider than half the window
+        same(*both(lambda a: F.max_pool2d(a, kernel, stride, padding, dilation, ceil), x))
         if dtype != np.int32:
             same(*both(lambda a: fg.grad(lambda b: fnp.sum(fnp.astype(F.max_pool2d(b, kernel, stride, padding,
-                                                                                    dilation), np.float32)))(a), x))
+                                                                                    dilation, ceil), np.float32)))(a), x))
 
 
 ATTENTION_CASES = [  # q, k, v shapes; the bias's shape (None: none); causal

@@ -224,6 +224,68 @@ def test_pooling(k, s, pad):
     fg.check_grads(lambda v: F.avg_pool2d(v, k, s, pad), (x,), order=2)
 
 
+def _pytorch_windows(size, k, s, pad, ceil_mode):
+    """PyTorch's windows along one axis, as (start, end) in the unpadded image (a transcription of
+    its output-size rule: ceil_mode keeps a last, partial window that starts inside the image or
+    its leading padding)."""
+    span = size + 2 * pad - k
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + pad:
+        out -= 1
+    return [(i * s - pad, i * s - pad + k) for i in range(out)]
+
+
+@pytest.mark.parametrize("k,s,pad", [(3, 2, 1), (2, 2, 0), (3, 3, 1), (2, 3, 1)])
+def test_pool_ceil_mode_count_include_pad_and_indices_against_loops(k, s, pad):
+    x = np.random.default_rng(k + 7 * s).permutation(2 * 2 * 7 * 6).reshape(2, 2, 7, 6) / 40.0 - 1.3
+    rows, cols = _pytorch_windows(7, k, s, pad, True), _pytorch_windows(6, k, s, pad, True)
+    want_max = np.empty((2, 2, len(rows), len(cols)))
+    want_at = np.empty(want_max.shape, np.int64)
+    sums, with_pad, inside = (np.empty(want_max.shape[2:]) for _ in range(3))
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            window = x[:, :, max(r0, 0):r1, max(c0, 0):c1]
+            want_max[:, :, i, j] = window.max((2, 3))
+            flat = window.reshape(2, 2, -1).argmax(-1)
+            width = window.shape[3]
+            want_at[:, :, i, j] = (max(r0, 0) + flat // width) * 6 + max(c0, 0) + flat % width
+            with_pad[i, j] = (min(r1, 7 + pad) - r0) * (min(c1, 6 + pad) - c0)  # not ceil's overhang
+            inside[i, j] = (min(r1, 7) - max(r0, 0)) * (min(c1, 6) - max(c0, 0))
+    window_sums = np.array([[x[:, :, max(r0, 0):r1, max(c0, 0):c1].sum((2, 3)) for c0, c1 in cols] for r0, r1 in rows])
+    window_sums = window_sums.transpose(2, 3, 0, 1)
+    out, at = F.max_pool2d(x, k, s, pad, ceil_mode=True, return_indices=True)
+    assert_close(out, want_max)
+    np.testing.assert_array_equal(np.asarray(at), want_at)
+    assert np.asarray(at).dtype == np.int64
+    assert_close(F.avg_pool2d(x, k, s, pad, ceil_mode=True), window_sums / with_pad)
+    assert_close(F.avg_pool2d(x, k, s, pad, ceil_mode=True, count_include_pad=False), window_sums / inside)
+    assert_close(F.avg_pool2d(x, k, s, pad, ceil_mode=True, divisor_override=3), window_sums / 3)
+    floor_rows = _pytorch_windows(7, k, s, pad, False)
+    assert F.max_pool2d(x, k, s, pad).shape[2] == len(floor_rows)
+    fg.check_grads(lambda v: F.max_pool2d(v, k, s, pad, ceil_mode=True), (x,), order=2)
+    fg.check_grads(lambda v: F.avg_pool2d(v, k, s, pad, ceil_mode=True, count_include_pad=False), (x,), order=2)
+
+
+def test_pool_modules_take_pytorchs_argument_orders():
+    x = RNG.standard_normal((2, 3, 6, 7))
+    out, at = nn.MaxPool2d(3, 2, 1, 1, True, True)(x)  # (..., dilation, return_indices, ceil_mode)
+    want, want_at = F.max_pool2d(x, 3, 2, 1, 1, True, True)  # (..., dilation, ceil_mode, return_indices)
+    assert_close(out, want)
+    np.testing.assert_array_equal(np.asarray(at), np.asarray(want_at))
+    assert_close(nn.AvgPool2d(3, 2, 1, True, False, 4)(x), F.avg_pool2d(x, 3, 2, 1, True, False, 4))
+    line = x[0]
+    out, at = nn.MaxPool1d(3, 2, 1, 1, True, True)(line)
+    assert out.shape == at.shape == (3, 6, 4)
+    assert_close(out, np.asarray(F.max_pool2d(line[:, None], (1, 3), (1, 2), (0, 1), ceil_mode=True))[:, 0])
+    assert_close(nn.AvgPool1d(3, 2, 1, True, False)(line),
+                 np.asarray(F.avg_pool2d(line[:, None], (1, 3), (1, 2), (0, 1), True, False))[:, 0])
+    with pytest.raises(ValueError, match="divisor_override must be a positive int"):
+        F.avg_pool2d(x, 2, divisor_override=0)
+    with pytest.raises(ValueError, match="does not fit"):
+        F.max_pool2d(np.ones((1, 1, 2, 2)), 3, 2)  # floor mode: no window (ceil mode has one, as PyTorch)
+    assert F.max_pool2d(np.ones((1, 1, 2, 2)), 3, 2, ceil_mode=True).shape == (1, 1, 1, 1)
+
+
 def test_max_pool_gives_tied_gradient_to_the_first_maximum():
     x = np.zeros((1, 1, 2, 2))
     assert_close(fg.grad(lambda v: fnp.sum(F.max_pool2d(v, 2)))(x), [[[[1, 0], [0, 0]]]])

@@ -149,11 +149,11 @@ def _batched_image(x, fname: str):
     return (x, False) if x.ndim == 4 else (fnp.expand_dims(x, 0), True)
 
 
-def _windows(x, kernel, stride, padding, dilation, fname):
-    """x (N, C, H, W) -> windows (N, C, Ho, Wo, kh, kw) of x zero-padded."""
-    (ph, pw) = padding
-    if ph or pw:
-        x = fnp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+def _windows(x, kernel, stride, sides, dilation, fname):
+    """x (N, C, H, W) -> windows (N, C, Ho, Wo, kh, kw) of x zero-padded by sides ((top, bottom),
+    (left, right))."""
+    if any(lo or hi for lo, hi in sides):
+        x = fnp.pad(x, ((0, 0), (0, 0)) + tuple(sides))
     C.window_output_hw(x.shape[2:], kernel, stride, ((0, 0), (0, 0)), dilation, fname)
     return bind(C.im2col_p, x, kernel=kernel, stride=stride, dilation=dilation)
 
@@ -220,17 +220,20 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     return fnp.squeeze(out, -2)
 
 
-def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1):
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
     stride = kernel_size if stride is None else stride
-    out = max_pool2d(_as_image(x, "max_pool1d"), (1, _single(kernel_size, "kernel_size")),
-                     (1, _single(stride, "stride")), (0, _single(padding, "padding")), (1, _single(dilation, "dilation")))
-    return fnp.squeeze(out, -2)
+    window = [(1, _single(v, name)) for v, name in ((kernel_size, "kernel_size"), (stride, "stride"),
+                                                     (dilation, "dilation"))]
+    out = max_pool2d(_as_image(x, "max_pool1d"), window[0], window[1], (0, _single(padding, "padding")), window[2],
+                     ceil_mode, return_indices)
+    return tuple(fnp.squeeze(o, -2) for o in out) if return_indices else fnp.squeeze(out, -2)
 
 
-def avg_pool1d(x, kernel_size, stride=None, padding=0):
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
     stride = kernel_size if stride is None else stride
     out = avg_pool2d(_as_image(x, "avg_pool1d"), (1, _single(kernel_size, "kernel_size")),
-                     (1, _single(stride, "stride")), (0, _single(padding, "padding")))
+                     (1, _single(stride, "stride")), (0, _single(padding, "padding")), ceil_mode, count_include_pad)
     return fnp.squeeze(out, -2)
 
 
@@ -323,25 +326,67 @@ def _pool_args(kernel_size, stride, padding, dilation):
     return kernel, stride, padding, _pair(dilation, "dilation")
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
+def _pool_sides(image_hw, kernel, stride, padding, dilation, ceil_mode: bool, fname: str) -> tuple:
+    """((top, bottom), (left, right)) padding giving PyTorch's output size: `padding` on both sides,
+    and with ceil_mode the bottom / right padded further so a last, partial window fits where it
+    starts inside the image or its leading padding (PyTorch's rule)."""
+    sides = []
+    for size, k, s, p, d in zip(image_hw, kernel, stride, padding, dilation):
+        out = (size + 2 * p - d * (k - 1) - 1 + s - 1) // s + 1 if ceil_mode and s > 0 else 0
+        if out > 1 and (out - 1) * s >= size + p:
+            out -= 1
+        # out < 1 (no window, or floor mode): window_output_hw names what does not fit
+        sides.append((p, max(p, (out - 1) * s + d * (k - 1) + 1 - size - p)) if out >= 1 else (p, p))
+    C.window_output_hw(image_hw, kernel, stride, sides, dilation, fname)
+    return tuple(sides)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
     """Max over windows (padding never wins); the gradient goes to the first maximum of each
-    window, as in PyTorch, and a NaN in a window is its maximum."""
+    window, as in PyTorch, and a NaN in a window is its maximum. return_indices also gives each
+    maximum's flat position in its (H, W) plane (int64, PyTorch's indices)."""
     x, unbatched = _batched_image(x, "max_pool2d")
     kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation)
-    sides = tuple((p, p) for p in padding)
-    C.window_output_hw(x.shape[2:], kernel, stride, sides, dilation, "max_pool2d")
+    sides = _pool_sides(x.shape[2:], kernel, stride, padding, dilation, ceil_mode, "max_pool2d")
     where = bind(C.window_argmax_p, x, kernel=kernel, stride=stride, padding=sides, dilation=dilation)
     out = bind(C.gather_plane_p, x, where)
-    return out[0] if unbatched else out
+    if unbatched:
+        out, where = out[0], where[0]
+    return (out, where) if return_indices else out
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    """Mean over windows; zero padding counts in the mean (PyTorch's count_include_pad=True)."""
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None):
+    """Mean over windows, as PyTorch's: the zero padding counts in the mean with count_include_pad
+    (the part of a ceil_mode window past the padding never does), divisor_override replaces the
+    count."""
     x, unbatched = _batched_image(x, "avg_pool2d")
     kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, 1)
-    cols = _windows(x, kernel, stride, padding, dilation, "avg_pool2d")
-    out = fnp.mean(cols, axis=(-2, -1))
+    sides = _pool_sides(x.shape[2:], kernel, stride, padding, dilation, ceil_mode, "avg_pool2d")
+    cols = _windows(x, kernel, stride, sides, dilation, "avg_pool2d")
+    if divisor_override is not None:
+        if isinstance(divisor_override, bool) or not isinstance(divisor_override, int) or divisor_override <= 0:
+            raise ValueError(f"avg_pool2d: divisor_override must be a positive int, got {divisor_override!r}")
+        out = fnp.sum(cols, axis=(-2, -1)) / divisor_override
+    elif count_include_pad and all(lo == hi for lo, hi in sides):  # every window counts kh * kw
+        out = fnp.mean(cols, axis=(-2, -1))
+    else:
+        counts = [_window_counts(n, size, k, s, lo, count_include_pad) for n, size, k, s, (lo, _) in
+                  zip(cols.shape[2:4], x.shape[2:], kernel, stride, sides)]
+        divisor = fnp._placed(fnp.asarray(np.outer(*counts).astype(cols.dtype)), x.device)
+        out = fnp.sum(cols, axis=(-2, -1)) / divisor
     return out[0] if unbatched else out
+
+
+def _window_counts(windows: int, size: int, k: int, s: int, pad: int, count_include_pad: bool) -> np.ndarray:
+    """Along one axis, the positions each of the windows counts in PyTorch's mean: those inside the
+    image and, with count_include_pad, its padding (not what ceil_mode adds past that)."""
+    start = np.arange(windows) * s - pad
+    end = np.minimum(start + k, size + pad)
+    if not count_include_pad:
+        start, end = np.maximum(start, 0), np.minimum(end, size)
+    return end - start
 
 
 def _bias_like(bias, out):

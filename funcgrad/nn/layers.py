@@ -158,36 +158,48 @@ class Conv1d(Module):
         return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class MaxPool1d(Module):
-    def __init__(self, kernel_size: int, stride=None, padding=0, dilation=1):
+class _MaxPool(Module):
+    """PyTorch's MaxPool1d / MaxPool2d, whose arguments come in the module's order (return_indices
+    before ceil_mode, the functional form's other way round)."""
+    pool = staticmethod(F.max_pool2d)
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
+                 ceil_mode: bool = False):
         self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def __call__(self, x, *, key=None):
-        return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+        return type(self).pool(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                               self.return_indices)
+
+
+class MaxPool1d(_MaxPool):
+    pool = staticmethod(F.max_pool1d)
+
+
+class MaxPool2d(_MaxPool):
+    pool = staticmethod(F.max_pool2d)
 
 
 class AvgPool1d(Module):
-    def __init__(self, kernel_size: int, stride=None, padding=0):
+    def __init__(self, kernel_size: int, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def __call__(self, x, *, key=None):
-        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding)
-
-
-class MaxPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
-        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
-
-    def __call__(self, x, *, key=None):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
 
 class AvgPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
     def __call__(self, x, *, key=None):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
 
 
 class Flatten(Module):

@@ -184,9 +184,13 @@ defjvp(conv_weight_grad_p, lambda t, out, x, g, **p: conv_weight_grad_p(t, g, **
 def _window_argmax_shape(x, *, kernel, stride, padding, dilation):
     if len(x.shape) != 4:
         raise ValueError(f"window_argmax takes an (N, C, H, W) batch, got shape {x.shape}")
-    if any(lo > k // 2 or hi > k // 2 for (lo, hi), k in zip(padding, kernel)):
+    if any(lo > k // 2 for (lo, _), k in zip(padding, kernel)):
         raise ValueError(f"pool padding {tuple(padding)} must be at most half the kernel size {tuple(kernel)}")
     hw = window_output_hw(x.shape[2:], kernel, stride, padding, dilation, "window_argmax")
+    if any((n - 1) * s - lo >= size for n, s, (lo, _), size in zip(hw, stride, padding, x.shape[2:])):
+        # the trailing padding (ceil_mode's) may exceed half the kernel while every window starts in
+        # the image: one that does not would have no maximum
+        raise ValueError(f"window_argmax: with padding {tuple(padding)} a window lies wholly in the padding")
     return ShapedArray(x.shape[:2] + hw, np.int64)
 
 
