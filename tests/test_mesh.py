@@ -233,6 +233,10 @@ def test_tensor_parallel_layers_on_one_rank_are_the_ordinary_layers(mesh_of_one)
     tokens = fnp.asarray([[0, 3, 5]])
     embedding = parallel.VocabParallelEmbedding(6, 2, key=key)
     np.testing.assert_array_equal(np.asarray(embedding(tokens)), np.asarray(embedding.unsplit()(tokens)))
+    padded = parallel.VocabParallelEmbedding(6, 2, padding_idx=3, key=key)  # row 3: zero, and no gradient
+    grads = fg.grad(lambda m: fnp.sum(m(tokens)))(padded)
+    np.testing.assert_array_equal(np.asarray(grads.weight)[:, 0], [1, 0, 0, 0, 0, 1])
+    assert padded.unsplit().padding_idx == 3 and not np.asarray(padded.unsplit().weight)[3].any()
     logits = fnp.asarray(np.random.default_rng(1).standard_normal((4, 6)))
     targets = fnp.asarray([1, -100, 5, 0])
     np.testing.assert_allclose(float(parallel.vocab_parallel_cross_entropy(logits, targets)),

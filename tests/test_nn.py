@@ -647,6 +647,25 @@ def test_embedding_and_one_hot():
     assert_close(nn.one_hot(np.array([0, 2]), 3), [[1, 0, 0], [0, 0, 1]])
 
 
+def test_embedding_padding_idx_passes_no_gradient_and_starts_at_zero():
+    table = RNG.standard_normal((6, 4))
+    idx = np.array([[0, 5, 2], [5, 5, 1]])
+    cotangent = RNG.standard_normal((2, 3, 4))
+    for padding_idx in (5, -1):  # PyTorch counts a negative one from the end
+        assert_close(F.embedding(idx, table, padding_idx), table[idx])  # the values are the row's
+        grad = fg.grad(lambda w: fnp.sum(F.embedding(idx, w, padding_idx) * cotangent))(table)
+        want = np.zeros_like(table)
+        np.add.at(want, idx[idx != 5], cotangent[idx != 5])
+        assert_close(grad, want)
+    emb = nn.Embedding(6, 4, -2, key=fg.random.key(1))
+    assert emb.padding_idx == 4 and not np.asarray(emb.weight)[4].any() and np.asarray(emb.weight)[3].all()
+    assert not np.asarray(fg.grad(lambda m: fnp.sum(m(np.array([4, 4, 3]))))(emb).weight)[4].any()
+    with pytest.raises(IndexError, match="padding_idx 6 is not a row of a table of 6 rows"):
+        F.embedding(idx, table, 6)
+    with pytest.raises(fg.ShapeError, match=r"weight must be a \(num_embeddings, embedding_dim\) table"):
+        F.embedding(idx, table[0])
+
+
 def test_transformer_block_and_flatten_shapes():
     block = nn.TransformerBlock(8, 2, key=fg.random.key(0))
     x = fg.random.normal(fg.random.key(1), (2, 5, 8))

@@ -464,13 +464,32 @@ def dropout(x, rate: float, key=None):
     return fnp.where(keep, x * (1.0 / (1.0 - rate)), 0.0)
 
 
-def embedding(indices, weight):
+def embedding(indices, weight, padding_idx: int | None = None):
+    """weight's rows at indices (torch.nn.functional.embedding); the rows looked up at padding_idx
+    pass no gradient back to the table, as PyTorch's."""
+    weight = fnp.asarray(weight)
+    if weight.ndim != 2:
+        raise fg_errors.ShapeError(f"embedding: weight must be a (num_embeddings, embedding_dim) table, got shape "
+                                   f"{weight.shape}")
     idx = fnp._index_array(indices)
     known = fnp.concrete_or_none(idx)
     if known is not None and known.size and (known.min() < 0 or known.max() >= weight.shape[0]):
         raise IndexError(f"embedding index out of range: indices span [{known.min()}, {known.max()}] "
                          f"but the table has {weight.shape[0]} rows")
-    return fnp.take(weight, idx, axis=0)
+    out = fnp.take(weight, idx, axis=0)
+    if padding_idx is None:
+        return out
+    padding = _padding_index(padding_idx, weight.shape[0])
+    return fnp.where(fnp.expand_dims(idx == padding, -1), fnp.stop_gradient(out), out)
+
+
+def _padding_index(padding_idx: int, rows: int) -> int:
+    """padding_idx as a row of a table of `rows` rows (a negative one counts from the end, as in
+    PyTorch); an IndexError where there is no such row."""
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)) or \
+            not -rows <= padding_idx < rows:
+        raise IndexError(f"embedding: padding_idx {padding_idx!r} is not a row of a table of {rows} rows")
+    return int(padding_idx) % rows
 
 
 def one_hot(labels, num_classes: int, dtype=fg_dtypes.float32):

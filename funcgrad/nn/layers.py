@@ -31,12 +31,18 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    def __init__(self, num_embeddings: int, embedding_dim: int, *, key, dtype=dtypes.float32):
+    """A table of num_embeddings vectors, N(0, 1) as PyTorch's; the padding_idx row starts at zero
+    and receives no gradient."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, *, key,
+                 dtype=dtypes.float32):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = init.normal(key, (num_embeddings, embedding_dim), dtype)
+        self.padding_idx = None if padding_idx is None else F._padding_index(padding_idx, num_embeddings)
+        weight = init.normal(key, (num_embeddings, embedding_dim), dtype)
+        self.weight = weight if padding_idx is None else weight.at[self.padding_idx].set(0)
 
     def __call__(self, indices, *, key=None):
-        return F.embedding(indices, self.weight)
+        return F.embedding(indices, self.weight, self.padding_idx)
 
 
 class LayerNorm(Module):

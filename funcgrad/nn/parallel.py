@@ -111,15 +111,18 @@ class RowParallelLinear(Module):
 
 class VocabParallelEmbedding(Module):
     """An embedding table with its rows (the vocabulary) split over the axis: each rank looks up
-    the tokens in its range, zero elsewhere, and the ranks' lookups are summed."""
+    the tokens in its range, zero elsewhere, and the ranks' lookups are summed. padding_idx (a
+    global row) passes no gradient, as Embedding's."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, *, axis: str = "tp", key, dtype=dtypes.float32):
-        _become(self, VocabParallelEmbedding.of(Embedding(num_embeddings, embedding_dim, key=key, dtype=dtype), axis))
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, *, axis: str = "tp",
+                 key, dtype=dtypes.float32):
+        whole = Embedding(num_embeddings, embedding_dim, padding_idx, key=key, dtype=dtype)
+        _become(self, VocabParallelEmbedding.of(whole, axis))
 
     @staticmethod
     def of(embedding: Embedding, axis: str = "tp") -> "VocabParallelEmbedding":
         return _module(VocabParallelEmbedding, num_embeddings=embedding.num_embeddings,
-                       embedding_dim=embedding.embedding_dim, axis=axis,
+                       embedding_dim=embedding.embedding_dim, padding_idx=embedding.padding_idx, axis=axis,
                        weight=_part(embedding.weight, axis, 0, "VocabParallelEmbedding num_embeddings"))
 
     def __call__(self, indices, *, key=None):
@@ -127,11 +130,14 @@ class VocabParallelEmbedding(Module):
         rows = self.weight.shape[0]
         local = indices - int(C.axis_index(self.axis)) * rows
         mine = (local >= 0) & (local < rows)
-        found = F.embedding(fnp.where(mine, local, 0), self.weight)
-        return C.psum_invariant(fnp.where(mine[..., None], found, 0.0), self.axis)
+        found = fnp.where(mine[..., None], F.embedding(fnp.where(mine, local, 0), self.weight), 0.0)
+        if self.padding_idx is not None:
+            found = fnp.where((indices == self.padding_idx)[..., None], fnp.stop_gradient(found), found)
+        return C.psum_invariant(found, self.axis)
 
     def unsplit(self) -> Embedding:
         return _module(Embedding, num_embeddings=self.num_embeddings, embedding_dim=self.embedding_dim,
+                       padding_idx=self.padding_idx,
                        weight=C.all_gather_invariant(self.weight, self.axis, axis=0, tiled=True))
 
 
