@@ -227,7 +227,8 @@ def test_binary_cross_entropy_weights_broadcast_to_the_input_and_no_further():
     pos = np.abs(Q[1]) + 0.5
     assert_close(nn.binary_cross_entropy_with_logits(P, y, np.abs(Q), pos_weight=pos, reduction="none"),
                  -(pos * y * log_sig + (1 - y) * log_not) * np.abs(Q))
-    with pytest.raises(fg.ShapeError, match=r"weight of shape \(4, 1, 5\) does not broadcast to the input's shape \(4, 5\)"):
+    with pytest.raises(fg.ShapeError, match=r"weight of shape \(4, 1, 5\) does not broadcast to the input's shape "
+                                            r"\(4, 5\)"):
         nn.binary_cross_entropy_with_logits(P, y, np.ones((4, 1, 5)))  # would average a (4, 4, 5) broadcast
     with pytest.raises(fg.ShapeError, match=r"pos_weight of shape \(3,\)"):
         nn.binary_cross_entropy_with_logits(P, y, pos_weight=np.ones(3))
@@ -235,3 +236,45 @@ def test_binary_cross_entropy_weights_broadcast_to_the_input_and_no_further():
         nn.binary_cross_entropy(1 / (1 + np.exp(-P)), y, np.ones((2, 4, 5)))
     with pytest.raises(TypeError, match="pass reduction by name"):
         nn.binary_cross_entropy_with_logits(P, y, "sum")
+
+
+def test_pad_reads_widths_from_the_last_axis_as_pytorch():
+    x = RNG.standard_normal((2, 3, 4, 5))
+    numpy_modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+    for mode, np_mode in numpy_modes.items():
+        want = np.pad(x, ((0, 0), (0, 0), (3, 0), (1, 2)), mode=np_mode)  # (1, 2) is the last axis's
+        assert_close(nn.functional.pad(x, (1, 2, 3, 0), mode), want)
+        fg.check_grads(lambda v: nn.functional.pad(v, (1, 2, 3, 0), mode), (x,), order=1)
+    assert_close(nn.functional.pad(x, (1, 1), value=-2.0), np.pad(x, ((0, 0),) * 3 + ((1, 1),), constant_values=-2.0))
+    assert_close(nn.functional.pad(x, (-1, 2, 0, -2)), np.pad(x[:, :, :2, 1:], ((0, 0),) * 3 + ((0, 2),)))  # crops
+    with pytest.raises(ValueError, match=r"reflect widths \(5, 0\) of axis 3 must be below its size 5"):
+        nn.functional.pad(x, (5, 0), "reflect")
+    with pytest.raises(ValueError, match="3 widths do not pair up"):
+        nn.functional.pad(x, (1, 2, 3))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        nn.functional.pad(x, (1, 1), "edge")
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_conv_padding_modes_convolve_the_padded_input(mode):
+    np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    x = RNG.standard_normal((2, 3, 6, 7))
+    conv = nn.Conv2d(3, 4, 3, padding=(2, 1), dilation=(2, 1), padding_mode=mode, key=fg.random.key(0),
+                     dtype=np.float64)
+    want = nn.conv2d(np.pad(x, ((0, 0), (0, 0), (2, 2), (1, 1)), mode=np_mode), conv.weight, conv.bias, dilation=(2, 1))
+    assert_close(conv(x), want)
+    same = nn.Conv2d(3, 4, (2, 3), padding="same", padding_mode=mode, key=fg.random.key(0), dtype=np.float64)
+    assert_close(same(x), nn.conv2d(np.pad(x, ((0, 0), (0, 0), (0, 1), (1, 1)), mode=np_mode), same.weight, same.bias))
+    line = nn.Conv1d(3, 4, 3, padding=2, padding_mode=mode, key=fg.random.key(1), dtype=np.float64)
+    assert_close(line(x[:, :, 0]), nn.conv1d(np.pad(x[:, :, 0], ((0, 0), (0, 0), (2, 2)), mode=np_mode), line.weight,
+                                             line.bias))
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        nn.Conv2d(3, 4, 3, padding_mode="same", key=fg.random.key(0))
+
+
+def test_gelu_takes_pytorchs_approximate_names_and_refuses_others():
+    x = RNG.standard_normal(5)
+    assert_close(nn.gelu(x, approximate="none"), nn.gelu(x))
+    assert_close(nn.gelu(x, approximate="tanh"), nn.gelu(x, approximate=True))
+    with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):
+        nn.gelu(x, approximate="exact")  # was the tanh formula, silently

@@ -6,7 +6,7 @@
 from . import functional, init
 from .functional import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d, celu, conv1d, conv2d, conv_transpose2d, cosine_similarity, dropout, elu, embedding, gelu, group_norm,
                          hard_sigmoid, hard_swish, interpolate, hardsigmoid, hardswish, hardtanh, layer_norm, leaky_relu, linear,
-                         log_sigmoid, log_softmax, logsigmoid, max_pool1d, max_pool2d, mish, normalize, one_hot, relu, relu6,
+                         log_sigmoid, log_softmax, logsigmoid, max_pool1d, max_pool2d, mish, normalize, one_hot, pad, relu, relu6,
                          rms_norm, scaled_dot_product_attention, selu, sigmoid, silu, softmax, softplus, softsign,
                          tanh)
 from .layers import (ELU, GELU, MLP, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Embedding, Flatten, GroupNorm, Identity, Lambda,
@@ -32,7 +32,7 @@ __all__ = [
     "Conv1d", "MaxPool1d", "AvgPool1d", "conv1d", "max_pool1d", "avg_pool1d", "ConvTranspose2d", "conv_transpose2d",
     "AdaptiveAvgPool2d", "adaptive_avg_pool2d", "Upsample", "interpolate",
     "linear", "conv2d", "max_pool2d", "avg_pool2d", "layer_norm", "rms_norm", "group_norm", "dropout", "embedding",
-    "one_hot", "scaled_dot_product_attention",
+    "one_hot", "pad", "scaled_dot_product_attention",
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",
     "huber_loss", "smooth_l1_loss", "kl_div",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "KLDivLoss", "BCELoss",

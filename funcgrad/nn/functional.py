@@ -27,10 +27,12 @@ def relu(x):
     return bind(E.relu_p, fnp._float_arg(x))
 
 
-def gelu(x, approximate: bool = False):
+def gelu(x, approximate: bool | str = False):
     """Gaussian error linear unit: exact (erf) by default, as torch.nn.functional.gelu;
-    approximate=True (or "tanh") uses the tanh formula."""
-    return bind(E.gelu_p, fnp._float_arg(x), approximate=bool(approximate) and approximate != "none")
+    approximate=True (or PyTorch's "tanh") uses the tanh formula, False or "none" the exact one."""
+    if approximate not in (False, True, "none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh' (or a bool), got {approximate!r}")
+    return bind(E.gelu_p, fnp._float_arg(x), approximate=approximate in (True, "tanh"))
 
 
 def sigmoid(x):
@@ -172,17 +174,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
         raise fg_errors.ShapeError(f"conv2d: input has {c} channels but weight {weight.shape} with groups={groups} "
                                    f"expects {in_per_group * groups} (and out channels divisible by groups)")
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-    if padding == "valid":
-        padding = (0, 0)
-    if padding == "same":
-        if stride != (1, 1):
-            raise ValueError("padding='same' needs stride 1")
-        total = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))  # an odd total pads one more after
-        sides = tuple((t // 2, t - t // 2) for t in total)
-    else:
-        sides = tuple((p, p) for p in _pair(padding, "padding"))
-    if min(min(side) for side in sides) < 0:
-        raise ValueError(f"conv2d: padding {padding!r} must be non-negative")
+    sides = _conv_sides(padding, (kh, kw), stride, dilation)
     C.window_output_hw(x.shape[2:], (kh, kw), stride, sides, dilation, "conv2d")
     precision = fnp._precision(x, weight)
     x, weight = (x, weight) if precision else fnp._common((x, weight))
@@ -190,6 +182,56 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     if bias is not None:
         out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
     return out[0] if unbatched else out
+
+
+def _conv_sides(padding, kernel, stride, dilation) -> tuple:
+    """((top, bottom), (left, right)) of a conv's padding: an int, a pair, "valid" or "same"
+    (stride 1; an odd total pads one more after, as PyTorch)."""
+    if padding == "valid":
+        padding = (0, 0)
+    if padding == "same":
+        if tuple(stride) != (1, 1):
+            raise ValueError("padding='same' needs stride 1")
+        totals = (d * (k - 1) for d, k in zip(dilation, kernel))
+        return tuple((t // 2, t - t // 2) for t in totals)
+    if isinstance(padding, str):
+        raise ValueError(f"conv padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+    sides = tuple((p, p) for p in _pair(padding, "padding"))
+    if min(min(side) for side in sides) < 0:
+        raise ValueError(f"conv2d: padding {padding!r} must be non-negative")
+    return sides
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad(x, pad, mode: str = "constant", value: float | None = None):  # noqa: A002 (PyTorch's names)
+    """torch.nn.functional.pad: pad = (before, after) pairs for the last axis, then the one before,
+    ...; mode constant (with value; a negative width crops), reflect (widths below the axis's
+    size), replicate or circular (widths up to the size)."""
+    x = fnp.asarray(x)
+    widths = [int(w) for w in pad]
+    if len(widths) % 2 or len(widths) > 2 * x.ndim:
+        raise ValueError(f"pad: {len(widths)} widths do not pair up over the last axes of a {x.ndim}-d input")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {sorted(_PAD_MODES)}, got {mode!r}")
+    if mode != "constant" and value:
+        raise ValueError(f"pad: value {value!r} is for mode 'constant', not {mode!r}")
+    pairs = [(0, 0)] * (x.ndim - len(widths) // 2) + [tuple(widths[i:i + 2]) for i in range(len(widths) - 2, -1, -2)]
+    for axis, ((lo, hi), size) in enumerate(zip(pairs, x.shape)):
+        if mode == "constant":
+            continue
+        if min(lo, hi) < 0:
+            raise ValueError(f"pad: negative widths {(lo, hi)} crop only in mode 'constant'")
+        if mode == "reflect" and max(lo, hi) >= max(size, 1) or mode == "circular" and max(lo, hi) > size:
+            limit = "below" if mode == "reflect" else "at most"
+            raise ValueError(f"pad: {mode} widths {(lo, hi)} of axis {axis} must be {limit} its size {size}")
+    crop = tuple(slice(max(0, -lo), size - max(0, -hi)) for (lo, hi), size in zip(pairs, x.shape))
+    x = x[crop] if any(min(p) < 0 for p in pairs) else x
+    pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    if mode == "constant":
+        return fnp.pad(x, pairs, constant_values=0 if value is None else value)
+    return fnp.pad(x, pairs, mode=_PAD_MODES[mode])
 
 
 def _as_image(x, fname: str):

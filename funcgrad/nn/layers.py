@@ -96,20 +96,46 @@ class Dropout(Module):
         return F.dropout(x, self.rate, key)
 
 
+_PADDING_MODES = {"zeros": None, "reflect": "reflect", "replicate": "replicate", "circular": "circular"}
+
+
+def _padding_mode(padding_mode: str) -> str:
+    if padding_mode not in _PADDING_MODES:
+        raise ValueError(f"padding_mode must be one of {sorted(_PADDING_MODES)}, got {padding_mode!r}")
+    return padding_mode
+
+
+def _padded_conv(conv, x, weight, bias, stride, padding, dilation, groups, padding_mode: str):
+    """conv (F.conv2d or F.conv1d) with PyTorch's padding_mode: other than zeros, the input is
+    padded by F.pad in that mode and convolved without padding, as torch.nn.Conv2d does."""
+    if padding_mode == "zeros":
+        return conv(x, weight, bias, stride, padding, dilation, groups)
+    one_d = weight.ndim == 3
+    as_pair = (lambda v, name: (1, F._single(v, name))) if one_d else F._pair
+    kernel = (1, weight.shape[-1]) if one_d else tuple(weight.shape[-2:])
+    if one_d and not isinstance(padding, str):
+        padding = (0, F._single(padding, "padding"))
+    sides = F._conv_sides(padding, kernel, as_pair(stride, "stride"), as_pair(dilation, "dilation"))
+    widths = [w for side in reversed(sides[1:] if one_d else sides) for w in side]
+    return conv(F.pad(x, widths, _PADDING_MODES[padding_mode]), weight, bias, stride, 0, dilation, groups)
+
+
 class Conv2d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, *, key, dtype=dtypes.float32):
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *, key, dtype=dtypes.float32):
         kh, kw_ = F._pair(kernel_size, "kernel_size")
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
         k_w, k_b = random.split(key)
         shape = (out_channels, in_channels // groups, kh, kw_)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.padding_mode = _padding_mode(padding_mode)
         self.weight = init.kaiming_uniform(k_w, shape, dtype)
         self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
 
     def __call__(self, x, *, key=None):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return _padded_conv(F.conv2d, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                            self.groups, self.padding_mode)
 
 
 class ConvTranspose2d(Module):
@@ -151,17 +177,19 @@ class Upsample(Module):
 
 class Conv1d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, *, key, dtype=dtypes.float32):
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *, key, dtype=dtypes.float32):
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
         k_w, k_b = random.split(key)
         shape = (out_channels, in_channels // groups, F._single(kernel_size, "kernel_size"))
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.padding_mode = _padding_mode(padding_mode)
         self.weight = init.kaiming_uniform(k_w, shape, dtype)
         self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
 
     def __call__(self, x, *, key=None):
-        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return _padded_conv(F.conv1d, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                            self.groups, self.padding_mode)
 
 
 class _MaxPool(Module):
