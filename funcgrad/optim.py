@@ -272,7 +272,7 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gra
         c1, c2 = 1 - b1 ** t, (1 - decay) ** 0.5
 
         def step(m, v):
-            adaptive = m * (1 / c1) * fnp.astype(rect, m.dtype) * (1 / (fnp.sqrt(v) * (1 / c2) + eps))
+            adaptive = m * (1 / c1) * fnp.astype(rect, m.dtype) * (c2 / (fnp.sqrt(v) + eps))  # PyTorch's eps
             return fnp.where(usable, adaptive, m * (1 / c1))
         out = tree_map(step, mu, nu)
         return out, AdamState(state.count + 1, mu, nu)

@@ -186,3 +186,11 @@ def test_reshape_takes_the_standards_copy():
     copied = fnp.reshape(x, (6,), copy=True)
     assert copied is not x and copied.tolist() == x.tolist()
     assert x.reshape(3, 2).shape == (3, 2)  # the method keeps NumPy's varargs form
+
+
+def test_astype_of_a_python_float_is_exact_in_a_wider_dtype():
+    third = 1 / 3
+    assert float(fnp.astype(third, fnp.float64)) == third  # not third rounded to float32 first
+    assert complex(fnp.astype(1j / 3, fnp.complex128)) == 1j / 3
+    assert float(fnp.astype(third, fnp.float32)) == float(np.float32(third))
+    assert int(fnp.astype(2.5, fnp.int32)) == 2 and fnp.astype(3, fnp.float64).dtype == np.float64

@@ -129,7 +129,7 @@ def ref_radam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
         rho_t = rho_inf - 2 * t * b2 ** t / (1 - b2 ** t)
         if rho_t > 5:
             rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-            p = p - lr * m_hat * rect / (np.sqrt(v / (1 - b2 ** t)) + eps)
+            p = p - lr * m_hat * rect * math.sqrt(1 - b2 ** t) / (np.sqrt(v) + eps)  # eps before the correction
         else:
             p = p - lr * m_hat
         out.append(p)
@@ -152,6 +152,7 @@ CASES = [
     (optim.adamax, ref_adamax, dict(lr=0.01, weight_decay=0.1)),
     (optim.nadam, ref_nadam, dict(lr=0.01, weight_decay=0.1)),
     (optim.radam, ref_radam, dict(lr=0.01, weight_decay=0.1)),
+    (optim.radam, ref_radam, dict(lr=0.01, eps=1e-3)),  # where eps goes shows
 ]
 
 

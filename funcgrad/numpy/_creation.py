@@ -106,9 +106,11 @@ def array(x: Any, dtype=None, copy: bool = True) -> Array:
 
 def astype(x, dtype, /, *, copy: bool = False, device=None) -> Array:
     """x in dtype; the same array when it already is, unless copy=True (the Array API's default is
-    True, but funcgrad arrays are immutable, so a copy is only ever asked for, never needed)."""
-    x = asarray(x)
+    True, but funcgrad arrays are immutable, so a copy is only ever asked for, never needed). A
+    Python float goes to a float or complex dtype directly, not through the default float32."""
     dtype = dtypes.canonicalize(dtype)
+    exact = isinstance(x, (float, complex)) and (dtypes.is_float(dtype) or dtypes.is_complex(dtype))
+    x = asarray(x, dtype=dtype) if exact else asarray(x)
     out = x if x.dtype == dtype else E.convert_p(x, dtype=dtype)
     if copy and out is x:
         out = array(x)
