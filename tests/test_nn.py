@@ -636,6 +636,24 @@ def test_dropout_only_with_a_key():
     assert set(np.unique(out)) == {0.0, 2.0} and abs((out == 0).mean() - 0.5) < 0.05
 
 
+def test_dropout_multiplies_as_pytorch_so_a_dropped_nan_still_shows():
+    x = np.array([np.nan, np.inf, 1.0, -2.0] * 50)
+    key = fg.random.key(3)
+    out = np.asarray(F.dropout(x, 0.5, key))
+    kept = np.asarray(F.dropout(np.ones_like(x), 0.5, key)) != 0  # the same key drops the same places
+    assert 0 < kept.sum() < x.size
+    assert np.isnan(out[0::4]).all()  # NaN * 0 and NaN * 2
+    assert np.array_equal(np.isnan(out[1::4]), ~kept[1::4])  # inf * 0 is NaN, inf * 2 stays inf
+    assert_close(out[2::4], np.where(kept[2::4], 2.0, 0.0))
+    assert_close(fg.grad(lambda v: fnp.sum(F.dropout(v, 0.5, key)))(np.ones(8)), np.asarray(F.dropout(np.ones(8), 0.5, key)))
+    every = nn.Dropout(1.0)  # PyTorch's p=1: x * 0
+    assert_close(every(np.array([1.0, -3.0]), key=key), [0.0, 0.0])
+    assert np.isnan(np.asarray(every(np.array([np.inf]), key=key))).all()
+    assert_close(fg.grad(lambda v: fnp.sum(every(v, key=key)))(np.ones(3)), np.zeros(3))
+    with pytest.raises(ValueError, match=r"dropout rate must be in \[0, 1\], got 1.5"):
+        F.dropout(x, 1.5, key)
+
+
 def test_embedding_and_one_hot():
     emb = nn.Embedding(10, 3, key=fg.random.key(0))
     idx = np.array([[1, 2], [9, 1]])

@@ -495,15 +495,18 @@ def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
 
 
 def dropout(x, rate: float, key=None):
-    """Zero each element with probability `rate` and scale the rest by 1/(1 - rate); identity
+    """Multiply each element by 0 with probability `rate` and the rest by 1/(1 - rate), as
+    PyTorch's (a dropped NaN or inf stays NaN, so a broken activation still shows); identity
     without a key (evaluation), so a model is in training mode exactly when given a key."""
-    if not 0.0 <= rate < 1.0:
-        raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"dropout rate must be in [0, 1], got {rate}")
     if key is None or rate == 0.0:
         return x
     x = fnp.asarray(x)
+    if rate == 1.0:
+        return x * 0.0
     keep = random.bernoulli(key, 1.0 - rate, x.shape)
-    return fnp.where(keep, x * (1.0 / (1.0 - rate)), 0.0)
+    return x * fnp.where(keep, 1.0 / (1.0 - rate), 0.0)
 
 
 def embedding(indices, weight, padding_idx: int | None = None):

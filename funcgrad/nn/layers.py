@@ -88,8 +88,8 @@ class Identity(Module):
 
 class Dropout(Module):
     def __init__(self, rate: float = 0.5):
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"dropout rate must be in [0, 1], got {rate}")
         self.rate = rate
 
     def __call__(self, x, *, key=None):
