@@ -278,3 +278,31 @@ def test_gelu_takes_pytorchs_approximate_names_and_refuses_others():
     assert_close(nn.gelu(x, approximate="tanh"), nn.gelu(x, approximate=True))
     with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):
         nn.gelu(x, approximate="exact")  # was the tanh formula, silently
+
+
+KINKS = np.array([-3.0, -1.0, 0.0, 1.0, 3.0, 6.0])
+SLOPES_AT_KINKS = {  # PyTorch's backward formulas (aten's *_backward) at the kinks themselves
+    "leaky_relu": (lambda v: nn.leaky_relu(v, 0.2), [0.2, 0.2, 0.2, 1, 1, 1]),  # x > 0 ? 1 : slope
+    "elu": (lambda v: nn.elu(v, 2.0), [2 * np.exp(-3), 2 * np.exp(-1), 2.0, 1, 1, 1]),  # x <= 0: alpha e^x
+    "celu": (lambda v: nn.celu(v, 2.0), [np.exp(-1.5), np.exp(-0.5), 1.0, 1, 1, 1]),
+    "hardtanh": (nn.hardtanh, [0, 0, 1, 0, 0, 0]),  # min < x < max ? 1 : 0
+    "relu6": (nn.relu6, [0, 0, 0, 1, 1, 0]),
+    "hardsigmoid": (nn.hardsigmoid, [0, 1 / 6, 1 / 6, 1 / 6, 0, 0]),  # -3 < x < 3 ? 1/6 : 0
+    "hardswish": (nn.hardswish, [0, 1 / 6, 0.5, 5 / 6, 1, 1]),  # x <= -3: 0, x < 3: x/3 + 1/2, else 1
+}
+
+
+@pytest.mark.parametrize("name", sorted(SLOPES_AT_KINKS))
+def test_slopes_at_kinks_are_pytorchs(name):
+    fn, want = SLOPES_AT_KINKS[name]
+    assert_close(fg.grad(lambda v: fnp.sum(fn(v)))(KINKS), want)
+    assert_close(fg.jit(fg.grad(lambda v: fnp.sum(fn(v))))(KINKS), want)
+
+
+def test_cosine_similarity_clamps_each_norm_alone():
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    cosine = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
+    assert_close(nn.cosine_similarity(a * 1e-5, b * 1e-5), cosine)  # norms' product 1e-10 < eps, each norm not
+    zero = np.zeros((1, 4))
+    assert_close(nn.cosine_similarity(zero, b[:1]), [0.0])
+    fg.check_grads(lambda u: nn.cosine_similarity(u, b), (a,), order=2)

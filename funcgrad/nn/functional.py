@@ -51,19 +51,26 @@ def silu(x):
 
 
 def leaky_relu(x, negative_slope: float = 0.01):
+    """x above 0, x * negative_slope from 0 down (so the slope at 0 is negative_slope, PyTorch's)."""
     x = fnp._float_arg(x)
-    return fnp.where(x >= 0, x, x * negative_slope)
+    return fnp.where(x > 0, x, x * negative_slope)
+
+
+def _non_positive(x):
+    """x where x <= 0, else 0: the argument of elu's exponential (so it never overflows), whose
+    derivative at 0 is 1, so elu's slope there is the negative side's (PyTorch's)."""
+    return fnp.where(x > 0, 0.0, x)
 
 
 def elu(x, alpha: float = 1.0):
-    """x for x > 0, alpha * (exp(x) - 1) below (expm1 of the negative part only, so no overflow)."""
+    """x for x > 0, alpha * (exp(x) - 1) from 0 down (slope alpha at 0, as PyTorch's)."""
     x = fnp._float_arg(x)
-    return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0)))
+    return fnp.where(x > 0, x, alpha * fnp.expm1(_non_positive(x)))
 
 
 def celu(x, alpha: float = 1.0):
     x = fnp._float_arg(x)
-    return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0) / alpha))
+    return fnp.where(x > 0, x, alpha * fnp.expm1(_non_positive(x) / alpha))
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -74,7 +81,10 @@ def selu(x):
 
 
 def hardtanh(x, min_val: float = -1.0, max_val: float = 1.0):
-    return fnp.clip(fnp._float_arg(x), min_val, max_val)
+    """x clipped to [min_val, max_val], with slope 0 at the ends as well as beyond them (PyTorch's
+    hardtanh_backward; fnp.clip, like torch.clamp, has slope 1 at the ends)."""
+    x = fnp._float_arg(x)
+    return fnp.where((x > min_val) & (x < max_val), x, fnp.stop_gradient(fnp.clip(x, min_val, max_val)))
 
 
 def relu6(x):
@@ -119,11 +129,11 @@ def normalize(x, p: float = 2.0, axis: int = 1, eps: float = 1e-12):
 
 
 def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8):
-    """sum(x1 * x2) / max(||x1|| * ||x2||, eps) along axis (PyTorch's definition)."""
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along axis, as PyTorch's (each norm
+    clamped alone: clamping their product turned small vectors' cosines toward 0)."""
     x1, x2 = fnp._common((fnp._float_arg(x1), fnp._float_arg(x2)))
-    dot = fnp.sum(x1 * x2, axis=axis)
-    norms = fnp.sqrt(fnp.sum(x1 * x1, axis=axis) * fnp.sum(x2 * x2, axis=axis))
-    return dot / fnp.maximum(norms, eps)
+    unit1, unit2 = (x / fnp.maximum(fnp.sqrt(fnp.sum(x * x, axis=axis, keepdims=True)), eps) for x in (x1, x2))
+    return fnp.sum(unit1 * unit2, axis=axis)
 
 
 def softmax(x, axis=-1):
