@@ -359,7 +359,9 @@ def global_norm(tree) -> Array:
 
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     """Scale all gradients by max_norm / (norm + 1e-6) when their global norm exceeds max_norm
-    (torch.nn.utils.clip_grad_norm_)."""
+    (torch.nn.utils.clip_grad_norm_). A negative max_norm, which would flip every gradient, raises."""
+    _at_least(max_norm, 0.0, "max_norm value")
+
     def update(updates, state, params=None):
         norm = global_norm(updates)
         coef = fnp.minimum(max_norm / (norm + 1e-6), 1.0)
@@ -379,7 +381,7 @@ def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, dampening: float
         weight_decay: float = 0.0) -> GradientTransformation:
     _at_least(momentum, 0.0, "momentum value")
     parts = [add_decayed_weights(weight_decay)]
-    if momentum:
+    if momentum or nesterov:  # trace refuses nesterov without momentum, as PyTorch's SGD
         parts.append(trace(momentum, dampening, nesterov))
     return chain(*parts, scale_by_learning_rate(learning_rate))
 

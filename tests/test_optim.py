@@ -234,6 +234,14 @@ def test_clip_by_global_norm():
     same, _ = optim.clip_by_global_norm(10.0).update(grads, (), None)
     assert_close(same["b"], [4.0])
     assert float(optim.global_norm(grads)) == pytest.approx(5.0)
+    with pytest.raises(ValueError, match="Invalid max_norm value: -1.0"):
+        optim.clip_by_global_norm(-1.0)  # would flip every gradient
+
+
+def test_sgd_refuses_nesterov_without_momentum_as_pytorch():
+    for bad in (dict(nesterov=True), dict(nesterov=True, momentum=0.9, dampening=0.1)):
+        with pytest.raises(ValueError, match="Nesterov momentum requires a momentum and zero dampening"):
+            optim.sgd(0.1, **bad)
 
 
 def test_multi_steps_averages_micro_batches():
