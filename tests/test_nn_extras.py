@@ -130,13 +130,14 @@ def test_module_introspection_and_functional_replace():
         first.replace(colour=1)
 
 
-def _conv_transpose_reference(x, w, stride, padding, output_padding):
+def _conv_transpose_reference(x, w, stride, padding, output_padding, dilation=1):
     n, cin, h, wd = x.shape
-    k = w.shape[-1]
-    full = np.zeros((n, w.shape[1], (h - 1) * stride + k + output_padding, (wd - 1) * stride + k + output_padding))
+    span = dilation * (w.shape[-1] - 1) + 1
+    full = np.zeros((n, w.shape[1], (h - 1) * stride + span + output_padding, (wd - 1) * stride + span + output_padding))
     for i in range(h):
-        for j in range(wd):  # each input pixel scatters a weighted kernel
-            full[:, :, i * stride:i * stride + k, j * stride:j * stride + k] += np.einsum("nc,cokl->nokl", x[:, :, i, j], w)
+        for j in range(wd):  # each input pixel scatters a weighted (dilated) kernel
+            full[:, :, i * stride:i * stride + span:dilation, j * stride:j * stride + span:dilation] += \
+                np.einsum("nc,cokl->nokl", x[:, :, i, j], w)
     return full[:, :, padding:full.shape[2] - padding, padding:full.shape[3] - padding]
 
 
@@ -149,6 +150,8 @@ def test_conv_transpose_adaptive_pool_and_interpolate():
         assert got.shape == expected.shape
         assert_close(got, expected, rtol=1e-10, atol=1e-12)
     fg.check_grads(lambda xx, ww: nn.conv_transpose2d(xx, ww, None, 2, 1), (x, w), order=1)
+    # output_padding may reach the dilation, past the stride (PyTorch's rule): an internal shape error before
+    assert_close(nn.conv_transpose2d(x, w, None, 1, 1, 1, 1, 2), _conv_transpose_reference(x, w, 1, 1, 1, 2))
     pooled = nn.adaptive_avg_pool2d(x, (2, 3))
     for i, (r0, r1) in enumerate([(0, 2), (2, 4)]):
         for j, (c0, c1) in enumerate([(0, 2), (1, 4), (3, 5)]):

@@ -306,6 +306,11 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     out_hw = tuple((n - 1) * s - 2 * p + d * (k - 1) + e + 1
                    for n, s, p, d, k, e in zip(x.shape[2:], stride, padding, dilation, (kh, kw), extra))
     x, weight = fnp._common((x, weight))
+    # an output_padding of a stride or more (PyTorch allows up to the dilation) gives the forward
+    # conv e // s more outputs, which take zero cotangents: x padded by them at the end
+    grown = tuple(e // s for e, s in zip(extra, stride))
+    if any(grown):
+        x = fnp.pad(x, ((0, 0), (0, 0), (0, grown[0]), (0, grown[1])))
     shape = (x.shape[0], weight.shape[1] * groups) + out_hw
     _, pullback = vjp(lambda y: conv2d(y, weight, None, stride, padding, dilation, groups),
                       fnp.zeros(shape, x.dtype, device=x.device), pytorch_convention=False)  # the plain transpose
