@@ -133,7 +133,8 @@ def test_module_introspection_and_functional_replace():
 def _conv_transpose_reference(x, w, stride, padding, output_padding, dilation=1):
     n, cin, h, wd = x.shape
     span = dilation * (w.shape[-1] - 1) + 1
-    full = np.zeros((n, w.shape[1], (h - 1) * stride + span + output_padding, (wd - 1) * stride + span + output_padding))
+    grown = (h - 1) * stride + span + output_padding, (wd - 1) * stride + span + output_padding
+    full = np.zeros((n, w.shape[1]) + grown)
     for i in range(h):
         for j in range(wd):  # each input pixel scatters a weighted (dilated) kernel
             full[:, :, i * stride:i * stride + span:dilation, j * stride:j * stride + span:dilation] += \
