@@ -228,9 +228,7 @@ def pad(x, pad, mode: str = "constant", value: float | None = None):  # noqa: A0
     if mode != "constant" and value:
         raise ValueError(f"pad: value {value!r} is for mode 'constant', not {mode!r}")
     pairs = [(0, 0)] * (x.ndim - len(widths) // 2) + [tuple(widths[i:i + 2]) for i in range(len(widths) - 2, -1, -2)]
-    for axis, ((lo, hi), size) in enumerate(zip(pairs, x.shape)):
-        if mode == "constant":
-            continue
+    for axis, ((lo, hi), size) in enumerate(zip(pairs, x.shape) if mode != "constant" else ()):
         if min(lo, hi) < 0:
             raise ValueError(f"pad: negative widths {(lo, hi)} crop only in mode 'constant'")
         if mode == "reflect" and max(lo, hi) >= max(size, 1) or mode == "circular" and max(lo, hi) > size:
