@@ -96,7 +96,7 @@ class Dropout(Module):
         return F.dropout(x, self.rate, key)
 
 
-_PADDING_MODES = {"zeros": None, "reflect": "reflect", "replicate": "replicate", "circular": "circular"}
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _padding_mode(padding_mode: str) -> str:
@@ -117,7 +117,7 @@ def _padded_conv(conv, x, weight, bias, stride, padding, dilation, groups, paddi
         padding = (0, F._single(padding, "padding"))
     sides = F._conv_sides(padding, kernel, as_pair(stride, "stride"), as_pair(dilation, "dilation"))
     widths = [w for side in reversed(sides[1:] if one_d else sides) for w in side]
-    return conv(F.pad(x, widths, _PADDING_MODES[padding_mode]), weight, bias, stride, 0, dilation, groups)
+    return conv(F.pad(x, widths, padding_mode), weight, bias, stride, 0, dilation, groups)
 
 
 class Conv2d(Module):
@@ -194,8 +194,7 @@ class Conv1d(Module):
 
 class _MaxPool(Module):
     """PyTorch's MaxPool1d / MaxPool2d, whose arguments come in the module's order (return_indices
-    before ceil_mode, the functional form's other way round)."""
-    pool = staticmethod(F.max_pool2d)
+    before ceil_mode, the functional form's other way round); each names its functional form as `pool`."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
                  ceil_mode: bool = False):
