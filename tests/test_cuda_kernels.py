@@ -409,10 +409,10 @@ def test_max_pool_positions_with_padding_ties_and_nan(dtype):
     for kernel, stride, padding, dilation, ceil in [(2, None, 0, 1, False), (3, 2, 1, 1, False),
                                                     ((3, 2), (1, 2), (1, 0), (2, 1), False), (3, 3, 0, 1, True)]:
         # the last: ceil_mode's trailing padding, wider than half the window
-        same(*both(lambda a: F.max_pool2d(a, kernel, stride, padding, dilation, ceil), x))
+        pool = lambda a: F.max_pool2d(a, kernel, stride, padding, dilation, ceil)  # noqa: E731
+        same(*both(pool, x))
         if dtype != np.int32:
-            same(*both(lambda a: fg.grad(lambda b: fnp.sum(fnp.astype(F.max_pool2d(b, kernel, stride, padding,
-                                                                                    dilation, ceil), np.float32)))(a), x))
+            same(*both(lambda a: fg.grad(lambda b: fnp.sum(fnp.astype(pool(b), np.float32)))(a), x))
 
 
 ATTENTION_CASES = [  # q, k, v shapes; the bias's shape (None: none); causal

@@ -114,8 +114,8 @@ def attention_probs(s, bias, has_bias, scale, causal, row0, zero):
 
     Every loop runs over whole vectors: the exponential over the visible keys rounded up to 8, the
     extra lanes holding the shift (exp(0), no slow subnormal path), the scaling over the whole row
-    after the masked keys are zeroed (0 * inv: 0, or NaN where the row's sum is NaN). Loops over each query's own count left a scalar remainder per row
-    that cost more than the vector part."""
+    after the masked keys are zeroed (0 * inv: 0, or NaN where the row's sum is NaN). Loops over
+    each query's own count left a scalar remainder per row that cost more than the vector part."""
     batch, rows, keys = s.shape
     if keys == 0:
         return

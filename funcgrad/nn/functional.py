@@ -535,10 +535,12 @@ def embedding(indices, weight, padding_idx: int | None = None):
         raise IndexError(f"embedding index out of range: indices span [{known.min()}, {known.max()}] "
                          f"but the table has {weight.shape[0]} rows")
     out = fnp.take(weight, idx, axis=0)
-    if padding_idx is None:
-        return out
-    padding = _padding_index(padding_idx, weight.shape[0])
-    return fnp.where(fnp.expand_dims(idx == padding, -1), fnp.stop_gradient(out), out)
+    return out if padding_idx is None else _frozen_padding(out, idx, _padding_index(padding_idx, weight.shape[0]))
+
+
+def _frozen_padding(rows, indices, padding_idx: int):
+    """rows looked up at indices, those at padding_idx passing no gradient back (PyTorch's)."""
+    return fnp.where(fnp.expand_dims(indices == padding_idx, -1), fnp.stop_gradient(rows), rows)
 
 
 def _padding_index(padding_idx: int, rows: int) -> int:

@@ -66,13 +66,18 @@ def cross_entropy(logits, labels, weight=None, reduction: str = "mean", ignore_i
     return _label_loss(*parts, idx, weight, reduction, ignore_index, label_smoothing)
 
 
+def _not_a_reduction(weight, fname: str, name: str) -> None:
+    """funcgrad once took reduction third, where PyTorch takes weight: a string there raises."""
+    if isinstance(weight, str):
+        raise TypeError(f"{fname}: {name} must be an array, got {weight!r}; pass reduction by name "
+                        f"(reduction={weight!r})")
+
+
 def _class_weight(weight, scores, fname: str):
     """weight as a float array of one value per class (PyTorch's `weight`), or None."""
     if weight is None:
         return None
-    if isinstance(weight, str):  # funcgrad once took reduction third; PyTorch takes weight there
-        raise TypeError(f"{fname}: weight must be an array of one weight per class, got {weight!r}; pass "
-                        f"reduction by name (reduction={weight!r})")
+    _not_a_reduction(weight, fname, "weight")
     weight = fnp.asarray(weight, dtype=scores.dtype if dtypes.is_float(scores.dtype) else None)  # a NumPy
     classes = scores.shape[1] if scores.ndim > 1 else scores.shape[0]  # float64 array keeps a float32 loss
     if tuple(weight.shape) != (classes,):
@@ -151,9 +156,7 @@ def l1_loss(pred, target, reduction: str = "mean"):
 def _elementwise_weight(weight, shape, dtype, fname: str, name: str = "weight"):
     """weight as an array that broadcasts to the loss's shape without enlarging it (PyTorch scales
     the loss in place, so a weight that would widen it raises there too)."""
-    if isinstance(weight, str):  # funcgrad once took reduction third; PyTorch takes weight there
-        raise TypeError(f"{fname}: {name} must be an array or a number, got {weight!r}; pass reduction by name "
-                        f"(reduction={weight!r})")
+    _not_a_reduction(weight, fname, name)
     weight = fnp.asarray(weight, dtype=dtype)
     try:
         widened = fnp.broadcast_shapes(tuple(weight.shape), tuple(shape)) != tuple(shape)

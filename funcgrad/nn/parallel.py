@@ -132,7 +132,7 @@ class VocabParallelEmbedding(Module):
         mine = (local >= 0) & (local < rows)
         found = fnp.where(mine[..., None], F.embedding(fnp.where(mine, local, 0), self.weight), 0.0)
         if self.padding_idx is not None:
-            found = fnp.where((indices == self.padding_idx)[..., None], fnp.stop_gradient(found), found)
+            found = F._frozen_padding(found, indices, self.padding_idx)
         return C.psum_invariant(found, self.axis)
 
     def unsplit(self) -> Embedding:
