@@ -138,6 +138,20 @@ def test_pytorch_conventions_at_kinks():
     assert_close(gy, [0.0, 8 * np.log(2)])
 
 
+def test_softplus_beta_and_threshold_as_pytorch():
+    # log1p(exp(beta x)) / beta, and x itself where beta x exceeds threshold (PyTorch's linear branch)
+    x = np.array([-30.0, -1.0, 0.0, 0.4, 0.6, 2.0, 19.0, 21.0, 40.0])
+    for beta, threshold in [(1.0, 20.0), (2.0, 1.0), (0.5, 0.25), (-1.0, 20.0)]:
+        smooth = np.log1p(np.exp(beta * x)) / beta
+        linear = beta * x > threshold
+        assert_close(nn.softplus(x, beta, threshold), np.where(linear, x, smooth), rtol=1e-12)
+        slope = 1 / (1 + np.exp(-beta * x))
+        assert_close(fg.grad(lambda v: fnp.sum(nn.softplus(v, beta=beta, threshold=threshold)))(x),
+                     np.where(linear, 1.0, slope), rtol=1e-12)
+    assert np.asarray(nn.softplus(np.array([37.5]))) == 37.5  # float64: log1p(exp(-37.5)) would show
+    assert_close(nn.Softplus(beta=2.0, threshold=1.0)(x), nn.softplus(x, 2.0, 1.0))
+
+
 def test_clip_gradient_flows_inside_the_closed_range():
     x = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
     assert_close(fnp.clip(x, -1, 1), np.clip(x, -1, 1))

@@ -157,6 +157,11 @@ def test_conv_transpose_adaptive_pool_and_interpolate():
     for i, (r0, r1) in enumerate([(0, 2), (2, 4)]):
         for j, (c0, c1) in enumerate([(0, 2), (1, 4), (3, 5)]):
             assert_close(pooled[:, :, i, j], x[:, :, r0:r1, c0:c1].mean(axis=(2, 3)))
+    kept_rows = nn.adaptive_avg_pool2d(x, (None, 3))  # None keeps that side, as PyTorch
+    assert kept_rows.shape[2:] == (x.shape[2], 3)
+    assert_close(kept_rows, nn.adaptive_avg_pool2d(x, (x.shape[2], 3)))
+    with pytest.raises(ValueError, match="output_size"):
+        nn.adaptive_avg_pool2d(x, (1, 2, 3))
     assert_close(nn.interpolate(x, scale_factor=2), x.repeat(2, axis=2).repeat(2, axis=3))
     small = RNG.standard_normal((1, 1, 2, 2))
     up = np.asarray(nn.interpolate(small, size=(3, 3), mode="bilinear", align_corners=True))

@@ -39,9 +39,19 @@ def sigmoid(x):
     return bind(E.sigmoid_p, fnp._float_arg(x))
 
 
-def softplus(x):
-    """log(1 + exp(x)), computed without overflow."""
-    return bind(E.softplus_p, fnp._float_arg(x))
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + exp(beta x)) / beta, computed without overflow, and x itself where beta x exceeds
+    threshold, as torch.nn.functional.softplus."""
+    x = fnp._float_arg(x)
+    if beta == 1:
+        return fnp.where(x > threshold, x, _softplus(x))
+    scaled = x * beta
+    return fnp.where(scaled > threshold, x, _softplus(scaled) / beta)
+
+
+def _softplus(x):
+    """log(1 + exp(x)) for x of a float dtype, with no threshold: the form the other activations use."""
+    return bind(E.softplus_p, x)
 
 
 def silu(x):
@@ -106,7 +116,7 @@ hardsigmoid, hardswish = hard_sigmoid, hard_swish
 
 def log_sigmoid(x):
     """log(sigmoid(x)) = -softplus(-x), without overflow."""
-    return -softplus(-fnp._float_arg(x))
+    return -_softplus(-fnp._float_arg(x))
 
 
 logsigmoid = log_sigmoid
@@ -114,7 +124,7 @@ logsigmoid = log_sigmoid
 
 def mish(x):
     x = fnp._float_arg(x)
-    return x * fnp.tanh(softplus(x))
+    return x * fnp.tanh(_softplus(x))
 
 
 def softsign(x):
@@ -319,9 +329,13 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
 
 
 def adaptive_avg_pool2d(x, output_size):
-    """Mean over PyTorch's adaptive windows: output cell i covers [floor(i H / out), ceil((i+1) H / out))."""
+    """Mean over PyTorch's adaptive windows: output cell i covers [floor(i H / out), ceil((i+1) H / out));
+    None for a size keeps the input's."""
     x, unbatched = _batched_image(x, "adaptive_avg_pool2d")
-    out_h, out_w = _pair(output_size, "output_size") if output_size is not None else x.shape[2:]
+    sizes = (output_size, output_size) if output_size is None or isinstance(output_size, int) else tuple(output_size)
+    if len(sizes) != 2:
+        raise ValueError(f"output_size must be an int or a pair of non-negative ints or None, got {output_size!r}")
+    out_h, out_w = _pair(tuple(x.shape[2 + i] if size is None else size for i, size in enumerate(sizes)), "output_size")
     rows = []
     for i in range(out_h):
         r0, r1 = (i * x.shape[2]) // out_h, -(-((i + 1) * x.shape[2]) // out_h)

@@ -285,8 +285,8 @@ def SiLU():  # noqa: N802
     return Lambda(F.silu)
 
 
-def Softplus():  # noqa: N802
-    return Lambda(F.softplus)
+def Softplus(beta: float = 1.0, threshold: float = 20.0):  # noqa: N802
+    return Lambda(lambda x: F.softplus(x, beta, threshold))
 
 
 def Mish():  # noqa: N802

@@ -8,7 +8,7 @@ from .. import numpy as fnp
 from ..errors import ShapeError
 from ..ops import reductions as R
 from ..trace import bind
-from .functional import log_softmax, relu, softplus
+from .functional import _softplus, log_softmax, relu
 
 
 def _reduce(loss, reduction: str, weight_sum=None):
@@ -173,12 +173,12 @@ def binary_cross_entropy_with_logits(logits, targets, weight=None, reduction: st
     PyTorch's weight (per element, broadcast) and pos_weight (p: per class, weighting positives)."""
     logits, targets = _matching(logits, targets, "binary_cross_entropy_with_logits", float_target=True)
     if pos_weight is None:
-        loss = relu(logits) - logits * targets + softplus(-fnp.abs(logits))
+        loss = relu(logits) - logits * targets + _softplus(-fnp.abs(logits))
     else:
         pos_weight = _elementwise_weight(pos_weight, logits.shape, logits.dtype, "binary_cross_entropy_with_logits",
                                          "pos_weight")
         log_weight = 1.0 + (pos_weight - 1.0) * targets
-        loss = (1.0 - targets) * logits + log_weight * softplus(-logits)
+        loss = (1.0 - targets) * logits + log_weight * _softplus(-logits)
     if weight is not None:
         loss = loss * _elementwise_weight(weight, logits.shape, logits.dtype, "binary_cross_entropy_with_logits")
     return _reduce(loss, reduction)
