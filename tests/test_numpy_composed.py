@@ -302,6 +302,8 @@ DEVICE_CASES = {
     "isin_histogram": lambda a: fnp.histogram(a, 3)[0] + fnp.sum(fnp.isin(fnp.round(a), [0.0, 1.0])),
     "interp_searchsorted": lambda a: fnp.interp(a, fnp.sort(fnp.ravel(a)), fnp.sort(fnp.ravel(a)) * 2.0),
     "bilinear": lambda a: fg.nn.interpolate(a[None, None], size=(5, 7), mode="bilinear"),
+    "pad_statistics_take_modes": lambda a: fnp.pad(a, 1, mode="median") + fnp.pad(a, 1, mode="linear_ramp")
+    + fnp.take(a, [7, -1, 0, 20, 3, 1], mode="clip", axis=1)[:1],
 }
 
 
@@ -328,3 +330,28 @@ def test_sort_and_argsort_of_the_flattened_array_with_axis_none():
     x = np.array([[3.0, 1.0, 2.0], [0.5, 3.0, -1.0]], np.float32)
     np.testing.assert_array_equal(fnp.argsort(x, axis=None).numpy(), np.argsort(x, axis=None, kind="stable"))
     np.testing.assert_array_equal(fnp.sort(x, axis=None).numpy(), np.sort(x, axis=None))
+
+
+def test_quantiles_of_float64_take_q_in_float64():
+    # q = 0.3 once went through float32 (0.30000001192...), moving float64 quantiles by ~1e-8
+    x = RNG.standard_normal(101)
+    for q in (0.3, [0.1, 0.77]):
+        assert np.abs(np.asarray(fnp.quantile(x, q)) - np.quantile(x, q)).max() < 1e-15
+        percent = np.multiply(q, 100)
+        assert np.abs(np.asarray(fnp.percentile(x, percent)) - np.percentile(x, percent)).max() < 1e-15
+    x[3] = np.nan
+    assert np.abs(np.asarray(fnp.nanpercentile(x, 33.3)) - np.nanpercentile(x, 33.3)) < 1e-15
+
+
+def test_linspace_retstep_and_sort_kinds_as_numpy():
+    samples, step = fnp.linspace(0.0, 1.0, 5, endpoint=False, retstep=True)
+    assert_close(samples, np.linspace(0, 1, 5, endpoint=False)) and abs(float(step) - 0.2) < 1e-7
+    samples, step = fnp.linspace(fnp.asarray(1.0), fnp.asarray([2.0, 5.0]), 3, retstep=True)
+    assert_close(step, [0.5, 2.0]) and samples.shape == (3, 2)
+    assert np.isnan(float(fnp.linspace(0, 1, 1, retstep=True)[1]))  # no interval: NumPy's NaN
+    ties = np.array([3, 1, 3, 1, 2])
+    for kind in ("quicksort", "mergesort", "heapsort", "stable"):
+        assert np.array_equal(fnp.argsort(ties, kind=kind), np.argsort(ties, kind="stable"))
+        assert np.array_equal(fnp.sort(ties, 0, kind), np.sort(ties))
+    with pytest.raises(ValueError, match="sort kind"):
+        fnp.sort(ties, kind="bogo")

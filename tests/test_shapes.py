@@ -50,10 +50,25 @@ CASES = {
     "pad_reflect": (lambda x: fnp.pad(x, 2, mode="reflect"), lambda x: np.pad(x, 2, mode="reflect"), [(3, 4)]),
     "pad_edge": (lambda x: fnp.pad(x, (1, 2), mode="edge"), lambda x: np.pad(x, (1, 2), mode="edge"), [(3,)]),
     "pad_wrap": (lambda x: fnp.pad(x, 1, mode="wrap"), lambda x: np.pad(x, 1, mode="wrap"), [(2, 3)]),
+    "pad_maximum": (lambda x: fnp.pad(x, ((1, 2), (2, 0)), mode="maximum"),
+                    lambda x: np.pad(x, ((1, 2), (2, 0)), mode="maximum"), [(3, 4)]),
+    "pad_minimum_stat_length": (lambda x: fnp.pad(x, (2, 1), mode="minimum", stat_length=(2, 3)),
+                                lambda x: np.pad(x, (2, 1), mode="minimum", stat_length=(2, 3)), [(2, 5)]),
+    "pad_mean": (lambda x: fnp.pad(x, 2, mode="mean", stat_length=((1, 2), (3, 3))),
+                 lambda x: np.pad(x, 2, mode="mean", stat_length=((1, 2), (3, 3))), [(3, 4)]),
+    "pad_median": (lambda x: fnp.pad(x, ((0, 1), (2, 2)), mode="median"),
+                   lambda x: np.pad(x, ((0, 1), (2, 2)), mode="median"), [(3, 4)]),
+    "pad_linear_ramp": (lambda x: fnp.pad(x, ((1, 3), (2, 1)), mode="linear_ramp", end_values=((-2, 4), (1.5, 0))),
+                        lambda x: np.pad(x, ((1, 3), (2, 1)), mode="linear_ramp", end_values=((-2, 4), (1.5, 0))),
+                        [(3, 4)]),
     "take": (lambda x: fnp.take(x, np.array([2, 0, 2]), axis=1),
              lambda x: np.take(x, np.array([2, 0, 2]), axis=1), [(2, 3)]),
     "take_flat": (lambda x: fnp.take(x, np.array([[5, 0], [1, 1]])), lambda x: np.take(x, [[5, 0], [1, 1]]),
                   [(2, 3)]),
+    "take_wrap": (lambda x: fnp.take(x, np.array([4, -5, 1]), axis=1, mode="wrap"),
+                  lambda x: np.take(x, np.array([4, -5, 1]), axis=1, mode="wrap"), [(2, 3)]),
+    "take_clip": (lambda x: fnp.take(x, np.array([[9, -2], [1, 3]]), mode="clip"),
+                  lambda x: np.take(x, np.array([[9, -2], [1, 3]]), mode="clip"), [(2, 3)]),
     "take_along_axis": (lambda x: fnp.take_along_axis(x, np.array([[0, 2, 2], [1, 1, 0]]), axis=1),
                         lambda x: np.take_along_axis(x, np.array([[0, 2, 2], [1, 1, 0]]), axis=1), [(2, 3)]),
     "tril": (lambda x: fnp.tril(x, -1), lambda x: np.tril(x, -1), [(2, 3, 3)]),
@@ -170,3 +185,32 @@ def test_broadcast_shapes_is_numpys_and_names_the_shapes_that_do_not_fit():
         assert fnp.broadcast_shapes(*shapes) == np.broadcast_shapes(*shapes)
     with pytest.raises(fg.ShapeError, match=r"shapes \(2, 3\), \(4,\) do not broadcast"):
         fnp.broadcast_shapes((2, 3), (4,))
+
+
+def test_pad_statistics_of_integers_round_as_numpy_and_bad_requests_raise():
+    ints = np.array([[1, 2, 4, 4], [7, 0, 3, 3]])
+    for mode in ("mean", "median", "maximum", "minimum", "linear_ramp"):
+        got = fnp.pad(ints, ((1, 1), (2, 3)), mode=mode)
+        want = np.pad(ints, ((1, 1), (2, 3)), mode=mode)
+        assert got.dtype == want.dtype and np.array_equal(got, want), mode  # 1.5 -> 2, 2.5 -> 2; ramps floored
+    assert np.array_equal(fnp.pad(ints, 1, mode="empty"), np.pad(ints, 1))  # NumPy leaves them undefined
+    with pytest.raises(ValueError, match="stat_length 0 on axis 1"):
+        fnp.pad(ints, ((0, 0), (1, 0)), mode="mean", stat_length=((1, 1), (0, 2)))
+    with pytest.raises(ValueError, match="empty axis 0 can only be extended in mode 'constant'"):
+        fnp.pad(np.zeros((0, 2)), 1, mode="median")
+    with pytest.raises(ValueError, match="stat_length must be non-negative"):
+        fnp.pad(ints, 1, mode="mean", stat_length=-1)
+    with pytest.raises(ValueError, match="not supported"):
+        fnp.pad(ints, 1, mode="nearest")
+
+
+def test_take_modes_wrap_and_clip_and_refuse_others():
+    x = np.arange(6.0)
+    assert_close(fnp.take(x, np.array([7, -8]), mode="wrap"), [1.0, 4.0])
+    assert_close(fg.grad(lambda v: fnp.sum(fnp.take(v, np.array([9, 9, -3]), mode="clip")))(x), [1, 0, 0, 0, 0, 2])
+    with pytest.raises(IndexError, match="out of bounds"):
+        fnp.take(x, np.array([6]))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        fnp.take(x, np.array([0]), mode="fill")
+    with pytest.raises(IndexError, match="empty axis"):
+        fnp.take(np.zeros(0), np.array([0]), mode="wrap")

@@ -294,9 +294,11 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Array:
     return _placed(Array(np.arange(start, stop, step, dtype=dtypes.canonicalize(dtype))), device)
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, device=None) -> Array:
-    """num points from start to stop (NumPy's). With Arrays (or traced values) as endpoints the
-    result is i * (stop - start) / (num - 1) + start, differentiable in both (stop exactly at the end);
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None,
+             device=None) -> Array:
+    """num points from start to stop (NumPy's), with the spacing too where retstep (NaN for fewer
+    than two intervals' worth, as NumPy). With Arrays (or traced values) as endpoints the result is
+    i * (stop - start) / (num - 1) + start, differentiable in both (stop exactly at the end);
     Python-number endpoints give float32, array endpoints keep their floating dtype (jax.numpy)."""
     num = operator.index(num)
     if num < 0:
@@ -305,17 +307,23 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, devi
         dtype = dtypes.promote(*(_float_arg(v).dtype if isinstance(v, (ArrayBase, np.ndarray)) else float32
                                  for v in (start, stop)))
     dtype = dtypes.canonicalize(dtype)
+    intervals = num - 1 if endpoint else num
     if not isinstance(start, ArrayBase) and not isinstance(stop, ArrayBase):
-        return _placed(Array(np.linspace(start, stop, num, endpoint=endpoint).astype(dtype)), device)
+        samples, step = np.linspace(start, stop, num, endpoint=endpoint, retstep=True)
+        out = _placed(Array(samples.astype(dtype)), device)
+        return (out, _placed(Array(np.asarray(step).astype(dtype)), device)) if retstep else out
     start, stop = (astype(v, dtype) for v in _float_pair(start, stop))
     shape = (num,) + np.broadcast_shapes(_shape(start), _shape(stop))
     index = bind(Ly.reshape_p, Array(np.arange(num, dtype=dtype)), shape=(num,) + (1,) * (len(shape) - 1))
-    step = bind(E.div_p, bind(E.sub_p, stop, start), float(builtins.max(num - 1 if endpoint else num, 1)))
+    step = bind(E.div_p, bind(E.sub_p, stop, start), float(builtins.max(intervals, 1)))
     out = bind(E.add_p, bind(E.mul_p, index, step), start)  # NumPy's order of operations
     if endpoint and num > 1:
         last = np.arange(num).reshape(index.shape) == num - 1
         out = bind(E.select_p, Array(last), bind(Ly.broadcast_to_p, stop, shape=shape), out)
-    return _placed(bind(Ly.broadcast_to_p, out, shape=shape) if tuple(out.shape) != shape else out, device)
+    out = _placed(bind(Ly.broadcast_to_p, out, shape=shape) if tuple(out.shape) != shape else out, device)
+    if not retstep:
+        return out
+    return out, _placed(step if intervals > 0 else bind(E.mul_p, step, float("nan")), device)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype=None, device=None) -> Array:

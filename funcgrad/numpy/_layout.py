@@ -13,10 +13,11 @@ from ..dtypes import bool_
 from ..errors import ShapeError
 from ..ops import layout as Ly
 from ..ops import prng
+from ..ops import reductions as R
 from ..ops import shape as S
 from ..trace import bind
 from ._creation import _axes, _common, _normalize_axis, _placed, _shape, asarray, astype
-from ._elementwise import where
+from ._elementwise import floor, round, where
 
 __all__ = [
     "argsort", "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concatenate", "expand_dims", "flip", "moveaxis",
@@ -197,30 +198,111 @@ def flip(x, axis=None):
     return bind(S.gather_p, x, spec=spec)
 
 
-def pad(x, pad_width, mode: str = "constant", constant_values=0):
-    """NumPy's pad for modes constant, edge, reflect, symmetric and wrap (all differentiable)."""
+_INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")  # pads that are elements of x
+_STAT_MODES = ("maximum", "minimum", "mean", "median")  # pads that are a statistic of each end
+_PAD_MODES = ("constant", "empty") + _INDEX_MODES + _STAT_MODES + ("linear_ramp",)
+
+
+def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=None, end_values=0):
+    """NumPy's pad in every mode, all differentiable: constant (and empty, whose values NumPy leaves
+    undefined: zeros); edge, reflect, symmetric and wrap (elements of x); maximum, minimum, mean and
+    median of the stat_length elements at each end (all by default; integers rounded half to even,
+    as NumPy); linear_ramp from the edge to end_values. Axes are padded in turn, so later axes'
+    statistics see earlier axes' pads (NumPy's order)."""
     x = asarray(x)
-    widths = tuple(tuple(int(v) for v in w) for w in np.broadcast_to(np.asarray(pad_width, dtype=np.int64),
-                                                                       (x.ndim, 2)))
-    if builtins.any(v < 0 for w in widths for v in w):
-        raise ValueError(f"pad widths must be non-negative, got {widths}")
-    if mode == "constant":
-        return bind(S.pad_p, x, widths=widths, value=constant_values)
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise ValueError(f"pad mode {mode!r} is not supported; use constant, edge, reflect, symmetric or wrap")
+    widths = _per_axis(pad_width, x.ndim, "pad widths")
+    if mode in ("constant", "empty"):
+        return bind(S.pad_p, x, widths=widths, value=constant_values if mode == "constant" else 0)
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad mode {mode!r} is not supported; use one of {_PAD_MODES}")
+    lengths = None if stat_length is None else _per_axis(stat_length, x.ndim, "stat_length")
+    ends = np.broadcast_to(np.asarray(end_values, np.float64), (x.ndim, 2))
     for axis, (lo, hi) in enumerate(widths):
-        if lo or hi:
-            source = np.pad(np.arange(x.shape[axis]), (lo, hi), mode=mode)
-            x = take(x, source, axis=axis)
+        if not (lo or hi):
+            continue
+        if x.shape[axis] == 0:
+            raise ValueError(f"pad: the empty axis {axis} can only be extended in mode 'constant', not {mode!r}")
+        if mode in _INDEX_MODES:
+            x = take(x, np.pad(np.arange(x.shape[axis]), (lo, hi), mode=mode), axis=axis)
+            continue
+        sides = []
+        for width, before in ((lo, True), (hi, False)):
+            if mode == "linear_ramp":
+                sides.append(_ramp(x, axis, width, ends[axis][0 if before else 1], before))
+            else:
+                stat = _end_statistic(x, axis, x.shape[axis] if lengths is None else lengths[axis][1 - before],
+                                      before, mode)
+                sides.append(broadcast_to(stat, x.shape[:axis] + (width,) + x.shape[axis + 1:]))
+        x = concatenate([sides[0], x, sides[1]], axis=axis)
     return x
 
 
-def take(a, indices, axis: int | None = None):
+def _per_axis(values, ndim: int, name: str) -> tuple:
+    """(before, after) non-negative ints for each of ndim axes, broadcast as NumPy's pad does."""
+    pairs = np.broadcast_to(np.asarray(values, dtype=np.int64), (ndim, 2))
+    if (pairs < 0).any():
+        raise ValueError(f"{name} must be non-negative, got {values}")
+    return tuple(tuple(int(v) for v in pair) for pair in pairs)
+
+
+def _span(x, axis: int, lo: int, hi: int):
+    """x[lo:hi] along axis."""
+    return bind(S.gather_p, x, spec=(("s", None, None, None),) * axis + (("s", lo, hi, 1),))
+
+
+def _end_statistic(x, axis: int, length: int, before: bool, mode: str):
+    """The statistic of the `length` elements at one end of axis, kept as an axis of size 1."""
+    if length == 0:
+        raise ValueError(f"pad: stat_length 0 on axis {axis} leaves no values for mode {mode!r}")
+    n = x.shape[axis]
+    length = builtins.min(length, n)
+    end = _span(x, axis, 0, length) if before else _span(x, axis, n - length, n)
+    if mode in ("maximum", "minimum"):
+        return bind(R.max_p if mode == "maximum" else R.min_p, end, axes=(axis,), keepdims=True)
+    exact = end.dtype.kind in "fc"  # integers: a float64 statistic, rounded half to even
+    values = end if exact else astype(end, dtypes.float64)
+    if mode == "mean":
+        stat = bind(Ly.sum_p, values, axes=(axis,), keepdims=True) / length
+    else:
+        ordered = sort(values, axis)
+        middle = (length - 1) // 2
+        stat = (_span(ordered, axis, middle, middle + 1) + _span(ordered, axis, length // 2, length // 2 + 1)) / 2
+    return stat if exact else astype(round(stat), end.dtype)
+
+
+def _ramp(x, axis: int, width: int, end_value: float, before: bool):
+    """width values from end_value towards x's edge element (which it stops short of), as NumPy's
+    linspace(end_value, edge, width, endpoint=False), reversed after x; integers floored."""
+    n = x.shape[axis]
+    edge = _span(x, axis, 0, 1) if before else _span(x, axis, n - 1, n)
+    exact = edge.dtype.kind in "fc"
+    edge = edge if exact else astype(edge, dtypes.float64)
+    steps = np.arange(width, dtype=np.float64).reshape((1,) * axis + (width,) + (1,) * (x.ndim - axis - 1))
+    step = (edge - end_value) / builtins.max(width, 1)
+    ramp = _placed(Array(steps.astype(edge.dtype)), x.device) * step + end_value
+    ramp = ramp if before else flip(ramp, axis)
+    return ramp if exact else astype(floor(ramp), x.dtype)
+
+
+_TAKE_MODES = ("raise", "wrap", "clip")
+
+
+def take(a, indices, axis: int | None = None, mode: str | None = None):
+    """NumPy's take: an out-of-range index raises (mode 'raise', the default), wraps around ('wrap')
+    or goes to the nearest end ('clip')."""
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
     axis = _normalize_axis(axis, a.ndim)
     idx = _index_array(indices, a.device)
+    mode = mode or "raise"
+    if mode not in _TAKE_MODES:
+        raise ValueError(f"take: mode must be one of {_TAKE_MODES}, got {mode!r}")
+    if mode != "raise":
+        if a.shape[axis] == 0:
+            raise IndexError(f"take: cannot {mode} indices into an empty axis {axis}")
+        n = a.shape[axis]
+        idx = idx % n if mode == "wrap" else where(idx < 0, 0, where(idx > n - 1, n - 1, idx))
     return bind(S.gather_p, a, idx, spec=(("s", None, None, None),) * axis + (("a",),))
 
 
@@ -255,9 +337,15 @@ def _sort_axis(x, axis) -> tuple:
     return (reshape(x, (-1,)), 0) if axis is None else (x, _normalize_axis(axis, x.ndim))
 
 
-def argsort(x, axis: int | None = -1, *, descending: bool = False, stable: bool = True):
+_SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+def argsort(x, axis: int | None = -1, kind: str | None = None, *, descending: bool = False, stable: bool = True):
     """Indices that sort x along axis (None: of x flattened, as NumPy), always stable (equal elements
-    keep their order, also when descending)."""
+    keep their order, also when descending): every NumPy kind gives the stable order, which each
+    of them may give."""
+    if kind not in _SORT_KINDS:
+        raise ValueError(f"sort kind must be one of {_SORT_KINDS[1:]}, got {kind!r}")
     x, axis = _sort_axis(x, axis)
     if not descending:
         return bind(prng.argsort_p, x, axis=axis)
@@ -266,10 +354,10 @@ def argsort(x, axis: int | None = -1, *, descending: bool = False, stable: bool 
     return (x.shape[axis] - 1) - reversed_order
 
 
-def sort(x, axis: int | None = -1, *, descending: bool = False, stable: bool = True):
+def sort(x, axis: int | None = -1, kind: str | None = None, *, descending: bool = False, stable: bool = True):
     """Sorted along axis (None: x flattened); stable; the gradient flows back through the permutation."""
     x, axis = _sort_axis(x, axis)
-    return take_along_axis(x, argsort(x, axis, descending=descending), axis)
+    return take_along_axis(x, argsort(x, axis, kind, descending=descending), axis)
 
 
 def tri(n: int, m: int | None = None, k: int = 0, dtype=bool_, device=None) -> Array:

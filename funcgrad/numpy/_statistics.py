@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from . import _base as fnp
-from ..array import Array
+from ..array import Array, ArrayBase
 from ..errors import ShapeError
 from ._shapes import atleast_2d, cumprod, diagonal, diff, unravel_index
 from ._util import _beside, _concrete
@@ -103,11 +103,15 @@ def nanargmin(a, axis=None, keepdims: bool = False):
 _QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
-def _quantile(a, q, axis, method, keepdims, ignore_nan):
+def _quantile(a, q, axis, method, keepdims, ignore_nan, per: int = 1):
+    """q of a, given per `per` (100 for percentiles): constants take a's dtype before the division,
+    so 0.3 or 30 percent of a float64 array is not first rounded to float32."""
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"quantile method must be one of {_QUANTILE_METHODS}, got {method!r}")
     a = fnp._float_arg(a)
-    q = fnp.astype(_beside(q, a), a.dtype)
+    q = fnp.astype(_beside(q if isinstance(q, ArrayBase) else np.asarray(q, a.dtype), a), a.dtype)
+    if per != 1:
+        q = q / per
     concrete_q = fnp.concrete_or_none(q)
     if concrete_q is not None and ((concrete_q < 0) | (concrete_q > 1)).any():
         raise ValueError(f"quantiles must be in the range [0, 1], got {concrete_q}")
@@ -163,11 +167,11 @@ def nanquantile(a, q, axis=None, method: str = "linear", keepdims: bool = False,
 
 
 def percentile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
-    return quantile(a, fnp.divide(q, 100), axis, method, keepdims, interpolation=interpolation)
+    return _quantile(a, q, axis, interpolation or method, keepdims, ignore_nan=False, per=100)
 
 
 def nanpercentile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
-    return nanquantile(a, fnp.divide(q, 100), axis, method, keepdims, interpolation=interpolation)
+    return _quantile(a, q, axis, interpolation or method, keepdims, ignore_nan=True, per=100)
 
 
 def median(a, axis=None, keepdims: bool = False):
