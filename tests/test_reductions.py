@@ -172,3 +172,39 @@ def test_low_precision_sums_accumulate_in_float32():
     s = fnp.sum(x)
     assert s.dtype == fg.bfloat16
     assert float(s) == 4096.0  # a bfloat16 accumulator would stall at 256
+
+
+WHERE_CASES = {
+    "sum": lambda m, a, w: m.sum(a, axis=1, where=w, initial=2.5),
+    "prod": lambda m, a, w: m.prod(a, axis=0, keepdims=True, where=w),
+    "mean": lambda m, a, w: m.mean(a, axis=1, where=w),
+    "var": lambda m, a, w: m.var(a, axis=0, where=w),
+    "std": lambda m, a, w: m.std(a, ddof=1, where=w),
+    "max": lambda m, a, w: m.max(a, axis=1, initial=-0.25, where=w),
+    "min": lambda m, a, w: m.min(a, axis=0, keepdims=True, initial=0.25, where=w),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHERE_CASES))
+def test_numpys_where_and_initial(name):
+    a = np.random.default_rng(3).standard_normal((3, 4))
+    w = np.array([[True, False, True, True], [False, False, True, False], [True, True, True, False]])
+    f = WHERE_CASES[name]
+    assert_close(f(fnp, a, w), f(np, a, w), rtol=1e-12)
+    assert_close(f(fnp, a, w[0]), f(np, a, w[0]), rtol=1e-12)  # a mask broadcasts to a's shape
+    fg.check_grads(lambda x: f(fnp, x, w), (a,), order=1)
+
+
+def test_where_and_initial_edge_cases_follow_numpy():
+    a = np.arange(6.0).reshape(2, 3)
+    none = np.zeros((2, 3), bool)
+    assert np.isnan(np.asarray(fnp.mean(a, axis=1, where=none))).all()  # nothing selected: NaN, as NumPy
+    assert_close(fnp.max(np.zeros((0, 3)), axis=0, initial=1.5), [1.5, 1.5, 1.5])  # initial makes empty maxima
+    assert_close(fnp.sum(np.zeros((2, 0)), axis=1, initial=1.0), [1.0, 1.0])
+    assert fnp.all(a > 2, where=a > 2) and not fnp.any(a > 2, where=a <= 2)
+    with pytest.raises(ValueError, match="where mask needs initial"):
+        fnp.max(a, where=a > 1)
+    with pytest.raises(fg.ShapeError, match="pass initial"):
+        fnp.min(np.zeros((0, 2)))
+    with pytest.raises(fg.ShapeError):
+        fnp.sum(a[0], where=np.ones((2, 3), bool))  # a mask may not widen the array

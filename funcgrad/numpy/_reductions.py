@@ -9,9 +9,10 @@ from ..errors import ShapeError
 from ..ops import layout as Ly
 from ..ops import reductions as R
 from ..trace import bind
-from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32
-from ._elementwise import _abs_squared, divide, equal, multiply, sqrt, subtract, where
-from ._layout import ravel, reshape
+from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32, full
+from ._elementwise import _abs_squared, add, divide, equal, maximum, minimum, multiply, sqrt, subtract
+from ._elementwise import where as where_
+from ._layout import broadcast_to, ravel, reshape
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "logsumexp", "max", "mean", "min", "prod",
@@ -24,18 +25,27 @@ def _reduce(prim, x, axis, keepdims):
     return bind(prim, x, axes=_axes(axis, x.ndim), keepdims=bool(keepdims))
 
 
-def sum(x, axis=None, keepdims: bool = False, dtype=None):  # noqa: A001
-    """dtype, when given, is the result's (small integers otherwise widen, as NumPy's)."""
-    return _reduce_as(Ly.sum_p, x, axis, keepdims, dtype)
+def _masked(x, mask, fill):
+    """x where mask (NumPy's where=, broadcast to x's shape) holds, fill elsewhere: the elements a
+    reduction leaves out become its identity."""
+    return x if mask is None else where_(broadcast_to(asarray(mask), x.shape), x, fill)
 
 
-def prod(x, axis=None, keepdims: bool = False, dtype=None):
-    return _reduce_as(R.prod_p, x, axis, keepdims, dtype)
+def sum(x, axis=None, keepdims: bool = False, dtype=None, initial=None, where=None):  # noqa: A001
+    """dtype, when given, is the result's (small integers otherwise widen, as NumPy's); NumPy's
+    initial (added) and where (the elements summed)."""
+    out = _reduce_as(Ly.sum_p, x, axis, keepdims, dtype, where, 0)
+    return out if initial is None else _as_given(add(out, initial), dtype)
 
 
-def _reduce_as(prim, x, axis, keepdims, dtype):
+def prod(x, axis=None, keepdims: bool = False, dtype=None, initial=None, where=None):
+    out = _reduce_as(R.prod_p, x, axis, keepdims, dtype, where, 1)
+    return out if initial is None else _as_given(multiply(out, initial), dtype)
+
+
+def _reduce_as(prim, x, axis, keepdims, dtype, mask=None, identity=0):
     x = asarray(x) if dtype is None else astype(x, dtype)
-    return _as_given(_reduce(prim, x, axis, keepdims), dtype)
+    return _as_given(_reduce(prim, _masked(x, mask, identity), axis, keepdims), dtype)
 
 
 def _as_given(out, dtype):
@@ -44,60 +54,81 @@ def _as_given(out, dtype):
     return out if dtype is None or out.dtype == dtype else astype(out, dtype)
 
 
-def max(x, axis=None, keepdims: bool = False):  # noqa: A001
+def _extreme(prim, name: str, x, axis, keepdims, initial, mask):
+    """max or min with NumPy's initial (a value every result is compared with, so an empty
+    selection has one) and where (which, having no identity to fill in, needs initial)."""
     x = asarray(x)
-    if x.size == 0 and (axis is None or builtins.any(x.shape[a] == 0 for a in _axes(axis, x.ndim))):
-        raise ShapeError(f"max of an empty selection (shape {x.shape}) has no identity")
-    return _reduce(R.max_p, x, axis, keepdims)
+    if mask is not None and initial is None:
+        raise ValueError(f"{name} has no identity, so a where mask needs initial (NumPy's rule)")
+    axes = _axes(axis, x.ndim)
+    if initial is None:
+        if x.size == 0 and builtins.any(x.shape[a] == 0 for a in axes):
+            raise ShapeError(f"{name} of an empty selection (shape {x.shape}) has no identity; pass initial")
+        return _reduce(prim, x, axes, keepdims)
+    initial = np.asarray(initial).astype(x.dtype)
+    if builtins.any(x.shape[a] == 0 for a in axes):  # nothing to compare: initial itself
+        kept = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims else \
+            tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        return full(kept, initial, x.dtype, device=x.device)
+    out = _reduce(prim, _masked(x, mask, initial), axes, keepdims)
+    return maximum(out, initial) if name == "max" else minimum(out, initial)
 
 
-def min(x, axis=None, keepdims: bool = False):  # noqa: A001
-    x = asarray(x)
-    if x.size == 0 and (axis is None or builtins.any(x.shape[a] == 0 for a in _axes(axis, x.ndim))):
-        raise ShapeError(f"min of an empty selection (shape {x.shape}) has no identity")
-    return _reduce(R.min_p, x, axis, keepdims)
+def max(x, axis=None, keepdims: bool = False, initial=None, where=None):  # noqa: A001
+    return _extreme(R.max_p, "max", x, axis, keepdims, initial, where)
+
+
+def min(x, axis=None, keepdims: bool = False, initial=None, where=None):  # noqa: A001
+    return _extreme(R.min_p, "min", x, axis, keepdims, initial, where)
 
 
 amax, amin = max, min
 
 
-def all(x, axis=None, keepdims: bool = False):  # noqa: A001
-    return _reduce(R.all_p, x, axis, keepdims)
+def all(x, axis=None, keepdims: bool = False, where=None):  # noqa: A001
+    return _reduce(R.all_p, _masked(asarray(x), where, True), axis, keepdims)
 
 
-def any(x, axis=None, keepdims: bool = False):  # noqa: A001
-    return _reduce(R.any_p, x, axis, keepdims)
+def any(x, axis=None, keepdims: bool = False, where=None):  # noqa: A001
+    return _reduce(R.any_p, _masked(asarray(x), where, False), axis, keepdims)
 
 
 def _count(x, axes) -> int:
     return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
 
 
-def mean(x, axis=None, keepdims: bool = False, dtype=None):
+def mean(x, axis=None, keepdims: bool = False, dtype=None, where=None):
+    """NumPy's where= averages the selected elements (NaN where none is)."""
     x = autocast_to_float32(_float_arg(x)) if dtype is None else astype(x, dtype)
     axes = _axes(axis, x.ndim)
-    total = bind(Ly.sum_p, x, axes=axes, keepdims=bool(keepdims))
+    total = bind(Ly.sum_p, _masked(x, where, 0), axes=axes, keepdims=bool(keepdims))
+    if where is not None:
+        chosen = astype(broadcast_to(asarray(where), x.shape), total.dtype)
+        return divide(total, bind(Ly.sum_p, chosen, axes=axes, keepdims=bool(keepdims)))
     n = _count(x, axes)
     return multiply(total, 1.0 / n) if n else divide(total, 0.0)
 
 
-def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None):
+def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None, where=None):
     """Variance with NumPy's default ddof=0 (torch.var's default is correction=1); of complex
-    numbers, the mean squared modulus of the deviations (a real array, as NumPy's)."""
+    numbers, the mean squared modulus of the deviations (a real array, as NumPy's); where= as mean's."""
     x = _float_arg(x if dtype is None else astype(x, dtype))
     ddof = ddof if correction is None else correction
     axes = _axes(axis, x.ndim)
-    centered = subtract(x, mean(x, axes, keepdims=True))
-    n = _count(x, axes)
-    return divide(sum(_abs_squared(centered), axes, keepdims=keepdims), float(builtins.max(n - ddof, 0)))
+    centered = subtract(x, mean(x, axes, keepdims=True, where=where))
+    squares = sum(_abs_squared(centered), axes, keepdims=keepdims, where=where)
+    if where is None:
+        return divide(squares, float(builtins.max(_count(x, axes) - ddof, 0)))
+    n = sum(broadcast_to(asarray(where), x.shape), axes, keepdims=keepdims)
+    return divide(squares, maximum(subtract(astype(n, squares.dtype), ddof), 0))
 
 
-def std(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None):
+def std(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None, where=None):
     """sqrt(var); where the variance is 0 (one element, equal elements) the gradient is 0, as
     PyTorch's, not sqrt's infinite slope times var's zero."""
-    v = var(x, axis, ddof=ddof, keepdims=keepdims, correction=correction, dtype=dtype)
+    v = var(x, axis, ddof=ddof, keepdims=keepdims, correction=correction, dtype=dtype, where=where)
     zero = equal(v, 0)
-    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
+    return where_(zero, 0.0, sqrt(where_(zero, 1.0, v)))
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):
