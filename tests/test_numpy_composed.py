@@ -170,6 +170,33 @@ CASES = [
     ("cumulative_sum", lambda m: m.cumulative_sum(V, include_initial=True), lambda m: np.concatenate([[0], np.cumsum(V)])),
     ("fill_diagonal", lambda m: m.fill_diagonal(M, 7.0, inplace=False),
      lambda m: np.where(np.eye(3, 4, dtype=bool), 7, M)),
+    ("polyadd", lambda m: m.polyadd(V[:3], V[3:]), None),
+    ("polysub_scalar", lambda m: m.polysub(V[:3], 2.0), None),
+    ("polymul", lambda m: m.polymul(V[:3], V[:2]), None),
+    ("polyder", lambda m: m.polyder(V, 2), None),
+    ("polyder_past_degree", lambda m: m.polyder(V[:2], 3), None),
+    ("polyint", lambda m: m.polyint(V[:4], 2, k=[1.0, -2.0]), None),
+    ("polyfit", lambda m: m.polyfit(np.float32([0, 1, 2, 3, 5]), np.float32([1, 3, 2, 5, 4]), 2), None),
+    ("polyfit_weights_columns", lambda m: m.polyfit(np.float32([0, 1, 2, 3, 5]), np.float32([[1, 2], [3, 1], [2, 2],
+                                                                                           [5, 0], [4, 1]]), 1,
+                                                   w=np.float32([1, 2, 1, 0.5, 1])), None),
+    ("poly", lambda m: m.poly(np.float32([1, -2, 0.5])), None),
+    ("vander", lambda m: m.vander(V[:3], 4, increasing=True), None),
+    ("unwrap", lambda m: m.unwrap(np.cumsum(V * 4)), None),
+    ("unwrap_period_axis", lambda m: m.unwrap(M * 5, period=3.0, axis=0), None),
+    ("hamming", lambda m: m.hamming(7), None),
+    ("hanning", lambda m: m.hanning(6), None),
+    ("bartlett", lambda m: m.bartlett(5), None),
+    ("blackman", lambda m: m.blackman(8), None),
+    ("modf", lambda m: m.modf(np.float32([-3.5, -2.0, 0.25, np.inf]))[0], None),
+    ("divmod", lambda m: m.divmod(np.array([-7, 7, 9]), np.array([2, -3, 4]))[1], None),
+    ("isposinf", lambda m: m.isposinf(np.float32([np.inf, -np.inf, 1])), None),
+    ("isneginf", lambda m: m.isneginf(np.float32([np.inf, -np.inf, 1])), None),
+    ("setxor1d", lambda m: m.setxor1d(INTS, [1, 2, 10]), None),
+    ("histogram_bin_edges", lambda m: m.histogram_bin_edges(V, 4, (-1, 2)), None),
+    ("matvec", lambda m: m.matvec(C, M[:2]), lambda m: np.einsum("bij,bj->bi", C, M[:2])),
+    ("matvec_broadcast", lambda m: m.matvec(C, M[:1]), lambda m: np.einsum("bij,j->bi", C, M[0])),
+    ("vecmat", lambda m: m.vecmat(M[:, :1].T, C), lambda m: np.einsum("zi,bij->bj", M[:, :1].T, C)),
 ]
 
 
@@ -213,6 +240,9 @@ GRAD_CASES = {
     "diag_block": lambda x: fnp.sum(fnp.diag(x) @ fnp.block([[fnp.diag(x[:3]), fnp.zeros((3, 3))],
                                                               [fnp.zeros((3, 3)), fnp.diag(x[3:])]])),
     "average_trapezoid": lambda x: fnp.average(x, weights=fnp.abs(x) + 1) + fnp.trapezoid(x ** 2, x=fnp.cumsum(x * x)),
+    "polyfit_poly": lambda x: fnp.sum(fnp.polyfit(fnp.arange(6.0), x, 2) ** 2) + fnp.sum(fnp.poly(x[:3])),
+    "polyint_polyder_vander": lambda x: fnp.sum(fnp.polyint(fnp.polyder(x, 1), 2, k=1.0)) + fnp.sum(fnp.vander(x, 3)),
+    "unwrap_modf": lambda x: fnp.sum(fnp.unwrap(x * 4) ** 2) + fnp.sum(fnp.modf(x * 3)[0] ** 2),
 }
 
 

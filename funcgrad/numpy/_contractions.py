@@ -1,4 +1,5 @@
-"""Contractions: matmul, einsum and what is built on them (dot, tensordot, outer, inner, vdot)."""
+"""Contractions: matmul, einsum and what is built on them (dot, tensordot, outer, inner, vdot,
+matvec, vecmat)."""
 from __future__ import annotations
 
 import builtins
@@ -15,7 +16,7 @@ from ._layout import ravel, reshape, squeeze
 from ._reductions import sum
 
 __all__ = [
-    "dot", "einsum", "inner", "matmul", "outer", "tensordot", "vdot",
+    "dot", "einsum", "inner", "matmul", "matvec", "outer", "tensordot", "vdot", "vecmat",
 ]
 
 
@@ -143,3 +144,22 @@ def inner(a, b):
 def vdot(a, b):
     """The dot product of the flattened arrays, the first conjugated (NumPy's)."""
     return sum(multiply(conj(ravel(a)), ravel(b)))
+
+
+def _vector_operand(v, name: str):
+    v = asarray(v)
+    if v.ndim < 1:
+        raise ShapeError(f"{name}: the vector operand must have at least one axis, got a scalar")
+    return v
+
+
+def matvec(x1, x2):
+    """Matrices (..., m, n) times vectors (..., n), batch axes broadcast: (..., m) (NumPy 2.2's)."""
+    x2 = _vector_operand(x2, "matvec")
+    return squeeze(matmul(x1, reshape(x2, x2.shape + (1,))), -1)
+
+
+def vecmat(x1, x2):
+    """Conjugated vectors (..., n) times matrices (..., n, m), batch axes broadcast: (..., m)."""
+    x1 = _vector_operand(x1, "vecmat")
+    return squeeze(matmul(reshape(conj(x1), x1.shape[:-1] + (1, x1.shape[-1])), x2), -2)

@@ -19,7 +19,7 @@ from ._util import _concrete
 __all__ = [
     "isclose", "array_equal", "array_equiv", "logaddexp", "logaddexp2", "exp2", "cbrt", "copysign", "signbit",
     "deg2rad", "radians", "rad2deg", "degrees", "fabs", "fmax", "fmin", "fmod", "heaviside", "hypot", "float_power",
-    "ldexp", "rint", "around", "fix", "sinc", "nan_to_num", "angle",
+    "ldexp", "rint", "around", "fix", "modf", "divmod", "isposinf", "isneginf", "sinc", "nan_to_num", "angle",
     "iscomplexobj", "iscomplex", "isreal", "isrealobj", "positive", "bitwise_not", "bitwise_invert", "promote_types",
     "result_type", "can_cast", "finfo", "iinfo", "dtype", "isscalar", "issubdtype", "gcd", "lcm", "frexp",
     "nextafter",
@@ -174,6 +174,31 @@ def around(a, decimals: int = 0):
 
 def fix(x):
     return fnp.trunc(fnp._float_arg(x))
+
+
+def modf(x):
+    """(fractional, integral) parts, both with x's sign (NumPy's)."""
+    x = fnp._float_arg(x)
+    whole = fnp.trunc(x)
+    negative = signbit(x)
+    frac = fnp.where(negative, -(whole - x), x - whole)  # -0.0 at negative integers; slope 1 on both sides
+    zero = fnp.where(negative, np.asarray(-0.0, x.dtype), np.asarray(0.0, x.dtype))
+    return fnp.where(fnp.isinf(x), zero, frac), whole
+
+
+def divmod(x1, x2):  # noqa: A001  (NumPy's name)
+    """(floor_divide, remainder) in one call, as NumPy's divmod."""
+    return fnp.floor_divide(x1, x2), fnp.remainder(x1, x2)
+
+
+def isposinf(x):
+    x = fnp.asarray(x)
+    return fnp.isinf(x) & (x > 0)
+
+
+def isneginf(x):
+    x = fnp.asarray(x)
+    return fnp.isinf(x) & (x < 0)
 
 
 def sinc(x):

@@ -20,8 +20,9 @@ from ._util import _beside, _concrete
 __all__ = [
     "nancumsum", "nancumprod", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanargmax",
     "nanargmin", "quantile", "percentile", "nanquantile", "nanpercentile", "median", "nanmedian", "average", "ptp",
-    "count_nonzero", "searchsorted", "digitize", "bincount", "histogram", "cov", "corrcoef", "nonzero", "argwhere",
-    "flatnonzero", "unique", "isin", "intersect1d", "union1d", "setdiff1d", "trim_zeros", "lexsort", "argpartition",
+    "count_nonzero", "searchsorted", "digitize", "bincount", "histogram", "histogram_bin_edges", "cov", "corrcoef",
+    "nonzero", "argwhere", "flatnonzero", "unique", "isin", "intersect1d", "union1d", "setdiff1d", "setxor1d",
+    "trim_zeros", "lexsort", "argpartition",
     "partition",
 ]
 
@@ -269,19 +270,25 @@ def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
     return fnp.zeros((length,), w.dtype, device=w.device).at[x].add(w)
 
 
+def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
+    """The edges histogram uses: bins + 1 equal steps over range (default a's min to max, widened by
+    half a unit each way where that is a point, as NumPy), or bins itself as a sequence of edges."""
+    a = fnp.ravel(fnp._float_arg(a))
+    if np.ndim(bins) != 0:
+        return fnp.astype(_beside(bins, a), a.dtype)
+    if range is None:
+        lo, hi = (fnp.min(a), fnp.max(a)) if a.shape[0] else (fnp.asarray(0.0, a.dtype), fnp.asarray(1.0, a.dtype))
+    else:
+        lo, hi = (fnp.asarray(float(v), a.dtype) for v in range)
+    same = hi == lo
+    lo, hi = fnp.where(same, lo - 0.5, lo), fnp.where(same, hi + 0.5, hi)
+    return lo + (hi - lo) * fnp.linspace(0, 1, int(bins) + 1, dtype=a.dtype, device=a.device)
+
+
 def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # noqa: A002
     """(counts, bin edges); the last bin includes its right edge, as NumPy."""
     a = fnp.ravel(fnp._float_arg(a))
-    if np.ndim(bins) == 0:
-        if range is None:
-            lo, hi = (fnp.min(a), fnp.max(a)) if a.shape[0] else (fnp.asarray(0.0, a.dtype), fnp.asarray(1.0, a.dtype))
-        else:
-            lo, hi = (fnp.asarray(float(v), a.dtype) for v in range)
-        same = hi == lo  # NumPy widens an empty range by half a unit each way
-        lo, hi = fnp.where(same, lo - 0.5, lo), fnp.where(same, hi + 0.5, hi)
-        edges = lo + (hi - lo) * fnp.linspace(0, 1, int(bins) + 1, dtype=a.dtype, device=a.device)
-    else:
-        edges = fnp.astype(_beside(bins, a), a.dtype)
+    edges = histogram_bin_edges(a, bins, range)
     n = edges.shape[0] - 1
     idx = searchsorted(edges, a, side="right") - 1
     idx = fnp.where(a == edges[-1], n - 1, idx)
@@ -356,6 +363,10 @@ def union1d(ar1, ar2):
 
 def setdiff1d(ar1, ar2, assume_unique: bool = False):
     return _set_op(np.setdiff1d, ar1, ar2, what="setdiff1d", assume_unique=assume_unique)
+
+
+def setxor1d(ar1, ar2, assume_unique: bool = False):
+    return _set_op(np.setxor1d, ar1, ar2, what="setxor1d", assume_unique=assume_unique)
 
 
 def trim_zeros(filt, trim: str = "fb"):

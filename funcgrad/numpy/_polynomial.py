@@ -1,0 +1,183 @@
+"""NumPy's polynomial helpers on coefficient vectors (highest power first: polyadd, polymul,
+polyder, polyint, polyfit, poly, vander), unwrap and the classic window functions (hamming,
+hanning, bartlett, blackman), composed from the primitive-backed functions, so they differentiate."""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from .. import dtypes
+from . import _base as fnp
+from ..errors import ShapeError
+from ._math import finfo
+from ._shapes import diff
+from .linalg import lstsq
+from ._signal import convolve
+
+__all__ = [
+    "polyadd", "polysub", "polymul", "polyder", "polyint", "polyfit", "poly", "vander", "unwrap", "hamming",
+    "hanning", "bartlett", "blackman",
+]
+
+
+def _coefficients(p, name: str):
+    p = fnp.asarray(p)
+    p = fnp.reshape(p, (1,)) if p.ndim == 0 else p
+    if p.ndim != 1:
+        raise ShapeError(f"{name}: polynomial coefficients are 1-D, got shape {p.shape}")
+    return p
+
+
+def _aligned(a1, a2, name: str):
+    """a1 and a2 zero-padded in front to one length (their highest powers first)."""
+    a1, a2 = _coefficients(a1, name), _coefficients(a2, name)
+    n = builtins.max(a1.shape[0], a2.shape[0])
+    return fnp.pad(a1, (n - a1.shape[0], 0)), fnp.pad(a2, (n - a2.shape[0], 0))
+
+
+def polyadd(a1, a2):
+    a1, a2 = _aligned(a1, a2, "polyadd")
+    return a1 + a2
+
+
+def polysub(a1, a2):
+    a1, a2 = _aligned(a1, a2, "polysub")
+    return a1 - a2
+
+
+def polymul(a1, a2):
+    return convolve(_coefficients(a1, "polymul"), _coefficients(a2, "polymul"))
+
+
+def polyder(p, m: int = 1):
+    """The m-th derivative's coefficients."""
+    if m < 0:
+        raise ValueError(f"polyder: the order of the derivative must be non-negative, got {m}")
+    p = _coefficients(p, "polyder")
+    for _ in range(m):  # past the degree the coefficients run out: empty, as NumPy's
+        p = p[:-1] * np.arange(p.shape[0] - 1, 0, -1)
+    return p
+
+
+def polyint(p, m: int = 1, k=None):
+    """The m-th antiderivative's coefficients, with integration constants k (a scalar for each
+    step, or m of them, the first step's first; zeros by default)."""
+    if m < 0:
+        raise ValueError(f"polyint: the order of the antiderivative must be non-negative, got {m}")
+    constants = np.zeros(m) if k is None else np.atleast_1d(np.asarray(k, dtype=np.float64))
+    if constants.shape[0] == 1 and m > 1:
+        constants = np.full(m, constants[0])
+    if constants.shape[0] < m:
+        raise ValueError(f"polyint: {m} integration constants needed, got {constants.shape[0]}")
+    p = _coefficients(p, "polyint")
+    p = fnp.astype(p, dtypes.promote(p.dtype, dtypes.default_float)) if p.dtype.kind in "biu" else p
+    for step in range(m):
+        n = p.shape[0]
+        p = fnp.concatenate([p / np.arange(n, 0, -1), fnp.full(1, constants[step], p.dtype, device=p.device)])
+    return p
+
+
+def vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803  (NumPy's name)
+    """Columns x**(N-1), ..., x**0 (or the reverse where increasing)."""
+    x = fnp.asarray(x)
+    if x.ndim != 1:
+        raise ShapeError(f"vander: x must be 1-D, got shape {x.shape}")
+    n = x.shape[0] if N is None else int(N)
+    if n < 0:
+        raise ValueError(f"vander: N must be non-negative, got {n}")
+    x = fnp.astype(x, np.int64) if x.dtype.kind == "b" else x
+    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
+    return fnp.power(fnp.expand_dims(x, 1), fnp.asarray(powers.astype(x.dtype), device=x.device))
+
+
+def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = False):
+    """Least-squares coefficients (highest power first) of a polynomial of degree deg through
+    (x, y), y one or several (columns) data sets; w weights the residuals (NumPy's 1 / sigma); with
+    no more points than coefficients, the least-norm fit.
+    full returns NumPy's (coefficients, residuals, rank, singular values, rcond)."""
+    if cov:
+        raise ValueError("polyfit: cov=True is not supported (its scaling is a NumPy-specific convention); "
+                         "compute it from the fit's Vandermonde matrix")
+    deg = int(deg)
+    if deg < 0:
+        raise ValueError(f"polyfit: deg must be non-negative, got {deg}")
+    x, y = fnp._float_pair(x, y)
+    if x.ndim != 1 or y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
+        raise ShapeError(f"polyfit: x must be 1-D and y 1-D or 2-D of the same length, got {x.shape} and {y.shape}")
+    if x.shape[0] == 0:
+        raise ValueError("polyfit: no points to fit")
+    lhs, rhs = vander(x, deg + 1), y
+    if w is not None:
+        w = fnp.asarray(w, dtype=x.dtype)
+        if w.shape != x.shape:
+            raise ShapeError(f"polyfit: weights of shape {w.shape} for {x.shape[0]} points")
+        lhs, rhs = lhs * w[:, None], rhs * (w if y.ndim == 1 else w[:, None])
+    rcond = x.shape[0] * float(finfo(x.dtype).eps) if rcond is None else rcond
+    scale = fnp.sqrt(fnp.sum(lhs * lhs, axis=0))  # column scaling, as NumPy: better conditioned
+    scale = fnp.where(scale == 0, 1.0, scale)
+    coefficients, residuals, rank, singular = lstsq(lhs / scale, rhs, rcond=rcond)
+    coefficients = coefficients / (scale if y.ndim == 1 else scale[:, None])
+    return (coefficients, residuals, rank, singular, rcond) if full else coefficients
+
+
+def poly(seq_of_zeros):
+    """The monic polynomial with the given roots (a 1-D sequence; a square matrix's eigenvalues are
+    not computed here, so a 2-D argument raises)."""
+    roots = fnp.asarray(seq_of_zeros)
+    if roots.ndim != 1:
+        raise ShapeError(f"poly: roots must be 1-D (characteristic polynomials of matrices are not supported), "
+                         f"got shape {roots.shape}")
+    dtype = dtypes.promote(roots.dtype, dtypes.default_float) if roots.dtype.kind in "biu" else roots.dtype
+    if roots.shape[0] == 0:
+        return fnp.ones((), dtype, device=roots.device)  # no roots: the constant 1, as NumPy
+    p = fnp.ones(1, dtype, device=roots.device)
+    for i in range(roots.shape[0]):
+        p = convolve(p, fnp.stack([fnp.ones((), dtype, device=roots.device), -fnp.astype(roots[i], dtype)]))
+    return p
+
+
+def unwrap(p, discont=None, axis: int = -1, *, period: float = 2 * math.pi):
+    """p with the jumps along axis of at least discont (default period / 2) replaced by their value
+    modulo period (NumPy's: a phase made continuous)."""
+    p = fnp._float_arg(p)
+    axis = fnp._normalize_axis(axis, p.ndim)
+    if p.shape[axis] < 2:
+        return p
+    dd = diff(p, axis=axis)
+    half = period / 2
+    discont = half if discont is None else discont  # below half: only jumps past half change (NumPy)
+    ddmod = fnp.mod(dd + half, period) - half
+    ddmod = fnp.where((ddmod == -half) & (dd > 0), half, ddmod)  # a jump of exactly +half stays +half
+    correction = fnp.where(fnp.abs(dd) < discont, 0.0, ddmod - dd)
+    head = fnp.take(p, np.arange(1), axis=axis)
+    return fnp.concatenate([head, fnp.take(p, np.arange(1, p.shape[axis]), axis=axis)
+                            + fnp.cumsum(correction, axis=axis)], axis=axis)
+
+
+def _window(m: int, formula):
+    m = int(m)
+    if m < 1:
+        return fnp.zeros(0, dtypes.default_float)
+    if m == 1:
+        return fnp.ones(1, dtypes.default_float)
+    n = np.arange(m, dtype=np.float64)
+    return fnp.asarray(formula(n, m).astype(dtypes.default_float))
+
+
+def hamming(M: int):  # noqa: N803
+    return _window(M, lambda n, m: 0.54 - 0.46 * np.cos(2 * np.pi * n / (m - 1)))
+
+
+def hanning(M: int):  # noqa: N803
+    return _window(M, lambda n, m: 0.5 - 0.5 * np.cos(2 * np.pi * n / (m - 1)))
+
+
+def bartlett(M: int):  # noqa: N803
+    return _window(M, lambda n, m: 1 - np.abs(2 * n / (m - 1) - 1))
+
+
+def blackman(M: int):  # noqa: N803
+    return _window(M, lambda n, m: 0.42 - 0.5 * np.cos(2 * np.pi * n / (m - 1))
+                   + 0.08 * np.cos(4 * np.pi * n / (m - 1)))
