@@ -628,6 +628,39 @@ def test_state_dict_round_trip_and_errors():
         other.load_state_dict({**sd, "linears.0.weight": np.zeros((5, 4))})
 
 
+def test_sequential_takes_pytorchs_arguments_and_loads_its_state_dict_names():
+    keys = fg.random.split(fg.random.key(0), 3)
+
+    class Net(nn.Module):  # torch: features.0.weight, features.2.weight, head.weight
+        def __init__(self, key):
+            self.features = nn.Sequential(nn.Linear(3, 4, key=keys[0]), nn.ReLU(), nn.Linear(4, 4, key=keys[1]))
+            self.head = nn.Linear(4, 2, key=key)
+
+        def __call__(self, x, *, key=None):
+            return self.head(self.features(x))
+
+    net = Net(keys[2])
+    assert list(net.state_dict()) == ["features.layers.0.weight", "features.layers.0.bias", "features.layers.2.weight",
+                                      "features.layers.2.bias", "head.weight", "head.bias"]
+    pytorch_names = [n for n, _ in net.named_parameters(pytorch_names=True)]
+    assert pytorch_names == ["features.0.weight", "features.0.bias", "features.2.weight", "features.2.bias",
+                             "head.weight", "head.bias"]
+    rng = np.random.default_rng(0)
+    torch_state = {n: rng.standard_normal(p.shape).astype(np.float32) for n, p in zip(pytorch_names, net.parameters())}
+    loaded = net.load_state_dict(torch_state)  # strict, by PyTorch's names
+    for (_, p), want in zip(loaded.named_parameters(), torch_state.values()):
+        assert np.array_equal(p, want)
+    x = rng.standard_normal((5, 3)).astype(np.float32)
+    hidden = np.maximum(x @ torch_state["features.0.weight"].T + torch_state["features.0.bias"], 0)
+    hidden = hidden @ torch_state["features.2.weight"].T + torch_state["features.2.bias"]
+    assert_close(loaded(x), hidden @ torch_state["head.weight"].T + torch_state["head.bias"], rtol=1e-5)
+    assert np.array_equal(net.load_state_dict(loaded.state_dict()).parameters()[0], torch_state["features.0.weight"])
+    with pytest.raises(KeyError, match=r"missing keys \['features.layers.2.bias'\]"):
+        net.load_state_dict({k: v for k, v in torch_state.items() if k != "features.2.bias"})
+    as_list = nn.Sequential([nn.Linear(3, 4, key=keys[0]), nn.ReLU()])  # equinox's form still works
+    assert len(as_list) == 2 and len(nn.Sequential(nn.ReLU(), nn.ReLU(), nn.ReLU())) == 3
+
+
 def test_dropout_only_with_a_key():
     layer = nn.Dropout(0.5)
     x = np.ones((1000,), np.float32)

@@ -303,9 +303,15 @@ def LogSoftmax(axis: int = -1):  # noqa: N802
 
 class Sequential(Module):
     """Layers applied in order; plain functions (nn.relu) may stand among them. The call's key is
-    split between the layers, so dropout inside gets fresh randomness."""
+    split between the layers, so dropout inside gets fresh randomness. Takes the layers as one
+    sequence (equinox's form) or one argument each (PyTorch's); PyTorch's state_dict names
+    ('0.weight') load as well as its own ('layers.0.weight')."""
 
-    def __init__(self, layers: Sequence):
+    unnamed_fields = ("layers",)
+
+    def __init__(self, *layers):
+        if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
+            layers = layers[0]
         self.layers = list(layers)
 
     def __call__(self, x, *, key=None):

@@ -71,6 +71,7 @@ class Module(metaclass=_ModuleMeta):
     A module is immutable once constructed: `module.replace(field=value)` makes an updated copy."""
 
     static_fields: tuple[str, ...] = ()
+    unnamed_fields: tuple[str, ...] = ()  # attributes PyTorch's names leave out (Sequential's layers)
 
     def __setattr__(self, name: str, value) -> None:
         if id(self) not in _initialising:
@@ -89,12 +90,14 @@ class Module(metaclass=_ModuleMeta):
                              lambda aux, cls=cls: _module_builder(cls, aux))
 
     # ---- introspection -----------------------------------------------------------------------
-    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
-        """(dotted name, array) for every parameter, e.g. ('layers.0.weight', Array)."""
+    def named_parameters(self, prefix: str = "", *, pytorch_names: bool = False) -> Iterator[tuple[str, Any]]:
+        """(dotted name, array) for every parameter, e.g. ('layers.0.weight', Array); with
+        pytorch_names as PyTorch names it ('0.weight': a Sequential numbers its layers directly)."""
         for name, value in vars(self).items():
             if name in type(self).static_fields:
                 continue
-            yield from _named(value, f"{prefix}{name}")
+            unnamed = pytorch_names and name in type(self).unnamed_fields
+            yield from _named(value, prefix[:-1] if unnamed else f"{prefix}{name}", pytorch_names)
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
         """(dotted name, module) for this module ('' or prefix) and every module inside it."""
@@ -143,22 +146,26 @@ class Module(metaclass=_ModuleMeta):
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> "Module":
         """A copy of this module with its parameters taken from `state` (checked by name and shape):
-        `model = model.load_state_dict(state)`; this module itself stays as it was."""
+        `model = model.load_state_dict(state)`; this module itself stays as it was. A parameter may
+        be named as state_dict() names it or as PyTorch does ('0.weight' in a Sequential), so a
+        torch state_dict (as NumPy arrays) loads."""
         from .. import numpy as fnp
         own = self.state_dict()
-        missing = [k for k in own if k not in state]
-        unexpected = [k for k in state if k not in own]
+        names = list(own)
+        aliases = [name for name, _ in self.named_parameters(pytorch_names=True)]
+        keys = [n if n in state else a if a in state else None for n, a in zip(names, aliases)]
+        missing = [n for n, k in zip(names, keys) if k is None]
+        unexpected = [k for k in state if k not in own and k not in aliases]
         if strict and (missing or unexpected):
             raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
-        for k in own:
-            if k in state and tuple(np.shape(state[k])) != tuple(own[k].shape):
+        for name, k in zip(names, keys):
+            if k is not None and tuple(np.shape(state[k])) != tuple(own[name].shape):
                 raise ValueError(f"load_state_dict: '{k}' has shape {tuple(np.shape(state[k]))} in the state "
-                                 f"but {tuple(own[k].shape)} in the model")
+                                 f"but {tuple(own[name].shape)} in the model")
         leaves, treedef = tree_flatten(self)
-        names = list(own)
         if len(names) != len(leaves):
             raise RuntimeError("state_dict names and pytree leaves disagree")  # a bug, not bad input
-        new = [fnp.asarray(state[n], dtype=leaf.dtype) if n in state else leaf for n, leaf in zip(names, leaves)]
+        new = [leaf if k is None else fnp.asarray(state[k], dtype=leaf.dtype) for k, leaf in zip(keys, leaves)]
         _use_the_result("load_state_dict")  # last: a state that does not fit says so first
         return treedef.unflatten(new)
 
@@ -234,17 +241,19 @@ def _submodules(value):
     return []
 
 
-def _named(value, name: str):
+def _named(value, name: str, pytorch_names: bool = False):
+    """(name, array) for the arrays in value, named under `name` ('' at the top of PyTorch's names)."""
+    inner = (lambda part: f"{name}.{part}") if name else str
     if _is_array(value):
         yield name, value
     elif isinstance(value, Module):
-        yield from value.named_parameters(prefix=name + ".")
+        yield from value.named_parameters(prefix=inner(""), pytorch_names=pytorch_names)
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            yield from _named(v, f"{name}.{i}")
+            yield from _named(v, inner(i), pytorch_names)
     elif isinstance(value, dict):
         for k in sorted(value):
-            yield from _named(value[k], f"{name}.{k}")
+            yield from _named(value[k], inner(k), pytorch_names)
 
 
 _ARRAY = "array"  # layout marker: the attribute is one array leaf
