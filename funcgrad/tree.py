@@ -1,18 +1,23 @@
 """Pytrees: nested containers of arrays, flattened to a list of leaves and a structure.
 
 dict (sorted keys), list, tuple, namedtuple and None are built in; any other type joins with
-`register_pytree_node` or, for dataclasses, the `register_dataclass` decorator.
+`register_pytree_node`, the `register_pytree_node_class` decorator (jax.tree_util's) or, for
+dataclasses, the `register_dataclass` decorator. The functions also go by jax.tree's short names
+(`fg.tree.map`, `fg.tree.leaves`, ...).
 """
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import functools
 import itertools
 from typing import Any, Callable, Hashable, Iterable, NamedTuple, Sequence
 
 __all__ = [
-    "PyTreeDef", "register_pytree_node", "register_dataclass", "static_field",
-    "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
-    "tree_flatten_with_path", "keystr",
+    "PyTreeDef", "Partial", "register_pytree_node", "register_pytree_node_class", "register_dataclass",
+    "static_field", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
+    "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path", "tree_reduce", "tree_all",
+    "tree_transpose", "keystr",
 ]
 
 
@@ -215,9 +220,9 @@ def _aux_difference(a: tuple, b: tuple, path: str) -> str:
     named = isinstance(entry_a, tuple) and entry_a and isinstance(entry_a[0], str)
     if named and isinstance(entry_b, tuple) and len(entry_a) == len(entry_b):
         inner = next((x, y) for x, y in zip(entry_a, entry_b) if x != y)
-        if all(isinstance(v, PyTreeDef) for v in inner):
+        if builtins.all(isinstance(v, PyTreeDef) for v in inner):
             return inner[0].difference(inner[1], f"{path}.{entry_a[0]}")
-        if all(isinstance(v, tuple) for v in inner) and len(inner[0]) == len(inner[1]):  # statics among leaves
+        if builtins.all(isinstance(v, tuple) for v in inner) and len(inner[0]) == len(inner[1]):  # statics among leaves
             k, x, y = next((k, x, y) for k, (x, y) in enumerate(zip(*inner)) if x != y)
             return f"at {path}.{entry_a[0]}[{k}]: {_short(x)} against {_short(y)}"
         return f"at {path}.{entry_a[0]}: {_short(inner[0])} against {_short(inner[1])}"
@@ -399,3 +404,75 @@ def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] 
                              f"{treedef.difference(r_def)} (structures {treedef} and {r_def})")
         others.append(r_leaves)
     return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
+
+
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[tuple[tuple[str, ...], Any]]:
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """f(path, leaf, *others) leaf-wise (a weight-decay mask by name, say); paths as in
+    tree_flatten_with_path, every tree in `rest` of `tree`'s structure."""
+    paths = iter([path for path, _ in tree_flatten_with_path(tree, is_leaf)[0]])  # in tree_map's leaf order
+    return tree_map(lambda leaf, *xs: f(next(paths), leaf, *xs), tree, *rest, is_leaf=is_leaf)
+
+
+_NO_INITIALIZER = object()
+
+
+def tree_reduce(function: Callable, tree: Any, initializer: Any = _NO_INITIALIZER,
+                is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """functools.reduce of function over the leaves (from initializer, where given)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INITIALIZER:
+        if not leaves:
+            raise TypeError("tree_reduce of a tree without leaves needs an initializer")
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """Whether every leaf is true (a leaf array: all of its elements)."""
+    return builtins.all(bool(getattr(leaf, "all", lambda: leaf)()) for leaf in tree_leaves(tree, is_leaf))
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef, pytree_to_transpose: Any) -> Any:
+    """An outer structure of inner structures turned into the inner structure of outer ones (a list
+    of dicts into a dict of lists), as jax.tree_util.tree_transpose."""
+    leaves, treedef = tree_flatten(pytree_to_transpose)
+    n_outer, n_inner = outer_treedef.num_leaves, inner_treedef.num_leaves
+    expected = tree_structure(outer_treedef.unflatten([inner_treedef.unflatten([0] * n_inner)] * n_outer))
+    if treedef != expected:
+        raise ValueError(f"tree_transpose: the tree is not {outer_treedef} of {inner_treedef}: "
+                         f"{expected.difference(treedef)}")
+    return inner_treedef.unflatten([outer_treedef.unflatten(leaves[j::n_inner]) for j in range(n_inner)])
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Class decorator (jax.tree_util's): instances flatten by their tree_flatten() -> (children,
+    aux) and rebuild by the classmethod tree_unflatten(aux, children)."""
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+class Partial(functools.partial):
+    """functools.partial as a pytree (jax.tree_util.Partial): the bound arguments are its
+    children and the function its structure, so a function with its arrays can pass through jit
+    and be mapped over."""
+
+    def __new__(cls, func, *args, **kwargs):
+        if isinstance(func, functools.partial):  # flatten nested partials, as functools does
+            args, kwargs = func.args + args, {**func.keywords, **kwargs}
+            func = func.func
+        return super().__new__(cls, func, *args, **kwargs)
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, children: Partial(func, *children[0], **children[1]))
+
+# jax.tree's short names
+all = tree_all  # noqa: A001
+flatten, flatten_with_path, leaves, leaves_with_path = tree_flatten, tree_flatten_with_path, tree_leaves, \
+    tree_leaves_with_path
+map, map_with_path, reduce, structure = tree_map, tree_map_with_path, tree_reduce, tree_structure  # noqa: A001
+transpose, unflatten = tree_transpose, tree_unflatten

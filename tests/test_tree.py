@@ -3,11 +3,13 @@ import dataclasses
 import pickle
 from collections import namedtuple
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 
 Point = namedtuple("Point", ["x", "y"])
 
@@ -150,3 +152,70 @@ def test_builder_of_modules_and_of_very_deep_trees():
         deep = [deep]
     leaves, treedef = fg.tree_flatten(deep)
     assert treedef.builder()([8]) == treedef.unflatten([8])
+
+
+def test_jax_tree_util_extras_with_paths_reduce_all_transpose():
+    from funcgrad import tree as T
+    tree = {"a": [1.0, np.arange(3.0)], "b": (2.0, None, {"c": 4.0})}
+    paths = [T.keystr(p) for p, _ in T.tree_leaves_with_path(tree)]
+    assert paths == ["['a'][0]", "['a'][1]", "['b'][0]", "['b'][2]['c']"]
+    named = T.tree_map_with_path(lambda path, x, y: (T.keystr(path), y), tree, T.tree_map(lambda x: 7, tree))
+    assert named["b"][2]["c"] == ("['b'][2]['c']", 7) and named["b"][1] is None
+    assert T.tree_reduce(lambda acc, x: acc + np.sum(x), tree, 0.0) == 10.0
+    assert T.reduce(max, [3, 9, 2]) == 9 and T.map(lambda x: x * 2, [1, 2]) == [2, 4]
+    with pytest.raises(TypeError, match="needs an initializer"):
+        T.tree_reduce(max, [])
+    assert T.tree_all([True, np.ones(2) > 0]) and not T.tree_all([True, np.array([1, 0])]) and T.all({})
+    rows = [{"x": 1, "y": 2}, {"x": 3, "y": 4}, {"x": 5, "y": 6}]
+    columns = T.tree_transpose(T.tree_structure([0, 0, 0]), T.tree_structure({"x": 0, "y": 0}), rows)
+    assert columns == {"x": [1, 3, 5], "y": [2, 4, 6]}
+    with pytest.raises(ValueError, match="tree_transpose: the tree is not"):
+        T.tree_transpose(T.tree_structure([0, 0]), T.tree_structure({"x": 0, "y": 0}), rows)
+
+
+def test_register_pytree_node_class_and_partial_pass_through_transforms():
+    from funcgrad import tree as T
+
+    @T.register_pytree_node_class
+    class Scaled:
+        def __init__(self, w, name):
+            self.w, self.name = w, name
+
+        def tree_flatten(self):
+            return (self.w,), self.name
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(children[0], aux)
+
+    g = fg.grad(lambda p: fnp.sum(p.w ** 2))(Scaled(np.arange(3.0), "n"))
+    assert isinstance(g, Scaled) and g.name == "n" and np.allclose(g.w, [0.0, 2.0, 4.0])
+    scale = T.Partial(lambda s, x: s * x, np.float32(3.0))
+    assert np.allclose(fg.jit(lambda f, x: f(x))(scale, np.ones(2, np.float32)), 3.0)
+    assert np.allclose(fg.grad(lambda f: fnp.sum(f(np.ones(2))))(T.Partial(lambda s, x: s * x, 2.0)).args[0], 2.0)
+    assert T.Partial(T.Partial(lambda a, b: a - b, 5.0), 1.0)() == 4.0  # nested partials flatten
+
+
+def test_ravel_pytree_round_trip_dtypes_and_gradients():
+    from funcgrad.flatten_util import ravel_pytree
+    tree = {"w": np.ones((2, 3), np.float32), "b": (np.arange(2, dtype=np.int32), None), "c": np.float32(5.0)}
+    flat, unravel = ravel_pytree(tree)
+    assert flat.dtype == np.float32 and flat.shape == (9,)  # leaves in flattening order: b, c, w
+    assert np.array_equal(flat, [0, 1, 5, 1, 1, 1, 1, 1, 1])
+    back = unravel(flat * 2)
+    assert back["b"][0].dtype == np.int32 and np.array_equal(back["b"][0], [0, 2]) and back["b"][1] is None
+    assert back["w"].shape == (2, 3) and float(back["c"]) == 10.0
+    with pytest.raises(fg.ShapeError, match=r"shape \(9,\) for this tree, got \(3,\)"):
+        unravel(np.ones(3))
+    params = {"a": np.arange(3.0), "b": np.ones((2, 2))}
+    vector, unravel = ravel_pytree(params)
+    def loss(v):
+        p = unravel(v)
+        return fnp.sum(p["a"] ** 3) + fnp.sum(p["b"] ** 2) * p["a"][0]
+    hessian = fg.hessian(loss)(vector)
+    expected = np.zeros((7, 7))
+    expected[[0, 1, 2], [0, 1, 2]] = 6 * params["a"]
+    expected[0, 3:] = expected[3:, 0] = 2.0
+    expected[np.arange(3, 7), np.arange(3, 7)] = 2 * params["a"][0]
+    assert np.allclose(hessian, expected)
+    assert ravel_pytree({})[0].shape == (0,)
