@@ -38,12 +38,20 @@ def _numpy_method(fn):
 
 
 def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-    """DLPack export of host data (NumPy's); device arrays go by __cuda_array_interface__."""
+    """DLPack export of host data (NumPy's); device arrays go by __cuda_array_interface__. A
+    consumer of DLPack before 1.0 cannot be told the data is read-only, so it gets a copy (copy=None
+    allows one; copy=False then raises)."""
     if self.device.platform != "cpu":
         raise BufferError(f"__dlpack__ of an array on {self.device}: use __cuda_array_interface__ "
                           f"(CuPy, PyTorch and numba read it without a copy) or move it with .to('cpu')")
+    legacy = max_version is None or tuple(max_version) < (1, 0)
+    if legacy and copy is False:
+        raise BufferError("__dlpack__(copy=False): funcgrad arrays are read-only and DLPack before 1.0 cannot "
+                          "mark an export read-only; pass max_version=(1, 0) or allow a copy")
     kwargs = {} if max_version is None else {"max_version": max_version}
-    return self.numpy().__dlpack__(copy=copy, **kwargs)
+    if dl_device is not None:
+        kwargs["dl_device"] = dl_device
+    return self.numpy().__dlpack__(copy=True if legacy else copy, **kwargs)
 
 
 def _array_namespace(self, /, *, api_version=None):

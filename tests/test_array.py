@@ -127,3 +127,22 @@ def test_array_copies_and_asarray_does_not():
     donated_step = fg.jit(lambda v: v * 2.0, donate_argnums=0)
     donated_step(copied)
     assert np.asarray(a).tolist() == [1.0, 1.0, 1.0]  # the original survives its copy's donation
+
+
+def test_dlpack_export_shares_read_only_memory_and_copies_for_legacy_consumers():
+    a = fg.asarray(np.arange(4.0))
+    shared = np.from_dlpack(a)  # DLPack 1.0: a zero-copy view marked read-only
+    assert np.shares_memory(shared, a.numpy()) and not shared.flags.writeable
+
+    class LegacyConsumerView:  # a producer as a pre-1.0 consumer sees it: no max_version
+        def __dlpack__(self, stream=None):
+            return a.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return a.__dlpack_device__()
+
+    copied = np.from_dlpack(LegacyConsumerView())  # could be written to: it must not be a's memory
+    assert np.array_equal(copied, [0.0, 1.0, 2.0, 3.0]) and not np.shares_memory(copied, a.numpy())
+    with pytest.raises(BufferError, match="cannot mark an export read-only"):
+        a.__dlpack__(copy=False)
+    a.__dlpack__(max_version=(1, 0), copy=False)
