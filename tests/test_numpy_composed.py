@@ -194,6 +194,20 @@ CASES = [
     ("isneginf", lambda m: m.isneginf(np.float32([np.inf, -np.inf, 1])), None),
     ("setxor1d", lambda m: m.setxor1d(INTS, [1, 2, 10]), None),
     ("histogram_bin_edges", lambda m: m.histogram_bin_edges(V, 4, (-1, 2)), None),
+    ("insert_block", lambda m: m.insert(M, 1, V[:3], axis=1), None),
+    ("insert_several", lambda m: m.insert(M, [3, 0, 0], np.float32([[1], [2], [3]]), axis=1), None),
+    ("insert_one_listed", lambda m: m.insert(M, [2], np.float32([[7, 8, 9, 6]]), axis=0), None),
+    ("insert_flat_slice", lambda m: m.insert(M, slice(1, 5, 2), [5.0, 6.0]), None),
+    ("insert_none", lambda m: m.insert(M, [], 9.0, axis=1), None),
+    ("apply_over_axes", lambda m: m.apply_over_axes(m.sum, C, [0, 2]), None),
+    ("fromfunction", lambda m: m.fromfunction(lambda i, j: i * 10 + j, (3, 4)),
+     lambda m: np.fromfunction(lambda i, j: i * 10 + j, (3, 4), dtype=np.float32)),
+    ("histogram2d", lambda m: m.histogram2d(M[0], M[1], [2, np.float32([-2, 0, 1, 2])], weights=M[2])[0], None),
+    ("histogramdd_density", lambda m: m.histogramdd(C.reshape(-1, 3)[:6], (2, 1, 3), density=True)[0], None),
+    ("polydiv", lambda m: m.polydiv(np.float32([1, -3, 2, 5]), np.float32([1, -1]))[1], None),
+    ("tensorinv", lambda m: m.linalg.tensorinv(np.eye(6, dtype=np.float32).reshape(2, 3, 6) * 2 + 0.1), None),
+    ("tensorsolve", lambda m: m.linalg.tensorsolve(np.eye(6, dtype=np.float32).reshape(2, 3, 2, 3) + 0.1, M[:2, :3]),
+     None),
     ("matvec", lambda m: m.matvec(C, M[:2]), lambda m: np.einsum("bij,bj->bi", C, M[:2])),
     ("matvec_broadcast", lambda m: m.matvec(C, M[:1]), lambda m: np.einsum("bij,j->bi", C, M[0])),
     ("vecmat", lambda m: m.vecmat(M[:, :1].T, C), lambda m: np.einsum("zi,bij->bj", M[:, :1].T, C)),
@@ -385,3 +399,55 @@ def test_linspace_retstep_and_sort_kinds_as_numpy():
         assert np.array_equal(fnp.sort(ties, 0, kind), np.sort(ties))
     with pytest.raises(ValueError, match="sort kind"):
         fnp.sort(ties, kind="bogo")
+
+
+def test_put_along_axis_writes_where_take_along_axis_reads():
+    a = RNG.standard_normal((3, 4))
+    idx = np.array([[0, 3], [1, 1], [2, 0]])
+    expected = a.copy()
+    np.put_along_axis(expected, idx, -1.0, axis=1)
+    got = fnp.put_along_axis(a, idx, -1.0, 1, inplace=False)
+    assert_close(got, expected)
+    assert_close(fnp.take_along_axis(got, idx, 1), np.full((3, 2), -1.0))
+    wrapped = fnp.put_along_axis(a, idx + 4, np.float64([[1, 2]]), 1, inplace=False, mode="wrap")
+    expected = a.copy()
+    np.put_along_axis(expected, idx, np.float64([[1, 2]]), axis=1)
+    assert_close(wrapped, expected)
+    grad = fg.grad(lambda x: fnp.sum(fnp.put_along_axis(x, idx, 0.0, 1, inplace=False) * 3.0))(a)
+    assert_close(grad, np.where(np.isin(np.arange(4)[None, :], idx) & (np.arange(4)[None, :] == idx[:, :1])
+                                | (np.arange(4)[None, :] == idx[:, 1:]), 0.0, 3.0))
+    with pytest.raises(ValueError, match="inplace=False"):
+        fnp.put_along_axis(a, idx, 0.0, 1)
+    with pytest.raises(fg.ShapeError, match="rank 1 for an array of rank 2"):
+        fnp.put_along_axis(a, np.array([0]), 0.0, 1, inplace=False)
+
+
+def test_insert_refuses_what_numpy_refuses_and_differentiates():
+    a = RNG.standard_normal((2, 3))
+    with pytest.raises(IndexError):
+        fnp.insert(a, 5, 1.0, axis=1)
+    with pytest.raises(fg.ShapeError, match="do not fit 2 slices"):
+        fnp.insert(a, [0, 1], np.ones((3, 3)), axis=1)
+    fg.check_grads(lambda x, v: fnp.insert(x, [2, 0], v, axis=1), (a, RNG.standard_normal((2, 2))), order=2)
+
+
+def test_abstract_dtype_names_and_index_expressions():
+    assert fnp.issubdtype(fnp.ones(2).dtype, fnp.floating) and fnp.issubdtype(fnp.bfloat16, fnp.inexact)
+    assert fnp.issubdtype(fnp.int32, fnp.signedinteger) and not fnp.issubdtype(fnp.uint8, fnp.signedinteger)
+    assert fnp.issubdtype(fnp.complex64, fnp.complexfloating) and fnp.issubdtype(fnp.bool_, fnp.generic)
+    assert np.array_equal(fnp.arange(10)[fnp.s_[2:8:3]], [2, 5]) and fnp.index_exp[1:2] == (slice(1, 2),)
+
+
+def test_histogram_counts_every_value_and_has_numpys_edges():
+    # the last edge was lo + (hi - lo) * 1.0, which can round below the maximum: that value was dropped
+    rng = np.random.default_rng(1)
+    for dtype in (np.float64, np.float32):
+        for _ in range(50):
+            x = (rng.standard_normal(int(rng.integers(1, 30))) * rng.choice([1e-3, 1.0, 1e4])).astype(dtype)
+            for bins in (1, 2, 7):
+                counts, edges = fnp.histogram(x, bins)
+                assert float(fnp.sum(counts)) == x.size
+                np.testing.assert_array_equal(edges, np.histogram(x, bins)[1])
+                np.testing.assert_array_equal(counts, np.histogram(x, bins)[0])
+    points = rng.standard_normal((6, 3))
+    assert float(fnp.sum(fnp.histogramdd(points, (2, 1, 3))[0])) == 6

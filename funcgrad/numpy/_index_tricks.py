@@ -1,15 +1,18 @@
 """NumPy's index tricks r_ and c_: concatenation written as indexing (differentiable, as in
-jax.numpy): fnp.r_[a, 0.0, 1:4, b], fnp.c_[x, y] (1-D arrays as columns)."""
+jax.numpy): fnp.r_[a, 0.0, 1:4, b], fnp.c_[x, y] (1-D arrays as columns); and s_ / index_exp,
+which build index tuples (NumPy's own objects: an index is the same whatever the array)."""
 from __future__ import annotations
 
 import builtins
+
+import numpy as np
 
 from ..array import ArrayBase
 from ._creation import _is_scalar, arange, asarray, astype, linspace
 from ._layout import concatenate, reshape, transpose
 from ._math import result_type
 
-__all__ = ["c_", "r_"]
+__all__ = ["c_", "index_exp", "r_", "s_"]
 
 
 def _at_least(a, ndmin: int, trans1d: int):
@@ -70,3 +73,5 @@ class _Concatenator:
 
 r_ = _Concatenator(0, 1, -1)
 c_ = _Concatenator(-1, 2, 0)
+
+s_, index_exp = np.s_, np.index_exp

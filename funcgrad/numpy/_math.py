@@ -22,6 +22,7 @@ __all__ = [
     "ldexp", "rint", "around", "fix", "modf", "divmod", "isposinf", "isneginf", "sinc", "nan_to_num", "angle",
     "iscomplexobj", "iscomplex", "isreal", "isrealobj", "positive", "bitwise_not", "bitwise_invert", "promote_types",
     "result_type", "can_cast", "finfo", "iinfo", "dtype", "isscalar", "issubdtype", "gcd", "lcm", "frexp",
+    "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating",
     "nextafter",
 ]
 
@@ -323,6 +324,12 @@ def finfo(dtype) -> FInfo:
     info = ml_dtypes.finfo(dt)  # of a complex dtype: its parts' (the standard's dtype is the real one)
     return FInfo(int(info.bits), float(info.eps), float(info.max), float(info.min), float(info.smallest_normal),
                  float(info.tiny), float(info.resolution), int(info.precision), np.dtype(dtypes.real_dtype(dt)))
+
+
+# NumPy's abstract scalar types, for issubdtype(x.dtype, fnp.floating) and the like
+generic, number, integer, signedinteger, unsignedinteger = (np.generic, np.number, np.integer, np.signedinteger,
+                                                            np.unsignedinteger)
+inexact, floating, complexfloating = np.inexact, np.floating, np.complexfloating
 
 
 def iinfo(int_type):

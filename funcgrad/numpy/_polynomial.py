@@ -17,8 +17,8 @@ from .linalg import lstsq
 from ._signal import convolve
 
 __all__ = [
-    "polyadd", "polysub", "polymul", "polyder", "polyint", "polyfit", "poly", "vander", "unwrap", "hamming",
-    "hanning", "bartlett", "blackman",
+    "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit", "poly", "vander", "unwrap",
+    "hamming", "hanning", "bartlett", "blackman",
 ]
 
 
@@ -49,6 +49,29 @@ def polysub(a1, a2):
 
 def polymul(a1, a2):
     return convolve(_coefficients(a1, "polymul"), _coefficients(a2, "polymul"))
+
+
+def polydiv(u, v, *, trim_leading_zeros: bool = True):
+    """(quotient, remainder) of u / v by long division. The remainder's leading (near) zeros are
+    dropped as NumPy drops them, which reads its values; trim_leading_zeros=False keeps its length
+    (jax.numpy's default), for use under jit."""
+    u, v = _coefficients(u, "polydiv"), _coefficients(v, "polydiv")
+    dtype = dtypes.promote(dtypes.promote(u.dtype, v.dtype), dtypes.default_float)
+    u, v = fnp.astype(u, dtype), fnp.astype(v, dtype)
+    m, n = u.shape[0] - 1, v.shape[0] - 1
+    remainder, quotient = u, []
+    for k in range(m - n + 1):
+        d = remainder[k] / v[0]
+        quotient.append(d)
+        remainder = fnp.concatenate([remainder[:k], remainder[k:k + n + 1] - d * v, remainder[k + n + 1:]])
+    quotient = fnp.stack(quotient) if quotient else fnp.zeros(1, dtype, device=u.device)
+    if trim_leading_zeros:
+        values = np.asarray(fnp.stop_gradient(remainder).numpy())
+        start = 0
+        while start < values.shape[0] - 1 and np.allclose(values[start], 0, rtol=1e-14):
+            start += 1
+        remainder = remainder[start:]
+    return quotient, remainder
 
 
 def polyder(p, m: int = 1):

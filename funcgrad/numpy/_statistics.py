@@ -20,7 +20,8 @@ from ._util import _beside, _concrete
 __all__ = [
     "nancumsum", "nancumprod", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanargmax",
     "nanargmin", "quantile", "percentile", "nanquantile", "nanpercentile", "median", "nanmedian", "average", "ptp",
-    "count_nonzero", "searchsorted", "digitize", "bincount", "histogram", "histogram_bin_edges", "cov", "corrcoef",
+    "count_nonzero", "searchsorted", "digitize", "bincount", "histogram", "histogram_bin_edges", "histogramdd",
+    "histogram2d", "cov", "corrcoef",
     "nonzero", "argwhere", "flatnonzero", "unique", "isin", "intersect1d", "union1d", "setdiff1d", "setxor1d",
     "trim_zeros", "lexsort", "argpartition",
     "partition",
@@ -276,29 +277,84 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
     a = fnp.ravel(fnp._float_arg(a))
     if np.ndim(bins) != 0:
         return fnp.astype(_beside(bins, a), a.dtype)
+    # NumPy's linspace from the data's min and max runs in the data's dtype, from a range (Python
+    # floats) in float64; either way the last edge is exactly the end, so the maximum is counted
     if range is None:
-        lo, hi = (fnp.min(a), fnp.max(a)) if a.shape[0] else (fnp.asarray(0.0, a.dtype), fnp.asarray(1.0, a.dtype))
+        lo, hi = (fnp.min(a), fnp.max(a)) if a.shape[0] else (0.0, 1.0)
+        exact = a.dtype
     else:
-        lo, hi = (fnp.asarray(float(v), a.dtype) for v in range)
+        lo, hi = range
+        exact = dtypes.float64
+    lo, hi = (fnp.astype(_beside(np.asarray(v, exact) if not isinstance(v, ArrayBase) else v, a), exact)
+              for v in (lo, hi))
     same = hi == lo
     lo, hi = fnp.where(same, lo - 0.5, lo), fnp.where(same, hi + 0.5, hi)
-    return lo + (hi - lo) * fnp.linspace(0, 1, int(bins) + 1, dtype=a.dtype, device=a.device)
+    n = int(bins)
+    inner = fnp.arange(n, dtype=exact, device=a.device) * ((hi - lo) / n) + lo
+    return fnp.astype(fnp.concatenate([inner, fnp.reshape(hi, (1,))]), a.dtype)
+
+
+def _bin_of(a, edges):
+    """(bin index, inside) of each value of a: bins are half-open but the last includes its right
+    edge, as NumPy's."""
+    idx = searchsorted(edges, a, side="right") - 1
+    idx = fnp.where(a == edges[-1], edges.shape[0] - 2, idx)
+    return idx, (a >= edges[0]) & (a <= edges[-1])
+
+
+def _counted(flat_bin, inside, weights, n: int, like):
+    """Sums of the weights (ones by default) of the inside values in each of n bins."""
+    w = fnp.ones(like.shape, like.dtype, device=like.device) if weights is None else fnp.ravel(fnp.asarray(weights))
+    return fnp.zeros((n,), w.dtype, device=w.device).at[fnp.where(inside, flat_bin, 0)].add(
+        fnp.where(inside, w, np.zeros((), w.dtype)))
 
 
 def histogram(a, bins=10, range=None, weights=None, density: bool = False):  # noqa: A002
     """(counts, bin edges); the last bin includes its right edge, as NumPy."""
     a = fnp.ravel(fnp._float_arg(a))
     edges = histogram_bin_edges(a, bins, range)
-    n = edges.shape[0] - 1
-    idx = searchsorted(edges, a, side="right") - 1
-    idx = fnp.where(a == edges[-1], n - 1, idx)
-    inside = (a >= edges[0]) & (a <= edges[-1])
-    w = fnp.ones(a.shape, a.dtype, device=a.device) if weights is None else fnp.ravel(fnp.asarray(weights))
-    counts = fnp.zeros((n,), w.dtype, device=w.device).at[fnp.where(inside, idx, 0)].add(
-        fnp.where(inside, w, np.zeros((), w.dtype)))
+    counts = _counted(*_bin_of(a, edges), weights, edges.shape[0] - 1, a)
     if density:
         counts = counts / (fnp.sum(counts) * diff(edges))
     return counts, edges
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density: bool = False):  # noqa: A002
+    """(counts, [edges per dimension]) of N points in D dimensions: sample (N, D), or D sequences of
+    N coordinates; bins and range per dimension or one for all, as NumPy's."""
+    if isinstance(sample, (list, tuple)):  # D sequences of N coordinates: NumPy's atleast_2d(sample).T
+        sample = fnp.transpose(atleast_2d(fnp.stack([fnp.asarray(s) for s in sample])))
+    sample = fnp._float_arg(sample)
+    sample = fnp.reshape(sample, (-1, 1)) if sample.ndim == 1 else sample
+    if sample.ndim != 2:
+        raise ShapeError(f"histogramdd: sample must be (N, D) points, got shape {sample.shape}")
+    d = sample.shape[1]
+    per_dim = [bins] * d if isinstance(bins, (int, np.integer)) else list(bins)
+    ranges = [None] * d if range is None else list(range)
+    if len(per_dim) != d or len(ranges) != d:
+        raise ValueError(f"histogramdd: {d} dimensions need {d} bins and ranges, got {len(per_dim)} and {len(ranges)}")
+    edges = [histogram_bin_edges(sample[:, k], per_dim[k], ranges[k]) for k in builtins.range(d)]
+    sizes = [e.shape[0] - 1 for e in edges]
+    flat, inside = 0, True
+    for k in builtins.range(d):
+        idx, within = _bin_of(sample[:, k], edges[k])
+        flat, inside = flat * sizes[k] + idx, inside & within
+    counts = fnp.reshape(_counted(flat, inside, weights, int(np.prod(sizes, dtype=np.int64)), sample[:, 0]), sizes)
+    if density:
+        volume = 1.0
+        for k in builtins.range(d):
+            volume = fnp.expand_dims(volume, -1) * diff(edges[k]) if k else diff(edges[k])
+        counts = counts / (fnp.sum(counts) * volume)
+    return counts, edges
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density: bool = False):  # noqa: A002
+    """(counts, x edges, y edges): histogramdd of the points (x, y); bins one count or one edge
+    array for both, or a pair."""
+    if isinstance(bins, (int, np.integer)) or len(bins) != 2:
+        bins = [bins, bins]
+    counts, (x_edges, y_edges) = histogramdd([x, y], bins, range, weights, density)
+    return counts, x_edges, y_edges
 
 
 def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple:

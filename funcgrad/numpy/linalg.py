@@ -23,7 +23,7 @@ from . import _shapes, _signal
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "qr", "QRResult", "eigvalsh", "svd", "svdvals",
            "SVDResult", "pinv", "lstsq", "matrix_rank", "norm", "vector_norm", "matrix_norm", "matrix_power",
            "multi_dot", "cond", "matmul", "outer", "cross", "tensordot", "trace", "diagonal", "vecdot",
-           "matrix_transpose", "SlogdetResult", "EighResult", "LinAlgError"]
+           "matrix_transpose", "tensorinv", "tensorsolve", "SlogdetResult", "EighResult", "LinAlgError"]
 
 LinAlgError = np.linalg.LinAlgError  # what a singular or indefinite matrix raises on the CPU
 
@@ -83,6 +83,31 @@ def inv(a):
     a, dtype = _square(a, "inv")
     eye = fnp.broadcast_to(fnp.eye(a.shape[-1], dtype=a.dtype, device=a.device), a.shape)
     return _back(bind(D.solve_p, a, eye), dtype)
+
+
+def tensorinv(a, ind: int = 2):
+    """The inverse of a as a map from its first ind axes to the rest: tensordot(tensorinv(a), a, ind)
+    is the identity on a.shape[ind:] (NumPy's)."""
+    a = fnp.asarray(a)
+    rows, cols = a.shape[:ind], a.shape[ind:]
+    if ind <= 0 or int(np.prod(rows, dtype=np.int64)) != int(np.prod(cols, dtype=np.int64)):
+        raise ShapeError(f"tensorinv: ind={ind} must split shape {a.shape} into two parts of equal size")
+    n = int(np.prod(rows, dtype=np.int64))
+    return fnp.reshape(inv(fnp.reshape(a, (n, n))), cols + rows)
+
+
+def tensorsolve(a, b, axes=None):
+    """x with tensordot(a, x, x.ndim) == b, x of shape a.shape[b.ndim:] (NumPy's); axes of a move to
+    the end first."""
+    a, b = fnp.asarray(a), fnp.asarray(b)
+    if axes is not None:
+        moved = [ax % a.ndim for ax in axes]
+        a = fnp.transpose(a, [ax for ax in range(a.ndim) if ax not in moved] + moved)
+    x_shape = a.shape[b.ndim:]
+    n, m = int(np.prod(b.shape, dtype=np.int64)), int(np.prod(x_shape, dtype=np.int64))
+    if a.shape[:b.ndim] != b.shape or n != m:
+        raise ShapeError(f"tensorsolve: a of shape {a.shape} does not map a square system onto b of shape {b.shape}")
+    return fnp.reshape(solve(fnp.reshape(a, (n, m)), fnp.ravel(b)), x_shape)
 
 
 def slogdet(a) -> SlogdetResult:
