@@ -571,6 +571,25 @@ def test_linear_and_conv_use_pytorch_initialisation():
                  np.asarray(nn.Linear(3, 2, key=fg.random.key(0)).bias), atol=1e-6)
 
 
+def test_init_functions_follow_pytorchs_formulas():
+    init, key = nn.init, fg.random.key(3)
+    w = np.asarray(init.kaiming_uniform(key, (200, 300)))  # torch's default a = 0: bound sqrt(6 / fan_in)
+    assert 0.95 * math.sqrt(6 / 300) < np.abs(w).max() <= math.sqrt(6 / 300)
+    w = np.asarray(init.kaiming_normal(key, (256, 64, 3, 3), mode="fan_out", nonlinearity="relu"))
+    assert abs(w.std() / math.sqrt(2 / (256 * 9)) - 1) < 0.02
+    assert init.calculate_gain("leaky_relu", 0.2) == math.sqrt(2 / 1.04) and init.calculate_gain("tanh") == 5 / 3
+    assert init.calculate_gain("conv2d") == 1.0 and init.calculate_gain("selu") == 0.75
+    t = np.asarray(init.trunc_normal(key, (20000,), mean=1.0, std=0.5, a=0.5, b=2.0))
+    assert t.min() >= 0.5 and t.max() <= 2.0 and abs(t.mean() - 1.1148) < 0.01  # N(1, 0.25) cut to [0.5, 2]
+    assert np.array_equal(init.eye(key, (2, 3)), np.eye(2, 3))
+    assert np.array_equal(np.asarray(init.dirac(key, (4, 2, 3, 3), groups=2))[:, :, 1, 1], np.tile(np.eye(2), (2, 1)))
+    assert np.array_equal(init.constant(key, (2,), value=0.5), [0.5, 0.5])
+    with pytest.raises(ValueError, match="unsupported nonlinearity 'gelu'"):
+        init.kaiming_uniform(key, (3, 4), nonlinearity="gelu")
+    with pytest.raises(ValueError, match="mode must be 'fan_in' or 'fan_out'"):
+        init.kaiming_normal(key, (3, 4), mode="fan")
+
+
 def test_modules_are_pytrees_with_named_parameters():
     k1, k2 = fg.random.split(fg.random.key(0))
     model = nn.Sequential([nn.Linear(4, 8, key=k1), nn.relu, nn.Dropout(0.1), nn.Linear(8, 2, key=k2)])

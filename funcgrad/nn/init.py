@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import dtypes
 from .. import numpy as fnp
 from .. import random
@@ -28,6 +30,8 @@ def ones(key, shape, dtype=dtypes.float32):
 
 
 def normal(key, shape, dtype=dtypes.float32, std: float = 1.0, mean: float = 0.0):
+    """N(mean, std^2). std comes before mean here, where torch's normal_(mean, std) has mean first:
+    pass them by name."""
     return random.normal(key, shape, dtype) * std + mean
 
 
@@ -35,16 +39,88 @@ def uniform(key, shape, dtype=dtypes.float32, bound: float = 1.0):
     return random.uniform(key, shape, dtype, -bound, bound)
 
 
-def kaiming_uniform(key, shape, dtype=dtypes.float32, a: float = math.sqrt(5)):
-    """PyTorch's default for Linear and Conv weights (a = sqrt(5) gives bound 1/sqrt(fan_in))."""
-    fan_in, _ = fans(shape)
-    gain = math.sqrt(2.0 / (1 + a * a))
-    return uniform(key, shape, dtype, gain * math.sqrt(3.0 / fan_in))
+_LINEAR_GAIN = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+                "sigmoid")
 
 
-def kaiming_normal(key, shape, dtype=dtypes.float32, a: float = 0.0):
-    fan_in, _ = fans(shape)
-    return normal(key, shape, dtype, std=math.sqrt(2.0 / (1 + a * a)) / math.sqrt(fan_in))
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """torch.nn.init.calculate_gain: the scale that keeps activations' variance through a layer
+    followed by this nonlinearity (param: leaky_relu's negative slope, 0.01 by default)."""
+    if nonlinearity in _LINEAR_GAIN:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        if isinstance(slope, bool) or not isinstance(slope, (int, float)):
+            raise ValueError(f"calculate_gain: negative_slope {slope!r} is not a number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _kaiming_std(shape, a: float, mode: str, nonlinearity: str) -> float:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"kaiming initialisation: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+    fan_in, fan_out = fans(shape)
+    fan = fan_in if mode == "fan_in" else fan_out
+    if fan == 0:
+        raise ValueError(f"kaiming initialisation of a weight of shape {tuple(shape)}: its {mode} is 0")
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
+def kaiming_uniform(key, shape, dtype=dtypes.float32, a: float = 0.0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu"):
+    """torch.nn.init.kaiming_uniform_: U(-b, b), b = gain * sqrt(3 / fan). PyTorch's Linear and Conv
+    weights use a = sqrt(5) (b = 1 / sqrt(fan_in)), as funcgrad's layers do."""
+    return uniform(key, shape, dtype, math.sqrt(3.0) * _kaiming_std(shape, a, mode, nonlinearity))
+
+
+def kaiming_normal(key, shape, dtype=dtypes.float32, a: float = 0.0, mode: str = "fan_in",
+                   nonlinearity: str = "leaky_relu"):
+    """torch.nn.init.kaiming_normal_: N(0, (gain / sqrt(fan))^2); ResNets take mode='fan_out',
+    nonlinearity='relu'."""
+    return normal(key, shape, dtype, std=_kaiming_std(shape, a, mode, nonlinearity))
+
+
+def trunc_normal(key, shape, dtype=dtypes.float32, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                 b: float = 2.0):
+    """torch.nn.init.trunc_normal_: N(mean, std^2) cut to [a, b] (absolute bounds, as PyTorch's)."""
+    if not a < b:
+        raise ValueError(f"trunc_normal: the bounds must satisfy a < b, got a={a}, b={b}")
+    lower, upper = (a - mean) / std, (b - mean) / std
+    return random.truncated_normal(key, lower, upper, shape, dtype) * std + mean
+
+
+def constant(key, shape, dtype=dtypes.float32, value: float = 0.0):
+    return fnp.full(shape, value, dtype)
+
+
+def eye(key, shape, dtype=dtypes.float32):
+    """torch.nn.init.eye_: the identity of a 2-D weight (ones on the diagonal of a rectangle)."""
+    if len(shape) != 2:
+        raise ValueError(f"eye initialisation needs a 2-D weight, got shape {tuple(shape)}")
+    return fnp.eye(shape[0], shape[1], dtype=dtype)
+
+
+def dirac(key, shape, dtype=dtypes.float32, groups: int = 1):
+    """torch.nn.init.dirac_: a conv weight (out, in, *kernel) that passes its input through, each
+    of the first min(out, in) channels (per group) to itself at the kernel's centre."""
+    shape = tuple(shape)
+    if len(shape) not in (3, 4, 5):
+        raise ValueError(f"dirac initialisation needs a conv weight of rank 3, 4 or 5, got shape {shape}")
+    if shape[0] % groups:
+        raise ValueError(f"dirac initialisation: {shape[0]} output channels do not split into {groups} groups")
+    per_group = shape[0] // groups
+    weight = np.zeros(shape, dtypes.canonicalize(dtype))
+    centre = tuple(k // 2 for k in shape[2:])
+    for g in range(groups):
+        for d in range(min(per_group, shape[1])):
+            weight[(g * per_group + d, d) + centre] = 1
+    return fnp.asarray(weight)
 
 
 def xavier_uniform(key, shape, dtype=dtypes.float32, gain: float = 1.0):

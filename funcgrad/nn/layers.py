@@ -23,7 +23,7 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, key, dtype=dtypes.float32):
         kw, kb = random.split(key)
         self.in_features, self.out_features = in_features, out_features
-        self.weight = init.kaiming_uniform(kw, (out_features, in_features), dtype)
+        self.weight = init.kaiming_uniform(kw, (out_features, in_features), dtype, a=math.sqrt(5))
         self.bias = init.bias_uniform(kb, (out_features,), in_features, dtype) if bias else None
 
     def __call__(self, x, *, key=None):
@@ -130,7 +130,7 @@ class Conv2d(Module):
         shape = (out_channels, in_channels // groups, kh, kw_)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padding_mode = _padding_mode(padding_mode)
-        self.weight = init.kaiming_uniform(k_w, shape, dtype)
+        self.weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
         self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
 
     def __call__(self, x, *, key=None):
@@ -151,7 +151,7 @@ class ConvTranspose2d(Module):
         self.stride, self.padding, self.output_padding = stride, padding, output_padding
         self.groups, self.dilation = groups, dilation
         # PyTorch initialises from the fan-in of the weight as laid out: out_channels/groups * kh * kw
-        self.weight = init.kaiming_uniform(k_w, shape, dtype)
+        self.weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
         self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
 
     def __call__(self, x, *, key=None):
@@ -184,7 +184,7 @@ class Conv1d(Module):
         shape = (out_channels, in_channels // groups, F._single(kernel_size, "kernel_size"))
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padding_mode = _padding_mode(padding_mode)
-        self.weight = init.kaiming_uniform(k_w, shape, dtype)
+        self.weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
         self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
 
     def __call__(self, x, *, key=None):
