@@ -56,9 +56,10 @@ def key(seed: int) -> Array:
 PRNGKey = key
 
 
-def split(key, num: int = 2) -> Array:
-    """num new independent keys, shape (num, 2)."""
-    return _blocks(key, _SPLIT, int(num))
+def split(key, num: int | tuple = 2) -> Array:
+    """num new independent keys, shape (num, 2); a tuple num gives them that shape, (*num, 2)."""
+    shape = _shape(num)
+    return fnp.reshape(_blocks(key, _SPLIT, math.prod(shape)), shape + (2,))
 
 
 def fold_in(key, data) -> Array:
@@ -74,12 +75,19 @@ def _shape(shape) -> tuple[int, ...]:
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
 
 
-def random_bits(key, shape) -> Array:
-    """uint32 words: both words of counters 0..ceil(n/2)-1 of the sampling domain."""
+def random_bits(key, shape=(), dtype=None) -> Array:
+    """Uniform random unsigned integers (uint32 by default; uint8 and uint64 too): uint32 words are
+    both words of counters 0..ceil(n/2)-1 of the sampling domain."""
     shape = _shape(shape)
+    dtype = dtypes.uint32 if dtype is None else dtypes.canonicalize(dtype)
+    if dtype == dtypes.uint64:
+        return _bits64(key, shape)
+    if dtype not in (dtypes.uint32, dtypes.uint8):
+        raise TypeError(f"random bits come as uint8, uint32 or uint64, not {dtype}")
     n = math.prod(shape)
     blocks = _blocks(key, _SAMPLE, (n + 1) // 2)
-    return fnp.reshape(fnp.reshape(fnp.transpose(blocks), (-1,))[:n], shape)
+    words = fnp.reshape(fnp.reshape(fnp.transpose(blocks), (-1,))[:n], shape)
+    return words if dtype == dtypes.uint32 else fnp.astype(words >> 24, dtype)  # the top byte of each word
 
 
 def _bits64(key, shape) -> Array:
@@ -138,11 +146,17 @@ def _erfinv(y):
     return x
 
 
-def truncated_normal(key, lower, upper, shape=(), dtype=dtypes.float32) -> Array:
-    """Normal samples conditioned on lower < x < upper (inverse CDF through erf)."""
+def truncated_normal(key, lower, upper, shape=None, dtype=dtypes.float32) -> Array:
+    """Normal samples conditioned on lower < x < upper (inverse CDF through erf); lower and upper
+    broadcast to shape (by default their broadcast shape, as JAX's)."""
     dtype, _ = _float_dtype(dtype)
-    lo, hi = (0.5 * (1 + math.erf(float(v) / math.sqrt(2))) for v in (lower, upper))
-    p = lo + (hi - lo) * _unit_float(key, _shape(shape), dtypes.float64)
+    lower, upper = (np.asarray(v, np.float64) if not isinstance(v, ArrayBase) else fnp.astype(v, dtypes.float64)
+                    for v in (lower, upper))
+    if not isinstance(lower, ArrayBase) and not isinstance(upper, ArrayBase) and np.any(lower > upper):
+        raise ValueError(f"truncated_normal: lower must not exceed upper, got lower={lower}, upper={upper}")
+    shape = np.broadcast_shapes(np.shape(lower), np.shape(upper)) if shape is None else _shape(shape)
+    lo, hi = (0.5 * (1 + _erf(fnp.asarray(v) / np.sqrt(2))) for v in (lower, upper))
+    p = lo + (hi - lo) * _unit_float(key, shape, dtypes.float64)
     z = np.sqrt(2) * _erfinv(2 * p - 1)
     return fnp.astype(fnp.clip(z, lower, upper), dtype)
 
@@ -167,12 +181,17 @@ def bernoulli(key, p=0.5, shape=None) -> Array:
     return _unit_float(key, shape, dtypes.float32) < p
 
 
-def permutation(key, x, axis: int = 0):
-    """A random permutation of range(x) for an int x, else of x's entries along axis."""
+def permutation(key, x, axis: int = 0, independent: bool = False):
+    """A random permutation of range(x) for an int x, else of x's entries along axis; independent
+    shuffles each vector along axis on its own (JAX's)."""
     is_count = np.ndim(x) == 0 and not isinstance(x, ArrayBase)
-    n = int(x) if is_count else fnp.asarray(x).shape[axis]
-    order = bind(prng.argsort_p, _bits64(key, (n,)), axis=0)
-    return order if is_count else fnp.take(x, order, axis=axis)
+    if is_count:
+        return bind(prng.argsort_p, _bits64(key, (int(x),)), axis=0)
+    x = fnp.asarray(x)
+    axis = fnp._normalize_axis(axis, x.ndim)
+    if not independent:
+        return fnp.take(x, bind(prng.argsort_p, _bits64(key, (x.shape[axis],)), axis=0), axis=axis)
+    return fnp.take_along_axis(x, bind(prng.argsort_p, _bits64(key, tuple(x.shape)), axis=axis), axis)
 
 
 def gumbel(key, shape=(), dtype=dtypes.float32) -> Array:
@@ -181,16 +200,27 @@ def gumbel(key, shape=(), dtype=dtypes.float32) -> Array:
     return fnp.astype(-fnp.log(-fnp.log1p(-u) + 1e-300), dtype)
 
 
-def categorical(key, logits, axis: int = -1, shape=None) -> Array:
-    """Samples of a categorical distribution given unnormalised log-probabilities (Gumbel-max)."""
+def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True) -> Array:
+    """Samples of a categorical distribution given unnormalised log-probabilities (Gumbel-max);
+    shape = leading sample axes + the logits' batch shape. replace=False draws distinct categories
+    (Gumbel top-k over the leading sample axes, as JAX's)."""
     logits = fnp.asarray(logits)
     axis = axis % logits.ndim
     batch = tuple(logits.shape[:axis] + logits.shape[axis + 1:])
     shape = batch if shape is None else _shape(shape)
     extra = shape[:len(shape) - len(batch)]
-    noise = gumbel(key, extra + tuple(logits.shape), dtypes.float64 if logits.dtype == dtypes.float64 else
-                   dtypes.float32)
-    return fnp.argmax(noise + logits, axis=axis - logits.ndim)
+    if shape[len(extra):] != batch:
+        raise ValueError(f"categorical: shape {shape} must end with the logits' batch shape {batch}")
+    compute = dtypes.float64 if logits.dtype == dtypes.float64 else dtypes.float32
+    if replace:
+        noise = gumbel(key, extra + tuple(logits.shape), compute)
+        return fnp.argmax(noise + logits, axis=axis - logits.ndim)
+    draws, n = math.prod(extra), logits.shape[axis]
+    if draws > n:
+        raise ValueError(f"categorical: cannot draw {draws} distinct categories out of {n} without replacement")
+    scores = fnp.moveaxis(gumbel(key, tuple(logits.shape), compute) + logits, axis, 0)
+    top = bind(prng.argsort_p, -scores, axis=0)[:draws]  # the largest perturbed logits, best first
+    return fnp.reshape(top, extra + batch)
 
 
 bits = random_bits
@@ -275,11 +305,15 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=dtypes.float32) -> Arr
     return fnp.astype(mean + fnp.squeeze(fnp.matmul(lower, fnp.expand_dims(z, -1)), -1), dtype)
 
 
-def orthogonal(key, n: int, shape=(), dtype=dtypes.float32) -> Array:
-    """Haar-distributed orthogonal (n, n) matrices: Q of the QR of a normal matrix, its columns'
-    signs fixed by R's diagonal (jax.random.orthogonal)."""
+def orthogonal(key, n: int, shape=(), dtype=dtypes.float32, m: int | None = None) -> Array:
+    """Haar-distributed (n, m) matrices with orthonormal columns (n >= m) or rows (n < m), square by
+    default: Q of the QR of a normal matrix, its columns' signs fixed by R's diagonal
+    (jax.random.orthogonal)."""
     dtype, compute = _float_dtype(dtype)
-    z = normal(key, _shape(shape) + (int(n), int(n)), compute)
+    n = int(n)
+    m = n if m is None else int(m)
+    z = normal(key, _shape(shape) + (max(n, m), min(n, m)), compute)
     q, r = linalg.qr(z)
     signs = fnp.where(fnp.diagonal(r, 0, -2, -1) >= 0, 1.0, -1.0)
-    return fnp.astype(q * fnp.expand_dims(signs, -2), dtype)
+    q = q * fnp.expand_dims(signs, -2)
+    return fnp.astype(q if n >= m else fnp.swapaxes(q, -1, -2), dtype)

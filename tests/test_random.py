@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+from funcgrad import random
 from funcgrad.cpu.threefry import threefry2x32
 
 
@@ -101,3 +102,41 @@ def test_cauchy_lognormal_choice_and_multivariate_normal():
     cov = np.array([[2.0, 0.5], [0.5, 1.0]])
     s = np.asarray(fg.random.multivariate_normal(key, np.array([1.0, -1.0]), cov, (100_000,), dtype=fg.float64))
     assert np.allclose(s.mean(0), [1, -1], atol=0.02) and np.allclose(np.cov(s.T), cov, atol=0.03)
+
+
+def test_jax_signatures_split_shapes_bits_dtypes_and_truncated_normal_broadcasting():
+    k = random.key(0)
+    assert random.split(k, (2, 3)).shape == (2, 3, 2) and random.split(k, 4).shape == (4, 2)
+    assert np.array_equal(random.split(k, (2, 2)).reshape(4, 2), random.split(k, 4))
+    assert random.bits(k, (5,), dtype=np.uint8).dtype == np.uint8 and random.bits(k, (2,), np.uint64).dtype == np.uint64
+    with pytest.raises(TypeError, match="uint8, uint32 or uint64"):
+        random.bits(k, (2,), dtype=np.int32)
+    lower, upper = np.array([-1.0, 0.5]), np.array([[1.0], [2.0]])
+    t = np.asarray(random.truncated_normal(k, lower, upper, (4000, 2, 2)))
+    assert random.truncated_normal(k, lower, upper).shape == (2, 2)  # the bounds' broadcast shape
+    assert (t >= np.broadcast_to(lower, (2, 2))).all() and (t <= np.broadcast_to(upper, (2, 2))).all()
+    assert abs(t[:, 1, 1].mean() - 1.0430) < 0.02  # E[Z | 0.5 < Z < 2]: (phi(.5) - phi(2)) / (Phi(2) - Phi(.5))
+    with pytest.raises(ValueError, match="lower must not exceed upper"):
+        random.truncated_normal(k, lower, np.array([0.0, 0.0]))
+
+
+def test_permutation_independent_categorical_without_replacement_and_rectangular_orthogonal():
+    k = random.key(1)
+    x = np.arange(12).reshape(3, 4)
+    rows = np.asarray(random.permutation(k, x, 1, independent=True))
+    assert np.array_equal(np.sort(rows, 1), x)  # each row a permutation of itself
+    agree = sum((np.asarray(random.permutation(random.key(i), x, 1, independent=True))[0] % 4
+                 == np.asarray(random.permutation(random.key(i), x, 1, independent=True))[1] % 4).all()
+                for i in range(200))
+    assert agree < 30  # independent rows: alike with probability 1/24, not always
+    logits = np.log(np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]]))
+    draws = np.asarray(random.categorical(k, logits, shape=(4, 2), replace=False))
+    assert draws.shape == (4, 2) and all(sorted(col) == [0, 1, 2, 3] for col in draws.T)
+    first = np.bincount([int(np.asarray(random.categorical(random.fold_in(k, i), logits[0], shape=(2,),
+                                                           replace=False))[0]) for i in range(2000)], minlength=4)
+    assert np.abs(first / 2000 - [0.1, 0.2, 0.3, 0.4]).max() < 0.04  # the first draw is an ordinary sample
+    with pytest.raises(ValueError, match="cannot draw 5 distinct categories out of 4"):
+        random.categorical(k, logits[0], shape=(5,), replace=False)
+    wide, tall = np.asarray(random.orthogonal(k, 3, m=5)), np.asarray(random.orthogonal(k, 5, m=3))
+    assert wide.shape == (3, 5) and np.allclose(wide @ wide.T, np.eye(3), atol=1e-5)
+    assert tall.shape == (5, 3) and np.allclose(tall.T @ tall, np.eye(3), atol=1e-5)
