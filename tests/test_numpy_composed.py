@@ -389,9 +389,11 @@ def test_quantiles_of_float64_take_q_in_float64():
 
 def test_linspace_retstep_and_sort_kinds_as_numpy():
     samples, step = fnp.linspace(0.0, 1.0, 5, endpoint=False, retstep=True)
-    assert_close(samples, np.linspace(0, 1, 5, endpoint=False)) and abs(float(step) - 0.2) < 1e-7
+    assert_close(samples, np.linspace(0, 1, 5, endpoint=False))
+    assert abs(float(step) - 0.2) < 1e-7
     samples, step = fnp.linspace(fnp.asarray(1.0), fnp.asarray([2.0, 5.0]), 3, retstep=True)
-    assert_close(step, [0.5, 2.0]) and samples.shape == (3, 2)
+    assert_close(step, [0.5, 2.0])
+    assert samples.shape == (3, 2)
     assert np.isnan(float(fnp.linspace(0, 1, 1, retstep=True)[1]))  # no interval: NumPy's NaN
     ties = np.array([3, 1, 3, 1, 2])
     for kind in ("quicksort", "mergesort", "heapsort", "stable"):

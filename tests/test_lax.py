@@ -1,0 +1,98 @@
+"""funcgrad.lax: jax.lax's functions with lax's semantics where they differ from NumPy's, checked
+against NumPy formulas (jax itself is not a test dependency; the same cases equal jax.lax's)."""
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import lax
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((4, 5))
+
+
+def test_integer_division_truncates_and_rounding_goes_away_from_zero():
+    i, j = np.array([-7, 7, -8, 9, 0]), np.array([2, -2, 3, -4, 5])
+    assert np.array_equal(lax.div(i, j), np.trunc(i / j).astype(np.int64))  # -7 / 2 = -3, NumPy's // gives -4
+    assert np.array_equal(lax.rem(i, j), np.fmod(i, j))
+    assert_close(lax.div(A, 2.0), A / 2)
+    halves = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 0.49999999999999994, 3.7])
+    assert np.array_equal(lax.round(halves), [1, 2, 3, -1, -3, 0, 4])
+    assert np.array_equal(lax.round(halves, 1), np.round(halves))
+    assert np.array_equal(lax.shift_right_logical(np.array([-8, 8], np.int32), np.int32(1)), [2147483644, 4])
+    assert np.array_equal(lax.shift_right_arithmetic(np.array([-8, 8], np.int32), np.int32(1)), [-4, 4])
+    assert np.array_equal(lax.select_n(np.array([0, 2, 1]), np.zeros(3), np.ones(3), np.full(3, 5.0)), [0, 5, 1])
+
+
+def test_dynamic_slices_clamp_their_start_like_xla_and_take_traced_starts():
+    for start, clamped in [((1, 2), (1, 2)), ((3, 4), (2, 2)), ((-2, 1), (2, 1)), ((10, -10), (2, 0))]:
+        assert_close(lax.dynamic_slice(A, start, (2, 3)), A[clamped[0]:clamped[0] + 2, clamped[1]:clamped[1] + 3])
+        expected = A.copy()
+        expected[clamped[0]:clamped[0] + 2, clamped[1]:clamped[1] + 3] = 1.0
+        assert_close(lax.dynamic_update_slice(A, np.ones((2, 3)), start), expected)
+    assert_close(fg.jit(lambda a, i: lax.dynamic_slice_in_dim(a, i, 2, 1))(A, 4), A[:, 3:5])
+    assert_close(lax.dynamic_index_in_dim(A, 2, 0, keepdims=False), A[2])
+    assert_close(lax.dynamic_update_index_in_dim(A, np.zeros(5), 1, 0), np.where(np.arange(4)[:, None] == 1, 0, A))
+    grad = fg.grad(lambda a: fnp.sum(lax.dynamic_update_slice(a, np.zeros((2, 2)), (1, 1)) * 3.0))(A)
+    assert_close(grad, np.where((np.arange(4)[:, None] % 3 != 0) & (np.arange(5) % 4 != 0)
+                                & (np.arange(5) < 3), 0.0, 3.0))
+    with pytest.raises(ValueError, match="window of size 5 does not fit an axis of 4"):
+        lax.dynamic_slice(A, (0, 0), (5, 1))
+
+
+def test_pad_with_interior_and_negative_edges():
+    assert np.array_equal(lax.pad(np.arange(3.0), -1.0, [(1, 2, 2)]), [-1, 0, -1, -1, 1, -1, -1, 2, -1, -1])
+    assert np.array_equal(lax.pad(np.arange(5.0), 9.0, [(-2, -1, 0)]), [2, 3])
+    out = lax.pad(A, 0.0, ((1, 0, 1), (0, -1, 0)))
+    expected = np.zeros((8, 4))
+    expected[1::2] = A[:, :4]
+    assert_close(out, expected)
+    assert_close(fg.grad(lambda a: fnp.sum(lax.pad(a, 0.0, ((1, 0, 1), (0, -1, 0)))))(A),
+                 np.broadcast_to(np.arange(5) < 4, A.shape).astype(float))
+    assert_close(fg.grad(lambda v: fnp.sum(lax.pad(np.ones(2), v, [(1, 1, 1)])))(2.0), 3.0)  # a traced fill value
+
+
+def test_scans_and_associative_scan_match_sequential_folds():
+    for n in (1, 2, 5, 8, 13):
+        x = np.arange(1.0, n + 1)
+        assert_close(lax.associative_scan(fnp.add, x), np.cumsum(x))
+        assert_close(lax.associative_scan(fnp.add, x, reverse=True), np.cumsum(x[::-1])[::-1])
+    mats = RNG.standard_normal((7, 2, 2))
+    prefix = [mats[0]]
+    for m in mats[1:]:
+        prefix.append(prefix[-1] @ m)
+    assert_close(lax.associative_scan(fnp.matmul, mats), np.stack(prefix))  # associative, not commutative
+    sums, maxima = lax.associative_scan(lambda a, b: (a[0] + b[0], fnp.maximum(a[1], b[1])), (A, -A), axis=1)
+    assert_close(sums, np.cumsum(A, 1))
+    assert_close(maxima, np.maximum.accumulate(-A, 1))
+    assert_close(lax.cummax(A, axis=1, reverse=True), np.maximum.accumulate(A[:, ::-1], 1)[:, ::-1])
+    assert_close(lax.cummin(A, axis=0), np.minimum.accumulate(A, 0))
+    assert_close(lax.cumlogsumexp(A, axis=1), np.logaddexp.accumulate(A, 1))
+    assert_close(lax.cumsum(A, 1, reverse=True), np.cumsum(A[:, ::-1], 1)[:, ::-1])
+    fg.check_grads(lambda v: lax.associative_scan(fnp.multiply, v), (np.arange(1.0, 8.0),), order=2)
+
+
+def test_sort_several_operands_by_keys_and_dot_general():
+    keys = np.array([[3, 1, 2, 1], [0, 0, 1, 1]])
+    values = np.arange(8.0).reshape(2, 4)
+    sorted_keys, sorted_values = lax.sort((keys, values), dimension=1)
+    order = np.argsort(keys, 1, kind="stable")
+    assert np.array_equal(sorted_keys, np.take_along_axis(keys, order, 1))
+    assert np.array_equal(sorted_values, np.take_along_axis(values, order, 1))
+    by_two = lax.sort((keys[1], keys[0], values[0]), num_keys=2)
+    assert np.array_equal(by_two[2], values[0][np.lexsort((keys[0], keys[1]))])
+    b, c = RNG.standard_normal((3, 5, 2)), RNG.standard_normal((3, 2, 4))
+    assert_close(lax.dot_general(b, c, (((2,), (1,)), ((0,), (0,)))), b @ c)
+    x, y = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((4, 2, 5))
+    assert_close(lax.dot_general(x, y, (((2,), (0,)), ((0,), (1,)))), np.einsum("bik,kbj->bij", x, y))
+
+
+def test_shape_helpers():
+    assert np.array_equal(lax.iota(np.int32, 3, 1, (2, 3)), [[0, 1, 2], [0, 1, 2]])
+    assert lax.broadcast(A, (2,)).shape == (2, 4, 5) and lax.collapse(np.zeros((2, 3, 4, 5)), 1, 3).shape == (2, 12, 5)
+    assert_close(lax.reshape(A, (5, 4), (1, 0)), A.T)
+    assert_close(lax.slice(A, (1, 0), (4, 5), (2, 2)), A[1:4:2, 0:5:2])
+    assert_close(lax.index_in_dim(A, -1, 1, keepdims=False), A[:, -1])
+    assert_close(lax.rev(A, (0, 1)), A[::-1, ::-1])
