@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 from .. import dtypes
 from .. import numpy as fnp
 from .. import random
-from . import functional as F
+from . import _functional as F
 from . import init
 from .module import Module
 
@@ -324,6 +324,61 @@ class Sequential(Module):
 
     def __len__(self) -> int:
         return len(self.layers)
+
+
+class ModuleList(Module):
+    """torch.nn.ModuleList: modules in a list, indexed and iterated (not called). Modules are
+    immutable values, so build the list first (nn.ModuleList([...]) or from a generator) instead of
+    appending; parameters are named 'layers.0.weight' here and '0.weight' as PyTorch names them."""
+
+    unnamed_fields = ("layers",)
+
+    def __init__(self, modules=()):
+        self.layers = list(modules)
+
+    def __getitem__(self, i):
+        return ModuleList(self.layers[i]) if isinstance(i, slice) else self.layers[i]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def append(self, module):
+        raise TypeError("ModuleList is immutable once built (modules are values): make it from the whole list, "
+                        "nn.ModuleList([...]), or use a plain Python list attribute")
+
+
+class ModuleDict(Module):
+    """torch.nn.ModuleDict: modules by name (keys in insertion order), parameters named
+    'entries.<key>.weight' here and '<key>.weight' as PyTorch names them."""
+
+    unnamed_fields = ("entries",)
+
+    def __init__(self, modules=None):
+        self.entries = dict(modules or {})
+
+    def __getitem__(self, name: str):
+        return self.entries[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self.entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def keys(self):
+        return self.entries.keys()
+
+    def values(self):
+        return self.entries.values()
+
+    def items(self):
+        return self.entries.items()
 
 
 class MLP(Module):

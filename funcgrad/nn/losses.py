@@ -2,13 +2,26 @@
 from __future__ import annotations
 
 import inspect
+import math
 
 from .. import dtypes
 from .. import numpy as fnp
 from ..errors import ShapeError
 from ..ops import reductions as R
 from ..trace import bind
-from .functional import _softplus, log_softmax, relu
+from ._functional import _softplus, log_softmax, relu
+
+__all__ = [
+    "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "kl_div",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "pairwise_distance", "margin_ranking_loss", "hinge_embedding_loss",
+    "cosine_embedding_loss", "triplet_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+    "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+]
+LOSSES = [
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "KLDivLoss", "BCELoss",
+    "BCEWithLogitsLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+    "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+]
 
 
 def _reduce(loss, reduction: str, weight_sum=None):
@@ -235,27 +248,155 @@ def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
     return _reduce(loss, reduction)
 
 
+# ---- margin, distance and likelihood losses -----------------------------------------------------------
+def _same_shape(fname: str, *arrays):
+    """The arrays (floats) of one shape, or a ShapeError naming them all (no silent pairing)."""
+    arrays = [fnp._float_arg(a) for a in arrays]
+    shapes = {tuple(a.shape) for a in arrays}
+    if len(shapes) > 1:
+        raise ShapeError(f"{fname}: inputs of shapes {[tuple(a.shape) for a in arrays]} differ")
+    return arrays
+
+
+def _signs(target, like, fname: str):
+    """A target of +1 / -1 labels shaped as `like` (a Python number: one label for all)."""
+    target = fnp.asarray(target, dtype=like.dtype)
+    if target.shape != like.shape and target.ndim:
+        raise ShapeError(f"{fname}: target of shape {tuple(target.shape)} for inputs of shape {tuple(like.shape)}")
+    return target
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """The p-norm of x1 - x2 + eps along the last axis (torch.nn.functional.pairwise_distance)."""
+    x1, x2 = fnp._float_pair(x1, x2)
+    return fnp.linalg.vector_norm(x1 - x2 + eps, ord=p, axis=-1, keepdims=keepdim)
+
+
+def margin_ranking_loss(x1, x2, target, margin: float = 0.0, reduction: str = "mean"):
+    """max(0, -y (x1 - x2) + margin): y = 1 wants x1 ranked above x2, y = -1 below."""
+    x1, x2 = _same_shape("margin_ranking_loss", x1, x2)
+    return _reduce(relu(-_signs(target, x1, "margin_ranking_loss") * (x1 - x2) + margin), reduction)
+
+
+def hinge_embedding_loss(x, target, margin: float = 1.0, reduction: str = "mean"):
+    """x where y = 1, max(0, margin - x) where y = -1 (PyTorch's: other labels count in both terms)."""
+    x = fnp._float_arg(x)
+    y = _signs(target, x, "hinge_embedding_loss")
+    return _reduce(fnp.where(y != 1, relu(margin - x), 0.0) + fnp.where(y != -1, x, 0.0), reduction)
+
+
+def cosine_embedding_loss(x1, x2, target, margin: float = 0.0, reduction: str = "mean"):
+    """1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1; rows along the last axis, the
+    squared norms offset by 1e-12 as PyTorch's."""
+    x1, x2 = _same_shape("cosine_embedding_loss", x1, x2)
+    squares = (fnp.sum(x1 * x1, axis=-1) + 1e-12) * (fnp.sum(x2 * x2, axis=-1) + 1e-12)
+    cos = fnp.sum(x1 * x2, axis=-1) / fnp.sqrt(squares)
+    y = _signs(target, cos, "cosine_embedding_loss")
+    return _reduce(fnp.where(y == 1, 1.0 - cos, 0.0) + fnp.where(y == -1, relu(cos - margin), 0.0), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                        swap: bool = False, reduction: str = "mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with pairwise_distance d; swap takes the closer of the
+    negative's distances to the anchor and to the positive."""
+    anchor, positive, negative = _same_shape("triplet_margin_loss", anchor, positive, negative)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = fnp.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(relu(d_pos - d_neg + margin), reduction)
+
+
+def soft_margin_loss(x, target, reduction: str = "mean"):
+    """log(1 + exp(-y x)) for labels y = +-1."""
+    x = fnp._float_arg(x)
+    return _reduce(_softplus(-_signs(target, x, "soft_margin_loss") * x), reduction)
+
+
+def multilabel_soft_margin_loss(x, target, weight=None, reduction: str = "mean"):
+    """The mean over classes (last axis) of -[y log sigmoid(x) + (1 - y) log sigmoid(-x)], weight
+    per class."""
+    x, target = _matching(x, target, "multilabel_soft_margin_loss", float_target=True)
+    loss = target * _softplus(-x) + (1.0 - target) * _softplus(x)
+    if weight is not None:
+        loss = loss * _elementwise_weight(weight, x.shape, x.dtype, "multilabel_soft_margin_loss")
+    return _reduce(fnp.mean(loss, axis=-1), reduction)
+
+
+def multi_margin_loss(x, target, p: int = 1, margin: float = 1.0, weight=None, reduction: str = "mean"):
+    """sum over the wrong classes i of max(0, margin - x[y] + x[i])^p, divided by the classes and
+    weighted by weight[y] (torch.nn.functional.multi_margin_loss); x (N, C) or (C,)."""
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: p must be 1 or 2, got {p}")
+    x = fnp._float_arg(x)
+    idx = _labels(x, target, "multi_margin_loss")
+    rows = x if x.ndim == 2 else fnp.reshape(x, (1, -1))
+    labels = fnp.reshape(idx, (-1, 1))
+    chosen = fnp.take_along_axis(rows, labels, axis=1)
+    terms = relu(margin - chosen + rows) ** p
+    terms = fnp.where(fnp.arange(rows.shape[1])[None, :] == labels, 0.0, terms)  # the true class is not a margin
+    if weight is not None:
+        terms = terms * fnp.take(_class_weight(weight, rows, "multi_margin_loss"), fnp.ravel(idx))[:, None]
+    loss = fnp.sum(terms, axis=1) / rows.shape[1]
+    return _reduce(loss if x.ndim == 2 else loss[0], reduction)
+
+
+def poisson_nll_loss(x, target, log_input: bool = True, full: bool = False, eps: float = 1e-8,
+                     reduction: str = "mean"):
+    """Negative log-likelihood of target under Poisson(rate): rate = exp(x) where log_input, else x
+    (+ eps inside the log); full adds Stirling's term for the targets above 1."""
+    x, target = _matching(x, target, "poisson_nll_loss", float_target=True)
+    loss = fnp.exp(x) - target * x if log_input else x - target * fnp.log(x + eps)
+    if full:
+        safe = fnp.where(target > 1, target, 1.0)
+        loss = loss + fnp.where(target > 1, safe * fnp.log(safe) - safe + 0.5 * fnp.log(2 * math.pi * safe), 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(x, target, var, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+    """0.5 (log var + (x - target)^2 / var) (+ 0.5 log 2 pi where full); var of x's shape, or with its
+    last axis 1 or dropped (one variance per example). var is clamped at eps for the value only, its
+    gradient passing as through the identity, as PyTorch's."""
+    x, target = _matching(x, target, "gaussian_nll_loss", float_target=True)
+    var = fnp.asarray(var, dtype=x.dtype)
+    if var.shape != x.shape:
+        if var.shape == x.shape[:-1]:
+            var = fnp.expand_dims(var, -1)
+        if var.shape[:-1] != x.shape[:-1] or var.shape[-1] != 1:
+            raise ShapeError(f"gaussian_nll_loss: var of shape {tuple(var.shape)} for inputs of shape {tuple(x.shape)}")
+    known = fnp.concrete_or_none(var)
+    if known is not None and (known < 0).any():
+        raise ValueError("gaussian_nll_loss: var has negative entries")
+    var = var + fnp.stop_gradient(fnp.maximum(var, eps) - var)
+    loss = 0.5 * (fnp.log(var) + (x - target) ** 2 / var)
+    return _reduce(loss + 0.5 * math.log(2 * math.pi) if full else loss, reduction)
+
+
 class _Loss:
-    """A loss as an object holding its options, as torch.nn's loss modules: criterion(input, target).
-    Each subclass names its function as `fn`; options are its parameters after (input, target), so
-    nn.CrossEntropyLoss(w) holds weight=w as PyTorch's does, and an unknown option raises here."""
+    """A loss as an object holding its options, as torch.nn's loss modules: criterion(input, target)
+    (or three inputs, `arity`). Each subclass names its function as `fn`; options are its parameters
+    after the inputs, so nn.CrossEntropyLoss(w) holds weight=w as PyTorch's does, and an unknown
+    option raises here."""
+    arity = 2
 
     def __init__(self, *args, **options):
         try:
-            bound = inspect.signature(type(self).fn).bind_partial(None, None, *args, **options)
+            bound = inspect.signature(type(self).fn).bind_partial(*[None] * self.arity, *args, **options)
         except TypeError as e:
             raise TypeError(f"{type(self).__name__}: {e}") from None
-        self.options = dict(list(bound.arguments.items())[2:])
+        self.options = dict(list(bound.arguments.items())[self.arity:])
 
-    def __call__(self, input, target):  # noqa: A002  (PyTorch's name)
-        return type(self).fn(input, target, **self.options)
+    def __call__(self, *inputs):
+        if len(inputs) != self.arity:
+            raise TypeError(f"{type(self).__name__} takes {self.arity} inputs, got {len(inputs)}")
+        return type(self).fn(*inputs, **self.options)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.options.items())})"
 
 
-def _loss_class(name: str, fn, doc: str):
-    return type(name, (_Loss,), {"fn": staticmethod(fn), "__doc__": doc})
+def _loss_class(name: str, fn, doc: str, arity: int = 2):
+    return type(name, (_Loss,), {"fn": staticmethod(fn), "__doc__": doc, "arity": arity})
 
 
 CrossEntropyLoss = _loss_class("CrossEntropyLoss", cross_entropy, "nn.CrossEntropyLoss(weight=, reduction=, "
@@ -269,3 +410,20 @@ KLDivLoss = _loss_class("KLDivLoss", kl_div, "nn.KLDivLoss(reduction=, log_targe
 BCELoss = _loss_class("BCELoss", binary_cross_entropy, "nn.BCELoss(weight=, reduction=)")
 BCEWithLogitsLoss = _loss_class("BCEWithLogitsLoss", binary_cross_entropy_with_logits,
                                 "nn.BCEWithLogitsLoss(weight=, reduction=, pos_weight=)")
+MarginRankingLoss = _loss_class("MarginRankingLoss", margin_ranking_loss, "nn.MarginRankingLoss(margin=, reduction=)",
+                                arity=3)
+HingeEmbeddingLoss = _loss_class("HingeEmbeddingLoss", hinge_embedding_loss,
+                                 "nn.HingeEmbeddingLoss(margin=, reduction=)")
+CosineEmbeddingLoss = _loss_class("CosineEmbeddingLoss", cosine_embedding_loss,
+                                  "nn.CosineEmbeddingLoss(margin=, reduction=)", arity=3)
+TripletMarginLoss = _loss_class("TripletMarginLoss", triplet_margin_loss,
+                                "nn.TripletMarginLoss(margin=, p=, eps=, swap=, reduction=)", arity=3)
+SoftMarginLoss = _loss_class("SoftMarginLoss", soft_margin_loss, "nn.SoftMarginLoss(reduction=)")
+MultiLabelSoftMarginLoss = _loss_class("MultiLabelSoftMarginLoss", multilabel_soft_margin_loss,
+                                       "nn.MultiLabelSoftMarginLoss(weight=, reduction=)")
+MultiMarginLoss = _loss_class("MultiMarginLoss", multi_margin_loss,
+                              "nn.MultiMarginLoss(p=, margin=, weight=, reduction=)")
+PoissonNLLLoss = _loss_class("PoissonNLLLoss", poisson_nll_loss,
+                             "nn.PoissonNLLLoss(log_input=, full=, eps=, reduction=)")
+GaussianNLLLoss = _loss_class("GaussianNLLLoss", gaussian_nll_loss, "nn.GaussianNLLLoss(full=, eps=, reduction=)",
+                              arity=3)

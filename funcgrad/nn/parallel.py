@@ -20,7 +20,7 @@ from __future__ import annotations
 from .. import dtypes
 from .. import numpy as fnp
 from ..dist import collectives as C
-from . import functional as F
+from . import _functional as F
 from .layers import Embedding, Linear, MultiHeadAttention, TransformerBlock
 from .module import Module, rebuilt
 

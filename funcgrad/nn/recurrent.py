@@ -12,7 +12,7 @@ from .. import dtypes
 from .. import numpy as fnp
 from .. import random
 from ..control import scan
-from . import functional as F
+from . import _functional as F
 from .module import Module
 
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}

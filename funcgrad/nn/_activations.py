@@ -1,0 +1,130 @@
+"""The rest of PyTorch's activations, as functions and as layers: glu, softmin, the shrinkages,
+threshold and prelu (a learned slope), and the layer forms of the functional activations that
+had none (ReLU6, Hardtanh, SELU, CELU, Softsign, LogSigmoid, Hardsigmoid, Hardswish)."""
+from __future__ import annotations
+
+from .. import dtypes
+from .. import numpy as fnp
+from .. import errors as fg_errors
+from . import _functional as F
+from .layers import Lambda
+from .module import Module
+
+__all__ = ["glu", "softmin", "hardshrink", "softshrink", "tanhshrink", "threshold", "prelu"]
+LAYERS = ["GLU", "Softmin", "Hardshrink", "Softshrink", "Tanhshrink", "Threshold", "PReLU", "ReLU6", "Hardtanh",
+          "SELU", "CELU", "Softsign", "LogSigmoid", "Hardsigmoid", "Hardswish"]
+
+
+def glu(x, dim: int = -1):
+    """a * sigmoid(b) of x's two halves along dim (torch.nn.functional.glu)."""
+    x = fnp._float_arg(x)
+    axis = fnp._normalize_axis(dim, x.ndim)
+    if x.shape[axis] % 2:
+        raise fg_errors.ShapeError(f"glu halves dim {dim}, whose size {x.shape[axis]} is odd")
+    a, b = fnp.split(x, 2, axis=axis)
+    return a * F.sigmoid(b)
+
+
+def softmin(x, dim: int = -1):
+    return F.softmax(-fnp._float_arg(x), axis=dim)
+
+
+def hardshrink(x, lambd: float = 0.5):
+    """x where |x| > lambd, else 0."""
+    x = fnp._float_arg(x)
+    return fnp.where(fnp.abs(x) > lambd, x, fnp.zeros_like(x))
+
+
+def softshrink(x, lambd: float = 0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between (PyTorch's, lambd >= 0)."""
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be non-negative, got {lambd}")
+    x = fnp._float_arg(x)
+    return fnp.where(x > lambd, x - lambd, fnp.where(x < -lambd, x + lambd, fnp.zeros_like(x)))
+
+
+def tanhshrink(x):
+    x = fnp._float_arg(x)
+    return x - fnp.tanh(x)
+
+
+def threshold(x, threshold: float, value: float):
+    """x where x > threshold, else value."""
+    x = fnp.asarray(x)
+    return fnp.where(x > threshold, x, fnp.full_like(x, value))
+
+
+def prelu(x, weight):
+    """max(0, x) + weight * min(0, x), weight one slope or one per channel (axis 1), as PyTorch's."""
+    x, weight = fnp._float_arg(x), fnp.asarray(weight)
+    if weight.ndim != 1 or weight.shape[0] not in (1, x.shape[1] if x.ndim > 1 else 1):
+        raise fg_errors.ShapeError(f"prelu: weight of shape {weight.shape} must hold 1 slope or one per channel "
+                                   f"(axis 1) of an input of shape {x.shape}")
+    slope = fnp.reshape(weight, (1, -1) + (1,) * (x.ndim - 2)) if x.ndim > 1 and weight.shape[0] > 1 else weight[0]
+    return fnp.where(x > 0, x, slope * x)
+
+
+def GLU(dim: int = -1):  # noqa: N802  (module-style constructors, as torch.nn's)
+    return Lambda(lambda x: glu(x, dim))
+
+
+def Softmin(dim: int = -1):  # noqa: N802
+    return Lambda(lambda x: softmin(x, dim))
+
+
+def Hardshrink(lambd: float = 0.5):  # noqa: N802
+    return Lambda(lambda x: hardshrink(x, lambd))
+
+
+def Softshrink(lambd: float = 0.5):  # noqa: N802
+    return Lambda(lambda x: softshrink(x, lambd))
+
+
+def Tanhshrink():  # noqa: N802
+    return Lambda(tanhshrink)
+
+
+def Threshold(threshold_value: float, value: float):  # noqa: N802
+    return Lambda(lambda x: threshold(x, threshold_value, value))
+
+
+def ReLU6():  # noqa: N802
+    return Lambda(F.relu6)
+
+
+def Hardtanh(min_val: float = -1.0, max_val: float = 1.0):  # noqa: N802
+    return Lambda(lambda x: F.hardtanh(x, min_val, max_val))
+
+
+def SELU():  # noqa: N802
+    return Lambda(F.selu)
+
+
+def CELU(alpha: float = 1.0):  # noqa: N802
+    return Lambda(lambda x: F.celu(x, alpha))
+
+
+def Softsign():  # noqa: N802
+    return Lambda(F.softsign)
+
+
+def LogSigmoid():  # noqa: N802
+    return Lambda(F.log_sigmoid)
+
+
+def Hardsigmoid():  # noqa: N802
+    return Lambda(F.hardsigmoid)
+
+
+def Hardswish():  # noqa: N802
+    return Lambda(F.hardswish)
+
+
+class PReLU(Module):
+    """torch.nn.PReLU: a learned negative slope (one, or num_parameters per channel), init 0.25."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, *, key=None, dtype=dtypes.float32):
+        self.weight = fnp.full((num_parameters,), init, dtype)
+
+    def __call__(self, x, *, key=None):
+        return prelu(x, self.weight)

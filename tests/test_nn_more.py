@@ -1,0 +1,162 @@
+"""The rest of torch.nn's everyday surface: activations, image helpers, margin and likelihood
+losses, padding layers and containers, against NumPy formulas and loops (the same cases were
+checked equal to PyTorch 2.13 when they were written)."""
+import math
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import nn
+from funcgrad.nn import functional as F
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+
+
+def test_functional_namespace_has_pytorchs_losses_and_layers_their_modules():
+    for name in ("cross_entropy", "mse_loss", "nll_loss", "binary_cross_entropy_with_logits", "relu", "conv2d",
+                 "pixel_shuffle", "glu", "triplet_margin_loss", "unfold"):
+        assert callable(getattr(F, name)), name
+    assert not hasattr(F, "PixelShuffle")  # layers live in nn, as torch.nn's
+
+
+def test_activations():
+    x = RNG.standard_normal((2, 6, 3)) * 2
+    a, b = x[:, :3], x[:, 3:]
+    assert_close(F.glu(x, 1), a / (1 + np.exp(-b)))
+    assert_close(F.softmin(x, -1), np.exp(-x) / np.exp(-x).sum(-1, keepdims=True))
+    assert_close(F.hardshrink(x, 1.0), np.where(np.abs(x) > 1, x, 0))
+    assert_close(F.softshrink(x, 1.0), np.where(x > 1, x - 1, np.where(x < -1, x + 1, 0)))
+    assert_close(F.tanhshrink(x), x - np.tanh(x))
+    assert_close(F.threshold(x, 0.3, -2.0), np.where(x > 0.3, x, -2.0))
+    slopes = RNG.random(6)
+    assert_close(F.prelu(x, slopes), np.where(x > 0, x, slopes[None, :, None] * x))
+    assert_close(nn.PReLU()(x), np.where(x > 0, x, 0.25 * x))
+    assert_close(nn.Hardtanh(-0.5, 2.0)(x), np.clip(x, -0.5, 2.0))
+    with pytest.raises(fg.ShapeError, match="size 3 is odd"):
+        F.glu(x, -1)
+    with pytest.raises(fg.ShapeError, match="one per channel"):
+        F.prelu(x, np.ones(4))
+    fg.check_grads(lambda v: F.glu(v, 1) + F.softshrink(v[:, :3], 0.5), (x,), order=1)
+
+
+def test_pixel_shuffle_unfold_and_fold():
+    x = RNG.standard_normal((2, 8, 3, 4))
+    shuffled = F.pixel_shuffle(x, 2)
+    assert shuffled.shape == (2, 2, 6, 8)
+    assert_close(shuffled[:, 1, 3, 5], x[:, 1 * 4 + 1 * 2 + 1, 1, 2])  # c r^2 + i r + j -> (h r + i, w r + j)
+    assert_close(F.pixel_unshuffle(shuffled, 2), x)
+    image = RNG.standard_normal((2, 3, 7, 6))
+    cols = np.asarray(F.unfold(image, (2, 3), dilation=1, padding=1, stride=2))
+    padded = np.pad(image, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    expected = np.stack([padded[:, :, i:i + 2, j:j + 3].reshape(2, -1) for i in range(0, 8, 2)
+                         for j in range(0, 6, 2)], -1)
+    assert_close(cols, expected)
+    # fold adds each window back: fold(unfold(x)) counts every pixel once per window holding it
+    ones = np.ones((1, 1, 5, 5))
+    counts = np.asarray(F.fold(F.unfold(ones, 3, padding=1), (5, 5), 3, padding=1))[0, 0]
+    assert counts[2, 2] == 9 and counts[0, 0] == 4 and counts[0, 2] == 6
+    fg.check_grads(lambda c: F.fold(c, (7, 6), 3, 1, 1), (RNG.standard_normal((1, 27, 42)),), order=1)
+    with pytest.raises(fg.ShapeError, match="5 blocks given"):
+        F.fold(np.ones((2, 27, 5)), (7, 6), 3)
+
+
+def test_instance_norm_adaptive_pools_and_channel_dropout():
+    image = RNG.standard_normal((2, 3, 7, 6))
+    mean, var = image.mean((2, 3), keepdims=True), image.var((2, 3), keepdims=True)
+    assert_close(F.instance_norm(image), (image - mean) / np.sqrt(var + 1e-5), atol=1e-9)
+    assert_close(nn.InstanceNorm2d(3)(image[0]), ((image - mean) / np.sqrt(var + 1e-5))[0], atol=1e-9)
+    with pytest.raises(ValueError, match="cannot be updated in place"):
+        F.instance_norm(image, np.zeros(3), np.ones(3))
+    values, indices = F.adaptive_max_pool2d(image, (3, 2), return_indices=True)
+    # PyTorch's windows: rows [0, 3), [2, 5), [4, 7); columns [0, 3), [3, 6)
+    assert_close(values[:, :, 1, 1], image[:, :, 2:5, 3:6].max((2, 3)))
+    assert np.array_equal(np.take_along_axis(image.reshape(2, 3, -1), np.asarray(indices).reshape(2, 3, -1), 2),
+                          np.asarray(values).reshape(2, 3, -1))
+    seq = RNG.standard_normal((2, 3, 10))
+    assert_close(F.adaptive_avg_pool1d(seq, 4)[..., 1], seq[..., 2:5].mean(-1))
+    kept = np.asarray(F.dropout2d(np.ones((50, 8, 2, 2)), 0.5, fg.random.key(0)))
+    assert set(np.unique(kept)) <= {0.0, 2.0} and (kept == kept[:, :, :1, :1]).all()  # whole channels
+    assert 0.3 < (kept[:, :, 0, 0] == 0).mean() < 0.7
+    assert np.array_equal(F.dropout1d(seq, 0.5), seq)  # no key: evaluation
+
+
+def test_margin_and_distance_losses():
+    a, b, c = RNG.standard_normal((3, 4, 5))
+    y = np.array([1.0, -1, 1, -1])
+    d = np.linalg.norm(a - b + 1e-6, axis=-1)
+    assert_close(F.pairwise_distance(a, b), d)
+    assert_close(F.margin_ranking_loss(a[:, 0], b[:, 0], y, 0.3), np.maximum(0, -y * (a[:, 0] - b[:, 0]) + 0.3).mean())
+    signs = np.where(a > 0, 1.0, -1.0)
+    assert_close(F.hinge_embedding_loss(a, signs, 0.7, reduction="sum"),
+                 np.where(signs == 1, a, np.maximum(0, 0.7 - a)).sum())
+    cos = (a * b).sum(-1) / np.sqrt(((a * a).sum(-1) + 1e-12) * ((b * b).sum(-1) + 1e-12))
+    assert_close(F.cosine_embedding_loss(a, b, y, 0.1, reduction="none"),
+                 np.where(y == 1, 1 - cos, np.maximum(0, cos - 0.1)))
+    d_neg = np.minimum(np.linalg.norm(a - c + 1e-6, axis=-1), np.linalg.norm(b - c + 1e-6, axis=-1))
+    assert_close(F.triplet_margin_loss(a, b, c, 0.5, swap=True), np.maximum(d - d_neg + 0.5, 0).mean())
+    assert_close(nn.TripletMarginLoss(margin=0.5, swap=True)(a, b, c), F.triplet_margin_loss(a, b, c, 0.5, swap=True))
+    assert_close(F.soft_margin_loss(a, signs), np.log1p(np.exp(-signs * a)).mean())
+    targets, weights = (RNG.random((4, 5)) > 0.5).astype(float), RNG.random(5)
+    per = -(targets * np.log(1 / (1 + np.exp(-a))) + (1 - targets) * np.log(1 / (1 + np.exp(a)))) * weights
+    assert_close(F.multilabel_soft_margin_loss(a, targets, weights), per.mean(-1).mean())
+    labels = np.array([0, 4, 2, 2])
+    margins = np.maximum(0, 0.8 - a[np.arange(4), labels][:, None] + a) ** 2
+    margins[np.arange(4), labels] = 0
+    assert_close(F.multi_margin_loss(a, labels, 2, 0.8, weights), (margins.sum(1) / 5 * weights[labels]).mean())
+    with pytest.raises(TypeError, match="takes 3 inputs"):
+        nn.MarginRankingLoss()(a, b)
+    fg.check_grads(lambda p, q: F.triplet_margin_loss(p, q, c, swap=True) + F.cosine_embedding_loss(p, q, y),
+                   (a, b), order=1)
+
+
+def test_likelihood_losses():
+    x, target = RNG.standard_normal((3, 4)), RNG.poisson(2.0, (3, 4)).astype(float)
+    assert_close(F.poisson_nll_loss(x, target), (np.exp(x) - target * x).mean())
+    rate = np.abs(x) + 0.1
+    stirling = np.where(target > 1, target * np.log(np.maximum(target, 1)) - target
+                        + 0.5 * np.log(2 * math.pi * np.maximum(target, 1)), 0)
+    assert_close(F.poisson_nll_loss(rate, target, log_input=False, full=True, reduction="sum"),
+                 (rate - target * np.log(rate + 1e-8) + stirling).sum())
+    mu, var = RNG.standard_normal((3, 4)), RNG.random((3, 4)) + 0.1
+    expected = 0.5 * (np.log(var) + (x - mu) ** 2 / var)
+    assert_close(F.gaussian_nll_loss(x, mu, var), expected.mean())
+    assert_close(F.gaussian_nll_loss(x, mu, var[:, 0], full=True, reduction="none"),
+                 0.5 * (np.log(var[:, :1]) + (x - mu) ** 2 / var[:, :1]) + 0.5 * math.log(2 * math.pi))
+    # a variance below eps is clamped for the value, but its gradient passes as through the identity
+    tiny = np.full((3, 4), 1e-9)
+    assert_close(F.gaussian_nll_loss(x, mu, tiny, reduction="sum"), (0.5 * (np.log(1e-6) + (x - mu) ** 2 / 1e-6)).sum())
+    grad = fg.grad(lambda v: F.gaussian_nll_loss(x, mu, v, reduction="sum"), argnums=0)(tiny)
+    assert_close(grad, 0.5 * (1 / 1e-6 - (x - mu) ** 2 / 1e-12), rtol=1e-9)
+    with pytest.raises(fg.ShapeError, match="var of shape"):
+        F.gaussian_nll_loss(x, mu, np.ones((3, 2)))
+    with pytest.raises(ValueError, match="negative entries"):
+        F.gaussian_nll_loss(x, mu, -var)
+
+
+def test_padding_layers_containers_and_unflatten():
+    image = RNG.standard_normal((1, 2, 3, 4))
+    assert_close(nn.ZeroPad2d((1, 2, 0, 3))(image), np.pad(image, ((0, 0), (0, 0), (0, 3), (1, 2))))
+    assert_close(nn.ConstantPad1d(2, 3.5)(image[0]), np.pad(image[0], ((0, 0), (0, 0), (2, 2)), constant_values=3.5))
+    assert_close(nn.ReflectionPad2d(1)(image), np.pad(image, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect"))
+    assert_close(nn.ReplicationPad1d((1, 3))(image[0]), np.pad(image[0], ((0, 0), (0, 0), (1, 3)), mode="edge"))
+    assert_close(nn.CircularPad2d(1)(image), np.pad(image, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="wrap"))
+    with pytest.raises(ValueError, match="4 ints"):
+        nn.ZeroPad2d((1, 2))
+    assert nn.Unflatten(1, (-1, 3))(np.ones((4, 6))).shape == (4, 2, 3)
+    with pytest.raises(fg.ShapeError, match="cannot become"):
+        nn.Unflatten(1, (4, 3))(np.ones((4, 6)))
+    k1, k2 = fg.random.split(fg.random.key(0))
+    blocks = nn.ModuleList([nn.Linear(3, 3, key=k1), nn.Linear(3, 3, key=k2)])
+    assert len(blocks) == 2 and isinstance(blocks[1], nn.Linear) and len(blocks[:1]) == 1
+    assert [n for n, _ in blocks.named_parameters(pytorch_names=True)] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    with pytest.raises(TypeError, match="immutable"):
+        blocks.append(nn.Linear(3, 3, key=k1))
+    heads = nn.ModuleDict({"cls": nn.Linear(3, 2, key=k1)})
+    assert "cls" in heads and list(heads) == ["cls"] and heads["cls"].weight.shape == (2, 3)
+    assert [n for n, _ in heads.named_parameters(pytorch_names=True)] == ["cls.weight", "cls.bias"]
+    grads = fg.grad(lambda m, x: fnp.sum(m[0](x) + m[1](x)))(blocks, np.ones((1, 3)))
+    assert isinstance(grads, nn.ModuleList) and grads[0].bias.shape == (3,)
