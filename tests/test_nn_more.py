@@ -160,3 +160,13 @@ def test_padding_layers_containers_and_unflatten():
     assert [n for n, _ in heads.named_parameters(pytorch_names=True)] == ["cls.weight", "cls.bias"]
     grads = fg.grad(lambda m, x: fnp.sum(m[0](x) + m[1](x)))(blocks, np.ones((1, 3)))
     assert isinstance(grads, nn.ModuleList) and grads[0].bias.shape == (3,)
+
+
+def test_pytorchs_dim_keyword_where_funcgrad_says_axis():
+    x = RNG.standard_normal((3, 4))
+    assert_close(F.softmax(x, dim=0), np.exp(x) / np.exp(x).sum(0))
+    assert_close(F.log_softmax(x, dim=0), x - np.log(np.exp(x).sum(0)))
+    assert_close(F.normalize(x, dim=0), x / np.linalg.norm(x, axis=0))
+    assert_close(F.cosine_similarity(x, 2 * x + 1, dim=0), F.cosine_similarity(x, 2 * x + 1, axis=0))
+    assert_close(nn.Softmax(dim=0)(x), np.exp(x) / np.exp(x).sum(0))
+    assert_close(nn.LogSoftmax(dim=1)(x), x - np.log(np.exp(x).sum(1, keepdims=True)))

@@ -142,28 +142,36 @@ def softsign(x):
     return x / (1.0 + fnp.abs(x))
 
 
-def normalize(x, p: float = 2.0, axis: int = 1, eps: float = 1e-12):
-    """x / max(||x||_p, eps) along axis (torch.nn.functional.normalize; axis is its dim)."""
-    x = fnp._float_arg(x)
+def _axis(axis, dim):
+    """The axis, given as funcgrad's (and JAX's) `axis` or as PyTorch's `dim`."""
+    return axis if dim is None else dim
+
+
+def normalize(x, p: float = 2.0, axis: int = 1, eps: float = 1e-12, *, dim: int | None = None):
+    """x / max(||x||_p, eps) along axis (torch.nn.functional.normalize; dim= as there)."""
+    x, axis = fnp._float_arg(x), _axis(axis, dim)
     return x / fnp.maximum(linalg.vector_norm(x, p, axis=axis, keepdims=True), eps)
 
 
-def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8):
-    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along axis, as PyTorch's (each norm
-    clamped alone: clamping their product turned small vectors' cosines toward 0)."""
+def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8, *, dim: int | None = None):
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along axis (or dim), as PyTorch's (each
+    norm clamped alone: clamping their product turned small vectors' cosines toward 0)."""
     x1, x2 = fnp._common((fnp._float_arg(x1), fnp._float_arg(x2)))
+    axis = _axis(axis, dim)
     unit1, unit2 = (x / fnp.maximum(fnp.sqrt(fnp.sum(x * x, axis=axis, keepdims=True)), eps) for x in (x1, x2))
     return fnp.sum(unit1 * unit2, axis=axis)
 
 
-def softmax(x, axis=-1):
+def softmax(x, axis=-1, *, dim=None):
+    """Softmax along axis (or PyTorch's dim)."""
     x = fnp.autocast_to_float32(fnp._float_arg(x))
-    return bind(R.softmax_p, x, axes=fnp._axes(axis, x.ndim))
+    return bind(R.softmax_p, x, axes=fnp._axes(_axis(axis, dim), x.ndim))
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x, axis=-1, *, dim=None):
+    """Log-softmax along axis (or PyTorch's dim)."""
     x = fnp.autocast_to_float32(fnp._float_arg(x))
-    return bind(R.log_softmax_p, x, axes=fnp._axes(axis, x.ndim))
+    return bind(R.log_softmax_p, x, axes=fnp._axes(_axis(axis, dim), x.ndim))
 
 
 # ---- layers as functions ----------------------------------------------------------------------

@@ -293,12 +293,12 @@ def Mish():  # noqa: N802
     return Lambda(F.mish)
 
 
-def Softmax(axis: int = -1):  # noqa: N802
-    return Lambda(lambda x: F.softmax(x, axis=axis))
+def Softmax(axis: int = -1, *, dim: int | None = None):  # noqa: N802
+    return Lambda(lambda x: F.softmax(x, axis=F._axis(axis, dim)))
 
 
-def LogSoftmax(axis: int = -1):  # noqa: N802
-    return Lambda(lambda x: F.log_softmax(x, axis=axis))
+def LogSoftmax(axis: int = -1, *, dim: int | None = None):  # noqa: N802
+    return Lambda(lambda x: F.log_softmax(x, axis=F._axis(axis, dim)))
 
 
 class Sequential(Module):
