@@ -170,3 +170,73 @@ def test_pytorchs_dim_keyword_where_funcgrad_says_axis():
     assert_close(F.cosine_similarity(x, 2 * x + 1, dim=0), F.cosine_similarity(x, 2 * x + 1, axis=0))
     assert_close(nn.Softmax(dim=0)(x), np.exp(x) / np.exp(x).sum(0))
     assert_close(nn.LogSoftmax(dim=1)(x), x - np.log(np.exp(x).sum(1, keepdims=True)))
+
+
+def _reference_attention(q, k, v, w_in, b_in, w_out, b_out, heads, drop=None):
+    """PyTorch's multi-head attention in NumPy: (L, N, E) inputs, `drop` a boolean (L, S) mask of
+    the pairs that may not attend."""
+    e = q.shape[-1]
+    qp, kp, vp = (t @ w_in[i * e:(i + 1) * e].T + b_in[i * e:(i + 1) * e] for i, t in enumerate((q, k, v)))
+    def split(t):  # (L, N, E) -> (N, H, L, E / H)
+        return t.reshape(t.shape[0], t.shape[1], heads, e // heads).transpose(1, 2, 0, 3)
+
+    scores = split(qp) @ split(kp).transpose(0, 1, 3, 2) / math.sqrt(e // heads)
+    if drop is not None:
+        scores = np.where(drop, -np.inf, scores)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    out = (weights @ split(vp)).transpose(2, 0, 1, 3).reshape(q.shape[0], q.shape[1], e)
+    return out @ w_out.T + b_out, weights.mean(1)
+
+
+def test_multihead_attention_is_pytorchs_with_its_names_and_mask_convention():
+    mha = nn.MultiheadAttention(8, 2, key=fg.random.key(0), dtype=fnp.float64)
+    assert [n for n, _ in mha.named_parameters(pytorch_names=True)] == ["in_proj_weight", "in_proj_bias",
+                                                                        "out_proj.weight", "out_proj.bias"]
+    mha = mha.load_state_dict({"in_proj_weight": RNG.standard_normal((24, 8)), "in_proj_bias": RNG.standard_normal(24),
+                               "out_proj.weight": RNG.standard_normal((8, 8)), "out_proj.bias": RNG.standard_normal(8)})
+    q, k, v = RNG.standard_normal((5, 3, 8)), RNG.standard_normal((7, 3, 8)), RNG.standard_normal((7, 3, 8))
+    drop = RNG.random((5, 7)) > 0.7
+    drop[:, 0] = False
+    params = [np.asarray(p) for _, p in mha.named_parameters()]
+    expected, weights = _reference_attention(q, k, v, *params, heads=2, drop=drop)
+    out, got_weights = mha(q, k, v, attn_mask=drop)  # True = may NOT attend, as PyTorch's
+    assert_close(out, expected)
+    assert_close(got_weights, weights)
+    batch_first = nn.MultiheadAttention(8, 2, batch_first=True, key=fg.random.key(0), dtype=fnp.float64)
+    batch_first = batch_first.load_state_dict(mha.state_dict())
+    assert_close(batch_first(q.transpose(1, 0, 2), k.transpose(1, 0, 2), v.transpose(1, 0, 2), need_weights=False)[0],
+                 _reference_attention(q, k, v, *params, heads=2)[0].transpose(1, 0, 2))
+    causal, _ = mha(q, q, q, is_causal=True)
+    assert_close(causal, _reference_attention(q, q, q, *params, heads=2, drop=np.triu(np.ones((5, 5), bool), 1))[0])
+
+
+def test_transformer_encoder_layer_post_and_pre_norm():
+    def layer_norm(x):
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+
+    x = RNG.standard_normal((6, 2, 8))
+    for norm_first in (False, True):
+        layer = nn.TransformerEncoderLayer(8, 2, 16, norm_first=norm_first, key=fg.random.key(1), dtype=fnp.float64)
+        p = {n: np.asarray(a) for n, a in layer.named_parameters(pytorch_names=True)}
+        def attend(h):
+            return _reference_attention(h, h, h, p["self_attn.in_proj_weight"], p["self_attn.in_proj_bias"],
+                                        p["self_attn.out_proj.weight"], p["self_attn.out_proj.bias"], 2)[0]
+
+        def ff(h):
+            hidden = np.maximum(h @ p["linear1.weight"].T + p["linear1.bias"], 0)
+            return hidden @ p["linear2.weight"].T + p["linear2.bias"]
+
+        if norm_first:
+            h = x + attend(layer_norm(x))
+            expected = h + ff(layer_norm(h))
+        else:
+            h = layer_norm(x + attend(x))
+            expected = layer_norm(h + ff(h))
+        assert_close(layer(x), expected, atol=1e-9)
+    encoder = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(8, dtype=fnp.float64))
+    assert len([n for n, _ in encoder.named_parameters(pytorch_names=True)]) == 3 * 12 + 2
+    grads = fg.grad(lambda m: fnp.sum(m(x) ** 2))(encoder)
+    assert grads.layers[0].linear1.weight.shape == (16, 8)
+    trained = fg.tree_map(lambda w, g: w - 0.1 * g, encoder, grads)
+    assert not np.allclose(trained.layers[0].linear1.weight, trained.layers[2].linear1.weight)  # copies train apart
