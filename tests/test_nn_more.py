@@ -240,3 +240,21 @@ def test_transformer_encoder_layer_post_and_pre_norm():
     assert grads.layers[0].linear1.weight.shape == (16, 8)
     trained = fg.tree_map(lambda w, g: w - 0.1 * g, encoder, grads)
     assert not np.allclose(trained.layers[0].linear1.weight, trained.layers[2].linear1.weight)  # copies train apart
+
+
+def test_transformer_decoder_and_full_model_compose_the_layers():
+    mask = np.asarray(nn.Transformer.generate_square_subsequent_mask(4))
+    assert np.array_equal(np.isinf(mask), np.triu(np.ones((4, 4), bool), 1)) and (mask[np.tril_indices(4)] == 0).all()
+    model = nn.Transformer(8, 2, 2, 1, 16, key=fg.random.key(0), dtype=fnp.float64)
+    names = [n for n, _ in model.named_parameters(pytorch_names=True)]
+    assert len(names) == 2 * 12 + 2 + 18 + 2 and "decoder.layers.0.multihead_attn.in_proj_weight" in names
+    src, tgt = RNG.standard_normal((7, 2, 8)), RNG.standard_normal((5, 2, 8))
+    out = model(src, tgt, tgt_mask=np.asarray(nn.Transformer.generate_square_subsequent_mask(5)))
+    memory = model.encoder(src)
+    assert_close(out, model.decoder(tgt, memory, np.asarray(nn.Transformer.generate_square_subsequent_mask(5))))
+    # causal: the first target position does not see the later ones
+    changed = tgt.copy()
+    changed[3:] += 1.0
+    again = model(src, changed, tgt_mask=np.asarray(nn.Transformer.generate_square_subsequent_mask(5)))
+    assert_close(np.asarray(again)[:3], np.asarray(out)[:3])
+    assert not np.allclose(np.asarray(again)[3:], np.asarray(out)[3:])

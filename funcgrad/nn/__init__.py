@@ -26,7 +26,8 @@ from ._pixels import (AdaptiveAvgPool1d, AdaptiveMaxPool2d, CircularPad1d, Circu
                       ConstantPad2d, CosineSimilarity, Dropout1d, Dropout2d, Fold, InstanceNorm1d, InstanceNorm2d,
                       PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
                       ReplicationPad1d, ReplicationPad2d, Unflatten, Unfold, ZeroPad1d, ZeroPad2d)
-from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerEncoderLayer)
 from . import _activations, _pixels, losses
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .module import Module
@@ -46,6 +47,7 @@ __all__ = [
     "AdaptiveAvgPool2d", "adaptive_avg_pool2d", "Upsample", "interpolate",
     "linear", "conv2d", "max_pool2d", "avg_pool2d", "layer_norm", "rms_norm", "group_norm", "dropout", "embedding",
     "one_hot", "pad", "scaled_dot_product_attention",
-    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+    "TransformerDecoder", "Transformer",
     *losses.__all__, *losses.LOSSES, *_activations.__all__, *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS,
 ]

@@ -1,7 +1,7 @@
-"""PyTorch's attention and encoder layers with its arguments, masks, parameter names and
+"""PyTorch's attention and transformer layers with its arguments, masks, parameter names and
 initialisation, so torch code and torch state_dicts carry over: MultiheadAttention (torch.nn's;
-funcgrad's own MultiHeadAttention takes (batch, length, dim) and a boolean keep-mask),
-TransformerEncoderLayer (post- or pre-norm) and TransformerEncoder.
+funcgrad's own MultiHeadAttention takes (batch, length, dim) and a boolean keep-mask), the encoder
+and decoder layers (post- or pre-norm), their stacks, and Transformer.
 
 PyTorch's masks say what to drop: a boolean attn_mask or key_padding_mask is True where a query
 may NOT attend (the opposite of scaled_dot_product_attention's), a float one is added to the
@@ -18,7 +18,8 @@ from . import init
 from .layers import LayerNorm, Linear, _split
 from .module import Module
 
-__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+           "TransformerDecoder", "Transformer"]
 
 
 def _additive(mask, dtype, name: str):
@@ -101,42 +102,82 @@ class MultiheadAttention(Module):
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
-class TransformerEncoderLayer(Module):
-    """torch.nn.TransformerEncoderLayer: self-attention and a feed-forward block (linear1,
-    activation, linear2), each added back with dropout and normalised after (PyTorch's default)
-    or before (norm_first)."""
+class _Sublayers(Module):
+    """What the encoder and decoder layers share: a feed-forward block (linear1, activation,
+    linear2) and `count` norms, each sublayer added back with dropout and normalised after
+    (PyTorch's default) or before it (norm_first)."""
+
+    def _build(self, d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias, count, keys,
+               dtype):
+        if isinstance(activation, str) and activation not in _ACTIVATIONS:
+            raise ValueError(f"activation should be 'relu' or 'gelu' (or a function), not {activation!r}")
+        self.linear1 = Linear(d_model, dim_feedforward, bias, key=keys[0], dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias, key=keys[1], dtype=dtype)
+        for i in range(1, count + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype))
+        self.dropout, self.norm_first = dropout, norm_first
+        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
+
+    def _feed_forward(self, x, keys):
+        hidden = F.dropout(self.activation(self.linear1(x)), self.dropout, keys[0])
+        return F.dropout(self.linear2(hidden), self.dropout, keys[1])
+
+    def _residual(self, x, norm, sublayer):
+        """x + sublayer(norm(x)) with norm_first, else norm(x + sublayer(x))."""
+        return x + sublayer(norm(x)) if self.norm_first else norm(x + sublayer(x))
+
+
+class TransformerEncoderLayer(_Sublayers):
+    """torch.nn.TransformerEncoderLayer: self-attention, then the feed-forward block."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
                  bias: bool = True, *, key, dtype=dtypes.float32):
-        if isinstance(activation, str) and activation not in _ACTIVATIONS:
-            raise ValueError(f"activation should be 'relu' or 'gelu' (or a function), not {activation!r}")
         k_attn, k1, k2 = random.split(key, 3)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, key=k_attn, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias, key=k1, dtype=dtype)
-        self.linear2 = Linear(dim_feedforward, d_model, bias, key=k2, dtype=dtype)
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
-        self.dropout, self.norm_first = dropout, norm_first
-        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
+        self._build(d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias, 2, (k1, k2), dtype)
 
     def __call__(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False, *, key=None):
-        k_attn, k_attn_out, k_hidden, k_ff_out = _split(key, 4)
+        k_attn, k_out, *k_ff = _split(key, 4)
 
         def attention(x):
             out, _ = self.self_attn(x, x, x, src_key_padding_mask, False, src_mask, is_causal=is_causal, key=k_attn)
-            return F.dropout(out, self.dropout, k_attn_out)
+            return F.dropout(out, self.dropout, k_out)
 
-        def feed_forward(x):
-            hidden = F.dropout(self.activation(self.linear1(x)), self.dropout, k_hidden)
-            return F.dropout(self.linear2(hidden), self.dropout, k_ff_out)
+        x = self._residual(fnp.asarray(src), self.norm1, attention)
+        return self._residual(x, self.norm2, lambda h: self._feed_forward(h, k_ff))
 
-        x = fnp.asarray(src)
-        if self.norm_first:
-            x = x + attention(self.norm1(x))
-            return x + feed_forward(self.norm2(x))
-        x = self.norm1(x + attention(x))
-        return self.norm2(x + feed_forward(x))
+
+class TransformerDecoderLayer(_Sublayers):
+    """torch.nn.TransformerDecoderLayer: self-attention over the target, attention to the encoder's
+    memory (multihead_attn), then the feed-forward block."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
+                 bias: bool = True, *, key, dtype=dtypes.float32):
+        k_self, k_cross, k1, k2 = random.split(key, 4)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, key=k_self, dtype=dtype)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, key=k_cross, dtype=dtype)
+        self._build(d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias, 3, (k1, k2), dtype)
+
+    def __call__(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                 memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False, *,
+                 key=None):
+        k_self, k_self_out, k_cross, k_cross_out, *k_ff = _split(key, 6)
+
+        def self_attention(x):
+            out, _ = self.self_attn(x, x, x, tgt_key_padding_mask, False, tgt_mask, is_causal=tgt_is_causal,
+                                    key=k_self)
+            return F.dropout(out, self.dropout, k_self_out)
+
+        def cross_attention(x):
+            out, _ = self.multihead_attn(x, memory, memory, memory_key_padding_mask, False, memory_mask,
+                                         is_causal=memory_is_causal, key=k_cross)
+            return F.dropout(out, self.dropout, k_cross_out)
+
+        x = self._residual(fnp.asarray(tgt), self.norm1, self_attention)
+        x = self._residual(x, self.norm2, cross_attention)
+        return self._residual(x, self.norm3, lambda h: self._feed_forward(h, k_ff))
 
 
 class TransformerEncoder(Module):
@@ -152,3 +193,51 @@ class TransformerEncoder(Module):
         for layer, k in zip(self.layers, _split(key, len(self.layers))):
             x = layer(x, mask, src_key_padding_mask, is_causal, key=k)
         return x if self.norm is None else self.norm(x)
+
+
+class TransformerDecoder(Module):
+    """torch.nn.TransformerDecoder: num_layers copies of decoder_layer, then an optional norm."""
+
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm=None):
+        self.layers = [decoder_layer] * num_layers
+        self.norm = norm
+
+    def __call__(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                 memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False, *,
+                 key=None):
+        x = tgt
+        for layer, k in zip(self.layers, _split(key, len(self.layers))):
+            x = layer(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal,
+                      memory_is_causal, key=k)
+        return x if self.norm is None else self.norm(x)
+
+
+class Transformer(Module):
+    """torch.nn.Transformer: an encoder and a decoder stack, each with a final LayerNorm."""
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6, num_decoder_layers: int = 6,
+                 dim_feedforward: int = 2048, dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *, key,
+                 dtype=dtypes.float32):
+        k_enc, k_dec = random.split(key)
+        options = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
+                       layer_norm_eps=layer_norm_eps, batch_first=batch_first, norm_first=norm_first, bias=bias,
+                       dtype=dtype)
+        self.encoder = TransformerEncoder(TransformerEncoderLayer(d_model, nhead, key=k_enc, **options),
+                                          num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype))
+        self.decoder = TransformerDecoder(TransformerDecoderLayer(d_model, nhead, key=k_dec, **options),
+                                          num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype))
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def __call__(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                 tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal: bool = False,
+                 tgt_is_causal: bool = False, memory_is_causal: bool = False, *, key=None):
+        k_enc, k_dec = _split(key, 2)
+        memory = self.encoder(src, src_mask, src_key_padding_mask, src_is_causal, key=k_enc)
+        return self.decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
+                            tgt_is_causal, memory_is_causal, key=k_dec)
+
+    @staticmethod
+    def generate_square_subsequent_mask(size: int, dtype=dtypes.float32):
+        """The causal mask as PyTorch makes it: -inf above the diagonal, 0 elsewhere (added to scores)."""
+        return fnp.astype(fnp.where(fnp.tri(size, dtype=dtypes.bool_), 0.0, -fnp.inf), dtype)
