@@ -258,3 +258,20 @@ def test_transformer_decoder_and_full_model_compose_the_layers():
     again = model(src, changed, tgt_mask=np.asarray(nn.Transformer.generate_square_subsequent_mask(5)))
     assert_close(np.asarray(again)[:3], np.asarray(out)[:3])
     assert not np.allclose(np.asarray(again)[3:], np.asarray(out)[3:])
+
+
+def test_module_to_dtype_and_pytorchs_cast_methods_return_the_changed_copy():
+    model = nn.Sequential(nn.Linear(2, 3, key=fg.random.key(0)), nn.BatchNorm1d(3))
+    doubled = model.to(fnp.float64)
+    assert all(p.dtype == np.float64 for p in doubled.parameters())
+    assert model.parameters()[0].dtype == np.float32  # the original stays as it was
+    half = model.half()
+    assert half.state_dict()["layers.0.weight"].dtype == np.float16
+    assert half.state_dict()["layers.1.num_batches_tracked"].dtype == np.float64  # a counter keeps its precision
+    assert model.bfloat16().parameters()[0].dtype == fnp.bfloat16
+    assert model.to("cpu", dtype=np.float64).double().float().parameters()[0].dtype == np.float32
+    assert_close(doubled(np.ones((4, 2))), model(np.ones((4, 2))), rtol=1e-6)
+    with pytest.raises(TypeError, match="floating dtype, not int32"):
+        model.to(fnp.int32)
+    with pytest.raises(TypeError, match=r"model = model.to"):
+        model.to(fnp.float64)

@@ -16,6 +16,7 @@ from .state import record_state
 class _BatchNorm(Module):
     """Normalises over every axis but the channel axis 1 of an input of rank in `ranks`."""
     ranks: tuple[int, ...] = ()
+    counter_fields = ("num_batches_tracked",)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, *, training: bool | None = None, key=None,

@@ -72,6 +72,7 @@ class Module(metaclass=_ModuleMeta):
 
     static_fields: tuple[str, ...] = ()
     unnamed_fields: tuple[str, ...] = ()  # attributes PyTorch's names leave out (Sequential's layers)
+    counter_fields: tuple[str, ...] = ()  # float arrays that count (BatchNorm's batches): .to(dtype) keeps them
 
     def __setattr__(self, name: str, value) -> None:
         if id(self) not in _initialising:
@@ -135,6 +136,34 @@ class Module(metaclass=_ModuleMeta):
         _use_the_result("eval")
         return _with_training(self, False)
 
+    def to(self, *args, device=None, dtype=None) -> "Module":
+        """A copy with every array on `device` and/or every floating array in `dtype`, as PyTorch's
+        model.to("cuda") / model.to(fnp.float64) (functional: `model = model.to(...)`)."""
+        for arg in args:
+            if isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda") or hasattr(arg, "platform"):
+                device = arg
+            else:
+                dtype = arg
+        changed = _converted(self, device, dtype)
+        _use_the_result("to")  # last: a bad device or dtype says so first
+        return changed
+
+    def float(self) -> "Module":  # noqa: A003  (PyTorch's names)
+        _use_the_result("float")
+        return _converted(self, None, "float32")
+
+    def double(self) -> "Module":
+        _use_the_result("double")
+        return _converted(self, None, "float64")
+
+    def half(self) -> "Module":
+        _use_the_result("half")
+        return _converted(self, None, "float16")
+
+    def bfloat16(self) -> "Module":
+        _use_the_result("bfloat16")
+        return _converted(self, None, "bfloat16")
+
     def parameters(self) -> list:
         return [p for _, p in self.named_parameters()]
 
@@ -197,6 +226,36 @@ def rebuilt(node, rule):
         return type(node)(rebuilt(v, rule) for v in node)
     if isinstance(node, dict):
         return {k: rebuilt(v, rule) for k, v in node.items()}
+    return node
+
+
+def _converted(module: "Module", device, dtype) -> "Module":
+    """module with its floating arrays cast to dtype (but its counter_fields, which count) and every
+    array moved to device (either None: unchanged)."""
+    from .. import dtypes
+    from ..devices import device_put
+    out = module
+    if dtype is not None:
+        target = dtypes.canonicalize(dtype)
+        if not dtypes.is_inexact(target):
+            raise TypeError(f"Module.to: parameters convert to a floating dtype, not {target}")
+        out = _cast_floats(out, target)
+    return out if device is None else device_put(out, device)
+
+
+def _cast_floats(node, target):
+    from .. import dtypes
+    from .. import numpy as fnp
+    if isinstance(node, Module):
+        kept = type(node).counter_fields
+        return node.replace(**{name: value if name in kept else _cast_floats(value, target)
+                               for name, value in vars(node).items()})
+    if isinstance(node, (list, tuple)):
+        return type(node)(_cast_floats(v, target) for v in node)
+    if isinstance(node, dict):
+        return {k: _cast_floats(v, target) for k, v in node.items()}
+    if _is_array(node) and dtypes.is_inexact(np.dtype(node.dtype)):
+        return fnp.astype(node, target)
     return node
 
 
