@@ -191,3 +191,58 @@ def test_worker_processes_give_the_same_batches_and_report_errors():
     assert head + [b[1].tolist() for b in resumed] == single[:2] + single[2:]
     with pytest.raises(KeyError, match=r"DataLoader worker 1 \(batch 5\): .*example 11 is missing.*traceback"):
         list(data.DataLoader(_Squares(), 2, num_workers=2))
+
+
+def test_pytorchs_samplers_batch_sampler_and_loader_options():
+    ds = data.ArrayDataset(np.arange(10.0), np.arange(10))
+    batches = [b[1].tolist() for b in data.DataLoader(ds, batch_sampler=data.BatchSampler(data.SequentialSampler(ds),
+                                                                                         4, False))]
+    assert batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert len(data.DataLoader(ds, batch_sampler=data.BatchSampler(range(10), 4, True))) == 2
+    subset = [i for b in data.DataLoader(ds, batch_size=3, sampler=data.SubsetRandomSampler([1, 3, 5, 7], 1))
+              for i in b[1].tolist()]
+    assert sorted(subset) == [1, 3, 5, 7]
+    weights = np.array([0.0] * 5 + [1.0] * 5)
+    drawn = list(data.WeightedRandomSampler(weights, 200))
+    assert min(drawn) >= 5 and len(set(drawn)) == 5  # zero weight is never drawn
+    assert sorted(data.WeightedRandomSampler(weights, 5, replacement=False)) == [5, 6, 7, 8, 9]
+    heavy = np.bincount(list(data.WeightedRandomSampler([1.0, 3.0], 4000)), minlength=2) / 4000
+    assert abs(heavy[1] - 0.75) < 0.03
+    with_replacement = list(data.RandomSampler(ds, replacement=True, num_samples=50))
+    assert len(with_replacement) == 50 and set(with_replacement) <= set(range(10))  # 50 of 10: must repeat
+    with pytest.raises(ValueError, match="without replacement"):
+        data.RandomSampler(ds, num_samples=11)
+    assert sorted(data.RandomSampler(ds, 3)) == list(range(10))  # a dataset, as PyTorch's samplers take
+    plain = [b[0].tolist() for b in data.DataLoader(ds, batch_size=4)]
+    assert [b[0].tolist() for b in data.DataLoader(ds, batch_size=4, pin_memory=True, persistent_workers=True,
+                                                    prefetch_factor=4)] == plain
+    with pytest.raises(ValueError, match="batch_sampler makes the batches"):
+        data.DataLoader(ds, batch_size=2, batch_sampler=[[0]])
+    with pytest.raises(TypeError, match="second argument is the seed"):
+        data.RandomSampler(ds, True)
+    with pytest.raises(ValueError, match="non-negative"):
+        data.WeightedRandomSampler([1.0, -1.0], 2)
+    with pytest.raises(IndexError):
+        list(data.DataLoader(ds, batch_sampler=[[0, 10]]))  # batch indices are checked too
+
+
+def test_iterable_only_datasets_stream_in_their_order_and_resume():
+    class Stream:  # PyTorch's IterableDataset: __iter__, no __getitem__
+        def __iter__(self):
+            for i in range(7):
+                yield np.float32(i), i % 2
+
+    loader = data.DataLoader(Stream(), batch_size=3)
+    assert [b[0].tolist() for b in loader] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert [b[0].tolist() for b in data.DataLoader(Stream(), batch_size=3, drop_last=True)] == [[0, 1, 2], [3, 4, 5]]
+    it = iter(loader)
+    next(it)
+    resumed = data.DataLoader(Stream(), batch_size=3)
+    resumed.load_state_dict(loader.state_dict())
+    assert [b[0].tolist() for b in resumed] == [[3, 4, 5], [6]]
+    with pytest.raises(ValueError, match="gives its own order"):
+        data.DataLoader(Stream(), shuffle=True)
+    with pytest.raises(ValueError, match="num_workers=0"):
+        data.DataLoader(Stream(), num_workers=2)
+    with pytest.raises(TypeError, match="without __len__"):
+        len(loader)

@@ -5,8 +5,10 @@
 """
 from .datasets import IGNORE, NAMES, SEQUENCE_VOCAB, data_dir, load, read_idx
 from .dataset import ArrayDataset, ConcatDataset, Dataset, Subset, TensorDataset, random_split
-from .loader import DataLoader, DistributedSampler, RandomSampler, SequentialSampler, default_collate
+from .loader import (BatchSampler, DataLoader, DistributedSampler, RandomSampler, SequentialSampler,
+                     SubsetRandomSampler, WeightedRandomSampler, default_collate)
 
 __all__ = ["ArrayDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "DataLoader", "Dataset",
-           "DistributedSampler", "RandomSampler", "SequentialSampler", "default_collate", "load", "read_idx",
+           "DistributedSampler", "RandomSampler", "SequentialSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler", "default_collate", "load", "read_idx",
            "data_dir", "NAMES", "IGNORE", "SEQUENCE_VOCAB"]

@@ -19,9 +19,27 @@ def _epoch_key(seed: int, epoch: int):
     return random.fold_in(random.key(seed), epoch)
 
 
+def _size(data_source) -> int:
+    """The number of examples: an int, or len() of a dataset (PyTorch's samplers take the dataset)."""
+    if isinstance(data_source, (int, np.integer)) and not isinstance(data_source, bool):
+        return int(data_source)
+    return len(data_source)
+
+
+class _EpochSampler:
+    """A sampler whose order depends on (seed, epoch): the loader sets the epoch each pass."""
+    seed, epoch = 0, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _key(self):
+        return _epoch_key(self.seed, self.epoch)
+
+
 class SequentialSampler:
-    def __init__(self, n: int):
-        self.n = n
+    def __init__(self, data_source: "Dataset | int"):
+        self.n = _size(data_source)
 
     def __iter__(self):
         return iter(range(self.n))
@@ -30,20 +48,93 @@ class SequentialSampler:
         return self.n
 
 
-class RandomSampler:
-    """A fresh permutation every epoch, determined by (seed, epoch)."""
+class RandomSampler(_EpochSampler):
+    """A fresh permutation every epoch, determined by (seed, epoch); with replacement, num_samples
+    uniform draws (PyTorch's arguments, a seed for its generator)."""
 
-    def __init__(self, n: int, seed: int = 0):
-        self.n, self.seed, self.epoch = n, seed, 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+    def __init__(self, data_source: "Dataset | int", seed: int = 0, *, replacement: bool = False,
+                 num_samples: int | None = None):
+        if isinstance(seed, bool):  # PyTorch's second argument is replacement
+            raise TypeError("RandomSampler's second argument is the seed; pass replacement= by name")
+        self.n, self.seed, self.replacement = _size(data_source), seed, replacement
+        self.num_samples = self.n if num_samples is None else int(num_samples)
+        if self.num_samples < 0 or (not replacement and num_samples is not None and self.num_samples > self.n):
+            raise ValueError(f"RandomSampler: num_samples={num_samples} for {self.n} examples "
+                             f"{'without' if not replacement else 'with'} replacement")
 
     def __iter__(self):
-        return iter(np.asarray(random.permutation(_epoch_key(self.seed, self.epoch), self.n)).tolist())
+        if self.replacement:
+            return iter(np.asarray(random.randint(self._key(), (self.num_samples,), 0, max(self.n, 1))).tolist())
+        order = np.asarray(random.permutation(self._key(), self.n))
+        return iter(order[:self.num_samples].tolist())
 
     def __len__(self) -> int:
-        return self.n
+        return self.num_samples
+
+
+class SubsetRandomSampler(_EpochSampler):
+    """The given indices in a fresh random order every epoch (torch's SubsetRandomSampler)."""
+
+    def __init__(self, indices: Sequence[int], seed: int = 0):
+        self.indices, self.seed = list(indices), seed
+
+    def __iter__(self):
+        order = np.asarray(random.permutation(self._key(), len(self.indices)))
+        return iter([self.indices[i] for i in order])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(_EpochSampler):
+    """num_samples indices drawn with probability proportional to weights (with replacement by
+    default), fresh every epoch: PyTorch's answer to imbalanced classes."""
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True, seed: int = 0):
+        self.weights = np.asarray(weights, dtype=np.float64)
+        if self.weights.ndim != 1 or not np.isfinite(self.weights).all() or (self.weights < 0).any() \
+                or self.weights.sum() <= 0:
+            raise ValueError("WeightedRandomSampler: weights must be a 1-d sequence of finite, non-negative numbers "
+                             "with a positive sum")
+        if not replacement and num_samples > np.count_nonzero(self.weights):
+            raise ValueError(f"WeightedRandomSampler: cannot draw {num_samples} distinct indices from "
+                             f"{np.count_nonzero(self.weights)} of positive weight without replacement")
+        self.num_samples, self.replacement, self.seed = int(num_samples), replacement, seed
+
+    def __iter__(self):
+        p = self.weights / self.weights.sum()
+        draws = random.choice(self._key(), len(p), (self.num_samples,), replace=self.replacement, p=p)
+        return iter(np.asarray(draws).tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class BatchSampler:
+    """Lists of batch_size indices from a sampler (the last shorter unless drop_last)."""
+
+    def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+
+    def set_epoch(self, epoch: int) -> None:
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(epoch)
+
+    def __iter__(self):
+        batch = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
 
 class DistributedSampler:
@@ -103,6 +194,11 @@ def _to_arrays(batch, device):
     return out
 
 
+def _iterable_only(dataset) -> bool:
+    """A stream (PyTorch's IterableDataset): iterated, not indexed."""
+    return hasattr(dataset, "__iter__") and not hasattr(dataset, "__getitem__")
+
+
 class DataLoader:
     """Batches from a dataset, in a reproducible order, built in a background thread, or with
     num_workers > 0 in that many worker processes (same batches, same order).
@@ -110,31 +206,55 @@ class DataLoader:
     shuffle with a seed reshuffles every epoch (the epoch counts up as you iterate, or set it);
     `state_dict()` records the epoch and how many batches of it were consumed so a resumed run
     continues with exactly the batches it would have seen. Every sampler index is checked: an
-    index that is not an integer in [0, len(dataset)) raises, naming it.
+    index that is not an integer in [0, len(dataset)) raises, naming it. batch_sampler gives whole
+    batches of indices (then batch_size, shuffle, sampler and drop_last stay at their defaults, as
+    PyTorch requires). A dataset with __iter__ and no __getitem__ (PyTorch's IterableDataset) is
+    read in its own order, batch_size examples at a time. pin_memory and persistent_workers are
+    accepted for PyTorch code and change nothing here; prefetch_factor is prefetch's other name.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int = 1, shuffle: bool = False, seed: int = 0,
                  drop_last: bool = False, sampler: Iterable[int] | None = None,
                  collate_fn: Callable[[list], Any] | None = None, prefetch: int = 2, device=None,
                  num_workers: int = 0, worker_init_fn: Callable[[int], None] | None = None, timeout: float = 0.0,
-                 multiprocessing_context: str | None = None):
-        if batch_size < 1:
+                 multiprocessing_context: str | None = None, *, batch_sampler: Iterable[list] | None = None,
+                 pin_memory: bool = False, persistent_workers: bool = False, prefetch_factor: int | None = None):
+        if batch_size is None or batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if sampler is not None and shuffle:
             raise ValueError("give either shuffle=True or a sampler, not both")
+        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+            raise ValueError("batch_sampler makes the batches: leave batch_size, shuffle, sampler and drop_last at "
+                             "their defaults (PyTorch's rule)")
         if num_workers < 0 or timeout < 0:
             raise ValueError(f"num_workers and timeout must be >= 0, got {num_workers} and {timeout}")
+        self.streamed = _iterable_only(dataset)
+        if self.streamed and (shuffle or sampler is not None or batch_sampler is not None):
+            raise ValueError("a dataset that is only iterable (an IterableDataset) gives its own order: shuffle, "
+                             "sampler and batch_sampler do not apply")
+        if self.streamed and num_workers:
+            raise ValueError("an iterable-only dataset is read in this process (num_workers=0): worker processes "
+                             "would each replay the whole stream")
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
-        self.sampler = sampler if sampler is not None else (
+        self.batch_sampler = batch_sampler
+        self.sampler = sampler if sampler is not None or self.streamed or batch_sampler is not None else (
             RandomSampler(len(dataset), seed) if shuffle else SequentialSampler(len(dataset)))
-        self.collate_fn, self.prefetch, self.device = collate_fn, prefetch, device
+        self.collate_fn, self.device = collate_fn, device
+        self.prefetch = prefetch if prefetch_factor is None else prefetch_factor
         self.num_workers, self.worker_init_fn, self.timeout = num_workers, worker_init_fn, timeout
         self.multiprocessing_context, self.seed = multiprocessing_context, seed
         self.epoch, self._skip = 0, 0
         self._consumed = 0
 
     def __len__(self) -> int:
-        n = len(self.sampler)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        if self.streamed:
+            if not hasattr(self.dataset, "__len__"):
+                raise TypeError("len() of a DataLoader over an iterable-only dataset without __len__")
+            n = len(self.dataset)
+        else:
+            n = len(self.sampler)
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def set_epoch(self, epoch: int) -> None:
@@ -147,11 +267,27 @@ class DataLoader:
         self.epoch, self._skip = int(state["epoch"]), int(state["batches_consumed"])
 
     def _batches_of_indices(self) -> list[np.ndarray]:
-        if hasattr(self.sampler, "set_epoch"):
-            self.sampler.set_epoch(self.epoch)
+        source = self.sampler if self.batch_sampler is None else self.batch_sampler
+        if hasattr(source, "set_epoch"):
+            source.set_epoch(self.epoch)
+        if self.batch_sampler is not None:
+            return [self._checked_order(list(batch)) for batch in self.batch_sampler]
         order = self._checked_order(list(self.sampler))
         stop = len(order) - len(order) % self.batch_size if self.drop_last else len(order)
         return [order[i:i + self.batch_size] for i in range(0, stop, self.batch_size)]
+
+    def _streamed_batches(self) -> Iterator:
+        """Batches of the iterable-only dataset, in its order (consumed batches of a resumed epoch
+        are read and skipped)."""
+        examples, skip = iter(self.dataset), self._skip
+        while True:
+            chunk = [example for _, example in zip(range(self.batch_size), examples)]
+            if not chunk or (self.drop_last and len(chunk) < self.batch_size):
+                return
+            if skip:
+                skip -= 1
+                continue
+            yield _to_arrays((self.collate_fn or default_collate)(chunk), self.device)
 
     def _checked_order(self, indices: list) -> np.ndarray:
         """The sampler's indices as int64, each an integer in [0, len(dataset)) or an error naming it
@@ -180,6 +316,14 @@ class DataLoader:
         return _to_arrays(self._host_batch(indices), self.device)
 
     def __iter__(self) -> Iterator:
+        if self.streamed:
+            self._consumed = self._skip
+            for batch in self._streamed_batches():
+                self._consumed += 1
+                yield batch
+            self._skip, self._consumed = 0, 0
+            self.epoch += 1
+            return
         plan = self._batches_of_indices()
         self._consumed, self._skip = self._skip, 0
         plan = plan[self._consumed:]
