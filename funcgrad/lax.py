@@ -208,16 +208,16 @@ def reshape(operand, new_sizes, dimensions=None):
     return fnp.reshape(operand, tuple(new_sizes))
 
 
-def transpose(operand, permutation):
-    return fnp.transpose(operand, tuple(permutation))
+def _with_axes(fn, name: str):
+    """fn(operand, axes) under lax's name, the axes given as any sequence (lax takes tuples)."""
+    def lax_fn(operand, axes):
+        return fn(operand, tuple(axes))
+    lax_fn.__name__ = lax_fn.__qualname__ = name
+    return lax_fn
 
 
-def squeeze(array, dimensions):
-    return fnp.squeeze(array, tuple(dimensions))
-
-
-def rev(operand, dimensions):
-    return fnp.flip(operand, tuple(dimensions))
+transpose, squeeze, rev = (_with_axes(fnp.transpose, "transpose"), _with_axes(fnp.squeeze, "squeeze"),
+                           _with_axes(fnp.flip, "rev"))
 
 
 def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
@@ -366,28 +366,9 @@ def _padded_with(operand, widths, value):
 
 
 # ---- reductions and scans -----------------------------------------------------------------------------
-def reduce_sum(operand, axes):
-    return fnp.sum(operand, tuple(axes))
-
-
-def reduce_prod(operand, axes):
-    return fnp.prod(operand, tuple(axes))
-
-
-def reduce_max(operand, axes):
-    return fnp.max(operand, tuple(axes))
-
-
-def reduce_min(operand, axes):
-    return fnp.min(operand, tuple(axes))
-
-
-def reduce_and(operand, axes):
-    return fnp.all(operand, tuple(axes))
-
-
-def reduce_or(operand, axes):
-    return fnp.any(operand, tuple(axes))
+reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or = (
+    _with_axes(fn, name) for fn, name in ((fnp.sum, "reduce_sum"), (fnp.prod, "reduce_prod"), (fnp.max, "reduce_max"),
+                                          (fnp.min, "reduce_min"), (fnp.all, "reduce_and"), (fnp.any, "reduce_or")))
 
 
 def argmax(operand, axis: int, index_dtype=dtypes.int32):
