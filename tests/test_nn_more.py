@@ -275,3 +275,16 @@ def test_module_to_dtype_and_pytorchs_cast_methods_return_the_changed_copy():
         model.to(fnp.int32)
     with pytest.raises(TypeError, match=r"model = model.to"):
         model.to(fnp.float64)
+
+
+def test_multihead_attention_refuses_masks_of_the_wrong_shape():
+    mha = nn.MultiheadAttention(8, 2, key=fg.random.key(0))
+    q = np.zeros((5, 3, 8), np.float32)
+    with pytest.raises(ValueError, match=r"key_padding_mask of shape \(5, 3\) must be \(N, S\) = \(3, 5\)"):
+        mha(q, key_padding_mask=np.zeros((5, 3), bool))  # transposed: the same size, silently wrong if reshaped
+    with pytest.raises(ValueError, match=r"attn_mask of shape \(1, 5\)"):
+        mha(q, attn_mask=np.zeros((1, 5), bool))
+    with pytest.raises(ValueError, match=r"key_padding_mask of shape \(3,\) must be \(S,\)"):
+        mha(q[:, 0], key_padding_mask=np.zeros(3, bool))
+    with pytest.raises(TypeError, match="boolean .* or float"):
+        mha(q, attn_mask=np.zeros((5, 5), np.int32))

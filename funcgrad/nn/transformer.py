@@ -82,11 +82,18 @@ class MultiheadAttention(Module):
             attn_mask = ~fnp.tri(length, source, dtype=dtypes.bool_, device=scores.device)
         if attn_mask is not None:
             mask = _additive(attn_mask, scores.dtype, "attn_mask")
-            mask = fnp.reshape(mask, (batch, h, length, source)) if mask.ndim == 3 else mask
-            scores = scores + mask
+            if tuple(mask.shape) not in ((length, source), (batch * h, length, source)):
+                raise ValueError(f"MultiheadAttention: attn_mask of shape {tuple(mask.shape)} must be (L, S) = "
+                                 f"{(length, source)} or (N * num_heads, L, S) = {(batch * h, length, source)}")
+            scores = scores + (fnp.reshape(mask, (batch, h, length, source)) if mask.ndim == 3 else mask)
         if key_padding_mask is not None:
             padding = _additive(key_padding_mask, scores.dtype, "key_padding_mask")
-            scores = scores + fnp.reshape(padding, (batch if not unbatched else 1, 1, 1, source))
+            expected = (source,) if unbatched else (batch, source)
+            if tuple(padding.shape) != expected:
+                named = "(S,)" if unbatched else "(N, S)"
+                raise ValueError(f"MultiheadAttention: key_padding_mask of shape {tuple(padding.shape)} must be "
+                                 f"{named} = {expected}")
+            scores = scores + fnp.reshape(padding, (batch, 1, 1, source))
         weights = F.softmax(scores, axis=-1)
         if key is not None and self.dropout:
             weights = F.dropout(weights, self.dropout, key)
