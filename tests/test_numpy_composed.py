@@ -453,3 +453,9 @@ def test_histogram_counts_every_value_and_has_numpys_edges():
                 np.testing.assert_array_equal(counts, np.histogram(x, bins)[0])
     points = rng.standard_normal((6, 3))
     assert float(fnp.sum(fnp.histogramdd(points, (2, 1, 3))[0])) == 6
+
+
+def test_histogram_weights_must_match_the_values():
+    with pytest.raises(fg.ShapeError, match="1 weights for 5 values"):
+        fnp.histogram(np.arange(5.0), 2, weights=np.ones(1))  # broadcasting would weigh every value by w[0]
+    assert_close(fnp.histogram(np.arange(6.0).reshape(2, 3), 2, weights=np.ones((2, 3)) * 2)[0], [6.0, 6.0])

@@ -305,6 +305,8 @@ def _bin_of(a, edges):
 def _counted(flat_bin, inside, weights, n: int, like):
     """Sums of the weights (ones by default) of the inside values in each of n bins."""
     w = fnp.ones(like.shape, like.dtype, device=like.device) if weights is None else fnp.ravel(fnp.asarray(weights))
+    if w.shape != like.shape:
+        raise ShapeError(f"histogram: {w.shape[0]} weights for {like.shape[0]} values (one weight per value)")
     return fnp.zeros((n,), w.dtype, device=w.device).at[fnp.where(inside, flat_bin, 0)].add(
         fnp.where(inside, w, np.zeros((), w.dtype)))
 
