@@ -459,3 +459,12 @@ def test_histogram_weights_must_match_the_values():
     with pytest.raises(fg.ShapeError, match="1 weights for 5 values"):
         fnp.histogram(np.arange(5.0), 2, weights=np.ones(1))  # broadcasting would weigh every value by w[0]
     assert_close(fnp.histogram(np.arange(6.0).reshape(2, 3), 2, weights=np.ones((2, 3)) * 2)[0], [6.0, 6.0])
+
+
+def test_bincount_and_cov_weights_must_be_one_per_value():
+    with pytest.raises(fg.ShapeError, match="bincount: weights of shape"):
+        fnp.bincount(np.array([0, 1, 1, 3]), weights=np.ones(1))
+    with pytest.raises(fg.ShapeError, match="fweights of shape"):
+        fnp.cov(np.ones((2, 4)), fweights=np.ones(1, int))
+    with pytest.raises(fg.ShapeError, match="aweights of shape"):
+        fnp.cov(np.ones((2, 4)), aweights=np.ones((4, 1)))

@@ -268,6 +268,9 @@ def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
             raise ValueError(f"bincount: negative value {values.min()} in x")
         length = builtins.max(int(values.max()) + 1 if values.size else 0, minlength)
     w = fnp.ones(x.shape, dtypes.default_int, device=x.device) if weights is None else fnp.asarray(weights)
+    if w.shape != x.shape:
+        raise ShapeError(f"bincount: weights of shape {tuple(w.shape)} for x of shape {tuple(x.shape)} (one weight "
+                         f"per value)")
     return fnp.zeros((length,), w.dtype, device=w.device).at[x].add(w)
 
 
@@ -449,6 +452,9 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: int | None = N
     ddof = (0 if bias else 1) if ddof is None else ddof
     n = x.shape[1]
     w = None
+    for name, given in (("fweights", fweights), ("aweights", aweights)):
+        if given is not None and tuple(np.shape(given)) != (n,):
+            raise ShapeError(f"cov: {name} of shape {tuple(np.shape(given))} for {n} observations (one weight each)")
     if fweights is not None:
         w = fnp.astype(fweights, x.dtype)
     if aweights is not None:
