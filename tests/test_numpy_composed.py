@@ -468,3 +468,21 @@ def test_bincount_and_cov_weights_must_be_one_per_value():
         fnp.cov(np.ones((2, 4)), fweights=np.ones(1, int))
     with pytest.raises(fg.ShapeError, match="aweights of shape"):
         fnp.cov(np.ones((2, 4)), aweights=np.ones((4, 1)))
+
+
+def test_refusals_numpy_makes_and_its_1d_and_flattened_forms():
+    v, m = np.arange(5.0), np.arange(12.0).reshape(3, 4)
+    with pytest.raises(fg.ShapeError, match="sorter of shape"):
+        fnp.searchsorted(v, 2.0, sorter=np.array([0, 1]))
+    with pytest.raises(ValueError, match="monotonically"):
+        fnp.digitize(v, np.array([3.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="non-negative"):
+        fnp.resize(v, (-1, 2))
+    with pytest.raises(TypeError, match="exponent must be an integer"):
+        fnp.linalg.matrix_power(np.eye(2), 1.5)
+    with pytest.raises(ValueError, match="maximum below its minimum"):
+        fnp.histogram(v, 3, range=(2, 1))
+    with pytest.raises(ValueError, match="not finite"):
+        fnp.histogram(np.array([1.0, np.nan]), 2)
+    assert np.array_equal(fnp.tril(v), np.tril(v)) and np.array_equal(fnp.triu(v, 1), np.triu(v, 1))
+    assert np.array_equal(fnp.take_along_axis(m, np.array([1, 7]), None), [1.0, 7.0])

@@ -306,8 +306,11 @@ def take(a, indices, axis: int | None = None, mode: str | None = None):
     return bind(S.gather_p, a, idx, spec=(("s", None, None, None),) * axis + (("a",),))
 
 
-def take_along_axis(a, indices, axis: int = -1):
+def take_along_axis(a, indices, axis: int | None = -1):
+    """a's entries at indices along axis (axis None: of a flattened, with 1-D indices)."""
     a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
     idx = _index_array(indices, a.device)
     axis = _normalize_axis(axis, a.ndim)
     if idx.ndim != a.ndim:
@@ -370,13 +373,20 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=bool_, device=None) -> A
     return astype(rows + k >= cols, dtype)
 
 
+def _matrix_sides(x) -> tuple[int, int]:
+    """The last two sides; a 1-D x is a row that tril and triu repeat into a square (NumPy's)."""
+    if x.ndim == 0:
+        raise ShapeError("tril and triu need an array of at least one axis")
+    return (x.shape[-1], x.shape[-1]) if x.ndim == 1 else x.shape[-2:]
+
+
 def tril(x, k: int = 0):
     x = asarray(x)
-    mask = tri(x.shape[-2], x.shape[-1], k, device=x.device)
+    mask = tri(*_matrix_sides(x), k, device=x.device)
     return where(mask, x, np.zeros((), x.dtype))
 
 
 def triu(x, k: int = 0):
     x = asarray(x)
-    mask = ~tri(x.shape[-2], x.shape[-1], k - 1, device=x.device)
+    mask = ~tri(*_matrix_sides(x), k - 1, device=x.device)
     return where(mask, x, np.zeros((), x.dtype))

@@ -529,6 +529,8 @@ def delete(arr, obj, axis: int | None = None):
 def resize(a, new_shape):
     a = fnp.ravel(a)
     shape = (int(new_shape),) if np.ndim(new_shape) == 0 else tuple(int(s) for s in new_shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"resize: every side of the new shape must be non-negative, got {shape}")
     total = int(np.prod(shape, dtype=np.int64))
     if a.shape[0] == 0:
         return fnp.zeros(shape, a.dtype, device=a.device)

@@ -234,6 +234,9 @@ def searchsorted(a, v, side: str = "left", sorter=None):
     if a.ndim != 1:
         raise ShapeError(f"searchsorted needs a 1-D sorted array, got shape {a.shape}")
     if sorter is not None:
+        if tuple(np.shape(sorter)) != tuple(a.shape):
+            raise ShapeError(f"searchsorted: sorter of shape {tuple(np.shape(sorter))} must order all of a, shape "
+                             f"{tuple(a.shape)}")
         a = fnp.take(a, sorter)
     v = fnp.asarray(v)
     a, v = fnp._common((a, v))
@@ -251,6 +254,10 @@ def digitize(x, bins, right: bool = False):
     if bins.ndim != 1:
         raise ShapeError(f"digitize needs 1-D bins, got shape {bins.shape}")
     concrete = fnp.concrete_or_none(bins)
+    if concrete is not None and concrete.size > 1:
+        steps = np.diff(concrete)
+        if not ((steps >= 0).all() or (steps <= 0).all()):
+            raise ValueError("digitize: bins must be monotonically increasing or decreasing")
     decreasing = concrete is not None and concrete.size > 1 and concrete[0] > concrete[-1]
     side = "left" if right else "right"
     if decreasing:
@@ -288,6 +295,13 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
     else:
         lo, hi = range
         exact = dtypes.float64
+    ends = [fnp.concrete_or_none(v) if isinstance(v, ArrayBase) else np.asarray(v) for v in (lo, hi)]
+    if all(e is not None for e in ends):
+        if not np.isfinite(ends).all():
+            raise ValueError(f"histogram: the range [{ends[0]}, {ends[1]}] is not finite"
+                             + (" (the data hold NaN or inf: give range=)" if range is None else ""))
+        if ends[0] > ends[1]:
+            raise ValueError(f"histogram: range {tuple(range)} has its maximum below its minimum")
     lo, hi = (fnp.astype(_beside(np.asarray(v, exact) if not isinstance(v, ArrayBase) else v, a), exact)
               for v in (lo, hi))
     same = hi == lo

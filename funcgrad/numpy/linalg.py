@@ -9,6 +9,7 @@ written with array operations (LAPACK's sign convention).
 """
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -410,7 +411,10 @@ def matrix_power(a, n: int):
     a = fnp.asarray(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"matrix_power needs square matrices, got shape {a.shape}")
-    n = int(n)
+    try:
+        n = operator.index(n)  # 1.5 is an error, not a truncated exponent
+    except TypeError:
+        raise TypeError(f"matrix_power: the exponent must be an integer, got {n!r}") from None
     if n == 0:
         return fnp.broadcast_to(fnp.eye(a.shape[-1], dtype=a.dtype, device=a.device), a.shape)
     if n < 0:
