@@ -208,3 +208,11 @@ def test_where_and_initial_edge_cases_follow_numpy():
         fnp.min(np.zeros((0, 2)))
     with pytest.raises(fg.ShapeError):
         fnp.sum(a[0], where=np.ones((2, 3), bool))  # a mask may not widen the array
+
+
+def test_arg_reductions_over_a_filled_axis_of_an_empty_batch():
+    empty_batch = np.zeros((0, 3))
+    assert fnp.argmax(empty_batch, axis=1).shape == (0,)  # no rows: no answers, nothing undefined
+    assert fnp.argmin(empty_batch, axis=1, keepdims=True).shape == (0, 1)
+    with pytest.raises(fg.ShapeError, match="empty selection"):
+        fnp.argmax(empty_batch, axis=0)

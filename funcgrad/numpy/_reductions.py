@@ -137,8 +137,8 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 def _arg_reduce(prim, x, axis, keepdims):
     x = asarray(x)
-    if x.size == 0:
-        raise ShapeError(f"{prim.name} of an empty array (shape {x.shape})")
+    if x.size == 0 and (axis is None or x.shape[_normalize_axis(axis, x.ndim)] == 0):
+        raise ShapeError(f"{prim.name} of an empty selection (shape {x.shape}, axis {axis}) has no answer")
     if axis is None:
         out = bind(prim, Ly.reshape_p(x, shape=(-1,)), axis=0, keepdims=False)
         return reshape(out, (1,) * x.ndim) if keepdims else out
