@@ -191,6 +191,54 @@ class _IndexUpdate:
         return fnp.where(hit > 0, placed, x)
 
 
+    def multiply(self, values):
+        """x with its entries at index multiplied by values; repeated indices multiply by each."""
+        return self._combine(values, lambda a, b: a * b)
+
+    mul = multiply
+
+    def divide(self, values):
+        from . import numpy as fnp
+        return self.multiply(fnp.reciprocal(fnp._float_arg(values)))
+
+    def min(self, values):  # noqa: A003  (JAX's names)
+        """x with its entries at index replaced by the least of themselves and their values."""
+        from . import numpy as fnp
+        return self._combine(values, fnp.minimum)
+
+    def max(self, values):  # noqa: A003
+        """x with its entries at index replaced by the greatest of themselves and their values."""
+        from . import numpy as fnp
+        return self._combine(values, fnp.maximum)
+
+    def _combine(self, values, op):
+        """x where each position an index reaches becomes op(x, v1, v2, ...) of the values sent
+        there, in any order (op is associative and commutative): the updates sorted by their flat
+        target, folded within each run of equal targets by a segmented associative scan, and
+        each run's result (at its end, a unique position) placed. Static shapes, so it runs
+        under jit and vmap, and differentiates through the sort, the scan and op."""
+        from . import lax
+        from . import numpy as fnp
+        x = fnp.asarray(self.array)
+        targets = getitem(fnp.reshape(devices.arange(x.size, np.int64, x.device), x.shape), self.index)
+        values = fnp.broadcast_to(_values_for(x, values), targets.shape)
+        targets, values = fnp.ravel(targets), fnp.ravel(values)
+        if targets.shape[0] == 0:
+            return x
+        order = fnp.argsort(targets)
+        targets, values = fnp.take(targets, order), fnp.take(values, order)
+        first = fnp.concatenate([fnp.ones(1, bool, device=x.device), targets[1:] != targets[:-1]])
+        last = fnp.concatenate([targets[1:] != targets[:-1], fnp.ones(1, bool, device=x.device)])
+        _, folded = lax.associative_scan(lambda a, b: (a[0] | b[0], fnp.where(b[0], b[1], op(a[1], b[1]))),
+                                         (first, values))
+        slot = fnp.where(last, targets, x.size)  # runs' ends are unique; the rest share a spare slot
+        zero = fnp.zeros((), x.dtype, device=x.device)
+        placed = fnp.zeros(x.size + 1, x.dtype, device=x.device).at[slot].add(fnp.where(last, folded, zero))[:-1]
+        hit = fnp.zeros(x.size + 1, np.int64, device=x.device).at[slot].add(fnp.astype(last, np.int64))[:-1]
+        flat = fnp.ravel(x)
+        return fnp.reshape(fnp.where(hit > 0, op(flat, placed), flat), x.shape)
+
+
 class _At:
     __slots__ = ("array",)
 

@@ -214,3 +214,27 @@ def test_take_modes_wrap_and_clip_and_refuse_others():
         fnp.take(x, np.array([0]), mode="fill")
     with pytest.raises(IndexError, match="empty axis"):
         fnp.take(np.zeros(0), np.array([0]), mode="wrap")
+
+
+def test_at_multiply_min_max_fold_repeated_indices_as_numpys_ufunc_at():
+    x = np.array([1.0, 5.0, 3.0, -2.0])
+    index = np.array([0, 0, 2, 0])
+    for name, ufunc, v in (("multiply", np.multiply, np.array([2.0, 3.0, 0.5, -1.0])),
+                           ("min", np.minimum, np.array([0.5, -1.0, 9.0, 3.0])),
+                           ("max", np.maximum, np.array([4.0, 0.0, 2.0, 7.0]))):
+        expected = x.copy()
+        ufunc.at(expected, index, v)
+        assert np.array_equal(getattr(fg.asarray(x).at[index], name)(v), expected), name
+        assert np.array_equal(fg.jit(lambda a, vv: getattr(a.at[index], name)(vv))(x, v), expected), name
+    grid = np.arange(12.0).reshape(3, 4)
+    expected = grid.copy()
+    np.maximum.at(expected, (np.array([0, 0, 2]), slice(None)), 6.0)
+    assert np.array_equal(fg.asarray(grid).at[np.array([0, 0, 2]), :].max(6.0), expected)
+    assert_close(fg.asarray(x).at[1].divide(2.0), [1.0, 2.5, 3.0, -2.0])
+    # gradients: a product's factors each get the others' product; a maximum's gradient goes to the winner
+    grads = fg.grad(lambda v: fnp.sum(fg.asarray(x).at[index].multiply(v)))(np.array([2.0, 3.0, 0.5, -1.0]))
+    assert_close(grads, [1 * 3 * -1, 1 * 2 * -1, 3.0, 1 * 2 * 3])
+    gx, gv = fg.grad(lambda a, v: fnp.sum(a.at[index].max(v) * np.array([5.0, 1, 2, 3])), argnums=(0, 1))(
+        x, np.array([4.0, 0.0, 2.0, 0.5]))
+    assert_close(gx, [0.0, 1.0, 2.0, 3.0])  # x[0] lost to v[0]; x[2] beat v[2]
+    assert_close(gv, [5.0, 0.0, 0.0, 0.0])
