@@ -288,3 +288,14 @@ def test_multihead_attention_refuses_masks_of_the_wrong_shape():
         mha(q[:, 0], key_padding_mask=np.zeros(3, bool))
     with pytest.raises(TypeError, match="boolean .* or float"):
         mha(q, attn_mask=np.zeros((5, 5), np.int32))
+
+
+def test_shrinkages_and_threshold_keep_nan_as_pytorch():
+    z = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 0.25, 2.0, -3.0])
+    hard = np.asarray(F.hardshrink(z, 0.5))
+    assert np.isnan(hard[0]) and np.array_equal(hard[1:], [np.inf, -np.inf, 0, 0, 0, 0, 0, 2.0, -3.0])
+    soft = np.asarray(F.softshrink(z, 0.5))
+    assert np.isnan(soft[0]) and np.array_equal(soft[1:], [np.inf, -np.inf, 0, 0, 0, 0, 0, 1.5, -2.5])
+    assert not np.signbit(soft[3:8]).any()  # +0 in the band, as PyTorch's
+    cut = np.asarray(F.threshold(z, 0.25, -7.0))
+    assert np.isnan(cut[0]) and np.array_equal(cut[1:], [np.inf, -7, -7, -7, 0.5, -7, -7, 2.0, -7])

@@ -30,9 +30,9 @@ def softmin(x, dim: int = -1):
 
 
 def hardshrink(x, lambd: float = 0.5):
-    """x where |x| > lambd, else 0."""
+    """0 where -lambd <= x <= lambd, else x (a NaN stays NaN, as PyTorch's)."""
     x = fnp._float_arg(x)
-    return fnp.where(fnp.abs(x) > lambd, x, fnp.zeros_like(x))
+    return fnp.where((x >= -lambd) & (x <= lambd), fnp.zeros_like(x), x)
 
 
 def softshrink(x, lambd: float = 0.5):
@@ -40,7 +40,7 @@ def softshrink(x, lambd: float = 0.5):
     if lambd < 0:
         raise ValueError(f"softshrink: lambd must be non-negative, got {lambd}")
     x = fnp._float_arg(x)
-    return fnp.where(x > lambd, x - lambd, fnp.where(x < -lambd, x + lambd, fnp.zeros_like(x)))
+    return fnp.where(x > lambd, x - lambd, fnp.where(x < -lambd, x + lambd, x - x))  # x - x: +0, and NaN stays NaN
 
 
 def tanhshrink(x):
@@ -49,9 +49,9 @@ def tanhshrink(x):
 
 
 def threshold(x, threshold: float, value: float):
-    """x where x > threshold, else value."""
+    """value where x <= threshold, else x (a NaN stays NaN, as PyTorch's)."""
     x = fnp.asarray(x)
-    return fnp.where(x > threshold, x, fnp.full_like(x, value))
+    return fnp.where(x <= threshold, fnp.full_like(x, value), x)
 
 
 def prelu(x, weight):
