@@ -3,6 +3,8 @@ threshold and prelu (a learned slope), and the layer forms of the functional act
 had none (ReLU6, Hardtanh, SELU, CELU, Softsign, LogSigmoid, Hardsigmoid, Hardswish)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes
 from .. import numpy as fnp
 from .. import errors as fg_errors
@@ -40,7 +42,8 @@ def softshrink(x, lambd: float = 0.5):
     if lambd < 0:
         raise ValueError(f"softshrink: lambd must be non-negative, got {lambd}")
     x = fnp._float_arg(x)
-    return fnp.where(x > lambd, x - lambd, fnp.where(x < -lambd, x + lambd, x - x))  # x - x: +0, and NaN stays NaN
+    with np.errstate(invalid="ignore"):  # x - x is +0 in the band and keeps NaN; at +-inf (not used) it is NaN
+        return fnp.where(x > lambd, x - lambd, fnp.where(x < -lambd, x + lambd, x - x))
 
 
 def tanhshrink(x):
