@@ -299,3 +299,17 @@ def test_shrinkages_and_threshold_keep_nan_as_pytorch():
     assert not np.signbit(soft[3:8]).any()  # +0 in the band, as PyTorch's
     cut = np.asarray(F.threshold(z, 0.25, -7.0))
     assert np.isnan(cut[0]) and np.array_equal(cut[1:], [np.inf, -7, -7, -7, 0.5, -7, -7, 2.0, -7])
+
+
+def test_conv_transpose1d_is_the_transpose_of_conv1d():
+    x, w = RNG.standard_normal((2, 4, 7)), RNG.standard_normal((4, 3, 3))
+    y = RNG.standard_normal((2, 3, 14))
+    # <conv_transpose1d(x, w), y> == <x, conv1d(y, w)> for the same stride, padding and dilation
+    forward = np.asarray(F.conv_transpose1d(x, w, None, 2, 1, 1, 1, 1))
+    assert forward.shape == (2, 3, (7 - 1) * 2 - 2 + 2 + 1 + 1)
+    adjoint = np.asarray(F.conv1d(y, w, None, 2, 1))  # w read as (out=4, in=3, k)
+    assert_close(np.sum(forward * y), np.sum(x * adjoint), rtol=1e-9)
+    layer = nn.ConvTranspose1d(4, 6, 3, stride=2, groups=2, key=fg.random.key(0))
+    assert layer.weight.shape == (4, 3, 3) and layer(np.ones((2, 4, 5), np.float32)).shape == (2, 6, 11)
+    with pytest.raises(fg.ShapeError, match="conv_transpose1d weight"):
+        F.conv_transpose1d(x, w[..., 0])

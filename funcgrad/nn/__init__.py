@@ -4,12 +4,10 @@
     loss, grads = fg.value_and_grad(lambda m, x, y: nn.cross_entropy(m(x), y))(model, x, y)
 """
 from . import functional, init
-from ._functional import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d, celu, conv1d, conv2d, conv_transpose2d, cosine_similarity, dropout, elu, embedding, gelu, group_norm,
-                         hard_sigmoid, hard_swish, interpolate, hardsigmoid, hardswish, hardtanh, layer_norm, leaky_relu, linear,
-                         log_sigmoid, log_softmax, logsigmoid, max_pool1d, max_pool2d, mish, normalize, one_hot, pad, relu, relu6,
-                         rms_norm, scaled_dot_product_attention, selu, sigmoid, silu, softmax, softplus, softsign,
-                         tanh)
-from .layers import (ELU, GELU, MLP, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Embedding, Flatten, GroupNorm, Identity, Lambda,
+from ._functional import *  # noqa: F401,F403  (activations, softmax, linear, norms, dropout, embedding, attention)
+from ._convolution import *  # noqa: F401,F403  (conv, pooling, pad, interpolate)
+from .layers import (ELU, GELU, MLP, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose1d,
+                     ConvTranspose2d, Dropout, Embedding, Flatten, GroupNorm, Identity, Lambda,
                      LayerNorm, LeakyReLU, Linear, LogSoftmax, MaxPool1d, MaxPool2d, Mish, ModuleDict, ModuleList,
                      MultiHeadAttention, ReLU, RMSNorm, Sequential, Sigmoid, SiLU, Softmax, Softplus, Tanh,
                      TransformerBlock, Upsample)
@@ -28,7 +26,7 @@ from ._pixels import (AdaptiveAvgPool1d, AdaptiveMaxPool2d, CircularPad1d, Circu
                       ReplicationPad1d, ReplicationPad2d, Unflatten, Unfold, ZeroPad1d, ZeroPad2d)
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
-from . import _activations, _pixels, losses
+from . import _activations, _convolution, _functional, _pixels, losses
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -40,14 +38,9 @@ __all__ = [
     "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential", "ModuleList", "ModuleDict", "Flatten", "Conv2d",
     "MaxPool2d", "AvgPool2d", "MultiHeadAttention", "TransformerBlock", "MLP", "Lambda", "ReLU", "GELU", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "RMSNorm", "GroupNorm", "Identity", "LeakyReLU", "ELU", "SiLU", "Softplus",
-    "Mish", "relu", "gelu", "tanh", "sigmoid", "silu", "softplus", "softmax", "log_softmax", "leaky_relu", "elu",
-    "celu", "selu", "hardtanh", "relu6", "hard_sigmoid", "hard_swish", "hardsigmoid", "hardswish", "log_sigmoid",
-    "logsigmoid", "mish", "softsign", "normalize", "cosine_similarity",
-    "Conv1d", "MaxPool1d", "AvgPool1d", "conv1d", "max_pool1d", "avg_pool1d", "ConvTranspose2d", "conv_transpose2d",
-    "AdaptiveAvgPool2d", "adaptive_avg_pool2d", "Upsample", "interpolate",
-    "linear", "conv2d", "max_pool2d", "avg_pool2d", "layer_norm", "rms_norm", "group_norm", "dropout", "embedding",
-    "one_hot", "pad", "scaled_dot_product_attention",
+    "Mish", "Conv1d", "MaxPool1d", "AvgPool1d", "ConvTranspose1d", "ConvTranspose2d", "AdaptiveAvgPool2d", "Upsample",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
     "TransformerDecoder", "Transformer",
-    *losses.__all__, *losses.LOSSES, *_activations.__all__, *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS,
+    *_functional.__all__, *_convolution.__all__, *losses.__all__, *losses.LOSSES, *_activations.__all__,
+    *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS,
 ]

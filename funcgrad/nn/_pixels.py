@@ -10,6 +10,7 @@ from .. import errors as fg_errors
 from .. import numpy as fnp
 from .. import random
 from ..vjp import vjp
+from . import _convolution as Cv
 from . import _functional as F
 from .losses import pairwise_distance
 from .module import Module
@@ -51,11 +52,11 @@ def pixel_unshuffle(x, downscale_factor: int):
 def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
     """torch.nn.functional.unfold (im2col): (N, C, H, W) -> (N, C kh kw, L), the L sliding
     windows' values, channel-major then the window's rows."""
-    x, unbatched = F._batched_image(x, "unfold")
-    kernel, dilation, stride = (F._pair(v, name) for v, name in ((kernel_size, "kernel_size"),
+    x, unbatched = Cv._batched_image(x, "unfold")
+    kernel, dilation, stride = (Cv._pair(v, name) for v, name in ((kernel_size, "kernel_size"),
                                                                 (dilation, "dilation"), (stride, "stride")))
-    sides = tuple((p, p) for p in F._pair(padding, "padding"))
-    windows = F._windows(x, kernel, stride, sides, dilation, "unfold")  # (N, C, Ho, Wo, kh, kw)
+    sides = tuple((p, p) for p in Cv._pair(padding, "padding"))
+    windows = Cv._windows(x, kernel, stride, sides, dilation, "unfold")  # (N, C, Ho, Wo, kh, kw)
     n, c, ho, wo = windows.shape[:4]
     out = fnp.reshape(fnp.transpose(windows, (0, 1, 4, 5, 2, 3)), (n, c * kernel[0] * kernel[1], ho * wo))
     return out[0] if unbatched else out
@@ -67,10 +68,10 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
     x = fnp._float_arg(x)
     unbatched = x.ndim == 2
     x = fnp.expand_dims(x, 0) if unbatched else x
-    kh, kw = F._pair(kernel_size, "kernel_size")
+    kh, kw = Cv._pair(kernel_size, "kernel_size")
     if x.ndim != 3 or x.shape[1] % (kh * kw):
         raise fg_errors.ShapeError(f"fold: input of shape {x.shape} must be (N, C * {kh} * {kw}, L)")
-    image = (x.shape[0], x.shape[1] // (kh * kw)) + F._pair(output_size, "output_size")
+    image = (x.shape[0], x.shape[1] // (kh * kw)) + Cv._pair(output_size, "output_size")
     blocks = unfold(fnp.zeros(image, x.dtype, device=x.device), (kh, kw), dilation, padding, stride).shape[2]
     if x.shape[2] != blocks:
         raise fg_errors.ShapeError(f"fold: {x.shape[2]} blocks given, but output_size {image[2:]} with these "
@@ -138,10 +139,10 @@ def _adaptive_bounds(size: int, out: int) -> list[tuple[int, int]]:
 def adaptive_max_pool2d(x, output_size, return_indices: bool = False):
     """Max over PyTorch's adaptive windows; return_indices gives each maximum's flat index in its
     plane (h W + w), as max_pool2d's."""
-    x, unbatched = F._batched_image(x, "adaptive_max_pool2d")
+    x, unbatched = Cv._batched_image(x, "adaptive_max_pool2d")
     h, w = x.shape[2:]
     sizes = (output_size, output_size) if output_size is None or isinstance(output_size, int) else tuple(output_size)
-    out_h, out_w = F._pair(tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(sizes)), "output_size")
+    out_h, out_w = Cv._pair(tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(sizes)), "output_size")
     if (h == 0 or w == 0) and out_h * out_w:
         raise fg_errors.ShapeError(f"adaptive_max_pool2d of an empty plane (input shape {x.shape})")
     values, positions = [], []
@@ -166,7 +167,7 @@ def adaptive_avg_pool1d(x, output_size: int):
     x = fnp.asarray(x)
     if x.ndim not in (2, 3):
         raise fg_errors.ShapeError(f"adaptive_avg_pool1d expects (N, C, L) or (C, L) input, got shape {x.shape}")
-    out = F.adaptive_avg_pool2d(fnp.expand_dims(x, -2), (1, output_size))
+    out = Cv.adaptive_avg_pool2d(fnp.expand_dims(x, -2), (1, output_size))
     return fnp.squeeze(out, -2)
 
 
@@ -270,7 +271,7 @@ class InstanceNorm2d(InstanceNorm1d):
 
 
 def _pad_widths(padding, dims: int) -> tuple:
-    """A padding layer's widths as F.pad takes them (last axis first): an int pads every side."""
+    """A padding layer's widths as Cv.pad takes them (last axis first): an int pads every side."""
     if isinstance(padding, int):
         return (padding,) * (2 * dims)
     padding = tuple(padding)
@@ -281,14 +282,14 @@ def _pad_widths(padding, dims: int) -> tuple:
 
 
 class _Pad(Module):
-    """F.pad(x, padding, mode) over the last `dims` axes (torch.nn's padding layers)."""
+    """Cv.pad(x, padding, mode) over the last `dims` axes (torch.nn's padding layers)."""
     dims, mode = 1, "constant"
 
     def __init__(self, padding):
         self.padding = _pad_widths(padding, self.dims)
 
     def __call__(self, x, *, key=None):
-        return F.pad(x, self.padding, self.mode)
+        return Cv.pad(x, self.padding, self.mode)
 
 
 class ZeroPad1d(_Pad):
@@ -329,7 +330,7 @@ class ConstantPad1d(_Pad):
         self.value = value
 
     def __call__(self, x, *, key=None):
-        return F.pad(x, self.padding, "constant", self.value)
+        return Cv.pad(x, self.padding, "constant", self.value)
 
 
 class ConstantPad2d(ConstantPad1d):

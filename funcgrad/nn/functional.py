@@ -1,9 +1,12 @@
 """torch.nn.functional's namespace (import funcgrad.nn.functional as F): every functional form in
-one place, re-exported from the modules that define them: activations, linear, convolution,
-pooling, padding, normalisation, dropout, embedding and attention (_functional), the rest of
-PyTorch's activations (_activations), image and sequence helpers (_pixels) and the losses."""
+one place, re-exported from the modules that define them: activations, linear, normalisation,
+dropout, embedding and attention (_functional), convolution, pooling, padding and resizing
+(_convolution), the rest of PyTorch's activations (_activations), image and sequence helpers
+(_pixels) and the losses."""
 from ._activations import *  # noqa: F401,F403
 from ._activations import __all__ as _activations
+from ._convolution import *  # noqa: F401,F403
+from ._convolution import __all__ as _convolution
 from ._functional import *  # noqa: F401,F403
 from ._functional import __all__ as _core
 from ._pixels import *  # noqa: F401,F403
@@ -11,4 +14,4 @@ from ._pixels import __all__ as _pixels
 from .losses import *  # noqa: F401,F403
 from .losses import __all__ as _losses
 
-__all__ = sorted([*_core, *_activations, *_pixels, *_losses])
+__all__ = sorted([*_core, *_convolution, *_activations, *_pixels, *_losses])

@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 from .. import dtypes
 from .. import numpy as fnp
 from .. import random
+from . import _convolution as Cv
 from . import _functional as F
 from . import init
 from .module import Module
@@ -106,24 +107,24 @@ def _padding_mode(padding_mode: str) -> str:
 
 
 def _padded_conv(conv, x, weight, bias, stride, padding, dilation, groups, padding_mode: str):
-    """conv (F.conv2d or F.conv1d) with PyTorch's padding_mode: other than zeros, the input is
-    padded by F.pad in that mode and convolved without padding, as torch.nn.Conv2d does."""
+    """conv (Cv.conv2d or Cv.conv1d) with PyTorch's padding_mode: other than zeros, the input is
+    padded by Cv.pad in that mode and convolved without padding, as torch.nn.Conv2d does."""
     if padding_mode == "zeros":
         return conv(x, weight, bias, stride, padding, dilation, groups)
     one_d = weight.ndim == 3
-    as_pair = (lambda v, name: (1, F._single(v, name))) if one_d else F._pair
+    as_pair = (lambda v, name: (1, Cv._single(v, name))) if one_d else Cv._pair
     kernel = (1, weight.shape[-1]) if one_d else tuple(weight.shape[-2:])
     if one_d and not isinstance(padding, str):
-        padding = (0, F._single(padding, "padding"))
-    sides = F._conv_sides(padding, kernel, as_pair(stride, "stride"), as_pair(dilation, "dilation"))
+        padding = (0, Cv._single(padding, "padding"))
+    sides = Cv._conv_sides(padding, kernel, as_pair(stride, "stride"), as_pair(dilation, "dilation"))
     widths = [w for side in reversed(sides[1:] if one_d else sides) for w in side]
-    return conv(F.pad(x, widths, padding_mode), weight, bias, stride, 0, dilation, groups)
+    return conv(Cv.pad(x, widths, padding_mode), weight, bias, stride, 0, dilation, groups)
 
 
 class Conv2d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *, key, dtype=dtypes.float32):
-        kh, kw_ = F._pair(kernel_size, "kernel_size")
+        kh, kw_ = Cv._pair(kernel_size, "kernel_size")
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
         k_w, k_b = random.split(key)
@@ -134,7 +135,7 @@ class Conv2d(Module):
         self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
 
     def __call__(self, x, *, key=None):
-        return _padded_conv(F.conv2d, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+        return _padded_conv(Cv.conv2d, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                             self.groups, self.padding_mode)
 
 
@@ -143,20 +144,42 @@ class ConvTranspose2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
                  groups: int = 1, bias: bool = True, dilation=1, *, key, dtype=dtypes.float32):
-        kh, kw_ = F._pair(kernel_size, "kernel_size")
+        kh, kw_ = Cv._pair(kernel_size, "kernel_size")
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
-        k_w, k_b = random.split(key)
         shape = (in_channels, out_channels // groups, kh, kw_)
         self.stride, self.padding, self.output_padding = stride, padding, output_padding
         self.groups, self.dilation = groups, dilation
-        # PyTorch initialises from the fan-in of the weight as laid out: out_channels/groups * kh * kw
-        self.weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
-        self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
+        self.weight, self.bias = _transposed_conv_parameters(key, shape, out_channels, bias, dtype)
 
     def __call__(self, x, *, key=None):
-        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+        return Cv.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
                                   self.groups, self.dilation)
+
+
+class ConvTranspose1d(Module):
+    """torch.nn.ConvTranspose1d: weight (in_channels, out_channels/groups, k)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, *, key, dtype=dtypes.float32):
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
+        shape = (in_channels, out_channels // groups, Cv._single(kernel_size, "kernel_size"))
+        self.weight, self.bias = _transposed_conv_parameters(key, shape, out_channels, bias, dtype)
+        self.stride, self.padding, self.output_padding = stride, padding, output_padding
+        self.groups, self.dilation = groups, dilation
+
+    def __call__(self, x, *, key=None):
+        return Cv.conv_transpose1d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                   self.groups, self.dilation)
+
+
+def _transposed_conv_parameters(key, shape, out_channels: int, bias: bool, dtype):
+    """PyTorch's initialisation of a transposed conv: from the fan-in of the weight as laid out,
+    out_channels/groups times the kernel."""
+    k_w, k_b = random.split(key)
+    weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
+    return weight, init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
 
 
 class AdaptiveAvgPool2d(Module):
@@ -164,7 +187,7 @@ class AdaptiveAvgPool2d(Module):
         self.output_size = output_size
 
     def __call__(self, x, *, key=None):
-        return F.adaptive_avg_pool2d(x, self.output_size)
+        return Cv.adaptive_avg_pool2d(x, self.output_size)
 
 
 class Upsample(Module):
@@ -172,7 +195,7 @@ class Upsample(Module):
         self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
 
     def __call__(self, x, *, key=None):
-        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+        return Cv.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
 
 
 class Conv1d(Module):
@@ -181,14 +204,14 @@ class Conv1d(Module):
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
         k_w, k_b = random.split(key)
-        shape = (out_channels, in_channels // groups, F._single(kernel_size, "kernel_size"))
+        shape = (out_channels, in_channels // groups, Cv._single(kernel_size, "kernel_size"))
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padding_mode = _padding_mode(padding_mode)
         self.weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
         self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
 
     def __call__(self, x, *, key=None):
-        return _padded_conv(F.conv1d, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+        return _padded_conv(Cv.conv1d, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                             self.groups, self.padding_mode)
 
 
@@ -207,11 +230,11 @@ class _MaxPool(Module):
 
 
 class MaxPool1d(_MaxPool):
-    pool = staticmethod(F.max_pool1d)
+    pool = staticmethod(Cv.max_pool1d)
 
 
 class MaxPool2d(_MaxPool):
-    pool = staticmethod(F.max_pool2d)
+    pool = staticmethod(Cv.max_pool2d)
 
 
 class AvgPool1d(Module):
@@ -221,7 +244,7 @@ class AvgPool1d(Module):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def __call__(self, x, *, key=None):
-        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+        return Cv.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
 
 class AvgPool2d(Module):
@@ -231,7 +254,7 @@ class AvgPool2d(Module):
         self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
     def __call__(self, x, *, key=None):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+        return Cv.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
                             self.divisor_override)
 
 

@@ -1,0 +1,336 @@
+"""Convolution, pooling, padding and resizing as functions (PyTorch's functional forms and
+argument orders): conv1d / conv2d / conv_transpose1d / conv_transpose2d, max and average pooling
+(ceil_mode, count_include_pad, divisor_override, return_indices), adaptive average pooling, pad
+(constant, reflect, replicate, circular) and interpolate, with the argument helpers the layers
+share."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import errors as fg_errors
+from .. import numpy as fnp
+from ..ops import conv as C
+from ..trace import bind
+from ..vjp import vjp
+from ._functional import _bias_like
+
+__all__ = [
+    "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
+    "avg_pool2d", "adaptive_avg_pool2d", "pad", "interpolate",
+]
+
+
+def _pair(v, name: str) -> tuple[int, int]:
+    pair = (v, v) if isinstance(v, int) else tuple(v)
+    if len(pair) != 2 or not all(isinstance(p, int) and p >= 0 for p in pair):
+        raise ValueError(f"{name} must be an int or a pair of non-negative ints, got {v!r}")
+    return pair
+
+
+def _batched_image(x, fname: str):
+    x = fnp.asarray(x)
+    if x.ndim not in (3, 4):
+        raise fg_errors.ShapeError(f"{fname} expects (N, C, H, W) or (C, H, W) input, got shape {x.shape}")
+    return (x, False) if x.ndim == 4 else (fnp.expand_dims(x, 0), True)
+
+
+def _windows(x, kernel, stride, sides, dilation, fname):
+    """x (N, C, H, W) -> windows (N, C, Ho, Wo, kh, kw) of x zero-padded by sides ((top, bottom),
+    (left, right))."""
+    if any(lo or hi for lo, hi in sides):
+        x = fnp.pad(x, ((0, 0), (0, 0)) + tuple(sides))
+    C.window_output_hw(x.shape[2:], kernel, stride, ((0, 0), (0, 0)), dilation, fname)
+    return bind(C.im2col_p, x, kernel=kernel, stride=stride, dilation=dilation)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    """2-D cross-correlation as torch.nn.functional.conv2d: x (N, C, H, W), weight (O, C/groups, kh, kw).
+
+    padding may be an int, a pair, "valid" or "same" (stride 1)."""
+    x, unbatched = _batched_image(x, "conv2d")
+    weight = fnp.asarray(weight)
+    if weight.ndim != 4:
+        raise fg_errors.ShapeError(f"conv2d weight must be (out, in/groups, kh, kw), got shape {weight.shape}")
+    out_ch, in_per_group, kh, kw = weight.shape
+    n, c = x.shape[:2]
+    if c != in_per_group * groups or out_ch % groups:
+        raise fg_errors.ShapeError(f"conv2d: input has {c} channels but weight {weight.shape} with groups={groups} "
+                                   f"expects {in_per_group * groups} (and out channels divisible by groups)")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    sides = _conv_sides(padding, (kh, kw), stride, dilation)
+    C.window_output_hw(x.shape[2:], (kh, kw), stride, sides, dilation, "conv2d")
+    precision = fnp._precision(x, weight)
+    x, weight = (x, weight) if precision else fnp._common((x, weight))
+    out = bind(C.conv_p, x, weight, stride=stride, padding=sides, dilation=dilation, groups=groups, **precision)
+    if bias is not None:
+        out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
+    return out[0] if unbatched else out
+
+
+def _conv_sides(padding, kernel, stride, dilation) -> tuple:
+    """((top, bottom), (left, right)) of a conv's padding: an int, a pair, "valid" or "same"
+    (stride 1; an odd total pads one more after, as PyTorch)."""
+    if padding == "valid":
+        padding = (0, 0)
+    if padding == "same":
+        if tuple(stride) != (1, 1):
+            raise ValueError("padding='same' needs stride 1")
+        totals = (d * (k - 1) for d, k in zip(dilation, kernel))
+        return tuple((t // 2, t - t // 2) for t in totals)
+    if isinstance(padding, str):
+        raise ValueError(f"conv padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+    sides = tuple((p, p) for p in _pair(padding, "padding"))
+    if min(min(side) for side in sides) < 0:
+        raise ValueError(f"conv2d: padding {padding!r} must be non-negative")
+    return sides
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad(x, pad, mode: str = "constant", value: float | None = None):  # noqa: A002 (PyTorch's names)
+    """torch.nn.functional.pad: pad = (before, after) pairs for the last axis, then the one before,
+    ...; mode constant (with value; a negative width crops), reflect (widths below the axis's
+    size), replicate or circular (widths up to the size)."""
+    x = fnp.asarray(x)
+    widths = [int(w) for w in pad]
+    if len(widths) % 2 or len(widths) > 2 * x.ndim:
+        raise ValueError(f"pad: {len(widths)} widths do not pair up over the last axes of a {x.ndim}-d input")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {sorted(_PAD_MODES)}, got {mode!r}")
+    if mode != "constant" and value:
+        raise ValueError(f"pad: value {value!r} is for mode 'constant', not {mode!r}")
+    pairs = [(0, 0)] * (x.ndim - len(widths) // 2) + [tuple(widths[i:i + 2]) for i in range(len(widths) - 2, -1, -2)]
+    for axis, ((lo, hi), size) in enumerate(zip(pairs, x.shape) if mode != "constant" else ()):
+        if min(lo, hi) < 0:
+            raise ValueError(f"pad: negative widths {(lo, hi)} crop only in mode 'constant'")
+        if mode == "reflect" and max(lo, hi) >= max(size, 1) or mode == "circular" and max(lo, hi) > size:
+            limit = "below" if mode == "reflect" else "at most"
+            raise ValueError(f"pad: {mode} widths {(lo, hi)} of axis {axis} must be {limit} its size {size}")
+    crop = tuple(slice(max(0, -lo), size - max(0, -hi)) for (lo, hi), size in zip(pairs, x.shape))
+    x = x[crop] if any(min(p) < 0 for p in pairs) else x
+    pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    if mode == "constant":
+        return fnp.pad(x, pairs, constant_values=0 if value is None else value)
+    return fnp.pad(x, pairs, mode=_PAD_MODES[mode])
+
+
+def _as_image(x, fname: str):
+    """(N, C, L) -> (N, C, 1, L) for the 1-D layers (and (C, L) -> (C, 1, L))."""
+    x = fnp.asarray(x)
+    if x.ndim not in (2, 3):
+        raise fg_errors.ShapeError(f"{fname} expects (N, C, L) or (C, L) input, got shape {x.shape}")
+    return fnp.expand_dims(x, -2)
+
+
+def _single(v, name: str) -> int:
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1:
+            raise ValueError(f"{name} must be an int or a 1-tuple, got {v!r}")
+        v = v[0]
+    return v
+
+
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    """1-D cross-correlation as torch.nn.functional.conv1d: x (N, C, L), weight (O, C/groups, k);
+    padding an int, "valid" or "same"."""
+    weight = fnp.asarray(weight)
+    if weight.ndim != 3:
+        raise fg_errors.ShapeError(f"conv1d weight must be (out, in/groups, k), got shape {weight.shape}")
+    padding = _single(padding, "padding")
+    out = conv2d(_as_image(x, "conv1d"), fnp.expand_dims(weight, -2), bias, (1, _single(stride, "stride")),
+                 padding if isinstance(padding, str) else (0, padding), (1, _single(dilation, "dilation")), groups)
+    return fnp.squeeze(out, -2)
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    stride = kernel_size if stride is None else stride
+    window = [(1, _single(v, name)) for v, name in ((kernel_size, "kernel_size"), (stride, "stride"),
+                                                     (dilation, "dilation"))]
+    out = max_pool2d(_as_image(x, "max_pool1d"), window[0], window[1], (0, _single(padding, "padding")), window[2],
+                     ceil_mode, return_indices)
+    return tuple(fnp.squeeze(o, -2) for o in out) if return_indices else fnp.squeeze(out, -2)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
+    stride = kernel_size if stride is None else stride
+    out = avg_pool2d(_as_image(x, "avg_pool1d"), (1, _single(kernel_size, "kernel_size")),
+                     (1, _single(stride, "stride")), (0, _single(padding, "padding")), ceil_mode, count_include_pad)
+    return fnp.squeeze(out, -2)
+
+
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
+    """torch.nn.functional.conv_transpose2d: weight (in, out/groups, kh, kw). It is, by definition,
+    the transpose of conv2d with that weight read as (out=in, in=out/groups): computed here as that
+    conv2d's vector-Jacobian product, so its own gradients come from the same rules."""
+    x, unbatched = _batched_image(x, "conv_transpose2d")
+    weight = fnp.asarray(weight)
+    if weight.ndim != 4 or weight.shape[0] != x.shape[1]:
+        raise fg_errors.ShapeError(f"conv_transpose2d: weight must be (in={x.shape[1]}, out/groups, kh, kw), got "
+                                   f"shape {weight.shape}")
+    stride, padding, dilation = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
+    extra = _pair(output_padding, "output_padding")
+    if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
+        raise ValueError(f"output_padding {extra} must be smaller than stride {stride} or dilation {dilation}")
+    kh, kw = weight.shape[2:]
+    out_hw = tuple((n - 1) * s - 2 * p + d * (k - 1) + e + 1
+                   for n, s, p, d, k, e in zip(x.shape[2:], stride, padding, dilation, (kh, kw), extra))
+    x, weight = fnp._common((x, weight))
+    # an output_padding of a stride or more (PyTorch allows up to the dilation) gives the forward
+    # conv e // s more outputs, which take zero cotangents: x padded by them at the end
+    grown = tuple(e // s for e, s in zip(extra, stride))
+    if any(grown):
+        x = fnp.pad(x, ((0, 0), (0, 0), (0, grown[0]), (0, grown[1])))
+    shape = (x.shape[0], weight.shape[1] * groups) + out_hw
+    _, pullback = vjp(lambda y: conv2d(y, weight, None, stride, padding, dilation, groups),
+                      fnp.zeros(shape, x.dtype, device=x.device), pytorch_convention=False)  # the plain transpose
+    (out,) = pullback(x)
+    if bias is not None:
+        out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
+    return out[0] if unbatched else out
+
+
+def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
+    """torch.nn.functional.conv_transpose1d: x (N, C, L), weight (in, out/groups, k); conv_transpose2d
+    over a height of one."""
+    weight = fnp.asarray(weight)
+    if weight.ndim != 3:
+        raise fg_errors.ShapeError(f"conv_transpose1d weight must be (in, out/groups, k), got shape {weight.shape}")
+    one_d = [(0 if name in ("padding", "output_padding") else 1, _single(v, name)) for v, name in
+             ((stride, "stride"), (padding, "padding"), (output_padding, "output_padding"), (dilation, "dilation"))]
+    out = conv_transpose2d(_as_image(x, "conv_transpose1d"), fnp.expand_dims(weight, -2), bias, one_d[0], one_d[1],
+                           one_d[2], groups, one_d[3])
+    return fnp.squeeze(out, -2)
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """Mean over PyTorch's adaptive windows: output cell i covers [floor(i H / out), ceil((i+1) H / out));
+    None for a size keeps the input's."""
+    x, unbatched = _batched_image(x, "adaptive_avg_pool2d")
+    sizes = (output_size, output_size) if output_size is None or isinstance(output_size, int) else tuple(output_size)
+    if len(sizes) != 2:
+        raise ValueError(f"output_size must be an int or a pair of non-negative ints or None, got {output_size!r}")
+    out_h, out_w = _pair(tuple(x.shape[2 + i] if size is None else size for i, size in enumerate(sizes)), "output_size")
+    rows = []
+    for i in range(out_h):
+        r0, r1 = (i * x.shape[2]) // out_h, -(-((i + 1) * x.shape[2]) // out_h)
+        cells = [fnp.mean(x[:, :, r0:r1, (j * x.shape[3]) // out_w:-(-((j + 1) * x.shape[3]) // out_w)], axis=(2, 3))
+                 for j in range(out_w)]
+        rows.append(fnp.stack(cells, axis=-1))
+    out = fnp.stack(rows, axis=-2)
+    return out[0] if unbatched else out
+
+
+def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """Resize (N, C, H, W) images as torch.nn.functional.interpolate: mode 'nearest' or 'bilinear'
+    (align_corners False by default, as there)."""
+    x = fnp.asarray(x)
+    if x.ndim != 4:
+        raise fg_errors.ShapeError(f"interpolate expects (N, C, H, W) input, got shape {x.shape}")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate needs exactly one of size and scale_factor")
+    in_hw = x.shape[2:]
+    if size is not None:
+        out_hw = _pair(size, "size")
+        scales = tuple(i / o for i, o in zip(in_hw, out_hw))
+    else:
+        factors = (scale_factor, scale_factor) if np.ndim(scale_factor) == 0 else tuple(scale_factor)
+        out_hw = tuple(int(math.floor(n * f)) for n, f in zip(in_hw, factors))
+        scales = tuple(1.0 / f for f in factors)
+    if mode == "nearest":
+        rows = np.minimum(np.floor(np.arange(out_hw[0]) * scales[0]).astype(np.int64), in_hw[0] - 1)
+        cols = np.minimum(np.floor(np.arange(out_hw[1]) * scales[1]).astype(np.int64), in_hw[1] - 1)
+        return fnp.take(fnp.take(x, rows, axis=2), cols, axis=3)
+    if mode != "bilinear":
+        raise ValueError(f"interpolate mode must be 'nearest' or 'bilinear', got {mode!r}")
+    x = fnp._float_arg(x)
+
+    def axis_weights(n_in, n_out, scale):
+        if align_corners:
+            src = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            src = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
+        lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        hi = np.minimum(lo + 1, n_in - 1)
+        frac = fnp._placed(fnp.asarray((src - lo).astype(x.dtype)), x.device)  # beside the image
+        return lo, hi, frac
+    (r0, r1, fr), (c0, c1, fc) = axis_weights(in_hw[0], out_hw[0], scales[0]), axis_weights(in_hw[1], out_hw[1], scales[1])
+    top, bottom = fnp.take(x, r0, axis=2), fnp.take(x, r1, axis=2)
+    rows = top + (bottom - top) * fnp.expand_dims(fr, -1)
+    left, right = fnp.take(rows, c0, axis=3), fnp.take(rows, c1, axis=3)
+    return left + (right - left) * fc
+
+
+def _pool_args(kernel_size, stride, padding, dilation):
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None else _pair(stride, "stride")
+    padding = _pair(padding, "padding")
+    if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
+        raise ValueError(f"pool padding {padding} must be at most half the kernel size {kernel}")
+    return kernel, stride, padding, _pair(dilation, "dilation")
+
+
+def _pool_sides(image_hw, kernel, stride, padding, dilation, ceil_mode: bool, fname: str) -> tuple:
+    """((top, bottom), (left, right)) padding giving PyTorch's output size: `padding` on both sides,
+    and with ceil_mode the bottom / right padded further so a last, partial window fits where it
+    starts inside the image or its leading padding (PyTorch's rule)."""
+    sides = []
+    for size, k, s, p, d in zip(image_hw, kernel, stride, padding, dilation):
+        out = (size + 2 * p - d * (k - 1) - 1 + s - 1) // s + 1 if ceil_mode and s > 0 else 0
+        if out > 1 and (out - 1) * s >= size + p:
+            out -= 1
+        # out < 1 (no window, or floor mode): window_output_hw names what does not fit
+        sides.append((p, max(p, (out - 1) * s + d * (k - 1) + 1 - size - p)) if out >= 1 else (p, p))
+    C.window_output_hw(image_hw, kernel, stride, sides, dilation, fname)
+    return tuple(sides)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """Max over windows (padding never wins); the gradient goes to the first maximum of each
+    window, as in PyTorch, and a NaN in a window is its maximum. return_indices also gives each
+    maximum's flat position in its (H, W) plane (int64, PyTorch's indices)."""
+    x, unbatched = _batched_image(x, "max_pool2d")
+    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation)
+    sides = _pool_sides(x.shape[2:], kernel, stride, padding, dilation, ceil_mode, "max_pool2d")
+    where = bind(C.window_argmax_p, x, kernel=kernel, stride=stride, padding=sides, dilation=dilation)
+    out = bind(C.gather_plane_p, x, where)
+    if unbatched:
+        out, where = out[0], where[0]
+    return (out, where) if return_indices else out
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None):
+    """Mean over windows, as PyTorch's: the zero padding counts in the mean with count_include_pad
+    (the part of a ceil_mode window past the padding never does), divisor_override replaces the
+    count."""
+    x, unbatched = _batched_image(x, "avg_pool2d")
+    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, 1)
+    sides = _pool_sides(x.shape[2:], kernel, stride, padding, dilation, ceil_mode, "avg_pool2d")
+    cols = _windows(x, kernel, stride, sides, dilation, "avg_pool2d")
+    if divisor_override is not None:
+        if isinstance(divisor_override, bool) or not isinstance(divisor_override, int) or divisor_override <= 0:
+            raise ValueError(f"avg_pool2d: divisor_override must be a positive int, got {divisor_override!r}")
+        out = fnp.sum(cols, axis=(-2, -1)) / divisor_override
+    elif count_include_pad and all(lo == hi for lo, hi in sides):  # every window counts kh * kw
+        out = fnp.mean(cols, axis=(-2, -1))
+    else:
+        counts = [_window_counts(n, size, k, s, lo, count_include_pad) for n, size, k, s, (lo, _) in
+                  zip(cols.shape[2:4], x.shape[2:], kernel, stride, sides)]
+        divisor = fnp._placed(fnp.asarray(np.outer(*counts).astype(cols.dtype)), x.device)
+        out = fnp.sum(cols, axis=(-2, -1)) / divisor
+    return out[0] if unbatched else out
+
+
+def _window_counts(windows: int, size: int, k: int, s: int, pad: int, count_include_pad: bool) -> np.ndarray:
+    """Along one axis, the positions each of the windows counts in PyTorch's mean: those inside the
+    image and, with count_include_pad, its padding (not what ceil_mode adds past that)."""
+    start = np.arange(windows) * s - pad
+    end = np.minimum(start + k, size + pad)
+    if not count_include_pad:
+        start, end = np.maximum(start, 0), np.minimum(end, size)
+    return end - start
