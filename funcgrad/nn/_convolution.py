@@ -206,20 +206,27 @@ def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     return fnp.squeeze(out, -2)
 
 
-def adaptive_avg_pool2d(x, output_size):
-    """Mean over PyTorch's adaptive windows: output cell i covers [floor(i H / out), ceil((i+1) H / out));
-    None for a size keeps the input's."""
-    x, unbatched = _batched_image(x, "adaptive_avg_pool2d")
+def _adaptive_size(x, output_size) -> tuple[int, int]:
+    """An adaptive pool's output (height, width): an int for both, or a pair where None keeps the
+    input's side."""
     sizes = (output_size, output_size) if output_size is None or isinstance(output_size, int) else tuple(output_size)
     if len(sizes) != 2:
         raise ValueError(f"output_size must be an int or a pair of non-negative ints or None, got {output_size!r}")
-    out_h, out_w = _pair(tuple(x.shape[2 + i] if size is None else size for i, size in enumerate(sizes)), "output_size")
-    rows = []
-    for i in range(out_h):
-        r0, r1 = (i * x.shape[2]) // out_h, -(-((i + 1) * x.shape[2]) // out_h)
-        cells = [fnp.mean(x[:, :, r0:r1, (j * x.shape[3]) // out_w:-(-((j + 1) * x.shape[3]) // out_w)], axis=(2, 3))
-                 for j in range(out_w)]
-        rows.append(fnp.stack(cells, axis=-1))
+    return _pair(tuple(x.shape[2 + i] if size is None else size for i, size in enumerate(sizes)), "output_size")
+
+
+def _adaptive_bounds(size: int, out: int) -> list[tuple[int, int]]:
+    """PyTorch's adaptive windows: cell i covers [floor(i size / out), ceil((i + 1) size / out))."""
+    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """Mean over PyTorch's adaptive windows (_adaptive_bounds); None for a size keeps the input's."""
+    x, unbatched = _batched_image(x, "adaptive_avg_pool2d")
+    out_h, out_w = _adaptive_size(x, output_size)
+    columns = _adaptive_bounds(x.shape[3], out_w)
+    rows = [fnp.stack([fnp.mean(x[:, :, r0:r1, c0:c1], axis=(2, 3)) for c0, c1 in columns], axis=-1)
+            for r0, r1 in _adaptive_bounds(x.shape[2], out_h)]
     out = fnp.stack(rows, axis=-2)
     return out[0] if unbatched else out
 

@@ -239,6 +239,12 @@ def dropout(x, rate: float, key=None):
     """Multiply each element by 0 with probability `rate` and the rest by 1/(1 - rate), as
     PyTorch's (a dropped NaN or inf stays NaN, so a broken activation still shows); identity
     without a key (evaluation), so a model is in training mode exactly when given a key."""
+    return _dropout(x, rate, key, None)
+
+
+def _dropout(x, rate: float, key, mask_shape):
+    """dropout with one keep-or-drop draw per element of mask_shape (broadcast over x; None: x's
+    shape), so channel dropout drops whole channels."""
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"dropout rate must be in [0, 1], got {rate}")
     if key is None or rate == 0.0:
@@ -246,7 +252,7 @@ def dropout(x, rate: float, key=None):
     x = fnp.asarray(x)
     if rate == 1.0:
         return x * 0.0
-    keep = random.bernoulli(key, 1.0 - rate, x.shape)
+    keep = random.bernoulli(key, 1.0 - rate, x.shape if mask_shape is None else mask_shape)
     return x * fnp.where(keep, 1.0 / (1.0 - rate), 0.0)
 
 

@@ -8,7 +8,6 @@ import math
 
 from .. import errors as fg_errors
 from .. import numpy as fnp
-from .. import random
 from ..vjp import vjp
 from . import _convolution as Cv
 from . import _functional as F
@@ -72,12 +71,11 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if x.ndim != 3 or x.shape[1] % (kh * kw):
         raise fg_errors.ShapeError(f"fold: input of shape {x.shape} must be (N, C * {kh} * {kw}, L)")
     image = (x.shape[0], x.shape[1] // (kh * kw)) + Cv._pair(output_size, "output_size")
-    blocks = unfold(fnp.zeros(image, x.dtype, device=x.device), (kh, kw), dilation, padding, stride).shape[2]
-    if x.shape[2] != blocks:
+    windows, pullback = vjp(lambda y: unfold(y, (kh, kw), dilation, padding, stride),
+                            fnp.zeros(image, x.dtype, device=x.device))
+    if x.shape[2] != windows.shape[2]:
         raise fg_errors.ShapeError(f"fold: {x.shape[2]} blocks given, but output_size {image[2:]} with these "
-                                   f"windows has {blocks}")
-    _, pullback = vjp(lambda y: unfold(y, (kh, kw), dilation, padding, stride), fnp.zeros(image, x.dtype,
-                                                                                           device=x.device))
+                                   f"windows has {windows.shape[2]}")
     (out,) = pullback(x)
     return out[0] if unbatched else out
 
@@ -88,14 +86,7 @@ def _channel_dropout(x, rate: float, key, spatial: int, fname: str):
     if x.ndim not in (spatial + 1, spatial + 2):
         raise fg_errors.ShapeError(f"{fname} expects (N, C, ...) or (C, ...) input with {spatial} spatial axes, "
                                    f"got shape {x.shape}")
-    if not 0.0 <= rate <= 1.0:
-        raise ValueError(f"dropout rate must be in [0, 1], got {rate}")
-    if key is None or rate == 0.0:
-        return x
-    if rate == 1.0:
-        return x * 0.0
-    keep = random.bernoulli(key, 1.0 - rate, x.shape[:x.ndim - spatial] + (1,) * spatial)
-    return x * fnp.where(keep, 1.0 / (1.0 - rate), 0.0)
+    return F._dropout(x, rate, key, x.shape[:x.ndim - spatial] + (1,) * spatial)
 
 
 def dropout1d(x, rate: float, key=None):
@@ -131,23 +122,17 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
     return out if bias is None else out + fnp.reshape(bias, channel)
 
 
-def _adaptive_bounds(size: int, out: int) -> list[tuple[int, int]]:
-    """PyTorch's adaptive windows: cell i covers [floor(i size / out), ceil((i + 1) size / out))."""
-    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
-
-
 def adaptive_max_pool2d(x, output_size, return_indices: bool = False):
     """Max over PyTorch's adaptive windows; return_indices gives each maximum's flat index in its
     plane (h W + w), as max_pool2d's."""
     x, unbatched = Cv._batched_image(x, "adaptive_max_pool2d")
     h, w = x.shape[2:]
-    sizes = (output_size, output_size) if output_size is None or isinstance(output_size, int) else tuple(output_size)
-    out_h, out_w = Cv._pair(tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(sizes)), "output_size")
+    out_h, out_w = Cv._adaptive_size(x, output_size)
     if (h == 0 or w == 0) and out_h * out_w:
         raise fg_errors.ShapeError(f"adaptive_max_pool2d of an empty plane (input shape {x.shape})")
     values, positions = [], []
-    for r0, r1 in _adaptive_bounds(h, out_h):
-        for c0, c1 in _adaptive_bounds(w, out_w):
+    for r0, r1 in Cv._adaptive_bounds(h, out_h):
+        for c0, c1 in Cv._adaptive_bounds(w, out_w):
             window = fnp.reshape(x[:, :, r0:r1, c0:c1], x.shape[:2] + (-1,))
             values.append(fnp.max(window, axis=-1))
             if return_indices:
