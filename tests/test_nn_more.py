@@ -313,3 +313,15 @@ def test_conv_transpose1d_is_the_transpose_of_conv1d():
     assert layer.weight.shape == (4, 3, 3) and layer(np.ones((2, 4, 5), np.float32)).shape == (2, 6, 11)
     with pytest.raises(fg.ShapeError, match="conv_transpose1d weight"):
         F.conv_transpose1d(x, w[..., 0])
+
+
+def test_jax_nn_names_and_functions():
+    x = RNG.standard_normal((3, 5)) * 2
+    assert_close(nn.swish(x), x / (1 + np.exp(-x)))
+    assert_close(nn.hard_tanh(x), np.clip(x, -1, 1))
+    assert_close(nn.soft_sign(x), x / (1 + np.abs(x)))
+    assert_close(nn.logsumexp(x, axis=1), np.log(np.exp(x).sum(1)))
+    assert_close(nn.standardize(x), (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5))
+    assert_close(nn.squareplus(x), (x + np.sqrt(x * x + 4)) / 2)
+    assert_close(nn.sparse_plus(x), np.where(x <= -1, 0, np.where(x >= 1, x, (x + 1) ** 2 / 4)))
+    fg.check_grads(lambda v: nn.sparse_plus(v) + nn.standardize(v, axis=0), (x,), order=1)

@@ -1,6 +1,8 @@
 """The rest of PyTorch's activations, as functions and as layers: glu, softmin, the shrinkages,
 threshold and prelu (a learned slope), and the layer forms of the functional activations that
-had none (ReLU6, Hardtanh, SELU, CELU, Softsign, LogSigmoid, Hardsigmoid, Hardswish)."""
+had none (ReLU6, Hardtanh, SELU, CELU, Softsign, LogSigmoid, Hardsigmoid, Hardswish); and
+jax.nn's names for the same functions (swish, hard_tanh, ...) with its standardize, squareplus,
+sparse_plus and logsumexp."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +14,8 @@ from . import _functional as F
 from .layers import Lambda
 from .module import Module
 
-__all__ = ["glu", "softmin", "hardshrink", "softshrink", "tanhshrink", "threshold", "prelu"]
+__all__ = ["glu", "softmin", "hardshrink", "softshrink", "tanhshrink", "threshold", "prelu", "swish", "hard_silu",
+           "hard_tanh", "soft_sign", "logsumexp", "standardize", "squareplus", "sparse_plus"]
 LAYERS = ["GLU", "Softmin", "Hardshrink", "Softshrink", "Tanhshrink", "Threshold", "PReLU", "ReLU6", "Hardtanh",
           "SELU", "CELU", "Softsign", "LogSigmoid", "Hardsigmoid", "Hardswish"]
 
@@ -65,6 +68,33 @@ def prelu(x, weight):
                                    f"(axis 1) of an input of shape {x.shape}")
     slope = fnp.reshape(weight, (1, -1) + (1,) * (x.ndim - 2)) if x.ndim > 1 and weight.shape[0] > 1 else weight[0]
     return fnp.where(x > 0, x, slope * x)
+
+
+# jax.nn's names
+swish, hard_silu, hard_tanh, soft_sign, logsumexp = F.silu, F.hard_swish, F.hardtanh, F.softsign, fnp.logsumexp
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5, where=None):
+    """(x - mean) / sqrt(variance + epsilon) over axis, the moments computed where not given
+    (jax.nn.standardize; where= selects the elements the moments see)."""
+    x = fnp._float_arg(x)
+    mean = fnp.mean(x, axis, keepdims=True, where=where) if mean is None else mean
+    if variance is None:
+        centered = x - mean
+        variance = fnp.mean(centered * centered, axis, keepdims=True, where=where)
+    return (x - mean) / fnp.sqrt(variance + epsilon)
+
+
+def squareplus(x, b: float = 4.0):
+    """(x + sqrt(x^2 + b)) / 2: a smooth relu without exponentials (jax.nn.squareplus)."""
+    x = fnp._float_arg(x)
+    return (x + fnp.sqrt(x * x + b)) / 2
+
+
+def sparse_plus(x):
+    """0 below -1, (x + 1)^2 / 4 between -1 and 1, x above (jax.nn.sparse_plus)."""
+    x = fnp._float_arg(x)
+    return fnp.where(x <= -1, fnp.zeros_like(x), fnp.where(x >= 1, x, (x + 1) ** 2 / 4))
 
 
 def GLU(dim: int = -1):  # noqa: N802  (module-style constructors, as torch.nn's)
