@@ -16,6 +16,7 @@ import numpy as np
 from . import numpy as fnp
 from .control import cond, fori_loop, map, scan, switch, while_loop  # noqa: A004
 from . import dtypes
+from .array import ArrayBase
 from .numpy import stop_gradient
 from .ops import elementwise as E
 from .ops import prng
@@ -263,18 +264,22 @@ def _clamped_starts(operand, start_indices, sizes):
     for size, dim in zip(sizes, operand.shape):
         if not 0 <= size <= dim:
             raise ValueError(f"dynamic slicing: a window of size {size} does not fit an axis of {dim}")
-    starts = [fnp.asarray(s, dtype=dtypes.int64) for s in start_indices]
-    return [fnp.clip(fnp.where(s < 0, s + dim, s), 0, dim - size)  # a negative start counts from the end first
-            for s, size, dim in zip(starts, sizes, operand.shape)]
+    # a negative start counts from the end first; a start known here stays a host number, which
+    # follows the operand to its device, a traced one is clamped where it lives
+    return [fnp.clip(fnp.where(s < 0, s + dim, s), 0, dim - size) if isinstance(s, ArrayBase) else
+            builtins.min(builtins.max(int(s) + dim if int(s) < 0 else int(s), 0), dim - size)
+            for s, size, dim in zip(start_indices, sizes, operand.shape)]
 
 
 def _window(operand, starts, sizes):
-    """The index arrays of the window at starts (an open grid, one array per axis)."""
+    """The index arrays of the window at starts (an open grid, one array per axis): NumPy arrays
+    for starts known here (host constants follow the operand), Arrays for traced ones."""
     grid = []
     for axis, (start, size) in enumerate(zip(starts, sizes)):
         shape = [1] * operand.ndim
         shape[axis] = size
-        grid.append(fnp.reshape(start + np.arange(size), shape))
+        positions = start + np.arange(size)
+        grid.append(fnp.reshape(positions, shape) if isinstance(positions, ArrayBase) else positions.reshape(shape))
     return tuple(grid)
 
 
@@ -288,7 +293,7 @@ def dynamic_slice(operand, start_indices, slice_sizes):
 
 def dynamic_update_slice(operand, update, start_indices):
     """operand with update written at start_indices (clamped so update fits)."""
-    operand, update = fnp.asarray(operand), fnp.asarray(update)
+    operand, update = (fnp.asarray(v) for v in fnp.follow(operand, update))
     if update.ndim != operand.ndim:
         raise ValueError(f"dynamic_update_slice: an update of rank {update.ndim} for an operand of rank {operand.ndim}")
     sizes = tuple(update.shape)
@@ -337,7 +342,7 @@ def pad(operand, padding_value, padding_config):
     if len(padding_config) != operand.ndim:
         raise ValueError(f"pad: {operand.ndim} axes need {operand.ndim} (low, high, interior) triples, got "
                          f"{len(padding_config)}")
-    value = fnp.astype(fnp.asarray(padding_value), operand.dtype)
+    value = fnp.astype(fnp._beside(padding_value, operand), operand.dtype)
     for axis, (low, high, interior) in enumerate(padding_config):
         if interior < 0:
             raise ValueError(f"pad: interior padding must be non-negative, got {interior} on axis {axis}")

@@ -325,3 +325,32 @@ def test_jax_nn_names_and_functions():
     assert_close(nn.squareplus(x), (x + np.sqrt(x * x + 4)) / 2)
     assert_close(nn.sparse_plus(x), np.where(x <= -1, 0, np.where(x >= 1, x, (x + 1) ** 2 / 4)))
     fg.check_grads(lambda v: nn.sparse_plus(v) + nn.standardize(v, axis=0), (x,), order=1)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+def test_host_constants_follow_device_data_through_losses_and_the_new_functions():
+    from funcgrad import lax
+    x = np.array([1.0, 5.0, 3.0, -2.0], np.float32)
+    scores = np.arange(8, dtype=np.float32).reshape(2, 4) / 3
+    mask = np.array([True, False, True, True])
+    cases = {  # each takes the device data and NumPy constants, as PyTorch and JAX code passes them
+        "mse": lambda a, s: F.mse_loss(a, np.ones(4, np.float32)),
+        "cross_entropy": lambda a, s: F.cross_entropy(s, np.array([0, 3]), np.ones(4, np.float32)),
+        "bce_logits": lambda a, s: F.binary_cross_entropy_with_logits(s, np.ones((2, 4), np.float32),
+                                                                       pos_weight=np.full(4, 2.0, np.float32)),
+        "multi_margin": lambda a, s: F.multi_margin_loss(s, np.array([0, 2]), weight=np.ones(4, np.float32)),
+        "gaussian_nll": lambda a, s: F.gaussian_nll_loss(a, a * 2, np.ones(4, np.float32)),
+        "where_reductions": lambda a, s: fnp.sum(a, where=mask) + fnp.var(a, where=mask),
+        "prelu": lambda a, s: F.prelu(s, np.full(4, 0.1, np.float32)),
+        "dynamic_slices": lambda a, s: lax.dynamic_update_slice(a, np.ones(2, np.float32), (3,)) + lax.pad(
+            lax.dynamic_slice(a, (1,), (2,)), 0.0, [(1, 1, 0)]),
+        "insert_put": lambda a, s: fnp.insert(a, [1, 2], 5.0)[:4] + fnp.put_along_axis(a, np.array([1]), 0.0, 0,
+                                                                                        inplace=False),
+        "histogram_weights": lambda a, s: fnp.histogram(a, 2, weights=np.ones(4, np.float32))[0],
+        "attention_mask": lambda a, s: nn.MultiheadAttention(4, 2, key=fg.random.key(0)).to(a.device)(
+            fnp.reshape(s, (2, 1, 4)), attn_mask=np.array([[False, True], [False, False]]))[0],
+    }
+    for name, f in cases.items():
+        on_device = f(fg.device_put(x, "cuda"), fg.device_put(scores, "cuda"))
+        assert on_device.device == "cuda:0", name
+        assert_close(on_device.numpy(), f(fg.asarray(x), fg.asarray(scores)), rtol=1e-5, atol=1e-6)

@@ -62,7 +62,8 @@ def threshold(x, threshold: float, value: float):
 
 def prelu(x, weight):
     """max(0, x) + weight * min(0, x), weight one slope or one per channel (axis 1), as PyTorch's."""
-    x, weight = fnp._float_arg(x), fnp.asarray(weight)
+    x = fnp._float_arg(x)
+    weight = fnp.asarray(fnp.follow(x, weight)[1])
     if weight.ndim != 1 or weight.shape[0] not in (1, x.shape[1] if x.ndim > 1 else 1):
         raise fg_errors.ShapeError(f"prelu: weight of shape {weight.shape} must hold 1 slope or one per channel "
                                    f"(axis 1) of an input of shape {x.shape}")

@@ -107,6 +107,7 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
     x = fnp._float_arg(x)
     if x.ndim < 3:
         raise fg_errors.ShapeError(f"instance_norm expects (N, C, ...) input with spatial axes, got shape {x.shape}")
+    x, running_mean, running_var, weight, bias = fnp.follow(x, running_mean, running_var, weight, bias)
     channel = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if use_input_stats:
         if running_mean is not None or running_var is not None:

@@ -35,7 +35,7 @@ def _reduce(loss, reduction: str, weight_sum=None):
 
 
 def _labels(logits, labels, fname):
-    idx = fnp._index_array(labels)
+    idx = fnp._index_array(labels, logits.device)
     expected = tuple(logits.shape[:1] + logits.shape[2:]) if logits.ndim > 1 else ()
     if tuple(idx.shape) != expected:
         raise ShapeError(f"{fname}: labels of shape {idx.shape} do not fit logits of shape {logits.shape} "
@@ -58,8 +58,7 @@ def cross_entropy(logits, labels, weight=None, reduction: str = "mean", ignore_i
     with class probabilities of the logits' shape (soft targets). weight (C,) scales each class's
     terms, as PyTorch's: with integer labels the mean divides by the counted labels' weights, with
     probabilities by the number of examples."""
-    logits = fnp.asarray(logits)
-    targets = fnp.asarray(labels)
+    logits, targets = (fnp.asarray(v) for v in fnp.follow(logits, labels))
     weight = _class_weight(weight, logits, "cross_entropy")
     if dtypes.is_float(targets.dtype):
         if targets.shape != logits.shape:
@@ -91,8 +90,9 @@ def _class_weight(weight, scores, fname: str):
     if weight is None:
         return None
     _not_a_reduction(weight, fname, "weight")
-    weight = fnp.asarray(weight, dtype=scores.dtype if dtypes.is_float(scores.dtype) else None)  # a NumPy
-    classes = scores.shape[1] if scores.ndim > 1 else scores.shape[0]  # float64 array keeps a float32 loss
+    weight = fnp.follow(scores, weight)[1]  # a NumPy array goes to the scores' device, and a float64 one
+    weight = fnp.asarray(weight, dtype=scores.dtype if dtypes.is_float(scores.dtype) else None)  # keeps float32
+    classes = scores.shape[1] if scores.ndim > 1 else scores.shape[0]
     if tuple(weight.shape) != (classes,):
         raise ShapeError(f"{fname}: weight of shape {tuple(weight.shape)} must hold one weight per class, "
                          f"shape ({classes},), for scores of shape {tuple(scores.shape)}")
@@ -145,6 +145,7 @@ def _matching(pred, target, fname: str, float_target: bool = False):
     """pred and target of one shape: a loss of (4, 1) predictions against (4,) targets would
     broadcast to 4 x 4 pairs and average the wrong thing (PyTorch warns; this raises). A Python
     number target is one value for every element, as the user wrote it."""
+    pred, target = fnp.follow(pred, target)  # a NumPy target goes to pred's device
     pred = fnp._float_arg(pred) if float_target else fnp.asarray(pred)
     if isinstance(target, (int, float)) and not isinstance(target, bool):
         return pred, target
@@ -166,11 +167,12 @@ def l1_loss(pred, target, reduction: str = "mean"):
     return _reduce(fnp.abs(fnp.subtract(pred, target)), reduction)
 
 
-def _elementwise_weight(weight, shape, dtype, fname: str, name: str = "weight"):
-    """weight as an array that broadcasts to the loss's shape without enlarging it (PyTorch scales
-    the loss in place, so a weight that would widen it raises there too)."""
+def _elementwise_weight(weight, like, fname: str, name: str = "weight"):
+    """weight as an array of like's dtype (on its device) that broadcasts to like's shape without
+    enlarging it (PyTorch scales the loss in place, so a weight that would widen it raises there too)."""
     _not_a_reduction(weight, fname, name)
-    weight = fnp.asarray(weight, dtype=dtype)
+    shape = like.shape
+    weight = fnp.asarray(fnp.follow(like, weight)[1], dtype=like.dtype)
     try:
         widened = fnp.broadcast_shapes(tuple(weight.shape), tuple(shape)) != tuple(shape)
     except ShapeError:
@@ -188,12 +190,12 @@ def binary_cross_entropy_with_logits(logits, targets, weight=None, reduction: st
     if pos_weight is None:
         loss = relu(logits) - logits * targets + _softplus(-fnp.abs(logits))
     else:
-        pos_weight = _elementwise_weight(pos_weight, logits.shape, logits.dtype, "binary_cross_entropy_with_logits",
+        pos_weight = _elementwise_weight(pos_weight, logits, "binary_cross_entropy_with_logits",
                                          "pos_weight")
         log_weight = 1.0 + (pos_weight - 1.0) * targets
         loss = (1.0 - targets) * logits + log_weight * _softplus(-logits)
     if weight is not None:
-        loss = loss * _elementwise_weight(weight, logits.shape, logits.dtype, "binary_cross_entropy_with_logits")
+        loss = loss * _elementwise_weight(weight, logits, "binary_cross_entropy_with_logits")
     return _reduce(loss, reduction)
 
 
@@ -244,7 +246,7 @@ def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
     log_q = fnp.maximum(fnp.log1p(-probs), -100.0)
     loss = -(targets * log_p + (1.0 - targets) * log_q)
     if weight is not None:
-        loss = loss * _elementwise_weight(weight, probs.shape, probs.dtype, "binary_cross_entropy")
+        loss = loss * _elementwise_weight(weight, probs, "binary_cross_entropy")
     return _reduce(loss, reduction)
 
 
@@ -260,7 +262,7 @@ def _same_shape(fname: str, *arrays):
 
 def _signs(target, like, fname: str):
     """A target of +1 / -1 labels shaped as `like` (a Python number: one label for all)."""
-    target = fnp.asarray(target, dtype=like.dtype)
+    target = fnp.asarray(fnp.follow(like, target)[1], dtype=like.dtype)
     if target.shape != like.shape and target.ndim:
         raise ShapeError(f"{fname}: target of shape {tuple(target.shape)} for inputs of shape {tuple(like.shape)}")
     return target
@@ -319,7 +321,7 @@ def multilabel_soft_margin_loss(x, target, weight=None, reduction: str = "mean")
     x, target = _matching(x, target, "multilabel_soft_margin_loss", float_target=True)
     loss = target * _softplus(-x) + (1.0 - target) * _softplus(x)
     if weight is not None:
-        loss = loss * _elementwise_weight(weight, x.shape, x.dtype, "multilabel_soft_margin_loss")
+        loss = loss * _elementwise_weight(weight, x, "multilabel_soft_margin_loss")
     return _reduce(fnp.mean(loss, axis=-1), reduction)
 
 
@@ -334,7 +336,8 @@ def multi_margin_loss(x, target, p: int = 1, margin: float = 1.0, weight=None, r
     labels = fnp.reshape(idx, (-1, 1))
     chosen = fnp.take_along_axis(rows, labels, axis=1)
     terms = relu(margin - chosen + rows) ** p
-    terms = fnp.where(fnp.arange(rows.shape[1])[None, :] == labels, 0.0, terms)  # the true class is not a margin
+    classes = fnp.arange(rows.shape[1], device=rows.device)[None, :]
+    terms = fnp.where(classes == labels, 0.0, terms)  # the true class is not a margin
     if weight is not None:
         terms = terms * fnp.take(_class_weight(weight, rows, "multi_margin_loss"), fnp.ravel(idx))[:, None]
     loss = fnp.sum(terms, axis=1) / rows.shape[1]
@@ -358,7 +361,7 @@ def gaussian_nll_loss(x, target, var, full: bool = False, eps: float = 1e-6, red
     last axis 1 or dropped (one variance per example). var is clamped at eps for the value only, its
     gradient passing as through the identity, as PyTorch's."""
     x, target = _matching(x, target, "gaussian_nll_loss", float_target=True)
-    var = fnp.asarray(var, dtype=x.dtype)
+    var = fnp.asarray(fnp.follow(x, var)[1], dtype=x.dtype)
     if var.shape != x.shape:
         if var.shape == x.shape[:-1]:
             var = fnp.expand_dims(var, -1)

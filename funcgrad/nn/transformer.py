@@ -22,9 +22,11 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"
            "TransformerDecoder", "Transformer"]
 
 
-def _additive(mask, dtype, name: str):
-    """A PyTorch mask as scores to add: True (drop) -> -inf, a float mask as it is."""
-    mask = fnp.asarray(mask)
+def _additive(mask, scores, name: str):
+    """A PyTorch mask as scores to add (in scores' dtype, on their device): True (drop) -> -inf, a
+    float mask as it is."""
+    dtype = scores.dtype
+    mask = fnp.asarray(fnp.follow(scores, mask)[1])
     if mask.dtype == dtypes.bool_:
         return fnp.astype(fnp.where(mask, -fnp.inf, 0.0), dtype)
     if mask.dtype.kind != "f":
@@ -81,13 +83,13 @@ class MultiheadAttention(Module):
         if is_causal and attn_mask is None:
             attn_mask = ~fnp.tri(length, source, dtype=dtypes.bool_, device=scores.device)
         if attn_mask is not None:
-            mask = _additive(attn_mask, scores.dtype, "attn_mask")
+            mask = _additive(attn_mask, scores, "attn_mask")
             if tuple(mask.shape) not in ((length, source), (batch * h, length, source)):
                 raise ValueError(f"MultiheadAttention: attn_mask of shape {tuple(mask.shape)} must be (L, S) = "
                                  f"{(length, source)} or (N * num_heads, L, S) = {(batch * h, length, source)}")
             scores = scores + (fnp.reshape(mask, (batch, h, length, source)) if mask.ndim == 3 else mask)
         if key_padding_mask is not None:
-            padding = _additive(key_padding_mask, scores.dtype, "key_padding_mask")
+            padding = _additive(key_padding_mask, scores, "key_padding_mask")
             expected = (source,) if unbatched else (batch, source)
             if tuple(padding.shape) != expected:
                 named = "(S,)" if unbatched else "(N, S)"

@@ -9,6 +9,7 @@ from .. import dtypes
 from . import _base as fnp
 from ..errors import ShapeError
 from ._shapes import indices as _indices
+from ._util import _beside
 
 __all__ = ["insert", "put_along_axis", "apply_over_axes", "fromfunction"]
 
@@ -22,7 +23,7 @@ def insert(arr, obj, values, axis: int | None = None):
     if axis is None:
         arr, axis = fnp.ravel(arr), 0
     axis = fnp._normalize_axis(axis, arr.ndim)
-    values = fnp.asarray(values, dtype=arr.dtype)
+    values = fnp.astype(_beside(values, arr), arr.dtype)
     n = arr.shape[axis]
     positions = np.arange(n)[obj] if isinstance(obj, slice) else np.asarray(obj)
     if positions.size == 0:
@@ -76,7 +77,8 @@ def put_along_axis(arr, indices, values, axis: int | None, inplace: bool = True,
     grid = np.indices(tuple(1 if d == axis else size for d, size in enumerate(arr.shape)), sparse=True)
     index = tuple(idx if d == axis else g for d, g in enumerate(grid))  # take_along_axis's positions
     index_shape = np.broadcast_shapes(*(tuple(i.shape) for i in index))
-    out = arr.at[index].set(fnp.broadcast_to(fnp.asarray(values, dtype=arr.dtype), index_shape))
+    values = fnp.astype(_beside(values, arr), arr.dtype)
+    out = arr.at[index].set(fnp.broadcast_to(values, index_shape))
     return out if shape is None else fnp.reshape(out, shape)
 
 

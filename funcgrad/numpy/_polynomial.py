@@ -133,7 +133,7 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
         raise ValueError("polyfit: no points to fit")
     lhs, rhs = vander(x, deg + 1), y
     if w is not None:
-        w = fnp.asarray(w, dtype=x.dtype)
+        w = fnp.asarray(fnp.follow(x, w)[1], dtype=x.dtype)
         if w.shape != x.shape:
             raise ShapeError(f"polyfit: weights of shape {w.shape} for {x.shape[0]} points")
         lhs, rhs = lhs * w[:, None], rhs * (w if y.ndim == 1 else w[:, None])

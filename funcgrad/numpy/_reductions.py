@@ -9,7 +9,7 @@ from ..errors import ShapeError
 from ..ops import layout as Ly
 from ..ops import reductions as R
 from ..trace import bind
-from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32, full
+from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32, follow, full
 from ._elementwise import _abs_squared, add, divide, equal, maximum, minimum, multiply, sqrt, subtract
 from ._elementwise import where as where_
 from ._layout import broadcast_to, ravel, reshape
@@ -28,7 +28,7 @@ def _reduce(prim, x, axis, keepdims):
 def _masked(x, mask, fill):
     """x where mask (NumPy's where=, broadcast to x's shape) holds, fill elsewhere: the elements a
     reduction leaves out become its identity."""
-    return x if mask is None else where_(broadcast_to(asarray(mask), x.shape), x, fill)
+    return x if mask is None else where_(broadcast_to(asarray(follow(x, mask)[1]), x.shape), x, fill)
 
 
 def sum(x, axis=None, keepdims: bool = False, dtype=None, initial=None, where=None):  # noqa: A001
@@ -103,7 +103,7 @@ def mean(x, axis=None, keepdims: bool = False, dtype=None, where=None):
     axes = _axes(axis, x.ndim)
     total = bind(Ly.sum_p, _masked(x, where, 0), axes=axes, keepdims=bool(keepdims))
     if where is not None:
-        chosen = astype(broadcast_to(asarray(where), x.shape), total.dtype)
+        chosen = astype(broadcast_to(asarray(follow(x, where)[1]), x.shape), total.dtype)
         return divide(total, bind(Ly.sum_p, chosen, axes=axes, keepdims=bool(keepdims)))
     n = _count(x, axes)
     return multiply(total, 1.0 / n) if n else divide(total, 0.0)
@@ -119,7 +119,7 @@ def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dt
     squares = sum(_abs_squared(centered), axes, keepdims=keepdims, where=where)
     if where is None:
         return divide(squares, float(builtins.max(_count(x, axes) - ddof, 0)))
-    n = sum(broadcast_to(asarray(where), x.shape), axes, keepdims=keepdims)
+    n = sum(broadcast_to(asarray(follow(x, where)[1]), x.shape), axes, keepdims=keepdims)
     return divide(squares, maximum(subtract(astype(n, squares.dtype), ddof), 0))
 
 

@@ -274,7 +274,8 @@ def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
         if values.size and values.min() < 0:
             raise ValueError(f"bincount: negative value {values.min()} in x")
         length = builtins.max(int(values.max()) + 1 if values.size else 0, minlength)
-    w = fnp.ones(x.shape, dtypes.default_int, device=x.device) if weights is None else fnp.asarray(weights)
+    w = fnp.ones(x.shape, dtypes.default_int, device=x.device) if weights is None else \
+        fnp.asarray(fnp.follow(x, weights)[1])
     if w.shape != x.shape:
         raise ShapeError(f"bincount: weights of shape {tuple(w.shape)} for x of shape {tuple(x.shape)} (one weight "
                          f"per value)")
@@ -321,7 +322,8 @@ def _bin_of(a, edges):
 
 def _counted(flat_bin, inside, weights, n: int, like):
     """Sums of the weights (ones by default) of the inside values in each of n bins."""
-    w = fnp.ones(like.shape, like.dtype, device=like.device) if weights is None else fnp.ravel(fnp.asarray(weights))
+    w = fnp.ones(like.shape, like.dtype, device=like.device) if weights is None else \
+        fnp.ravel(fnp.asarray(fnp.follow(like, weights)[1]))
     if w.shape != like.shape:
         raise ShapeError(f"histogram: {w.shape[0]} weights for {like.shape[0]} values (one weight per value)")
     return fnp.zeros((n,), w.dtype, device=w.device).at[fnp.where(inside, flat_bin, 0)].add(

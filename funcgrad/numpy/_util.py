@@ -23,8 +23,8 @@ def _concrete(x, what: str) -> np.ndarray:
 
 
 def _beside(values, ref):
-    """values as an Array on ref's device: constants the caller passes as lists or NumPy arrays
-    (quantiles, test elements) follow the data, as index constants do."""
+    """values as an Array on ref's device: constants the caller passes as numbers, lists or NumPy
+    arrays (quantiles, test elements, fill values) follow the data, as index constants do."""
     return values if isinstance(values, ArrayBase) else fnp._placed(fnp.asarray(values), ref.device)
 
 
