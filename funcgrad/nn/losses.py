@@ -14,8 +14,8 @@ from ._functional import _softplus, log_softmax, relu
 __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "kl_div",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "pairwise_distance", "margin_ranking_loss",
-    "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
-    "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+    "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss", "soft_margin_loss",
+    "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
 ]
 LOSSES = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "KLDivLoss", "BCELoss",
