@@ -349,6 +349,12 @@ def test_host_constants_follow_device_data_through_losses_and_the_new_functions(
         "histogram_weights": lambda a, s: fnp.histogram(a, 2, weights=np.ones(4, np.float32))[0],
         "attention_mask": lambda a, s: nn.MultiheadAttention(4, 2, key=fg.random.key(0)).to(a.device)(
             fnp.reshape(s, (2, 1, 4)), attn_mask=np.array([[False, True], [False, False]]))[0],
+        "linear_conv_norms": lambda a, s: F.linear(s, np.ones((3, 4), np.float32), np.ones(3, np.float32)).sum()
+        + F.conv2d(fnp.reshape(s, (1, 2, 2, 2)), np.ones((1, 2, 1, 1), np.float32), np.ones(1, np.float32)).sum()
+        + F.group_norm(fnp.reshape(s, (1, 2, 4)), 2, np.ones(2, np.float32), np.zeros(2, np.float32)).sum(),
+        "embedding_attention_cosine": lambda a, s: F.embedding(np.array([1, 0]), s).sum()
+        + F.scaled_dot_product_attention(s[None], s[None], s[None], np.array([[True, False], [True, True]])).sum()
+        + F.cosine_similarity(s, np.ones((2, 4), np.float32), dim=1).sum(),
     }
     for name, f in cases.items():
         on_device = f(fg.device_put(x, "cuda"), fg.device_put(scores, "cuda"))

@@ -348,6 +348,19 @@ DEVICE_CASES = {
     "bilinear": lambda a: fg.nn.interpolate(a[None, None], size=(5, 7), mode="bilinear"),
     "pad_statistics_take_modes": lambda a: fnp.pad(a, 1, mode="median") + fnp.pad(a, 1, mode="linear_ramp")
     + fnp.take(a, [7, -1, 0, 20, 3, 1], mode="clip", axis=1)[:1],
+    # NumPy constants beside the device array follow it there (JAX's and PyTorch's rule)
+    "contractions_with_host_operands": lambda a: fnp.tensordot(a, np.ones((4, 2), np.float32), 1)
+    + fnp.dot(a, np.ones((4, 2), np.float32)) + fnp.einsum("ij,jk->ik", a, np.ones((4, 2), np.float32))
+    + fnp.inner(a, np.ones((2, 4), np.float32)) + fnp.outer(a[:, 0], np.ones(2, np.float32)),
+    "signal_with_host_operands": lambda a: fnp.convolve(a[0], np.array([1.0, -1.0], np.float32))[:3]
+    + fnp.interp(a[0], np.array([-3.0, 0.0, 3.0], np.float32), np.array([0.0, 1.0, 5.0], np.float32))[:3]
+    + fnp.kron(a[0, :1], np.ones(3, np.float32)) + fnp.append(a[0], np.ones(1, np.float32))[:3]
+    + fnp.diff(a[0], prepend=np.float32(0.0))[:3] + fnp.average(a, axis=1, weights=np.arange(1.0, 5.0,
+                                                                                              dtype=np.float32)),
+    "statistics_with_host_operands": lambda a: fnp.searchsorted(np.array([-1.0, 0.0, 1.0], np.float32), a)
+    + fnp.cov(a, aweights=np.ones(4, np.float32))[:, :1] + fnp.copysign(a, np.full(4, -1.0, np.float32))
+    + fnp.choose(np.array([0, 1, 0, 1]), [a[0], np.zeros(4, np.float32)])
+    + fnp.linalg.solve(a[:, :3] + 3 * np.eye(3, dtype=np.float32), np.ones(3, np.float32))[:, None],
 }
 
 

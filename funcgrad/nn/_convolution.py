@@ -50,7 +50,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
 
     padding may be an int, a pair, "valid" or "same" (stride 1)."""
     x, unbatched = _batched_image(x, "conv2d")
-    weight = fnp.asarray(weight)
+    weight = fnp._arrays(x, weight)[1]
     if weight.ndim != 4:
         raise fg_errors.ShapeError(f"conv2d weight must be (out, in/groups, kh, kw), got shape {weight.shape}")
     out_ch, in_per_group, kh, kw = weight.shape
@@ -136,7 +136,7 @@ def _single(v, name: str) -> int:
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """1-D cross-correlation as torch.nn.functional.conv1d: x (N, C, L), weight (O, C/groups, k);
     padding an int, "valid" or "same"."""
-    weight = fnp.asarray(weight)
+    x, weight = fnp._arrays(x, weight)
     if weight.ndim != 3:
         raise fg_errors.ShapeError(f"conv1d weight must be (out, in/groups, k), got shape {weight.shape}")
     padding = _single(padding, "padding")
@@ -167,7 +167,7 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     the transpose of conv2d with that weight read as (out=in, in=out/groups): computed here as that
     conv2d's vector-Jacobian product, so its own gradients come from the same rules."""
     x, unbatched = _batched_image(x, "conv_transpose2d")
-    weight = fnp.asarray(weight)
+    weight = fnp._arrays(x, weight)[1]
     if weight.ndim != 4 or weight.shape[0] != x.shape[1]:
         raise fg_errors.ShapeError(f"conv_transpose2d: weight must be (in={x.shape[1]}, out/groups, kh, kw), got "
                                    f"shape {weight.shape}")
@@ -196,7 +196,7 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
 def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
     """torch.nn.functional.conv_transpose1d: x (N, C, L), weight (in, out/groups, k); conv_transpose2d
     over a height of one."""
-    weight = fnp.asarray(weight)
+    x, weight = fnp._arrays(x, weight)
     if weight.ndim != 3:
         raise fg_errors.ShapeError(f"conv_transpose1d weight must be (in, out/groups, k), got shape {weight.shape}")
     one_d = [(0 if name in ("padding", "output_padding") else 1, _single(v, name)) for v, name in

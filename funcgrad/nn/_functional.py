@@ -154,7 +154,7 @@ def normalize(x, p: float = 2.0, axis: int = 1, eps: float = 1e-12, *, dim: int 
 def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8, *, dim: int | None = None):
     """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along axis (or dim), as PyTorch's (each
     norm clamped alone: clamping their product turned small vectors' cosines toward 0)."""
-    x1, x2 = fnp._common((fnp._float_arg(x1), fnp._float_arg(x2)))
+    x1, x2 = fnp._common([fnp._float_arg(v) for v in fnp._arrays(x1, x2)])
     axis = _axis(axis, dim)
     unit1, unit2 = (x / fnp.maximum(fnp.sqrt(fnp.sum(x * x, axis=axis, keepdims=True)), eps) for x in (x1, x2))
     return fnp.sum(unit1 * unit2, axis=axis)
@@ -173,13 +173,15 @@ def log_softmax(x, axis=-1, *, dim=None):
 
 
 def _bias_like(bias, out):
-    """Under autocast the bias joins the product's low dtype, so activations stay small."""
-    bias = fnp.asarray(bias)
+    """Under autocast the bias joins the product's low dtype, so activations stay small (and a host
+    bias goes to out's device)."""
+    bias = fnp._arrays(out, bias)[1]
     return fnp.astype(bias, out.dtype) if out.dtype in fg_dtypes.low_precision else bias
 
 
 def linear(x, weight, bias=None):
     """x @ weight.T + bias, with PyTorch's (out_features, in_features) weight layout."""
+    x, weight = fnp._arrays(x, weight)
     out = fnp.matmul(x, fnp.swapaxes(weight, -1, -2))
     return out if bias is None else out + _bias_like(bias, out)
 
@@ -231,8 +233,8 @@ def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     out = fnp.reshape(centered * (1.0 / fnp.sqrt(var + eps)), x.shape)
     channel = (1, c) + (1,) * (x.ndim - 2)
     if weight is not None:
-        out = out * fnp.reshape(weight, channel)
-    return out if bias is None else out + fnp.reshape(bias, channel)
+        out = out * fnp.reshape(fnp._arrays(x, weight)[1], channel)
+    return out if bias is None else out + fnp.reshape(fnp._arrays(x, bias)[1], channel)
 
 
 def dropout(x, rate: float, key=None):
@@ -263,7 +265,7 @@ def embedding(indices, weight, padding_idx: int | None = None):
     if weight.ndim != 2:
         raise fg_errors.ShapeError(f"embedding: weight must be a (num_embeddings, embedding_dim) table, got shape "
                                    f"{weight.shape}")
-    idx = fnp._index_array(indices)
+    idx = fnp._index_array(indices, weight.device)
     known = fnp.concrete_or_none(idx)
     if known is not None and known.size and (known.min() < 0 or known.max() >= weight.shape[0]):
         raise IndexError(f"embedding index out of range: indices span [{known.min()}, {known.max()}] "
@@ -302,7 +304,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
                         f"fifth argument is dropout_p, which funcgrad does not take: pass is_causal by name)")
     q, k, v = fnp._common((q, k, v))
     q, k, v = (fnp._float_arg(x) for x in (q, k, v))
-    mask = None if mask is None else fnp.asarray(mask)
+    mask = None if mask is None else fnp._arrays(q, mask)[1]
     if mask is not None and mask.dtype != fg_dtypes.bool_ and mask.dtype not in fg_dtypes.float_dtypes:
         raise TypeError(f"scaled_dot_product_attention: a mask is boolean (True = attend) or a float to add to the "
                         f"scores, not {mask.dtype} (as PyTorch: an integer 0/1 mask would be added, not applied)")

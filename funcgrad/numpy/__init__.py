@@ -15,8 +15,9 @@ from . import (_array_api, _contractions, _creation, _editing, _elementwise, _in
 from . import fft, linalg
 from ._base import *  # noqa: F401,F403
 from ._util import _beside  # noqa: F401  (a constant placed beside an array: on its device)
-from ._base import (_axes, _common, _float_arg, _float_pair, _index_array, _normalize_axis, _pair, _placed,  # noqa: F401
-                    _precision, _weak, autocast_to_float32, concrete_or_none, follow)  # for funcgrad's own layers (nn, lax)
+# for funcgrad's own layers (nn, lax):
+from ._base import (_arrays, _axes, _common, _float_arg, _float_pair, _index_array, _normalize_axis, _pair,  # noqa: F401
+                    _placed, _precision, _weak, autocast_to_float32, concrete_or_none, follow)
 from ._math import *  # noqa: F401,F403
 from ._shapes import *  # noqa: F401,F403
 from ._signal import *  # noqa: F401,F403

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ops import linalg as L
 from ..trace import bind
-from ._creation import _common, _normalize_axis, _precision, asarray
+from ._creation import _arrays, _common, _normalize_axis, _precision, asarray
 from ._elementwise import conj, multiply
 from ._layout import ravel, reshape, squeeze
 from ._reductions import sum
@@ -104,7 +104,7 @@ def _explicit_einsum(subscripts: str, shapes) -> str:
 
 
 def tensordot(a, b, axes=2):
-    a, b = asarray(a), asarray(b)
+    a, b = _arrays(a, b)
     if isinstance(axes, int):
         axes_a, axes_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
     else:
@@ -121,7 +121,7 @@ def tensordot(a, b, axes=2):
 
 
 def dot(a, b):
-    a, b = asarray(a), asarray(b)
+    a, b = _arrays(a, b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     if a.ndim <= 2 and b.ndim <= 2:
@@ -130,12 +130,13 @@ def dot(a, b):
 
 
 def outer(a, b):
+    a, b = _arrays(a, b)
     return multiply(reshape(ravel(a), (-1, 1)), reshape(ravel(b), (1, -1)))
 
 
 def inner(a, b):
     """Sum over the last axes; with a 0-d operand, the product (NumPy's)."""
-    a, b = asarray(a), asarray(b)
+    a, b = _arrays(a, b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     return tensordot(a, b, ((-1,), (-1,)))
@@ -143,6 +144,7 @@ def inner(a, b):
 
 def vdot(a, b):
     """The dot product of the flattened arrays, the first conjugated (NumPy's)."""
+    a, b = _arrays(a, b)
     return sum(multiply(conj(ravel(a)), ravel(b)))
 
 

@@ -226,8 +226,17 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
 
 
 
+def _arrays(*xs) -> list:
+    """xs as Arrays, the host values among them (NumPy arrays, lists, numbers) on the device of the
+    first Array: constants follow the data (Arrays on two devices still meet in bind, which names them)."""
+    anchor = next((x for x in xs if isinstance(x, ArrayBase)), None)
+    if anchor is None or anchor.device.platform == "cpu":
+        return [asarray(x) for x in xs]
+    return [x if isinstance(x, ArrayBase) else device_put(asarray(x), anchor.device) for x in xs]
+
+
 def _common(xs: Sequence) -> list:
-    xs = [asarray(x) for x in xs]
+    xs = _arrays(*xs)
     dtype = xs[0].dtype
     for x in xs[1:]:
         dtype = dtypes.promote(dtype, x.dtype)

@@ -98,7 +98,7 @@ def signbit(x):
 
 def copysign(x1, x2):
     x1 = fnp._float_arg(x1)
-    return fnp.where(signbit(fnp.asarray(x2)), -fnp.abs(x1), fnp.abs(x1))
+    return fnp.where(signbit(fnp._arrays(x1, x2)[1]), -fnp.abs(x1), fnp.abs(x1))
 
 
 def deg2rad(x):
@@ -162,7 +162,7 @@ def float_power(x1, x2):
 
 def ldexp(x1, x2):
     x1 = fnp._float_arg(x1)
-    return x1 * exp2(fnp.astype(x2, x1.dtype))
+    return x1 * exp2(fnp.astype(fnp._arrays(x1, x2)[1], x1.dtype))
 
 
 def rint(x):

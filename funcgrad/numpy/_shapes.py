@@ -90,6 +90,7 @@ def concat(arrays: Sequence, /, *, axis: int | None = 0):
 
 
 def append(arr, values, axis: int | None = None):
+    arr, values = fnp._arrays(arr, values)
     if axis is None:
         return fnp.concatenate([fnp.ravel(arr), fnp.ravel(values)])
     return fnp.concatenate([arr, values], axis=axis)
@@ -174,7 +175,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     axis = fnp._normalize_axis(axis, a.ndim)
 
     def edge(values):
-        e = fnp.asarray(values)
+        e = fnp._arrays(a, values)[1]
         return fnp.broadcast_to(e, a.shape[:axis] + (1,) + a.shape[axis + 1:]) if e.ndim == 0 else e
     parts = ([edge(prepend)] if prepend is not None else []) + [a] + ([edge(append)] if append is not None else [])
     a = fnp.concatenate(parts, axis=axis) if len(parts) > 1 else a
@@ -185,6 +186,8 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
+    ary = fnp.asarray(ary)
+    to_end, to_begin = (None if e is None else fnp._arrays(ary, e)[1] for e in (to_end, to_begin))
     out = diff(fnp.ravel(ary))
     pieces = ([fnp.ravel(to_begin)] if to_begin is not None else []) + [out] + \
         ([fnp.ravel(to_end)] if to_end is not None else [])
@@ -467,7 +470,7 @@ def select(condlist: Sequence, choicelist: Sequence, default=0):
 
 
 def choose(a, choices: Sequence, mode: str = "raise"):
-    a = fnp.asarray(a)
+    a, *choices = fnp._arrays(a, *choices)
     n = len(choices)
     if mode == "raise":
         concrete = fnp.concrete_or_none(a)
@@ -489,7 +492,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     x = fnp.asarray(x)
     if isinstance(condlist, ArrayBase) and condlist.ndim == x.ndim or not isinstance(condlist, (list, tuple)):
         condlist = [condlist]
-    conds = [fnp.astype(c, dtypes.bool_) for c in condlist]
+    conds = [fnp.astype(fnp._arrays(x, c)[1], dtypes.bool_) for c in condlist]
     if len(funclist) == len(conds) + 1:
         otherwise = fnp.all(fnp.stack([~c for c in conds]), axis=0) if conds else fnp.ones(x.shape, dtypes.bool_)
         conds.append(otherwise)
@@ -498,7 +501,9 @@ def piecewise(x, condlist, funclist, *args, **kw):
                          f"(give one per condition, plus one optional default)")
 
     def value(f):
-        return fnp.astype(f(x, *args, **kw), x.dtype) if callable(f) else fnp.full(x.shape, f, x.dtype)
+        if callable(f):
+            return fnp.astype(f(x, *args, **kw), x.dtype)
+        return fnp.full(x.shape, f, x.dtype, device=x.device)
     out = fnp.zeros(x.shape, x.dtype, device=x.device)
     for cond, f in zip(conds, funclist):
         out = fnp.where(cond, value(f), out)

@@ -56,8 +56,7 @@ def kron(a, b):
 
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation (differentiable in x and fp)."""
-    x = fnp._float_arg(x)
-    xp, fp = fnp._float_arg(xp), fnp._float_arg(fp)
+    x, xp, fp = (fnp._float_arg(v) for v in fnp._arrays(x, xp, fp))
     if xp.ndim != 1 or fp.ndim != 1 or xp.shape != fp.shape:
         raise ShapeError(f"interp needs 1-D xp and fp of one length, got {xp.shape} and {fp.shape}")
     if period is not None:
@@ -90,7 +89,7 @@ def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1):
     if x is None:
         d = dx
     else:
-        x = fnp._float_arg(x)
+        x = fnp._float_arg(fnp._arrays(y, x)[1])
         d = diff(x) if x.ndim == 1 else diff(x, axis=axis)
         if x.ndim == 1:
             d = fnp.reshape(d, (1,) * axis + (-1,) + (1,) * (y.ndim - axis - 1))
@@ -131,10 +130,9 @@ def correlate(a, v, mode: str = "valid"):
 
 
 def convolve(a, v, mode: str = "full"):
-    v = fnp.asarray(v)
+    a, v = fnp._arrays(a, v)
     if v.ndim != 1:
         raise ShapeError(f"convolve needs 1-D arrays, got shape {v.shape}")
-    a = fnp.asarray(a)
     if a.ndim == 1 and v.shape[0] > a.shape[0]:
         a, v = v, a  # NumPy swaps, so 'valid' and 'same' follow the longer input
     return correlate(a, fnp.flip(v), mode)

@@ -190,7 +190,7 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
         avg = fnp.mean(a, axis, keepdims=keepdims)
         count = fnp.full(avg.shape, fnp.size(a) / builtins.max(fnp.size(avg), 1), avg.dtype, device=avg.device)
         return (avg, count) if returned else avg
-    w = fnp.asarray(weights)
+    w = fnp._arrays(a, weights)[1]
     if w.shape != a.shape:
         if axis is None or w.ndim != 1 or not isinstance(axis, (int, np.integer)):
             raise ShapeError(f"average: weights of shape {w.shape} differ from a's {a.shape}; 1-D weights need "
@@ -230,7 +230,7 @@ def searchsorted(a, v, side: str = "left", sorter=None):
     """Insertion points of v in the sorted 1-D a; traceable (it counts comparisons)."""
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    a = fnp.asarray(a)
+    a, v = fnp._arrays(a, v)
     if a.ndim != 1:
         raise ShapeError(f"searchsorted needs a 1-D sorted array, got shape {a.shape}")
     if sorter is not None:
@@ -471,10 +471,12 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: int | None = N
     for name, given in (("fweights", fweights), ("aweights", aweights)):
         if given is not None and tuple(np.shape(given)) != (n,):
             raise ShapeError(f"cov: {name} of shape {tuple(np.shape(given))} for {n} observations (one weight each)")
+    fweights, aweights = (None if v is None else fnp.astype(fnp._arrays(x, v)[1], x.dtype)
+                          for v in (fweights, aweights))
     if fweights is not None:
-        w = fnp.astype(fweights, x.dtype)
+        w = fweights
     if aweights is not None:
-        w = fnp.astype(aweights, x.dtype) if w is None else w * fnp.astype(aweights, x.dtype)
+        w = aweights if w is None else w * aweights
     if w is None:
         avg = fnp.mean(x, axis=1, keepdims=True)
         fact = float(n - ddof)
@@ -484,7 +486,7 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: int | None = N
         if aweights is None:
             fact = w_sum - ddof
         else:
-            fact = w_sum - ddof * fnp.sum(w * fnp.astype(aweights, x.dtype)) / w_sum
+            fact = w_sum - ddof * fnp.sum(w * aweights) / w_sum
     centered = x - avg
     weighted = centered if w is None else centered * w
     c = fnp.matmul(weighted, fnp.transpose(centered)) / fact

@@ -59,7 +59,7 @@ def _square(a, name: str):
 
 def _with_rhs(a, dtype, b):
     """(a, dtype, b) with b in a's dtype; a complex right-hand side makes a real system complex."""
-    b = fnp.asarray(b)
+    b = fnp._arrays(a, b)[1]
     if dtypes.is_complex(b.dtype) and not dtypes.is_complex(a.dtype):
         a, dtype = fnp.astype(a, dtypes.complex_dtype(a.dtype)), dtypes.complex_dtype(dtype)
     return a, dtype, fnp.astype(b, a.dtype)
