@@ -12,6 +12,7 @@ from .. import dtypes as fg_dtypes
 from .. import errors as fg_errors
 from .. import numpy as fnp
 from .. import random
+from ..array import ArrayBase
 from ..ops import attention as A
 from ..ops import elementwise as E
 from ..ops import normalization as N
@@ -175,13 +176,14 @@ def log_softmax(x, axis=-1, *, dim=None):
 def _bias_like(bias, out):
     """Under autocast the bias joins the product's low dtype, so activations stay small (and a host
     bias goes to out's device)."""
-    bias = fnp._arrays(out, bias)[1]
+    bias = bias if isinstance(bias, ArrayBase) else fnp._arrays(out, bias)[1]
     return fnp.astype(bias, out.dtype) if out.dtype in fg_dtypes.low_precision else bias
 
 
 def linear(x, weight, bias=None):
     """x @ weight.T + bias, with PyTorch's (out_features, in_features) weight layout."""
-    x, weight = fnp._arrays(x, weight)
+    if not isinstance(weight, ArrayBase):  # a host weight goes to x's device (the common case skips this)
+        x, weight = fnp._arrays(x, weight)
     out = fnp.matmul(x, fnp.swapaxes(weight, -1, -2))
     return out if bias is None else out + _bias_like(bias, out)
 

@@ -236,7 +236,10 @@ def _arrays(*xs) -> list:
 
 
 def _common(xs: Sequence) -> list:
-    xs = _arrays(*xs)
+    for x in xs:
+        if not isinstance(x, ArrayBase):  # host values among them: placed beside the first Array
+            xs = _arrays(*xs)
+            break
     dtype = xs[0].dtype
     for x in xs[1:]:
         dtype = dtypes.promote(dtype, x.dtype)
