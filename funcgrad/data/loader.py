@@ -276,10 +276,10 @@ class DataLoader:
         stop = len(order) - len(order) % self.batch_size if self.drop_last else len(order)
         return [order[i:i + self.batch_size] for i in range(0, stop, self.batch_size)]
 
-    def _streamed_batches(self) -> Iterator:
-        """Batches of the iterable-only dataset, in its order (consumed batches of a resumed epoch
-        are read and skipped)."""
-        examples, skip = iter(self.dataset), self._skip
+    def _streamed_batches(self, skip: int) -> Iterator:
+        """Batches of the iterable-only dataset, in its order (the first `skip`, consumed before a
+        resume, are read and dropped)."""
+        examples = iter(self.dataset)
         while True:
             chunk = [example for _, example in zip(range(self.batch_size), examples)]
             if not chunk or (self.drop_last and len(chunk) < self.batch_size):
@@ -317,11 +317,12 @@ class DataLoader:
 
     def __iter__(self) -> Iterator:
         if self.streamed:
-            self._consumed = self._skip
-            for batch in self._streamed_batches():
+            skip, self._skip = self._skip, 0
+            self._consumed = skip
+            for batch in self._streamed_batches(skip):
                 self._consumed += 1
                 yield batch
-            self._skip, self._consumed = 0, 0
+            self._consumed = 0
             self.epoch += 1
             return
         plan = self._batches_of_indices()
