@@ -13,7 +13,7 @@ from .check_grads import check_grads
 from .config import config
 from .devices import device_put, devices
 from .dtypes import (bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,
-                     uint8, uint32)
+                     uint8, uint16, uint32, uint64)
 from . import errors  # noqa: F401
 from .errors import (ConcretizationError, DeviceMismatchError, GradientCutWarning, NonFiniteError, ShapeError,
                      TracerLeakError)
@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "Device", "config", "check_grads",
     "bfloat16", "bool_", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32",
-    "int64", "uint8", "uint32",
+    "int64", "uint8", "uint16", "uint32", "uint64",
     "ConcretizationError", "DeviceMismatchError", "GradientCutWarning", "NonFiniteError", "ShapeError",
     "TracerLeakError",
     "arange", "array", "asarray", "eye", "full", "full_like", "linspace", "ones", "ones_like",

@@ -34,9 +34,9 @@ from .tree import tree_flatten, tree_flatten_with_path
 from .custom import checkpoint as remat
 from .process import alive
 
-_TAGS = {dtypes.bool_: "BOOL", dtypes.uint8: "U8", dtypes.int8: "I8", dtypes.int16: "I16",
+_TAGS = {dtypes.bool_: "BOOL", dtypes.uint8: "U8", dtypes.int8: "I8", dtypes.int16: "I16", dtypes.uint16: "U16",
          dtypes.float16: "F16", dtypes.bfloat16: "BF16", dtypes.int32: "I32", dtypes.uint32: "U32",
-         dtypes.float32: "F32", dtypes.float64: "F64", dtypes.int64: "I64",
+         dtypes.float32: "F32", dtypes.float64: "F64", dtypes.int64: "I64", dtypes.uint64: "U64",
          dtypes.complex64: "C64"}  # safetensors 0.7 added C64; the format has no complex128
 _DTYPES = {tag: dt for dt, tag in _TAGS.items()}
 _MAX_HEADER = 100 * 2 ** 20

@@ -13,6 +13,7 @@ float64 = np.dtype(np.float64)
 int8 = np.dtype(np.int8)
 uint8 = np.dtype(np.uint8)
 int16 = np.dtype(np.int16)
+uint16 = np.dtype(np.uint16)
 int32 = np.dtype(np.int32)
 uint32 = np.dtype(np.uint32)
 uint64 = np.dtype(np.uint64)
@@ -28,8 +29,8 @@ low_precision = frozenset({float16, bfloat16})
 float_dtypes = frozenset({float16, bfloat16, float32, float64})
 complex_dtypes = frozenset({complex64, complex128})
 inexact_dtypes = float_dtypes | complex_dtypes  # what derivatives flow through
-_supported = frozenset({float16, bfloat16, float32, float64, complex64, complex128, int8, uint8, int16, int32,
-                        uint32, int64, uint64, bool_})
+_supported = frozenset({float16, bfloat16, float32, float64, complex64, complex128, int8, uint8, int16, uint16,
+                        int32, uint32, int64, uint64, bool_})
 
 
 def canonicalize(dtype) -> np.dtype:

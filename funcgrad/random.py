@@ -76,18 +76,19 @@ def _shape(shape) -> tuple[int, ...]:
 
 
 def random_bits(key, shape=(), dtype=None) -> Array:
-    """Uniform random unsigned integers (uint32 by default; uint8 and uint64 too): uint32 words are
-    both words of counters 0..ceil(n/2)-1 of the sampling domain."""
+    """Uniform random unsigned integers (uint32 by default; uint8, uint16 and uint64 too): uint32
+    words are both words of counters 0..ceil(n/2)-1 of the sampling domain; narrower ones their top
+    bits."""
     shape = _shape(shape)
     dtype = dtypes.uint32 if dtype is None else dtypes.canonicalize(dtype)
     if dtype == dtypes.uint64:
         return _bits64(key, shape)
-    if dtype not in (dtypes.uint32, dtypes.uint8):
-        raise TypeError(f"random bits come as uint8, uint32 or uint64, not {dtype}")
+    if dtype not in (dtypes.uint32, dtypes.uint16, dtypes.uint8):
+        raise TypeError(f"random bits come as uint8, uint16, uint32 or uint64, not {dtype}")
     n = math.prod(shape)
     blocks = _blocks(key, _SAMPLE, (n + 1) // 2)
     words = fnp.reshape(fnp.reshape(fnp.transpose(blocks), (-1,))[:n], shape)
-    return words if dtype == dtypes.uint32 else fnp.astype(words >> 24, dtype)  # the top byte of each word
+    return words if dtype == dtypes.uint32 else fnp.astype(words >> (32 - 8 * dtype.itemsize), dtype)
 
 
 def _bits64(key, shape) -> Array:

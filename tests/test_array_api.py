@@ -23,7 +23,7 @@ def test_the_namespace_announces_itself():
     assert info.default_device() == "cpu" and "cpu" in info.devices()
     assert info.default_dtypes() == {"real floating": np.float32, "complex floating": np.complex64,
                                      "integral": np.int64, "indexing": np.int64}
-    assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint32", "uint64"}
+    assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
     assert set(info.dtypes(kind="complex floating")) == {"complex64", "complex128"}
     assert info.dtypes()["bool"] == np.bool_ and info.capabilities()["boolean indexing"]
     assert fnp.bool == np.bool_ and "bool" not in fnp.__all__  # a star import keeps Python's bool
@@ -194,3 +194,18 @@ def test_astype_of_a_python_float_is_exact_in_a_wider_dtype():
     assert complex(fnp.astype(1j / 3, fnp.complex128)) == 1j / 3
     assert float(fnp.astype(third, fnp.float32)) == float(np.float32(third))
     assert int(fnp.astype(2.5, fnp.int32)) == 2 and fnp.astype(3, fnp.float64).dtype == np.float64
+
+
+def test_uint16_is_a_dtype_as_in_numpy():
+    """The standard's uint16 (16-bit images): arithmetic wraps, promotion and reductions as NumPy's."""
+    a = np.array([65535, 40000, 7, 0], np.uint16)
+    b = np.array([2, 30000, 9, 1], np.uint16)
+    x, y = fnp.asarray(a), fnp.asarray(b)
+    for op in (np.add, np.subtract, np.multiply, np.floor_divide, np.remainder, np.maximum, np.bitwise_xor):
+        out = getattr(fnp, op.__name__)(x, y)
+        assert out.dtype == np.uint16 and np.array_equal(np.asarray(out), op(a, b)), op.__name__
+    for other in (np.int8, np.int16, np.uint8, np.uint32, np.int64):
+        assert (x + fnp.ones(4, other)).dtype == np.promote_types(np.uint16, other)
+    assert fnp.sum(x).dtype == np.uint64 and int(fnp.sum(x)) == int(a.astype(np.uint64).sum())
+    assert np.array_equal(np.asarray(fnp.sort(x)), np.sort(a)) and fnp.uint16(fnp.asarray([70000])).dtype == np.uint16
+    assert np.array_equal(np.asarray(fg.jit(lambda v: v * 3 + 1)(x)), a * np.uint16(3) + np.uint16(1))

@@ -32,6 +32,15 @@ def test_round_trip_with_metadata(tmp_path):
     assert "model.linears.0.weight" in flat and "opt.0.mu.linears.1.bias" in flat
 
 
+def test_every_integer_dtype_round_trips(tmp_path):
+    tree = {name: fg.asarray(np.array([0, 1, np.iinfo(name).max], name))
+            for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")}
+    fg.checkpoint.save(tmp_path / "ints.safetensors", tree)
+    loaded, _ = fg.checkpoint.load(tmp_path / "ints.safetensors", like=tree)
+    for name, value in tree.items():
+        assert loaded[name].dtype == np.dtype(name) and np.array_equal(np.asarray(loaded[name]), np.asarray(value))
+
+
 def test_file_is_plain_safetensors(tmp_path):
     path = tmp_path / "c.safetensors"
     fg.checkpoint.save(path, {"w": fg.array([[1.0, 2.0]]), "h": fg.array([1.5], dtype=fg.bfloat16)})

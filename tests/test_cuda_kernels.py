@@ -311,7 +311,7 @@ def test_gather_and_scatter_match_numpy(index):
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the simulator wraps as the GPU does
-@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "bool", "int32", "uint64", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "bool", "int32", "uint64", "float16", "bfloat16"])
 def test_index_add_on_every_dtype_is_numpys_add_at(dtype):
     """Scatter-add on dtypes without CUDA atomics accumulates wider and converts back: repeated
     indices wrap as NumPy's add.at does (true where any was, for bool)."""

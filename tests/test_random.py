@@ -109,7 +109,9 @@ def test_jax_signatures_split_shapes_bits_dtypes_and_truncated_normal_broadcasti
     assert random.split(k, (2, 3)).shape == (2, 3, 2) and random.split(k, 4).shape == (4, 2)
     assert np.array_equal(random.split(k, (2, 2)).reshape(4, 2), random.split(k, 4))
     assert random.bits(k, (5,), dtype=np.uint8).dtype == np.uint8 and random.bits(k, (2,), np.uint64).dtype == np.uint64
-    with pytest.raises(TypeError, match="uint8, uint32 or uint64"):
+    words = np.asarray(random.bits(k, (6,)))
+    assert np.array_equal(np.asarray(random.bits(k, (6,), np.uint16)), (words >> 16).astype(np.uint16))
+    with pytest.raises(TypeError, match="uint8, uint16, uint32 or uint64"):
         random.bits(k, (2,), dtype=np.int32)
     lower, upper = np.array([-1.0, 0.5]), np.array([[1.0], [2.0]])
     t = np.asarray(random.truncated_normal(k, lower, upper, (4000, 2, 2)))

@@ -14,7 +14,7 @@ from ..array import Array, ArrayBase, parse_device, to_numpy
 from ..config import autocast_state
 from ..devices import device_put
 from ..dtypes import (bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,  # noqa: F401
-                      int32, int64, uint8, uint32, uint64)
+                      int32, int64, uint8, uint16, uint32, uint64)
 from ..errors import ConcretizationError, ShapeError
 from ..ops import elementwise as E
 from ..ops import layout as Ly
@@ -27,7 +27,7 @@ __all__ = [
     "allclose", "arange", "array", "asarray", "astype", "bfloat16", "bool_", "complex64", "complex128",
     "e", "eye", "float16", "float32", "float64", "full", "full_like", "inf", "int16",
     "int32", "int64", "int8", "linspace", "nan", "ndim", "newaxis", "ones", "ones_like", "pi", "shape", "size",
-    "uint32", "uint64", "uint8", "zeros", "zeros_like",
+    "uint16", "uint32", "uint64", "uint8", "zeros", "zeros_like",
 ]
 
 

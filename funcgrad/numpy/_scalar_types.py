@@ -9,7 +9,7 @@ from ..array import ArrayBase
 from ._creation import asarray, astype
 
 __all__ = ["bfloat16", "bool_", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32",
-           "int64", "uint8", "uint32", "uint64"]
+           "int64", "uint8", "uint16", "uint32", "uint64"]
 
 
 class ScalarType:
@@ -48,5 +48,5 @@ class ScalarType:
 bfloat16, bool_, float16, float32, float64 = (ScalarType(d) for d in (
     dtypes.bfloat16, dtypes.bool_, dtypes.float16, dtypes.float32, dtypes.float64))
 int8, int16, int32, int64 = (ScalarType(d) for d in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64))
-uint8, uint32, uint64 = (ScalarType(d) for d in (dtypes.uint8, dtypes.uint32, dtypes.uint64))
+uint8, uint16, uint32, uint64 = (ScalarType(d) for d in (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64))
 complex64, complex128 = ScalarType(dtypes.complex64), ScalarType(dtypes.complex128)

@@ -54,7 +54,7 @@ class ShapedArray:
 
 
 _SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32",
-          "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32", "uint64": "u64", "bool": "bool"}
+          "int16": "i16", "int8": "i8", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "bool"}
 
 
 def short_dtype(dtype: np.dtype) -> str:
