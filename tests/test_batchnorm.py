@@ -92,3 +92,29 @@ def test_fit_carries_running_statistics_jitted_or_not_and_checkpoints_them(tmp_p
                                                                               "opt_state": results[1].opt_state,
                                                                               "scaler": fg.amp.DynamicLossScale.create()})
     assert_close(tree["model"].layers[1].running_var, jitted.running_var)
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 2, 4)])
+def test_functional_batch_norm_is_pytorchs(shape):
+    """F.batch_norm: batch statistics when training (biased variance), the given running ones in
+    evaluation; gradients of both modes by finite differences; PyTorch's refusals, and a refusal
+    where PyTorch would update running statistics in place."""
+    F = nn.functional
+    x = RNG.standard_normal(shape) * 2 + 1
+    axes, channel = (0,) + tuple(range(2, len(shape))), (1, 3) + (1,) * (len(shape) - 2)
+    w, b = np.array([1.0, 2.0, 0.5]), np.array([0.0, -1.0, 3.0])
+    mean, var = x.mean(axes).reshape(channel), x.var(axes).reshape(channel)
+    assert_close(F.batch_norm(x, None, None, w, b, training=True, eps=1e-3),
+                 (x - mean) / np.sqrt(var + 1e-3) * w.reshape(channel) + b.reshape(channel), atol=1e-12)
+    rm, rv = np.array([0.5, -1.0, 2.0]), np.array([1.0, 4.0, 0.25])
+    assert_close(F.batch_norm(x, rm, rv), (x - rm.reshape(channel)) / np.sqrt(rv.reshape(channel) + 1e-5), atol=1e-12)
+    fg.check_grads(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), (x, w, b), order=1)
+    fg.check_grads(lambda x, w: F.batch_norm(x, rm, rv, w), (x, w), order=1)
+    with pytest.raises(ValueError, match="must be given in evaluation mode"):
+        F.batch_norm(x, None, None)
+    with pytest.raises(ValueError, match="cannot be updated in place"):
+        F.batch_norm(x, rm, rv, training=True)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(x[(slice(1), slice(None)) + (slice(1),) * (len(shape) - 2)], None, None, training=True)
+    with pytest.raises(fg.ShapeError, match=r"running_mean should have shape \(3,\)"):
+        F.batch_norm(x, np.zeros(4), rv)

@@ -27,13 +27,13 @@ from ._pixels import (AdaptiveAvgPool1d, AdaptiveMaxPool2d, CircularPad1d, Circu
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 from . import _activations, _convolution, _functional, _pixels, losses
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, batch_norm
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .state import apply_state, collect_state
 
 __all__ = [
-    "Module", "functional", "init", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "collect_state", "apply_state",
+    "Module", "functional", "init", "batch_norm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "collect_state", "apply_state",
     "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
     "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential", "ModuleList", "ModuleDict", "Flatten", "Conv2d",
     "MaxPool2d", "AvgPool2d", "MultiHeadAttention", "TransformerBlock", "MLP", "Lambda", "ReLU", "GELU", "Tanh",

@@ -1,4 +1,5 @@
-"""Batch normalisation with running statistics (torch.nn.BatchNorm1d/2d/3d).
+"""Batch normalisation with running statistics (torch.nn.BatchNorm1d/2d/3d) and its functional
+form (torch.nn.functional.batch_norm).
 
 Training mode (a key given, as dropout's, or training=True) normalises with the batch's mean and
 biased variance and records new running statistics through nn.state; evaluation mode (no key, or
@@ -37,25 +38,16 @@ class _BatchNorm(Module):
             raise ShapeError(f"{type(self).__name__}({self.num_features}) needs an input of rank "
                              f"{' or '.join(map(str, self.ranks))} with {self.num_features} channels on axis 1, "
                              f"got shape {x.shape}")
-        axes = (0,) + tuple(range(2, x.ndim))
-        shape = (1, self.num_features) + (1,) * (x.ndim - 2)
         training = key is not None if self.training is None else self.training
         if training or self.running_mean is None:
-            mean = fnp.mean(x, axis=axes)
-            var = fnp.mean(fnp.square(x - fnp.reshape(mean, shape)), axis=axes)  # biased, as PyTorch
+            mean, var = _batch_statistics(x, type(self).__name__ if training else None)
             if training and self.running_mean is not None:
                 self._record(mean, var, x.size // self.num_features)
         else:
             mean, var = self.running_mean, self.running_var
-        out = (x - fnp.reshape(mean, shape)) * fnp.reshape(1.0 / fnp.sqrt(var + self.eps), shape)
-        if self.weight is not None:
-            out = out * fnp.reshape(self.weight, shape) + fnp.reshape(self.bias, shape)
-        return out
+        return _normalized(x, mean, var, self.weight, self.bias, self.eps)
 
     def _record(self, mean, var, n: int) -> None:
-        if n < 2:
-            raise ValueError(f"{type(self).__name__}: expected more than 1 value per channel when training, got "
-                             f"{n} (an unbiased running variance needs two)")
         count = self.num_batches_tracked + 1.0
         factor = 1.0 / count if self.momentum is None else self.momentum
         unbiased = var * (n / max(n - 1, 1))
@@ -78,3 +70,53 @@ class BatchNorm2d(_BatchNorm):
 class BatchNorm3d(_BatchNorm):
     """Over (N, C, D, H, W) inputs."""
     ranks = (5,)
+
+
+def _batch_statistics(x, training_caller: str | None):
+    """The mean and biased variance (PyTorch's) of each channel of x (N, C, ...); a caller that
+    trains needs two values per channel (the running variance is unbiased: it divides by n - 1)."""
+    n = x.size // x.shape[1] if x.shape[1] else 0
+    if training_caller is not None and n < 2:
+        raise ValueError(f"{training_caller}: expected more than 1 value per channel when training, got input of "
+                         f"shape {x.shape}")
+    axes = (0,) + tuple(range(2, x.ndim))
+    mean = fnp.mean(x, axis=axes)
+    return mean, fnp.mean(fnp.square(x - _per_channel(mean, x.ndim)), axis=axes)
+
+
+def _per_channel(v, ndim: int):
+    return fnp.reshape(v, (1, -1) + (1,) * (ndim - 2))
+
+
+def _normalized(x, mean, var, weight, bias, eps: float):
+    out = (x - _per_channel(mean, x.ndim)) * _per_channel(1.0 / fnp.sqrt(var + eps), x.ndim)
+    if weight is not None:
+        out = out * _per_channel(weight, x.ndim)
+    return out if bias is None else out + _per_channel(bias, x.ndim)
+
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5):
+    """torch.nn.functional.batch_norm over (N, C, ...) input: training normalises each channel by
+    the batch's mean and biased variance, evaluation by running_mean and running_var. Arrays are
+    immutable, so training cannot update running statistics in place as PyTorch's does: pass None
+    for them then (BatchNorm1d/2d/3d record them through nn.state), rather than lose the update."""
+    x = fnp.autocast_to_float32(fnp._float_arg(x))
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm expects (N, C, ...) input, got shape {x.shape}")
+    x, running_mean, running_var, weight, bias = fnp.follow(x, running_mean, running_var, weight, bias)
+    for name, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if v is not None and tuple(v.shape) != (x.shape[1],):
+            raise ShapeError(f"batch_norm: {name} should have shape ({x.shape[1]},) for the {x.shape[1]} channels "
+                             f"of input {x.shape}, got {tuple(v.shape)}")
+    if training:
+        if running_mean is not None or running_var is not None:
+            raise ValueError("batch_norm: running statistics cannot be updated in place (arrays are immutable); "
+                             "pass None for them when training, or use nn.BatchNorm1d/2d/3d, which records them")
+        mean, var = _batch_statistics(x, "batch_norm")
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var must be given in evaluation mode "
+                             "(training=False)")
+        mean, var = running_mean, running_var
+    return _normalized(x, mean, var, weight, bias, eps)
