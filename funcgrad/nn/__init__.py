@@ -24,9 +24,12 @@ from ._pixels import (AdaptiveAvgPool1d, AdaptiveMaxPool2d, CircularPad1d, Circu
                       ConstantPad2d, CosineSimilarity, Dropout1d, Dropout2d, Fold, InstanceNorm1d, InstanceNorm2d,
                       PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
                       ReplicationPad1d, ReplicationPad2d, Unflatten, Unfold, ZeroPad1d, ZeroPad2d)
+from ._vision import *  # noqa: F401,F403  (affine_grid, grid_sample, local_response_norm, lp_pool, unpooling)
+from ._vision import (AdaptiveMaxPool1d, ChannelShuffle, LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d,
+                      MaxUnpool2d, Softmax2d, UpsamplingBilinear2d, UpsamplingNearest2d)
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
-from . import _activations, _convolution, _functional, _pixels, losses
+from . import _activations, _convolution, _functional, _pixels, _vision, losses
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, batch_norm
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -42,5 +45,5 @@ __all__ = [
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
     "TransformerDecoder", "Transformer",
     *_functional.__all__, *_convolution.__all__, *losses.__all__, *losses.LOSSES, *_activations.__all__,
-    *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS,
+    *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS, *_vision.__all__, *_vision.LAYERS,
 ]
