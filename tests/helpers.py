@@ -1,6 +1,8 @@
 """Strategies and references shared by the tests."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -65,4 +67,27 @@ def complex_numeric_grad(f, z, eps=1e-6):
             e = np.zeros(z.shape, z.dtype)
             e[k] = eps * step
             out[k] += step * (float(f(fnp.asarray(z + e))) - float(f(fnp.asarray(z - e)))) / (2 * eps)
+    return out
+
+
+def direct_conv(x, w, strides, pads, lhs_dilation, rhs_dilation, groups=1):
+    """(N, C, *spatial) by (O, C / groups, *kernel): the input spread lhs_dilation apart, padded
+    (negative pads crop), then every tap's strided slice times its kernel column, summed."""
+    d = x.ndim - 2
+    spread = np.zeros(x.shape[:2] + tuple((n - 1) * r + 1 for n, r in zip(x.shape[2:], lhs_dilation)))
+    spread[(slice(None),) * 2 + tuple(slice(None, None, r) for r in lhs_dilation)] = x
+    padded = np.pad(spread, [(0, 0)] * 2 + [(max(lo, 0), max(hi, 0)) for lo, hi in pads])
+    padded = padded[(slice(None),) * 2 + tuple(slice(-lo if lo < 0 else 0, n + hi if hi < 0 else n)
+                                                for (lo, hi), n in zip(pads, padded.shape[2:]))]
+    reach = [(k - 1) * r + 1 for k, r in zip(w.shape[2:], rhs_dilation)]
+    out_sizes = [(n - e) // s + 1 for n, e, s in zip(padded.shape[2:], reach, strides)]
+    og, cg = w.shape[0] // groups, w.shape[1]
+    out = np.zeros((x.shape[0], w.shape[0]) + tuple(out_sizes))
+    for tap in itertools.product(*(range(k) for k in w.shape[2:])):
+        sl = padded[(slice(None),) * 2 + tuple(slice(t * r, t * r + (m - 1) * s + 1, s)
+                                               for t, r, s, m in zip(tap, rhs_dilation, strides, out_sizes))]
+        for g in range(groups):
+            out[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", sl[:, g * cg:(g + 1) * cg],
+                                                     w[(slice(g * og, (g + 1) * og), slice(None)) + tap])
+    assert d == len(out_sizes)
     return out

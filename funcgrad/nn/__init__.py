@@ -27,9 +27,12 @@ from ._pixels import (AdaptiveAvgPool1d, AdaptiveMaxPool2d, CircularPad1d, Circu
 from ._vision import *  # noqa: F401,F403  (affine_grid, grid_sample, local_response_norm, lp_pool, unpooling)
 from ._vision import (AdaptiveMaxPool1d, ChannelShuffle, LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d,
                       MaxUnpool2d, Softmax2d, UpsamplingBilinear2d, UpsamplingNearest2d)
+from ._volumes import *  # noqa: F401,F403  (conv3d, conv_transpose3d, 3-D pooling, dropout3d)
+from ._volumes import (AdaptiveAvgPool3d, AvgPool3d, Conv3d, ConvTranspose3d, Dropout3d, InstanceNorm3d,
+                       MaxPool3d)
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
-from . import _activations, _convolution, _functional, _pixels, _vision, losses
+from . import _activations, _convolution, _functional, _pixels, _vision, _volumes, losses
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, batch_norm
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -45,5 +48,5 @@ __all__ = [
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
     "TransformerDecoder", "Transformer",
     *_functional.__all__, *_convolution.__all__, *losses.__all__, *losses.LOSSES, *_activations.__all__,
-    *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS, *_vision.__all__, *_vision.LAYERS,
+    *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS, *_vision.__all__, *_vision.LAYERS, *_volumes.__all__, *_volumes.LAYERS,
 ]

@@ -22,11 +22,17 @@ __all__ = [
 ]
 
 
+def _ints(v, count: int, name: str) -> tuple:
+    """An int for every spatial axis, or one per axis (non-negative)."""
+    values = (v,) * count if isinstance(v, int) else tuple(v)
+    if len(values) != count or not all(isinstance(p, int) and p >= 0 for p in values):
+        raise ValueError(f"{name} must be an int or {'a pair' if count == 2 else count} of non-negative ints, "
+                         f"got {v!r}")
+    return values
+
+
 def _pair(v, name: str) -> tuple[int, int]:
-    pair = (v, v) if isinstance(v, int) else tuple(v)
-    if len(pair) != 2 or not all(isinstance(p, int) and p >= 0 for p in pair):
-        raise ValueError(f"{name} must be an int or a pair of non-negative ints, got {v!r}")
-    return pair
+    return _ints(v, 2, name)
 
 
 def _batched_image(x, fname: str):
@@ -70,21 +76,18 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
 
 
 def _conv_sides(padding, kernel, stride, dilation) -> tuple:
-    """((top, bottom), (left, right)) of a conv's padding: an int, a pair, "valid" or "same"
+    """(low, high) per spatial axis of a conv's padding: an int, one per axis, "valid" or "same"
     (stride 1; an odd total pads one more after, as PyTorch)."""
     if padding == "valid":
-        padding = (0, 0)
+        padding = 0
     if padding == "same":
-        if tuple(stride) != (1, 1):
+        if any(s != 1 for s in stride):
             raise ValueError("padding='same' needs stride 1")
         totals = (d * (k - 1) for d, k in zip(dilation, kernel))
         return tuple((t // 2, t - t // 2) for t in totals)
     if isinstance(padding, str):
-        raise ValueError(f"conv padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
-    sides = tuple((p, p) for p in _pair(padding, "padding"))
-    if min(min(side) for side in sides) < 0:
-        raise ValueError(f"conv2d: padding {padding!r} must be non-negative")
-    return sides
+        raise ValueError(f"conv padding must be an int, one per spatial axis, 'valid' or 'same', got {padding!r}")
+    return tuple((p, p) for p in _ints(padding, len(kernel), "padding"))
 
 
 _PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
@@ -163,34 +166,41 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, 
 
 
 def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
-    """torch.nn.functional.conv_transpose2d: weight (in, out/groups, kh, kw). It is, by definition,
-    the transpose of conv2d with that weight read as (out=in, in=out/groups): computed here as that
-    conv2d's vector-Jacobian product, so its own gradients come from the same rules."""
+    """torch.nn.functional.conv_transpose2d: weight (in, out/groups, kh, kw)."""
     x, unbatched = _batched_image(x, "conv_transpose2d")
+    out = transposed_conv(conv2d, x, weight, bias, stride, padding, output_padding, groups, dilation,
+                          "conv_transpose2d")
+    return out[0] if unbatched else out
+
+
+def transposed_conv(conv, x, weight, bias, stride, padding, output_padding, groups: int, dilation, fname: str):
+    """The transposed convolution of x (N, C, *spatial) by weight (in, out/groups, *kernel): by
+    definition the transpose of conv with that weight read as (out=in, in=out/groups), computed as
+    that conv's vector-Jacobian product, so its own gradients come from the same rules."""
+    d = x.ndim - 2
     weight = fnp._arrays(x, weight)[1]
-    if weight.ndim != 4 or weight.shape[0] != x.shape[1]:
-        raise fg_errors.ShapeError(f"conv_transpose2d: weight must be (in={x.shape[1]}, out/groups, kh, kw), got "
+    if weight.ndim != d + 2 or weight.shape[0] != x.shape[1]:
+        raise fg_errors.ShapeError(f"{fname}: weight must be (in={x.shape[1]}, out/groups, {d} kernel sizes), got "
                                    f"shape {weight.shape}")
-    stride, padding, dilation = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
-    extra = _pair(output_padding, "output_padding")
-    if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
+    stride, padding = _ints(stride, d, "stride"), _ints(padding, d, "padding")
+    dilation, extra = _ints(dilation, d, "dilation"), _ints(output_padding, d, "output_padding")
+    if any(e >= max(s, dl) for e, s, dl in zip(extra, stride, dilation)):
         raise ValueError(f"output_padding {extra} must be smaller than stride {stride} or dilation {dilation}")
-    kh, kw = weight.shape[2:]
-    out_hw = tuple((n - 1) * s - 2 * p + d * (k - 1) + e + 1
-                   for n, s, p, d, k, e in zip(x.shape[2:], stride, padding, dilation, (kh, kw), extra))
+    out_spatial = tuple((n - 1) * s - 2 * p + dl * (k - 1) + e + 1
+                        for n, s, p, dl, k, e in zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], extra))
     x, weight = fnp._common((x, weight))
     # an output_padding of a stride or more (PyTorch allows up to the dilation) gives the forward
     # conv e // s more outputs, which take zero cotangents: x padded by them at the end
     grown = tuple(e // s for e, s in zip(extra, stride))
     if any(grown):
-        x = fnp.pad(x, ((0, 0), (0, 0), (0, grown[0]), (0, grown[1])))
-    shape = (x.shape[0], weight.shape[1] * groups) + out_hw
-    _, pullback = vjp(lambda y: conv2d(y, weight, None, stride, padding, dilation, groups),
+        x = fnp.pad(x, ((0, 0), (0, 0)) + tuple((0, g) for g in grown))
+    shape = (x.shape[0], weight.shape[1] * groups) + out_spatial
+    _, pullback = vjp(lambda y: conv(y, weight, None, stride, padding, dilation, groups),
                       fnp.zeros(shape, x.dtype, device=x.device), pytorch_convention=False)  # the plain transpose
     (out,) = pullback(x)
     if bias is not None:
-        out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
-    return out[0] if unbatched else out
+        out = out + fnp.reshape(_bias_like(bias, out), (1, -1) + (1,) * d)
+    return out
 
 
 def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
@@ -271,13 +281,13 @@ def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_co
     return left + (right - left) * fc
 
 
-def _pool_args(kernel_size, stride, padding, dilation):
-    kernel = _pair(kernel_size, "kernel_size")
-    stride = kernel if stride is None else _pair(stride, "stride")
-    padding = _pair(padding, "padding")
-    if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
+def _pool_args(kernel_size, stride, padding, dilation, count: int = 2):
+    kernel = _ints(kernel_size, count, "kernel_size")
+    stride = kernel if stride is None else _ints(stride, count, "stride")
+    padding = _ints(padding, count, "padding")
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
         raise ValueError(f"pool padding {padding} must be at most half the kernel size {kernel}")
-    return kernel, stride, padding, _pair(dilation, "dilation")
+    return kernel, stride, padding, _ints(dilation, count, "dilation")
 
 
 def _pool_sides(image_hw, kernel, stride, padding, dilation, ceil_mode: bool, fname: str) -> tuple:

@@ -107,79 +107,81 @@ def _padding_mode(padding_mode: str) -> str:
 
 
 def _padded_conv(conv, x, weight, bias, stride, padding, dilation, groups, padding_mode: str):
-    """conv (Cv.conv2d or Cv.conv1d) with PyTorch's padding_mode: other than zeros, the input is
+    """conv (Cv.conv1d, conv2d or conv3d) with PyTorch's padding_mode: other than zeros, the input is
     padded by Cv.pad in that mode and convolved without padding, as torch.nn.Conv2d does."""
     if padding_mode == "zeros":
         return conv(x, weight, bias, stride, padding, dilation, groups)
-    one_d = weight.ndim == 3
-    as_pair = (lambda v, name: (1, Cv._single(v, name))) if one_d else Cv._pair
-    kernel = (1, weight.shape[-1]) if one_d else tuple(weight.shape[-2:])
-    if one_d and not isinstance(padding, str):
-        padding = (0, Cv._single(padding, "padding"))
-    sides = Cv._conv_sides(padding, kernel, as_pair(stride, "stride"), as_pair(dilation, "dilation"))
-    widths = [w for side in reversed(sides[1:] if one_d else sides) for w in side]
+    kernel = tuple(weight.shape[2:])
+    d = len(kernel)
+    if not isinstance(padding, str):
+        padding = Cv._ints(padding, d, "padding")
+    sides = Cv._conv_sides(padding, kernel, Cv._ints(stride, d, "stride"), Cv._ints(dilation, d, "dilation"))
+    widths = [w for side in reversed(sides) for w in side]
     return conv(Cv.pad(x, widths, padding_mode), weight, bias, stride, 0, dilation, groups)
 
 
-class Conv2d(Module):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *, key, dtype=dtypes.float32):
-        kh, kw_ = Cv._pair(kernel_size, "kernel_size")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
-        k_w, k_b = random.split(key)
-        shape = (out_channels, in_channels // groups, kh, kw_)
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-        self.padding_mode = _padding_mode(padding_mode)
-        self.weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
-        self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
-
-    def __call__(self, x, *, key=None):
-        return _padded_conv(Cv.conv2d, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                            self.groups, self.padding_mode)
-
-
-class ConvTranspose2d(Module):
-    """torch.nn.ConvTranspose2d: weight (in_channels, out_channels/groups, kh, kw)."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, *, key, dtype=dtypes.float32):
-        kh, kw_ = Cv._pair(kernel_size, "kernel_size")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
-        shape = (in_channels, out_channels // groups, kh, kw_)
-        self.stride, self.padding, self.output_padding = stride, padding, output_padding
-        self.groups, self.dilation = groups, dilation
-        self.weight, self.bias = _transposed_conv_parameters(key, shape, out_channels, bias, dtype)
-
-    def __call__(self, x, *, key=None):
-        return Cv.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
-
-
-class ConvTranspose1d(Module):
-    """torch.nn.ConvTranspose1d: weight (in_channels, out_channels/groups, k)."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, *, key, dtype=dtypes.float32):
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
-        shape = (in_channels, out_channels // groups, Cv._single(kernel_size, "kernel_size"))
-        self.weight, self.bias = _transposed_conv_parameters(key, shape, out_channels, bias, dtype)
-        self.stride, self.padding, self.output_padding = stride, padding, output_padding
-        self.groups, self.dilation = groups, dilation
-
-    def __call__(self, x, *, key=None):
-        return Cv.conv_transpose1d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                   self.groups, self.dilation)
-
-
-def _transposed_conv_parameters(key, shape, out_channels: int, bias: bool, dtype):
-    """PyTorch's initialisation of a transposed conv: from the fan-in of the weight as laid out,
-    out_channels/groups times the kernel."""
+def _conv_parameters(key, shape, out_channels: int, bias: bool, dtype):
+    """PyTorch's initialisation of a conv or transposed conv weight (as laid out: its fan-in is
+    shape[1] times the kernel) and bias."""
     k_w, k_b = random.split(key)
     weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
     return weight, init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
+
+
+def _check_groups(in_channels: int, out_channels: int, groups: int) -> None:
+    if in_channels % groups or out_channels % groups:
+        raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
+
+
+class _Conv(Module):
+    """torch.nn.Conv1d/2d/3d: weight (out_channels, in_channels/groups, *kernel), with PyTorch's
+    default initialisation and padding_mode; `conv` is the functional form, over `dims` axes."""
+    dims, conv = 2, None
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *, key, dtype=dtypes.float32):
+        _check_groups(in_channels, out_channels, groups)
+        shape = (out_channels, in_channels // groups) + Cv._ints(kernel_size, self.dims, "kernel_size")
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.padding_mode = _padding_mode(padding_mode)
+        self.weight, self.bias = _conv_parameters(key, shape, out_channels, bias, dtype)
+
+    def __call__(self, x, *, key=None):
+        return _padded_conv(type(self).conv, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                            self.groups, self.padding_mode)
+
+
+class Conv2d(_Conv):
+    conv = staticmethod(Cv.conv2d)
+
+
+class Conv1d(_Conv):
+    dims, conv = 1, staticmethod(Cv.conv1d)
+
+
+class _ConvTranspose(Module):
+    """torch.nn.ConvTranspose1d/2d/3d: weight (in_channels, out_channels/groups, *kernel)."""
+    dims, conv = 2, None
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, *, key, dtype=dtypes.float32):
+        _check_groups(in_channels, out_channels, groups)
+        shape = (in_channels, out_channels // groups) + Cv._ints(kernel_size, self.dims, "kernel_size")
+        self.stride, self.padding, self.output_padding = stride, padding, output_padding
+        self.groups, self.dilation = groups, dilation
+        self.weight, self.bias = _conv_parameters(key, shape, out_channels, bias, dtype)
+
+    def __call__(self, x, *, key=None):
+        return type(self).conv(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                               self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTranspose):
+    conv = staticmethod(Cv.conv_transpose2d)
+
+
+class ConvTranspose1d(_ConvTranspose):
+    dims, conv = 1, staticmethod(Cv.conv_transpose1d)
 
 
 class AdaptiveAvgPool2d(Module):
@@ -196,23 +198,6 @@ class Upsample(Module):
 
     def __call__(self, x, *, key=None):
         return Cv.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
-
-
-class Conv1d(Module):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *, key, dtype=dtypes.float32):
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"channels ({in_channels}, {out_channels}) must be divisible by groups={groups}")
-        k_w, k_b = random.split(key)
-        shape = (out_channels, in_channels // groups, Cv._single(kernel_size, "kernel_size"))
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-        self.padding_mode = _padding_mode(padding_mode)
-        self.weight = init.kaiming_uniform(k_w, shape, dtype, a=math.sqrt(5))
-        self.bias = init.bias_uniform(k_b, (out_channels,), init.fans(shape)[0], dtype) if bias else None
-
-    def __call__(self, x, *, key=None):
-        return _padded_conv(Cv.conv1d, x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                            self.groups, self.padding_mode)
 
 
 class _MaxPool(Module):

@@ -13,15 +13,20 @@ import operator
 
 import numpy as np
 
-from . import numpy as fnp
-from .control import cond, fori_loop, map, scan, switch, while_loop  # noqa: A004
-from . import dtypes
-from .array import ArrayBase
-from .numpy import stop_gradient
-from .ops import elementwise as E
-from .ops import prng
-from .trace import bind
-from .tree import tree_flatten
+from .. import numpy as fnp
+from ..control import cond, fori_loop, map, scan, switch, while_loop  # noqa: A004
+from .. import dtypes
+from ..array import ArrayBase
+from ..numpy import stop_gradient
+from ..ops import elementwise as E
+from ..ops import prng
+from ..trace import bind
+from ..tree import tree_flatten
+from ._padding import pad
+from ._windows import (ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,  # noqa: F401
+                       conv_general_permutations, conv_transpose, conv_with_general_padding, padtype_to_pads,
+                       reduce, reduce_window)
+from . import _windows
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gradient", "select", "select_n", "rsqrt",
            "square", "integer_pow", "exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "erf", "max", "min",
@@ -35,7 +40,7 @@ __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gra
            "dynamic_slice_in_dim", "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
            "dynamic_update_index_in_dim", "pad", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
            "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort",
-           "sort_key_val", "associative_scan"]
+           "sort_key_val", "associative_scan", *_windows.__all__]
 
 
 def complex(x, y):  # noqa: A001  (lax's name; torch.complex)
@@ -333,41 +338,6 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int):
     if update.ndim == operand.ndim - 1:
         update = fnp.expand_dims(update, axis)
     return dynamic_update_slice_in_dim(operand, update, index, axis)
-
-
-def pad(operand, padding_value, padding_config):
-    """operand padded with padding_value by (low, high, interior) per axis: interior values between
-    neighbours, negative low or high crop (XLA's Pad)."""
-    operand = fnp.asarray(operand)
-    if len(padding_config) != operand.ndim:
-        raise ValueError(f"pad: {operand.ndim} axes need {operand.ndim} (low, high, interior) triples, got "
-                         f"{len(padding_config)}")
-    value = fnp.astype(fnp._beside(padding_value, operand), operand.dtype)
-    for axis, (low, high, interior) in enumerate(padding_config):
-        if interior < 0:
-            raise ValueError(f"pad: interior padding must be non-negative, got {interior} on axis {axis}")
-        n = operand.shape[axis]
-        if interior and n > 1:  # spread the elements interior + 1 apart over a filled axis
-            spread = list(operand.shape)
-            spread[axis] = n + (n - 1) * interior
-            positions = [builtins.slice(None)] * operand.ndim
-            positions[axis] = builtins.slice(None, None, interior + 1)
-            operand = fnp.broadcast_to(value, tuple(spread)).at[tuple(positions)].set(operand)
-        widths = [(0, 0)] * operand.ndim
-        widths[axis] = (builtins.max(low, 0), builtins.max(high, 0))
-        if low > 0 or high > 0:
-            operand = _padded_with(operand, widths, value)
-        if low < 0 or high < 0:
-            length = operand.shape[axis]
-            operand = slice_in_dim(operand, -low if low < 0 else 0, length + high if high < 0 else length, 1, axis)
-    return operand
-
-
-def _padded_with(operand, widths, value):
-    """Constant padding by a value that may be an Array (a traced padding value)."""
-    zeros = fnp.pad(operand, widths)
-    mask = fnp.pad(fnp.zeros(operand.shape, dtypes.bool_, device=operand.device), widths, constant_values=True)
-    return fnp.where(mask, value, zeros)
 
 
 # ---- reductions and scans -----------------------------------------------------------------------------
