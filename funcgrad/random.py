@@ -16,7 +16,7 @@ from . import devices, dtypes
 from . import numpy as fnp
 from .array import Array, ArrayBase
 from .numpy import linalg
-from .ops import elementwise as E
+from .scipy import special
 from .ops import prng
 from .trace import bind
 
@@ -132,21 +132,6 @@ def normal(key, shape=(), dtype=dtypes.float32) -> Array:
     return fnp.astype(fnp.reshape(z, shape), dtype)
 
 
-def _erf(x):
-    return bind(E.erf_p, x)
-
-
-def _erfinv(y):
-    """Inverse error function: Winitzki's closed-form guess refined by Newton steps on erf."""
-    y = fnp.clip(y, -1 + 1e-15, 1 - 1e-15)
-    log_term = fnp.log1p(-y * y)
-    first = 2 / (np.pi * 0.147) + log_term / 2
-    x = fnp.sign(y) * fnp.sqrt(fnp.sqrt(first * first - log_term / 0.147) - first)
-    for _ in range(3):
-        x = x - (_erf(x) - y) / (2 / np.sqrt(np.pi) * fnp.exp(-x * x))
-    return x
-
-
 def truncated_normal(key, lower, upper, shape=None, dtype=dtypes.float32) -> Array:
     """Normal samples conditioned on lower < x < upper (inverse CDF through erf); lower and upper
     broadcast to shape (by default their broadcast shape, as JAX's)."""
@@ -156,9 +141,9 @@ def truncated_normal(key, lower, upper, shape=None, dtype=dtypes.float32) -> Arr
     if not isinstance(lower, ArrayBase) and not isinstance(upper, ArrayBase) and np.any(lower > upper):
         raise ValueError(f"truncated_normal: lower must not exceed upper, got lower={lower}, upper={upper}")
     shape = np.broadcast_shapes(np.shape(lower), np.shape(upper)) if shape is None else _shape(shape)
-    lo, hi = (0.5 * (1 + _erf(fnp.asarray(v) / np.sqrt(2))) for v in (lower, upper))
+    lo, hi = (special.ndtr(fnp.asarray(v)) for v in (lower, upper))
     p = lo + (hi - lo) * _unit_float(key, shape, dtypes.float64)
-    z = np.sqrt(2) * _erfinv(2 * p - 1)
+    z = np.sqrt(2) * special.erfinv(fnp.clip(2 * p - 1, -1 + 1e-15, 1 - 1e-15))  # finite at the ends
     return fnp.astype(fnp.clip(z, lower, upper), dtype)
 
 

@@ -36,7 +36,7 @@ FUSABLE_DTYPES = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes
 class _Numba(scalar.Dialect):
     """Scalar expressions as numba source: NumPy's functions, except vecmath's exp, tanh and erf, which
     compute float32 without a libm call, so the loops vectorise."""
-    VECMATH = {"exp": "vm.exp", "tanh": "vm.tanh", "erf": "vm.erf"}
+    VECMATH = {"exp": "vm.exp", "tanh": "vm.tanh", "erf": "vm.erf", "lgamma": "math.lgamma", "erfc": "math.erfc"}
 
     def literal(self, value, dtype: np.dtype) -> str:
         return literal(value, dtype)
@@ -142,7 +142,7 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     args = [f"in{i}" for i in range(len(kinds))] + [name for name in stores if name.startswith("out")]
     args += [f"sum{k}" for k in range(len(sums))] + (["size"] if sums else [])
     size = "size" if sums else f"{stores[0]}.size"
-    lines = ["import numpy as np", "from numba import njit", "",
+    lines = ["import math", "import numpy as np", "from numba import njit", "",
              f"from funcgrad.cpu import vecmath as vm  # {_VECMATH}", "",
              f"FASTMATH = set({sorted(FASTMATH)!r})", "",
              "@njit(cache=True, nogil=True, fastmath=FASTMATH, error_model=\"numpy\")",

@@ -27,13 +27,13 @@ from .kernels import attention, decompositions, elementwise, indexing, matmul, p
 
 CANDIDATES = [dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
               dtypes.uint32, dtypes.uint8, dtypes.bool_, dtypes.complex64, dtypes.complex128]
-PARAM_VALUES = {"approximate": (False, True), "dtype": tuple(map(np.dtype, CANDIDATES))}  # keyword params' values
+PARAM_VALUES = {"approximate": (False, True), "dtype": tuple(map(np.dtype, CANDIDATES)), "n": (0, 1, 3)}  # keyword params' values
 
 
 def _signature(fn) -> tuple[int, list[str]]:
     """(number of operands, keyword parameter names) of a scalar expression."""
     params = inspect.signature(fn).parameters.values()
-    return (sum(1 for p in params if p.kind is p.POSITIONAL_OR_KEYWORD),
+    return (sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)),
             [p.name for p in params if p.kind is p.KEYWORD_ONLY])
 
 

@@ -30,15 +30,17 @@ def element(i, shape, strides, offset):
 
 _MATH = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "tanh", "sinh",
          "cosh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "erf", "floor", "ceil", "trunc",
-         "atan2", "isnan", "isinf", "isfinite", "fabs")
+         "atan2", "isnan", "isinf", "isfinite", "fabs", "lgamma", "erfc")
 _NUMPY_NAME = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
-               "atanh": "arctanh", "atan2": "arctan2", "erf": None}
+               "atanh": "arctanh", "atan2": "arctan2"}
+_LIBM_ONLY = ("erf", "erfc", "lgamma")  # NumPy has no ufunc for these
 
 if SIMULATOR:
-    def _erf(x):
-        return type(x)(math.erf(x))
+    def _libm(fn):
+        return lambda x: type(x)(fn(x))
 
-    MATH = {name: (_erf if name == "erf" else getattr(np, _NUMPY_NAME.get(name, name))) for name in _MATH}
+    MATH = {name: (_libm(getattr(math, name)) if name in _LIBM_ONLY else getattr(np, _NUMPY_NAME.get(name, name)))
+            for name in _MATH}
 
     rint32 = rint64 = np.rint
 

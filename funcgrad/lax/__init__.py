@@ -21,6 +21,7 @@ from ..numpy import stop_gradient
 from ..ops import elementwise as E
 from ..ops import prng
 from ..trace import bind
+from ..scipy import special as _special
 from ..tree import tree_flatten
 from ._padding import pad
 from ._windows import (ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,  # noqa: F401
@@ -40,7 +41,10 @@ __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gra
            "dynamic_slice_in_dim", "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
            "dynamic_update_index_in_dim", "pad", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
            "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort",
-           "sort_key_val", "associative_scan", *_windows.__all__]
+           "sort_key_val", "associative_scan", "lgamma", "digamma", "polygamma", "erfc", "erf_inv",
+           *_windows.__all__]
+erf, erfc, erf_inv = _special.erf, _special.erfc, _special.erfinv
+lgamma, digamma, polygamma = _special.gammaln, _special.digamma, _special.polygamma
 
 
 def complex(x, y):  # noqa: A001  (lax's name; torch.complex)
@@ -65,11 +69,6 @@ def rsqrt(x):
 
 def integer_pow(x, y: int):
     return fnp.power(x, int(y))
-
-
-def erf(x):
-    """The error function, elementwise (jax.lax.erf, torch.erf)."""
-    return bind(E.erf_p, fnp._float_arg(x))
 
 
 def logistic(x):

@@ -297,7 +297,7 @@ arccosh_p = _unary("arccosh", np.arccosh, X.arccosh,
 arctanh_p = _unary("arctanh", np.arctanh, X.arctanh,
                    lambda x, out: reciprocal_p(sub_p(const(1, x.dtype), mul_p(x, x))))
 erf_p = _unary("erf", _erf_impl, X.erf, lambda x, out: mul_p(const(2 / math.sqrt(math.pi), x.dtype),
-                                                              exp_p(neg_p(mul_p(x, x)))), shape_rule=_same_dtype,
+                                                              exp_p(neg_p(mul_p(x, x)))), shape_rule=_float_only,
                real_numbers=True)
 
 
@@ -429,11 +429,25 @@ defjvp(convert_p, lambda t, out, x, dtype: convert_p(t, dtype=dtype))
 # and a function of z and conj(z) adds conj(g) * conj(df/dconj(z)) (the real-linear transpose). So
 # conj's rule is conj, real's makes g complex, imag's is -i g. vjp.py conjugates complex cotangents
 # at its boundary, so what users receive is PyTorch's gradient, dL/dx + i dL/dy.
+def _numeric(*args) -> None:
+    """The complex-part primitives take numbers, not booleans (funcgrad.numpy's real, imag and conj
+    return a real array itself; the kernels have no parts of a bool)."""
+    if any(isinstance(a, ShapedArray) and a.dtype == np.bool_ or isinstance(a, bool) for a in args):
+        raise TypeError("complex parts of a boolean array: convert it to a number type first")
+
+
 def _part_shape(x):
+    _numeric(x)
     return ShapedArray(x.shape, dtypes.real_dtype(x.dtype))
 
 
+def _conj_shape(x):
+    _numeric(x)
+    return ShapedArray(x.shape, x.dtype)
+
+
 def _complex_shape(re, im):
+    _numeric(re, im)
     out = ufunc_shape(np.add)(re, im)
     return ShapedArray(out.shape, dtypes.complex_dtype(out.dtype))
 
@@ -446,7 +460,7 @@ def _complex_impl(re, im):
 
 real_p = _elementwise("real", lambda x: np.real(x).copy(), X.real, _part_shape)
 imag_p = _elementwise("imag", lambda x: np.imag(x).copy(), X.imag, _part_shape)
-conj_p = _elementwise("conj", np.conjugate, X.conj, _same_dtype)
+conj_p = _elementwise("conj", np.conjugate, X.conj, _conj_shape)
 complex_p = _elementwise("complex", _complex_impl, X.complex_, _complex_shape)  # complex(re, im)
 defvjp(real_p, lambda g, out, x: convert_p(g, dtype=x.dtype))
 defjvp(real_p, lambda t, out, x: real_p(t))

@@ -12,6 +12,7 @@ Branching is `where(c, a, b)`; a Python `if` on an Expr raises, since its value 
 """
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 import numpy as np
@@ -116,10 +117,16 @@ def where(c, a, b) -> Expr:
     return Expr("where", (_lift(c), a, b), a.dtype if a.dtype is not None else b.dtype)
 
 
+_BINARY = frozenset({"maximum", "minimum", "arctan2", "complex"})
+
+
 def _function(name: str) -> Callable[..., Expr]:
     def fn(*args):
         return call(name, *args)
     fn.__name__ = name
+    # its arity, for whoever inspects it (the PTX check enumerates every primitive's kernels by it)
+    fn.__signature__ = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                          for p in ("x", "y")[:2 if name in _BINARY else 1]])
     return fn
 
 
@@ -128,10 +135,10 @@ def _function(name: str) -> Callable[..., Expr]:
 # by Dialect.render itself, in the syntax numba and numba.cuda share.
 FUNCTIONS = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh",
              "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "erf", "floor", "ceil", "trunc", "rint",
-             "isnan", "isinf", "isfinite", "maximum", "minimum", "arctan2", "abs")
+             "isnan", "isinf", "isfinite", "maximum", "minimum", "arctan2", "lgamma", "erfc", "abs")
 (exp, expm1, log, log1p, log2, log10, sqrt, sin, cos, tan, tanh, sinh, cosh, arctan, arcsin, arccos, arcsinh,
  arccosh, arctanh, erf, floor, ceil, trunc, rint, isnan, isinf, isfinite, maximum, minimum,
- arctan2) = map(_function, FUNCTIONS[:-1])
+ arctan2, lgamma, erfc) = map(_function, FUNCTIONS[:-1])
 real, imag, conj, complex_ = (_function(name) for name in ("real", "imag", "conj", "complex"))
 # complex(re, im) takes the parts' .real: a dialect may have cast them to the step's complex type
 _PARTS = {"real": "({}).real", "imag": "({}).imag", "conj": "({}).conjugate()",

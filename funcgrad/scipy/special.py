@@ -1,0 +1,198 @@
+"""jax.scipy.special (and torch.special's names where they differ): the gamma family (gammaln,
+digamma, polygamma, gamma, beta, betaln, multigammaln), the error functions (erf, erfc,
+erfinv, ndtr, ndtri, log_ndtr), and the log-space helpers (expit, logit, logsumexp, xlogy,
+xlog1py, entr). Each is a primitive of ops/special.py or composed from primitives, so every
+transform applies; integer arguments compute in the default float dtype."""
+from __future__ import annotations
+
+import math
+
+from .. import dtypes
+from .. import numpy as fnp
+from ..ops import elementwise as E
+from ..ops import special as S
+from ..trace import bind
+
+__all__ = ["gammaln", "lgamma", "digamma", "psi", "polygamma", "gamma", "beta", "betaln", "multigammaln", "erf",
+           "erfc", "erfinv", "ndtr", "ndtri", "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr"]
+
+
+def gammaln(x):
+    """log |Gamma(x)| (libm's lgamma): inf at the poles 0, -1, -2, ..."""
+    return bind(S.lgamma_p, fnp._float_arg(x))
+
+
+def digamma(x):
+    """d/dx log Gamma(x): -inf / +inf at +0 / -0, NaN at the negative integers (PyTorch's)."""
+    return polygamma(0, x)
+
+
+def polygamma(n: int, x):
+    """The n-th derivative of digamma (n a non-negative int)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"polygamma: n must be a non-negative int, got {n!r}")
+    return bind(S.polygamma_p, fnp._float_arg(x), n=n)
+
+
+def gamma(x):
+    """Gamma(x) = sign * exp(gammaln(x)): negative on (-1, 0), (-3, -2), ...; inf at 0 and NaN at the
+    negative integers."""
+    x = fnp._float_arg(x)
+    negative = (x < 0) & (fnp.fmod(fnp.floor(x), 2.0) != 0)
+    value = fnp.where(negative | ((x == 0) & fnp.signbit(x)), -1.0, 1.0) * fnp.exp(gammaln(x))  # -0: -inf
+    return fnp.where((x < 0) & (fnp.floor(x) == x), math.nan, value)
+
+
+def betaln(a, b):
+    """log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b)."""
+    a, b = fnp._common((fnp._float_arg(a), fnp._float_arg(b)))
+    return gammaln(a) + gammaln(b) - gammaln(a + b)
+
+
+def beta(a, b):
+    return fnp.exp(betaln(a, b))
+
+
+def multigammaln(a, d: int):
+    """log of the multivariate gamma function of dimension d: sum_j gammaln(a - j / 2) + d (d - 1) / 4
+    log(pi)."""
+    a = fnp._float_arg(a)
+    return sum(gammaln(a - j / 2) for j in range(d)) + d * (d - 1) / 4 * math.log(math.pi)
+
+
+def erf(x):
+    """The error function (libm's)."""
+    return bind(E.erf_p, fnp._float_arg(x))
+
+
+def erfc(x):
+    """1 - erf(x), accurate where that difference would round to 0 (libm's erfc)."""
+    return bind(S.erfc_p, fnp._float_arg(x))
+
+
+def erfinv(y):
+    """The inverse of erf on [-1, 1] (+-inf at +-1, NaN beyond), in float64: Newton steps on erf
+    for |y| < 1/2, and on log erfc of 1 - |y| (exact there) in the tails, so it stays accurate to
+    1 - 1e-16; derivatives follow by autodiff through the converged steps."""
+    y = fnp._float_arg(y)
+    z = fnp.astype(y, dtypes.float64)
+    size = fnp.abs(z)
+    inside = size < 1
+    central = size < 0.5
+    w = fnp.where(central, size, 0.25)
+    x = _winitzki(w)
+    for _ in range(3):
+        x = x - (erf(x) - w) / _erf_slope(x)
+    out = fnp.sign(z) * fnp.where(central, x, _inverse_erfc(fnp.where(central | ~inside, 0.5, 1.0 - size)))
+    edge = fnp.where(size == 1, fnp.sign(z) * math.inf, math.nan)
+    return fnp.astype(fnp.where(inside, out, edge), y.dtype)
+
+
+def _erf_slope(x):
+    return 2 / math.sqrt(math.pi) * fnp.exp(-x * x)
+
+
+def _winitzki(y):
+    """Winitzki's closed-form approximation of erfinv(y) for 0 <= y < 1 (to ~2e-3)."""
+    log_term = fnp.log1p(-y * y)
+    first = 2 / (math.pi * 0.147) + log_term / 2
+    return fnp.sqrt(fnp.sqrt(first * first - log_term / 0.147) - first)
+
+
+def _inverse_erfc(q):
+    """x >= 0 with erfc(x) = q for q in (0, 1] (float64): Winitzki's start, or the asymptotic
+    x^2 = -log q - log(x sqrt(pi)) below 1e-8, then Newton steps on log erfc."""
+    log_q = fnp.log(q)
+    tail = q < 1e-8
+    t = -fnp.where(tail, log_q, -1.0)
+    x = fnp.where(tail, fnp.sqrt(t - 0.5 * fnp.log(t) - 0.5 * math.log(math.pi)), _winitzki(fnp.where(tail, 0.5, 1.0 - q)))
+    for _ in range(4):
+        upper = erfc(x)
+        x = x + (fnp.log(upper) - log_q) * upper / _erf_slope(x)
+    return x
+
+
+def ndtr(x):
+    """The standard normal CDF, erfc(-x / sqrt(2)) / 2 (accurate in the lower tail)."""
+    return 0.5 * erfc(-fnp._float_arg(x) / math.sqrt(2))
+
+
+def ndtri(p):
+    """The standard normal quantile function, from erfc's inverse at 2 min(p, 1 - p) (exact), so
+    tails as deep as p = 1e-300 keep their precision."""
+    p = fnp._float_arg(p)
+    q = fnp.astype(p, dtypes.float64)
+    lower = q < 0.5
+    tail = fnp.where(lower, 2.0 * q, 2.0 * (1.0 - q))
+    inside = (q > 0) & (q < 1)
+    x = math.sqrt(2) * _inverse_erfc(fnp.where(inside, tail, 1.0))
+    out = fnp.where(lower, -x, x)
+    edge = fnp.where(q == 0, -math.inf, fnp.where(q == 1, math.inf, math.nan))
+    return fnp.astype(fnp.where(inside, out, edge), p.dtype)
+
+
+def log_ndtr(x):
+    """log ndtr(x): log1p(-ndtr(-x)) above 0 (ndtr near 1), log ndtr(x) down to -20, and below
+    that, where ndtr underflows, the asymptotic series of Mills' ratio."""
+    x = fnp._float_arg(x)
+    tail = x < -20
+    safe = fnp.where(tail, x, -21.0)  # each branch sees only the inputs it is accurate for
+    w = 1 / (safe * safe)
+    series = fnp.log1p(w * (-1 + w * (3 + w * (-15 + w * 105))))
+    asymptotic = -0.5 * safe * safe - fnp.log(-safe) - 0.5 * math.log(2 * math.pi) + series
+    upper = x > 0
+    body = fnp.where(upper, fnp.log1p(-ndtr(-fnp.where(upper, x, 1.0))), fnp.log(ndtr(fnp.where(upper | tail, -1.0, x))))
+    return fnp.where(tail, asymptotic, body)
+
+
+def expit(x):
+    """The logistic sigmoid 1 / (1 + exp(-x)), without overflow."""
+    return bind(E.sigmoid_p, fnp._float_arg(x))
+
+
+def logit(p):
+    """log(p / (1 - p))."""
+    p = fnp._float_arg(p)
+    return fnp.log(p) - fnp.log1p(-p)
+
+
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
+    """log(sum(b * exp(a))) over axis, shifted by the maximum; with return_sign, (log|sum|, sign),
+    as scipy's (a negative sum needs it, or gives NaN)."""
+    a = fnp._float_arg(a)
+    if b is None and not return_sign:
+        return fnp.logsumexp(a, axis=axis, keepdims=keepdims)
+    b = fnp.ones((), a.dtype) if b is None else fnp._float_arg(b)
+    a, b = fnp.broadcast_arrays(*fnp._common((a, b)))
+    peak = fnp.stop_gradient(fnp.max(fnp.where(b != 0, a, -math.inf), axis=axis, keepdims=True))
+    peak = fnp.where(fnp.isfinite(peak), peak, 0.0)
+    total = fnp.sum(b * fnp.exp(a - peak), axis=axis, keepdims=True)
+    out = fnp.log(fnp.abs(total)) + peak
+    sign = fnp.sign(total)
+    if not keepdims:
+        out, sign = fnp.squeeze(out, axis), fnp.squeeze(sign, axis)
+    return (out, sign) if return_sign else fnp.where(sign < 0, math.nan, out)
+
+
+def _times_log(x, y, log):
+    """x * log(y), and 0 where x is 0 (whatever y is), with a gradient that stays finite there."""
+    x, y = fnp._common((fnp._float_arg(x), fnp._float_arg(y)))
+    zero = x == 0
+    return fnp.where(zero, 0.0, x * log(fnp.where(zero, 1.0, y)))
+
+
+def xlogy(x, y):
+    return _times_log(x, y, fnp.log)
+
+
+def xlog1py(x, y):
+    return _times_log(x, y, fnp.log1p)
+
+
+def entr(x):
+    """-x log x for x > 0, 0 at 0, -inf below (scipy's elementwise entropy)."""
+    x = fnp._float_arg(x)
+    return fnp.where(x < 0, -math.inf, -xlogy(x, x))
+
+
+psi, lgamma = digamma, gammaln

@@ -1,0 +1,96 @@
+"""funcgrad.scipy.special against Python's math and statistics modules, closed forms (digamma at
+the integers and at 1/2, zeta values), the functions' identities (recurrence, reflection) across
+the formula's branches, and a few SciPy values written out; gradients by finite differences."""
+import math
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+from funcgrad import lax
+from funcgrad.scipy import special as S
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+EULER = 0.5772156649015329
+X = np.concatenate([RNG.uniform(-8, 8, 200), 10 ** RNG.uniform(-3, 5, 50)])
+X = X[np.abs(X - np.round(X)) > 1e-3]  # away from the poles
+
+
+def test_gammaln_gamma_and_beta_are_libms():
+    assert_close(S.gammaln(X), [math.lgamma(v) for v in X], rtol=1e-14)
+    small = X[np.abs(X) < 100]
+    assert_close(S.gamma(small), [math.gamma(v) for v in small], rtol=1e-12)
+    a, b = RNG.uniform(0.1, 5, 20), RNG.uniform(0.1, 5, 20)
+    assert_close(S.betaln(a, b), [math.lgamma(p) + math.lgamma(q) - math.lgamma(p + q) for p, q in zip(a, b)],
+                 rtol=1e-13)
+    assert_close(S.multigammaln(a + 2, 3), [3 / 2 * math.log(math.pi) + sum(math.lgamma(p + 2 - j / 2) for j in range(3))
+                                            for p in a], rtol=1e-13)
+    assert np.array_equal(np.asarray(S.gammaln(np.array([0.0, -2.0, np.inf]))), [np.inf] * 3)
+    assert np.asarray(S.gamma(np.array([-0.0]))) == -np.inf and np.isnan(np.asarray(S.gamma(np.array([-3.0]))))
+
+
+def test_polygamma_closed_forms_and_identities():
+    zeta3, zeta4 = 1.2020569031595942, math.pi ** 4 / 90
+    assert_close(S.digamma(np.array([1.0, 0.5, 5.0])), [-EULER, -EULER - 2 * math.log(2), 1 + 1 / 2 + 1 / 3 + 1 / 4 - EULER],
+                 rtol=1e-14)
+    assert_close(S.polygamma(1, np.array([1.0, 0.5])), [math.pi ** 2 / 6, math.pi ** 2 / 2], rtol=1e-13)
+    assert_close(S.polygamma(2, np.array([1.0])), [-2 * zeta3], rtol=1e-13)
+    assert_close(S.polygamma(3, np.array([1.0])), [6 * zeta4], rtol=1e-13)
+    x = X[np.abs(X) > 0.1]  # (near 0 the identity cancels terms of 1 / x^(n+1))
+    for n in range(4):  # psi^(n)(x + 1) = psi^(n)(x) + (-1)^n n! / x^(n+1), across the reflection and shift
+        step = (-1) ** n * math.factorial(n) / x ** (n + 1)
+        assert_close(S.polygamma(n, x + 1), np.asarray(S.polygamma(n, x)) + step, rtol=1e-9, atol=1e-11)
+    assert_close(np.asarray(S.digamma(1 - X)) - np.asarray(S.digamma(X)), math.pi / np.tan(math.pi * X), rtol=1e-9)
+    edges = np.asarray(S.digamma(np.array([0.0, -0.0, -2.0, np.inf, np.nan])))  # PyTorch's
+    assert edges[0] == -np.inf and edges[1] == np.inf and np.isnan(edges[2]) and edges[3] == np.inf and np.isnan(edges[4])
+    with pytest.raises(ValueError, match="non-negative int"):
+        S.polygamma(1.5, X)
+
+
+def test_derivatives_of_every_order():
+    x = np.array([0.3, 2.5, -1.5, 7.0])
+    fg.check_grads(S.gammaln, (x,), order=2)
+    fg.check_grads(lambda v: S.polygamma(1, v), (x,), order=2)
+    assert_close(fg.grad(lambda v: S.gammaln(v).sum())(x), S.digamma(x), rtol=1e-14)
+    assert_close(fg.grad(lambda v: fg.grad(lambda u: S.gammaln(u).sum())(v).sum())(x), S.polygamma(1, x), rtol=1e-14)
+    fg.check_grads(S.erfc, (x,), order=2)
+    fg.check_grads(S.erfinv, (np.array([-0.9, -0.3, 0.2, 0.95]),), order=2)
+    fg.check_grads(S.log_ndtr, (np.array([-30.0, -5.0, 0.5, 9.0]),), order=1)
+
+
+def test_error_functions_and_normal_quantiles():
+    assert_close(S.erfc(X / 10), [math.erfc(v / 10) for v in X], rtol=1e-14)
+    assert float(S.erfc(np.array(27.0))) == math.erfc(27.0) > 0  # where 1 - erf is 0
+    y = np.concatenate([RNG.uniform(-1, 1, 100), [1 - 1e-15, -1 + 1e-15, 0.0]])
+    assert_close(S.erf(S.erfinv(y)), y, rtol=1e-14, atol=1e-16)
+    assert_close(S.erfinv(np.array([1 - 1e-15])), [5.675915739744712], rtol=1e-12)  # SciPy's value
+    edges = np.asarray(S.erfinv(np.array([1.0, -1.0, 1.5])))
+    assert edges[0] == np.inf and edges[1] == -np.inf and np.isnan(edges[2])
+    p = np.concatenate([RNG.uniform(0, 1, 100), [1e-300, 1e-20, 1 - 1e-12]])
+    assert_close(S.ndtri(p), [NormalDist().inv_cdf(v) for v in p], rtol=1e-9)
+    assert_close(S.ndtr(X / 4), [NormalDist().cdf(v / 4) for v in X], rtol=1e-12, atol=1e-300)
+    tails = np.array([-40.0, -25.0, 8.0, -3.0])
+    assert_close(S.log_ndtr(tails), [-804.6084420137539, -316.63940800802027, -6.220960574271742e-16,
+                                     math.log(NormalDist().cdf(-3.0))], rtol=1e-12)  # SciPy's values
+
+
+def test_log_space_helpers():
+    p = RNG.uniform(0.01, 0.99, 20)
+    assert_close(S.logit(p), np.log(p / (1 - p)), rtol=1e-12)
+    assert_close(S.expit(S.logit(p)), p, rtol=1e-12)
+    assert np.array_equal(np.asarray(S.xlogy(np.array([0.0, 0.0, 2.0]), np.array([0.0, -1.0, 3.0]))),
+                          [0.0, 0.0, 2 * math.log(3)])
+    assert_close(S.xlog1py(np.array([0.0, 2.0]), np.array([-1.0, 0.5])), [0.0, 2 * math.log1p(0.5)])
+    assert_close(S.entr(np.array([-1.0, 0.0, 0.5])), [-np.inf, 0.0, -0.5 * math.log(0.5)])
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    total = (b * np.exp(a)).sum(1)
+    value, sign = S.logsumexp(a, 1, b=b, return_sign=True)
+    assert_close(value, np.log(np.abs(total)), rtol=1e-12)
+    assert np.array_equal(np.asarray(sign), np.sign(total))
+    assert_close(S.logsumexp(a, 0, b=np.abs(b)), np.log((np.abs(b) * np.exp(a)).sum(0)), rtol=1e-12)
+    assert np.isnan(np.asarray(S.logsumexp(np.zeros(2), b=np.array([1.0, -2.0]))))
+    assert_close(lax.lgamma(X), S.gammaln(X))
+    assert_close(lax.erf_inv(p), S.erfinv(p))
