@@ -15,7 +15,7 @@ from .losses import *  # noqa: F401,F403  (the loss functions)
 from .losses import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,
                      HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
                      MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
-                     TripletMarginLoss)
+                     TripletMarginLoss, TripletMarginWithDistanceLoss, MultiLabelMarginLoss)
 from ._activations import *  # noqa: F401,F403  (glu, softmin, the shrinkages, threshold, prelu)
 from ._activations import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, PReLU, ReLU6,
                            Softmin, Softshrink, Softsign, Tanhshrink, Threshold)
@@ -30,9 +30,13 @@ from ._vision import (AdaptiveMaxPool1d, ChannelShuffle, LocalResponseNorm, LPPo
 from ._volumes import *  # noqa: F401,F403  (conv3d, conv_transpose3d, 3-D pooling, dropout3d)
 from ._volumes import (AdaptiveAvgPool3d, AvgPool3d, Conv3d, ConvTranspose3d, Dropout3d, InstanceNorm3d,
                        MaxPool3d)
+from ._stochastic import *  # noqa: F401,F403  (rrelu, alpha_dropout, gumbel_softmax)
+from ._stochastic import AlphaDropout, FeatureAlphaDropout, RReLU
+from ._bags import *  # noqa: F401,F403  (embedding_bag, bilinear)
+from ._bags import Bilinear, EmbeddingBag
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
-from . import _activations, _convolution, _functional, _pixels, _vision, _volumes, losses
+from . import _activations, _convolution, _functional, _pixels, _vision, _volumes, _stochastic, _bags, losses
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, batch_norm
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -48,5 +52,6 @@ __all__ = [
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
     "TransformerDecoder", "Transformer",
     *_functional.__all__, *_convolution.__all__, *losses.__all__, *losses.LOSSES, *_activations.__all__,
-    *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS, *_vision.__all__, *_vision.LAYERS, *_volumes.__all__, *_volumes.LAYERS,
+    *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS, *_vision.__all__, *_vision.LAYERS, *_volumes.__all__, *_volumes.LAYERS, *_stochastic.__all__, *_stochastic.LAYERS,
+    *_bags.__all__, *_bags.LAYERS,
 ]

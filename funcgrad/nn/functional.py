@@ -3,7 +3,8 @@ one place, re-exported from the modules that define them: activations, linear, n
 dropout, embedding and attention (_functional), convolution, pooling, padding and resizing
 (_convolution), the rest of PyTorch's activations (_activations), image and sequence helpers
 (_pixels), spatial sampling and the image layers around it (_vision), 3-D convolution and pooling
-(_volumes), batch_norm (batchnorm) and the losses."""
+(_volumes), random activations (_stochastic), embedding bags and bilinear forms (_bags), batch_norm
+(batchnorm) and the losses."""
 from ._activations import *  # noqa: F401,F403
 from ._activations import __all__ as _activations
 from ._convolution import *  # noqa: F401,F403
@@ -16,8 +17,12 @@ from ._vision import *  # noqa: F401,F403
 from ._vision import __all__ as _vision
 from ._volumes import *  # noqa: F401,F403
 from ._volumes import __all__ as _volumes
+from ._stochastic import *  # noqa: F401,F403
+from ._stochastic import __all__ as _stochastic
+from ._bags import *  # noqa: F401,F403
+from ._bags import __all__ as _bags
 from .batchnorm import batch_norm  # noqa: F401
 from .losses import *  # noqa: F401,F403
 from .losses import __all__ as _losses
 
-__all__ = sorted(["batch_norm", *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_losses])
+__all__ = sorted(["batch_norm", *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])

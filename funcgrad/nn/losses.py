@@ -4,6 +4,8 @@ from __future__ import annotations
 import inspect
 import math
 
+import numpy as np
+
 from .. import dtypes
 from .. import numpy as fnp
 from ..errors import ShapeError
@@ -15,12 +17,14 @@ __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "kl_div",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "pairwise_distance", "margin_ranking_loss",
     "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss", "soft_margin_loss",
-    "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+    "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "pdist",
+    "triplet_margin_with_distance_loss", "multilabel_margin_loss",
 ]
 LOSSES = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "KLDivLoss", "BCELoss",
     "BCEWithLogitsLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
     "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+    "TripletMarginWithDistanceLoss", "MultiLabelMarginLoss",
 ]
 
 
@@ -274,6 +278,28 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     return fnp.linalg.vector_norm(x1 - x2 + eps, ord=p, axis=-1, keepdims=keepdim)
 
 
+def pdist(x, p: float = 2.0):
+    """The p-norm distances between the rows of x (N, M), the pairs i < j in row-major order
+    (torch.nn.functional.pdist); identical rows are 0 apart with a zero gradient."""
+    x = fnp._float_arg(x)
+    if x.ndim != 2:
+        raise ShapeError(f"pdist expects an (N, M) input, got shape {x.shape}")
+    if p < 0:
+        raise ValueError(f"pdist: p must be non-negative, got {p}")
+    i, j = np.triu_indices(x.shape[0], 1)
+    diff = fnp.abs(x[fnp._placed(fnp.asarray(i), x.device)] - x[fnp._placed(fnp.asarray(j), x.device)])
+    if p == 0:
+        return fnp.sum(fnp.astype(diff != 0, x.dtype), axis=-1)
+    if math.isinf(p):
+        return fnp.max(diff, axis=-1, initial=0.0)
+    # the powers and the root through where: a zero difference (and a zero distance) passes a zero
+    # gradient, not 0 * inf from 0 ** (p - 1) or 0 ** (1/p - 1), as PyTorch's backward
+    moved = diff > 0
+    total = fnp.sum(fnp.where(moved, fnp.where(moved, diff, 1.0) ** p, 0.0), axis=-1)
+    apart = total > 0
+    return fnp.where(apart, fnp.where(apart, total, 1.0) ** (1.0 / p), 0.0)
+
+
 def margin_ranking_loss(x1, x2, target, margin: float = 0.0, reduction: str = "mean"):
     """max(0, -y (x1 - x2) + margin): y = 1 wants x1 ranked above x2, y = -1 below."""
     x1, x2 = _same_shape("margin_ranking_loss", x1, x2)
@@ -307,6 +333,45 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     if swap:
         d_neg = fnp.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce(relu(d_pos - d_neg + margin), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean"):
+    """triplet_margin_loss with any distance (a function of two batches; pairwise_distance by
+    default), as torch.nn.functional.triplet_margin_with_distance_loss."""
+    distance = pairwise_distance if distance_function is None else distance_function
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: margin must be positive, got {margin}")
+    d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
+    if swap:
+        d_neg = fnp.minimum(d_neg, distance(positive, negative))
+    return _reduce(relu(d_pos - d_neg + margin), reduction)
+
+
+def multilabel_margin_loss(x, target, reduction: str = "mean"):
+    """sum over target classes j and other classes i of max(0, 1 - (x[j] - x[i])) / C, per example
+    (torch.nn.functional.multilabel_margin_loss): target (N, C) or (C,) lists the classes, ended by
+    the first -1."""
+    x = fnp._float_arg(x)
+    target = np.asarray(fnp._concrete(target, "multilabel_margin_loss's target")).astype(np.int64)
+    if x.ndim not in (1, 2) or target.shape != x.shape:
+        raise ShapeError(f"multilabel_margin_loss: input (N, C) or (C,) and a target of its shape, got {x.shape} "
+                         f"and {target.shape}")
+    rows, classes = (x, target) if x.ndim == 2 else (fnp.expand_dims(x, 0), target[None])
+    c = rows.shape[1]
+    if ((classes < -1) | (classes >= c)).any():
+        raise IndexError(f"multilabel_margin_loss: target classes must be in [-1, {c}), got {classes.tolist()}")
+    is_target = np.zeros(classes.shape, bool)
+    for n, row in enumerate(classes):
+        listed = row[:np.argmax(row < 0)] if (row < 0).any() else row
+        is_target[n, listed] = True
+    mask = fnp._placed(fnp.asarray(is_target), x.device)
+    picked = fnp._placed(fnp.asarray(is_target.astype(rows.dtype)), x.device)
+    # hinge of every (target j, non-target i) pair: (N, C_j, C_i)
+    hinge = relu(1.0 - (fnp.expand_dims(rows, 2) - fnp.expand_dims(rows, 1)))
+    pairs = fnp.expand_dims(picked, 2) * fnp.expand_dims(fnp.where(mask, 0.0, 1.0), 1)
+    loss = fnp.sum(hinge * pairs, axis=(1, 2)) / c
+    return _reduce(loss if x.ndim == 2 else loss[0], reduction)
 
 
 def soft_margin_loss(x, target, reduction: str = "mean"):
@@ -430,3 +495,7 @@ PoissonNLLLoss = _loss_class("PoissonNLLLoss", poisson_nll_loss,
                              "nn.PoissonNLLLoss(log_input=, full=, eps=, reduction=)")
 GaussianNLLLoss = _loss_class("GaussianNLLLoss", gaussian_nll_loss, "nn.GaussianNLLLoss(full=, eps=, reduction=)",
                               arity=3)
+TripletMarginWithDistanceLoss = _loss_class(
+    "TripletMarginWithDistanceLoss", triplet_margin_with_distance_loss,
+    "nn.TripletMarginWithDistanceLoss(distance_function=, margin=, swap=, reduction=)", arity=3)
+MultiLabelMarginLoss = _loss_class("MultiLabelMarginLoss", multilabel_margin_loss, "nn.MultiLabelMarginLoss(reduction=)")

@@ -14,7 +14,7 @@ from . import (_array_api, _contractions, _creation, _editing, _elementwise, _in
                _polynomial, _reductions, _shapes, _signal, _statistics)
 from . import fft, linalg
 from ._base import *  # noqa: F401,F403
-from ._util import _beside  # noqa: F401  (a constant placed beside an array: on its device)
+from ._util import _beside, _concrete  # noqa: F401  (a constant beside an array; host values of an operand)
 # for funcgrad's own layers (nn, lax):
 from ._base import (_arrays, _axes, _common, _float_arg, _float_pair, _index_array, _normalize_axis, _pair,  # noqa: F401
                     _placed, _precision, _weak, autocast_to_float32, concrete_or_none, follow)
