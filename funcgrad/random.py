@@ -246,6 +246,130 @@ def lognormal(key, sigma=1.0, shape=None, dtype=dtypes.float32) -> Array:
     return fnp.astype(fnp.exp(sigma * normal(key, shape, _float_dtype(dtype)[1])), _float_dtype(dtype)[0])
 
 
+def _parameters(shape, dtype, *params):
+    """The parameters as Arrays of the compute dtype, and the sample shape: shape, or by default
+    their broadcast shape (JAX's rule); a shape they do not broadcast to raises."""
+    compute = _float_dtype(dtype)[1]
+    arrays = [p if isinstance(p, ArrayBase) and p.dtype == compute else fnp.asarray(p, dtype=compute) for p in params]
+    joint = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    shape = joint if shape is None else _shape(shape)
+    if np.broadcast_shapes(joint, shape) != shape:
+        raise ValueError(f"the parameters' shape {joint} does not broadcast to the sample shape {shape}")
+    return arrays, shape, compute
+
+
+def rayleigh(key, scale=1.0, shape=None, dtype=dtypes.float32) -> Array:
+    """Rayleigh samples: scale sqrt(-2 log(1 - u))."""
+    (scale,), shape, compute = _parameters(shape, dtype, scale)
+    return fnp.astype(scale * fnp.sqrt(2.0 * exponential(key, shape, compute)), _float_dtype(dtype)[0])
+
+
+def maxwell(key, shape=(), dtype=dtypes.float32) -> Array:
+    """Maxwell-Boltzmann samples: the norm of three standard normals."""
+    dtype, compute = _float_dtype(dtype)
+    z = normal(key, _shape(shape) + (3,), compute)
+    return fnp.astype(fnp.linalg.vector_norm(z, axis=-1), dtype)
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=dtypes.float32) -> Array:
+    """loc + scale * (a Maxwell sample with a random sign)."""
+    (loc, scale), shape, compute = _parameters(shape, dtype, loc, scale)
+    k_size, k_sign = split(key)
+    signed = maxwell(k_size, shape, compute) * fnp.astype(rademacher(k_sign, shape), compute)
+    return fnp.astype(loc + scale * signed, _float_dtype(dtype)[0])
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=dtypes.float32) -> Array:
+    """Weibull samples by the inverse CDF: scale (-log(1 - u))^(1 / concentration)."""
+    (scale, concentration), shape, compute = _parameters(shape, dtype, scale, concentration)
+    return fnp.astype(scale * exponential(key, shape, compute) ** (1.0 / concentration), _float_dtype(dtype)[0])
+
+
+def pareto(key, b, shape=None, dtype=dtypes.float32) -> Array:
+    """Pareto(b) samples on [1, inf): exp(Exponential(1) / b)."""
+    (b,), shape, compute = _parameters(shape, dtype, b)
+    return fnp.astype(fnp.exp(exponential(key, shape, compute) / b), _float_dtype(dtype)[0])
+
+
+def geometric(key, p, shape=None, dtype=dtypes.int64) -> Array:
+    """The number of Bernoulli(p) trials up to the first success (1, 2, ...): 1 + floor(log u /
+    log(1 - p))."""
+    (p,), shape, compute = _parameters(shape, dtypes.float64, p)
+    u = _unit_float(key, shape, compute)
+    return fnp.astype(fnp.floor(fnp.log1p(-u) / fnp.log1p(-p)) + 1.0, dtype)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=dtypes.float32) -> Array:
+    """Triangular samples on [left, right] peaking at mode, by the inverse CDF."""
+    (left, mode, right), shape, compute = _parameters(shape, dtype, left, mode, right)
+    u = _unit_float(key, shape, compute)
+    width = right - left
+    cut = (mode - left) / width
+    rising = left + fnp.sqrt(fnp.maximum(u * width * (mode - left), 0.0))
+    falling = right - fnp.sqrt(fnp.maximum((1.0 - u) * width * (right - mode), 0.0))
+    return fnp.astype(fnp.where(u < cut, rising, falling), _float_dtype(dtype)[0])
+
+
+def wald(key, mean, shape=None, dtype=dtypes.float32) -> Array:
+    """Wald (inverse Gaussian) samples of the given mean and shape parameter 1 (JAX's), by
+    Michael, Schucany and Haas's transformation."""
+    (mean,), shape, compute = _parameters(shape, dtype, mean)
+    k_normal, k_pick = split(key)
+    y = normal(k_normal, shape, compute) ** 2
+    mu_y = mean * y
+    x = mean + mean * mu_y / 2 - mean / 2 * fnp.sqrt(4 * mu_y + mu_y * mu_y)
+    u = _unit_float(k_pick, shape, compute)
+    return fnp.astype(fnp.where(u <= mean / (mean + x), x, mean * mean / x), _float_dtype(dtype)[0])
+
+
+def poisson(key, lam, shape=None, dtype=dtypes.int64) -> Array:
+    """Poisson(lam) counts: for lam < 10 the number of uniform products above exp(-lam) (Knuth),
+    above that Hormann's transformed rejection (PTRS, as NumPy's), drawn in rounds until every
+    element is accepted (eagerly; under jit a fixed POISSON_ROUNDS, each accepting > 90%)."""
+    (lam,), shape, compute = _parameters(shape, dtypes.float64, lam)
+    lam = fnp.broadcast_to(lam, shape)
+    known = fnp.concrete_or_none(lam)
+    if known is not None and (known < 0).any():
+        raise ValueError(f"poisson: lam must be non-negative, got {known.min()}")
+    k_small, k_large = split(key)
+    small = fnp.minimum(lam, 10.0)
+    draws = int(np.ceil(10 + 10 + 10 * np.sqrt(10)))  # covers lam < 10 to ~1e-15
+    products = fnp.cumprod(_unit_float(k_small, (draws,) + shape, compute), axis=0)
+    knuth = fnp.sum(fnp.astype(products > fnp.exp(-small), compute), axis=0)
+    large = fnp.maximum(lam, 10.0)
+    return fnp.astype(fnp.where(lam < 10, knuth, _poisson_ptrs(k_large, large, shape, compute)), dtype)
+
+
+POISSON_ROUNDS = 16
+
+
+def _poisson_ptrs(key, lam, shape, compute):
+    """Hormann's PTRS for lam >= 10: candidates round by round, the first accepted kept."""
+    slam, loglam = fnp.sqrt(lam), fnp.log(lam)
+    b = 0.931 + 2.53 * slam
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    vr = 0.9277 - 3.6224 / (b - 2)
+    out = fnp.zeros(shape, compute)
+    done = fnp.zeros(shape, dtypes.bool_)
+    for round_key in split(key, POISSON_ROUNDS):
+        k_u, k_v = split(round_key)
+        u = _unit_float(k_u, shape, compute) - 0.5
+        v = _unit_float(k_v, shape, compute)
+        us = 0.5 - fnp.abs(u)
+        k = fnp.floor((2 * a / us + b) * u + lam + 0.43)
+        quick = (us >= 0.07) & (v <= vr)
+        exact = (k >= 0) & ~((us < 0.013) & (v > us)) & (
+            fnp.log(v) + fnp.log(inv_alpha) - fnp.log(a / (us * us) + b) <= -lam + k * loglam - special.gammaln(k + 1))
+        accept = (quick | exact) & ~done
+        out = fnp.where(accept, k, out)
+        done = done | accept
+        settled = fnp.concrete_or_none(done)  # None under jit: every round runs
+        if settled is not None and settled.all():
+            break
+    return out
+
+
 def rademacher(key, shape=(), dtype=dtypes.int64) -> Array:
     """-1 or +1 with equal probability."""
     return fnp.astype(fnp.where(bernoulli(key, 0.5, _shape(shape)), 1, -1), dtype)

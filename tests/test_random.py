@@ -142,3 +142,39 @@ def test_permutation_independent_categorical_without_replacement_and_rectangular
     wide, tall = np.asarray(random.orthogonal(k, 3, m=5)), np.asarray(random.orthogonal(k, 5, m=3))
     assert wide.shape == (3, 5) and np.allclose(wide @ wide.T, np.eye(3), atol=1e-5)
     assert tall.shape == (5, 3) and np.allclose(tall.T @ tall, np.eye(3), atol=1e-5)
+
+
+def test_more_distributions_match_their_cdfs_and_moments():
+    """Each sampler against its distribution's CDF at a few quantiles (formulas written out) and
+    its mean; gradients flow through the parameters (reparameterised samples)."""
+    k, n = random.key(3), 100_000
+
+    def cdf_close(x, cdf, points):
+        x = np.asarray(x, np.float64)
+        for q in points:
+            assert abs((x <= q).mean() - cdf(q)) < 0.006, q
+
+    cdf_close(random.rayleigh(k, 2.0, (n,)), lambda q: 1 - np.exp(-q * q / 8), [1.0, 2.5, 4.0])
+    cdf_close(random.weibull_min(k, 2.0, 1.5, (n,)), lambda q: 1 - np.exp(-(q / 2) ** 1.5), [0.5, 2.0, 4.0])
+    cdf_close(random.pareto(k, 3.0, (n,)), lambda q: 1 - q ** -3.0, [1.1, 1.5, 3.0])
+    cdf_close(random.triangular(k, -1.0, 0.5, 2.0, (n,)),
+              lambda q: (q + 1) ** 2 / 4.5 if q < 0.5 else 1 - (2 - q) ** 2 / 4.5, [-0.5, 0.5, 1.5])
+    maxwell = np.asarray(random.maxwell(k, (n,)))
+    assert abs(maxwell.mean() - 2 * np.sqrt(2 / np.pi)) < 0.01 and abs((maxwell ** 2).mean() - 3) < 0.03
+    sided = np.asarray(random.double_sided_maxwell(k, 1.0, 2.0, (n,)))
+    assert abs(sided.mean() - 1.0) < 0.03 and abs(((sided - 1) ** 2).mean() - 12) < 0.15
+    wald = np.asarray(random.wald(k, 1.5, (n,)))
+    assert abs(wald.mean() - 1.5) < 0.02 and abs(wald.var() - 1.5 ** 3) < 0.15  # inverse Gaussian, shape 1
+    geometric = np.asarray(random.geometric(k, 0.3, (n,)))
+    assert geometric.dtype == np.int64 and geometric.min() == 1 and abs((geometric == 1).mean() - 0.3) < 0.005
+    for lam in (0.5, 4.0, 30.0, 1000.0):  # Knuth below 10, PTRS above
+        counts = np.asarray(random.poisson(k, lam, (n,)))
+        assert counts.dtype == np.int64 and abs(counts.mean() - lam) < 4 * np.sqrt(lam / n) + 1e-9
+        assert abs(counts.var() / lam - 1) < 0.03
+    jitted = fg.jit(lambda key: random.poisson(key, np.array([3.0, 50.0]), (4, 2)))(k)
+    assert np.array_equal(np.asarray(jitted), np.asarray(random.poisson(k, np.array([3.0, 50.0]), (4, 2))))
+    assert random.rayleigh(k, np.ones((2, 3))).shape == (2, 3)  # the parameters' shape by default
+    with pytest.raises(ValueError, match="does not broadcast"):
+        random.pareto(k, np.ones(3), (2,))
+    grad = fg.grad(lambda s: random.rayleigh(k, s, (n,), dtype=fg.float64).mean())(2.0)
+    assert abs(float(grad) - np.sqrt(np.pi / 2)) < 0.01  # d/ds E[s R] = E[R]
