@@ -253,7 +253,7 @@ def _parameters(shape, dtype, *params):
     arrays = [p if isinstance(p, ArrayBase) and p.dtype == compute else fnp.asarray(p, dtype=compute) for p in params]
     joint = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     shape = joint if shape is None else _shape(shape)
-    if np.broadcast_shapes(joint, shape) != shape:
+    if len(joint) > len(shape) or any(j not in (1, s) for j, s in zip(joint[::-1], shape[::-1])):
         raise ValueError(f"the parameters' shape {joint} does not broadcast to the sample shape {shape}")
     return arrays, shape, compute
 
