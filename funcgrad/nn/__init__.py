@@ -3,7 +3,7 @@
     model = nn.Sequential([nn.Linear(64, 128, key=k1), nn.relu, nn.Linear(128, 10, key=k2)])
     loss, grads = fg.value_and_grad(lambda m, x, y: nn.cross_entropy(m(x), y))(model, x, y)
 """
-from . import functional, init
+from . import functional, init, initializers
 from ._functional import *  # noqa: F401,F403  (activations, softmax, linear, norms, dropout, embedding, attention)
 from ._convolution import *  # noqa: F401,F403  (conv, pooling, pad, interpolate)
 from .layers import (ELU, GELU, MLP, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose1d,
@@ -43,7 +43,7 @@ from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .state import apply_state, collect_state
 
 __all__ = [
-    "Module", "functional", "init", "batch_norm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "collect_state", "apply_state",
+    "Module", "functional", "init", "initializers", "batch_norm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "collect_state", "apply_state",
     "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
     "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential", "ModuleList", "ModuleDict", "Flatten", "Conv2d",
     "MaxPool2d", "AvgPool2d", "MultiHeadAttention", "TransformerBlock", "MLP", "Lambda", "ReLU", "GELU", "Tanh",

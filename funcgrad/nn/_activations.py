@@ -5,6 +5,8 @@ jax.nn's names for the same functions (swish, hard_tanh, ...) with its standardi
 sparse_plus and logsumexp."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes
@@ -15,7 +17,8 @@ from .layers import Lambda
 from .module import Module
 
 __all__ = ["glu", "softmin", "hardshrink", "softshrink", "tanhshrink", "threshold", "prelu", "swish", "hard_silu",
-           "hard_tanh", "soft_sign", "logsumexp", "standardize", "squareplus", "sparse_plus"]
+           "hard_tanh", "soft_sign", "logsumexp", "standardize", "squareplus", "sparse_plus", "sparse_sigmoid",
+           "log1mexp", "logmeanexp", "identity"]
 LAYERS = ["GLU", "Softmin", "Hardshrink", "Softshrink", "Tanhshrink", "Threshold", "PReLU", "ReLU6", "Hardtanh",
           "SELU", "CELU", "Softsign", "LogSigmoid", "Hardsigmoid", "Hardswish"]
 
@@ -90,6 +93,37 @@ def squareplus(x, b: float = 4.0):
     """(x + sqrt(x^2 + b)) / 2: a smooth relu without exponentials (jax.nn.squareplus)."""
     x = fnp._float_arg(x)
     return (x + fnp.sqrt(x * x + b)) / 2
+
+
+def sparse_sigmoid(x):
+    """0 below -1, (x + 1) / 2 between -1 and 1, 1 above: sparse_plus's derivative
+    (jax.nn.sparse_sigmoid)."""
+    x = fnp._float_arg(x)
+    return fnp.clip((x + 1) / 2, 0.0, 1.0)
+
+
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0, accurate at both ends: log(-expm1(-x)) up to log 2, then
+    log1p(-exp(-x)) (Machler's rule, jax.nn.log1mexp)."""
+    x = fnp._float_arg(x)
+    return fnp.where(x < np.log(2), fnp.log(-fnp.expm1(-x)), fnp.log1p(-fnp.exp(-x)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """log(mean(exp(x))) over axis, computed as logsumexp - log n (jax.nn.logmeanexp); where= picks
+    the elements counted."""
+    x = fnp._float_arg(x)
+    if where is None:
+        count = x.size if axis is None else math.prod(x.shape[a] for a in np.atleast_1d(axis))
+        return fnp.logsumexp(x, axis=axis, keepdims=keepdims) - np.log(count)
+    picked = fnp.where(where, x, -np.inf)
+    count = fnp.sum(fnp.astype(fnp.broadcast_to(where, x.shape), x.dtype), axis=axis, keepdims=keepdims)
+    return fnp.logsumexp(picked, axis=axis, keepdims=keepdims) - fnp.log(count)
+
+
+def identity(x):
+    """x itself (jax.nn.identity)."""
+    return fnp.asarray(x)
 
 
 def sparse_plus(x):
