@@ -26,8 +26,7 @@ def _ints(v, count: int, name: str) -> tuple:
     """An int for every spatial axis, or one per axis (non-negative)."""
     values = (v,) * count if isinstance(v, int) else tuple(v)
     if len(values) != count or not all(isinstance(p, int) and p >= 0 for p in values):
-        raise ValueError(f"{name} must be an int or {'a pair' if count == 2 else count} of non-negative ints, "
-                         f"got {v!r}")
+        raise ValueError(f"{name} must be a non-negative int or {count} of them (one per spatial axis), got {v!r}")
     return values
 
 

@@ -6,11 +6,11 @@ here is composed from the primitives in funcgrad.ops, so it is differentiable wh
 The modules, each on the ones before it: _creation (conversion, promotion, constructors),
 _elementwise, _layout, _reductions, _contractions (the primitive-backed functions, gathered in
 _base), then _shapes, _math, _statistics, _signal, _polynomial, _editing, _index_tricks, linalg and fft,
-composed from those;
+composed from those; _io reads, writes and prints Arrays through NumPy;
 _scalar_types makes the dtype names (fnp.float32) callable casts, and _array_api adds the Array
 API standard's own names (acos, isdtype, unique_all, __array_namespace_info__, ...).
 """
-from . import (_array_api, _contractions, _creation, _editing, _elementwise, _index_tricks, _layout, _math,
+from . import (_array_api, _contractions, _creation, _editing, _elementwise, _index_tricks, _io, _layout, _math,
                _polynomial, _reductions, _shapes, _signal, _statistics)
 from . import fft, linalg
 from ._base import *  # noqa: F401,F403
@@ -25,6 +25,7 @@ from ._polynomial import *  # noqa: F401,F403
 from ._editing import *  # noqa: F401,F403
 from ._statistics import *  # noqa: F401,F403
 from ._index_tricks import *  # noqa: F401,F403
+from ._io import *  # noqa: F401,F403
 from ._scalar_types import *  # noqa: F401,F403  (after _base: the dtype names that also cast)
 from ._array_api import *  # noqa: F401,F403
 from ._array_api import __array_api_version__, __array_namespace_info__  # noqa: F401
@@ -33,4 +34,4 @@ bool = bool_  # noqa: A001  (the standard's name; left out of __all__, so a star
 
 __all__ = sorted(["fft", "linalg", *_creation.__all__, *_elementwise.__all__, *_layout.__all__, *_reductions.__all__,
                   *_contractions.__all__, *_shapes.__all__, *_math.__all__, *_statistics.__all__, *_signal.__all__,
-                  *_polynomial.__all__, *_editing.__all__, *_index_tricks.__all__, *_array_api.__all__])
+                  *_polynomial.__all__, *_editing.__all__, *_index_tricks.__all__, *_io.__all__, *_array_api.__all__])

@@ -16,7 +16,7 @@ from ._layout import ravel, reshape, squeeze
 from ._reductions import sum
 
 __all__ = [
-    "dot", "einsum", "inner", "matmul", "matvec", "outer", "tensordot", "vdot", "vecmat",
+    "dot", "einsum", "einsum_path", "inner", "matmul", "matvec", "outer", "tensordot", "vdot", "vecmat",
 ]
 
 
@@ -165,3 +165,8 @@ def vecmat(x1, x2):
     """Conjugated vectors (..., n) times matrices (..., n, m), batch axes broadcast: (..., m)."""
     x1 = _vector_operand(x1, "vecmat")
     return squeeze(matmul(reshape(conj(x1), x1.shape[:-1] + (1, x1.shape[-1])), x2), -2)
+
+
+def einsum_path(subscripts: str, *operands, optimize="greedy"):
+    """NumPy's contraction order for einsum (the path and its report), from the operands' shapes."""
+    return np.einsum_path(subscripts, *(np.empty(np.shape(op), np.int8) for op in operands), optimize=optimize)

@@ -21,11 +21,11 @@ from ..ops import layout as Ly
 from ..ops import shape as S
 from ..trace import Tracer, bind
 
-pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
+pi, e, inf, nan, newaxis, euler_gamma = np.pi, np.e, np.inf, np.nan, None, np.euler_gamma
 
 __all__ = [
     "allclose", "arange", "array", "asarray", "astype", "bfloat16", "bool_", "complex64", "complex128",
-    "e", "eye", "float16", "float32", "float64", "full", "full_like", "inf", "int16",
+    "e", "euler_gamma", "eye", "float16", "float32", "float64", "full", "full_like", "inf", "int16",
     "int32", "int64", "int8", "linspace", "nan", "ndim", "newaxis", "ones", "ones_like", "pi", "shape", "size",
     "uint16", "uint32", "uint64", "uint8", "zeros", "zeros_like",
 ]

@@ -23,7 +23,7 @@ __all__ = [
     "iscomplexobj", "iscomplex", "isreal", "isrealobj", "positive", "bitwise_not", "bitwise_invert", "promote_types",
     "result_type", "can_cast", "finfo", "iinfo", "dtype", "isscalar", "issubdtype", "gcd", "lcm", "frexp",
     "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating",
-    "nextafter",
+    "nextafter", "spacing", "bitwise_count",
 ]
 
 
@@ -369,3 +369,33 @@ def lcm(x1, x2):
 def frexp(x):
     mantissa, exponent = np.frexp(_concrete(fnp._float_arg(x), "frexp"))
     return Array(mantissa), Array(exponent.astype(np.int32))
+
+
+def spacing(x):
+    """The distance from x to the next float away from zero, with x's sign (NumPy's spacing): the
+    gap between adjacent floats at x."""
+    x = fnp._float_arg(x)
+    size = fnp.abs(x)
+    gap = nextafter(size, fnp.inf) - size
+    return fnp.where(x < 0, -gap, gap)  # -0 has a positive spacing, as in NumPy
+
+
+def bitwise_count(x):
+    """The number of 1 bits in |x| of an integer array (NumPy 2's bitwise_count), as uint8: the
+    classic parallel sum over 2-, 4- and 8-bit fields, then the bytes summed."""
+    x = fnp.asarray(x)
+    if x.dtype.kind not in "biu":
+        raise TypeError(f"bitwise_count takes integers or booleans, got {x.dtype}")
+    if x.dtype == dtypes.bool_:
+        return fnp.astype(x, dtypes.uint8)
+    width = 8 * x.dtype.itemsize
+    unsigned = np.dtype(f"uint{width}")
+    v = fnp.astype(fnp.abs(x) if x.dtype.kind == "i" else x, unsigned)
+    m1, m2, m4 = (int(pattern * (2 ** width - 1) // 255) for pattern in (0x55, 0x33, 0x0F))
+    v = v - ((v >> 1) & m1)
+    v = (v & m2) + ((v >> 2) & m2)
+    v = (v + (v >> 4)) & m4
+    total = fnp.zeros(x.shape, unsigned, device=x.device)
+    for byte in range(width // 8):
+        total = total + ((v >> (8 * byte)) & 0xFF)
+    return fnp.astype(total, dtypes.uint8)

@@ -1,6 +1,7 @@
 """NumPy's polynomial helpers on coefficient vectors (highest power first: polyadd, polymul,
 polyder, polyint, polyfit, poly, vander), unwrap and the classic window functions (hamming,
-hanning, bartlett, blackman), composed from the primitive-backed functions, so they differentiate."""
+hanning, bartlett, blackman, kaiser), composed from the primitive-backed functions, so they
+differentiate; and roots, the companion matrix's eigenvalues on the host (no derivative)."""
 from __future__ import annotations
 
 import builtins
@@ -11,14 +12,16 @@ import numpy as np
 from .. import dtypes
 from . import _base as fnp
 from ..errors import ShapeError
+from ..trace import is_differentiated
 from ._math import finfo
 from ._shapes import diff
 from .linalg import lstsq
+from ._util import _concrete
 from ._signal import convolve
 
 __all__ = [
     "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit", "poly", "vander", "unwrap",
-    "hamming", "hanning", "bartlett", "blackman",
+    "hamming", "hanning", "bartlett", "blackman", "kaiser", "roots",
 ]
 
 
@@ -204,3 +207,26 @@ def bartlett(M: int):  # noqa: N803
 def blackman(M: int):  # noqa: N803
     return _window(M, lambda n, m: 0.42 - 0.5 * np.cos(2 * np.pi * n / (m - 1))
                    + 0.08 * np.cos(4 * np.pi * n / (m - 1)))
+
+
+def kaiser(M: int, beta: float):  # noqa: N803
+    """The Kaiser window: I0(beta sqrt(1 - (2n / (M - 1) - 1)^2)) / I0(beta)."""
+    return _window(M, lambda n, m: np.i0(beta * np.sqrt(1 - (2 * n / (m - 1) - 1) ** 2)) / np.i0(beta))
+
+
+def roots(p, *, strip_zeros: bool = True):
+    """The roots of the polynomial with coefficients p (highest power first): the eigenvalues of
+    its companion matrix, computed on the host as np.roots (complex where any is). It needs
+    concrete coefficients (under jit it raises) and has no derivative: differentiating it raises
+    rather than pass a zero gradient. strip_zeros=False gives leading zeros' (infinite) roots as
+    NaN at the end, as JAX's."""
+    if is_differentiated(p):
+        raise TypeError("roots is computed on the host (companion-matrix eigenvalues) and has no derivative; "
+                        "differentiate through the polynomial's values instead")
+    coefficients = np.asarray(_concrete(p, "roots"))
+    if coefficients.ndim != 1:
+        raise ShapeError(f"roots: polynomial coefficients are 1-D, got shape {coefficients.shape}")
+    if not strip_zeros and coefficients.size and coefficients[0] == 0:
+        found = np.roots(coefficients)
+        return fnp.asarray(np.concatenate([found, np.full(coefficients.size - 1 - found.size, complex(np.nan, np.nan))]))
+    return fnp.asarray(np.roots(coefficients))

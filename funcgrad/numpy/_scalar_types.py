@@ -9,7 +9,8 @@ from ..array import ArrayBase
 from ._creation import asarray, astype
 
 __all__ = ["bfloat16", "bool_", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32",
-           "int64", "uint8", "uint16", "uint32", "uint64"]
+           "int64", "uint8", "uint16", "uint32", "uint64", "float_", "int_", "uint", "double", "single", "cdouble",
+           "csingle", "complex_"]
 
 
 class ScalarType:
@@ -50,3 +51,10 @@ bfloat16, bool_, float16, float32, float64 = (ScalarType(d) for d in (
 int8, int16, int32, int64 = (ScalarType(d) for d in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64))
 uint8, uint16, uint32, uint64 = (ScalarType(d) for d in (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64))
 complex64, complex128 = ScalarType(dtypes.complex64), ScalarType(dtypes.complex128)
+# NumPy's C-style aliases, as jax.numpy has them (the widths NumPy gives them on 64-bit machines)
+float_ = double = float64
+single = float32
+int_ = int64
+uint = uint64
+complex_ = cdouble = complex128
+csingle = complex64
