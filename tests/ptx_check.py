@@ -15,6 +15,7 @@ import re  # noqa: E402
 from numba import types  # noqa: E402
 
 from funcgrad.cuda import ptx, runtime  # noqa: E402
+from funcgrad.ops.scalar import INCOMPLETE_GAMMA  # noqa: E402
 
 CASES = list(ptx.cases())
 HOT = ("matmul", "fused", "sum[", "logsumexp", "softmax", "layer_norm", "rms_norm", "attention", "cumsum", "argsort",
@@ -38,6 +39,11 @@ def float64_instructions(code: str) -> list[str]:
     return lines
 
 
+# The incomplete gamma family computes in float64 by design (ops/incomplete_gamma.py: its
+# derivatives subtract nearly equal series); only their own kernels are spared.
+IN_FLOAT64 = tuple(f"{name}[" for name in INCOMPLETE_GAMMA)
+
+
 def computes_in_float32(sig) -> bool:
     """A kernel of float32 (or narrower) arrays, and no float64 scalar arguments: nothing in it
     should widen to float64 (an untyped literal like `2 * x` would, and the simulator cannot tell)."""
@@ -52,7 +58,7 @@ def test_compiles_to_ptx(name, kernel, sig):
     assert ".target sm_90" in code and ".entry" in code
     shared = sum(int(size) for size in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", code))
     assert shared <= runtime.MAX_STATIC_SHARED, f"{name}: {shared} bytes of static shared memory"
-    if computes_in_float32(sig):
+    if computes_in_float32(sig) and not name.startswith(IN_FLOAT64):
         assert not float64_instructions(code), f"{name} computes in float64: {float64_instructions(code)[:3]}"
     if name.startswith(HOT):  # assembled by ptxas (nvJitLink): registers and shared memory fit, nothing spills
         used = ptx.resources(code)

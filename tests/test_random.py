@@ -178,3 +178,31 @@ def test_more_distributions_match_their_cdfs_and_moments():
         random.pareto(k, np.ones(3), (2,))
     grad = fg.grad(lambda s: random.rayleigh(k, s, (n,), dtype=fg.float64).mean())(2.0)
     assert abs(float(grad) - np.sqrt(np.pi / 2)) < 0.01  # d/ds E[s R] = E[R]
+
+
+# every sampler given host parameters (Python numbers, NumPy arrays) and a key on the device
+ON_DEVICE = {
+    "poisson": lambda k: random.poisson(k, np.array([3.0, 30.0]), (2,)),
+    "gamma": lambda k: random.gamma(k, np.array([0.4, 3.0])),
+    "beta": lambda k: random.beta(k, 2.0, 3.0, (3,)),
+    "dirichlet": lambda k: random.dirichlet(k, np.array([1.0, 2.0])),
+    "binomial": lambda k: random.binomial(k, np.array([20.0, 100.0]), 0.3),
+    "multinomial": lambda k: random.multinomial(k, 5.0, np.array([0.2, 0.8])),
+    "t": lambda k: random.t(k, 3.0, (2,)),
+    "truncated_normal": lambda k: random.truncated_normal(k, -1.0, np.array([2.0, 0.5])),
+    "lognormal": lambda k: random.lognormal(k, np.array([0.5, 1.0])),
+    "categorical": lambda k: random.categorical(k, np.log(np.array([0.2, 0.3, 0.5])), shape=(4,)),
+    "categorical_distinct": lambda k: random.categorical(k, np.zeros(3), shape=(2,), replace=False),
+    "choice": lambda k: random.choice(k, np.arange(5.0), (3,), p=np.full(5, 0.2)),
+    "permutation": lambda k: random.permutation(k, np.arange(6.0).reshape(2, 3), axis=1, independent=True),
+    "multivariate_normal": lambda k: random.multivariate_normal(k, np.zeros(2), np.array([[2.0, 0.5], [0.5, 1.0]])),
+}
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+@pytest.mark.parametrize("name", ON_DEVICE)
+def test_a_key_on_the_device_samples_there_with_host_parameters(name):
+    key = random.key(7)
+    cpu, gpu = ON_DEVICE[name](key), ON_DEVICE[name](fg.device_put(key, "cuda"))
+    assert gpu.device == "cuda:0" and gpu.dtype == cpu.dtype
+    np.testing.assert_allclose(np.asarray(gpu.numpy(), np.float64), np.asarray(cpu.numpy(), np.float64), rtol=1e-5)

@@ -12,6 +12,7 @@ import math
 import ml_dtypes
 import numpy as np
 
+from ..ops.incomplete_gamma import incomplete_gamma as _incomplete_gamma
 from .runtime import SIMULATOR, cuda
 
 
@@ -81,3 +82,6 @@ else:
 
 globals().update(MATH)  # kernels call them as scalar.exp(x), scalar.atan2(y, x), ...
 globals().update(CMATH)
+
+# the incomplete gamma family: kernels call scalar.incomplete_gamma(a, x, mode), the CPU's function
+incomplete_gamma = cuda.jit(device=True)(_incomplete_gamma)

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .. import dtypes
+from .incomplete_gamma import MODES
 
 _BOOL = np.dtype(np.bool_)
 
@@ -117,7 +118,11 @@ def where(c, a, b) -> Expr:
     return Expr("where", (_lift(c), a, b), a.dtype if a.dtype is not None else b.dtype)
 
 
-_BINARY = frozenset({"maximum", "minimum", "arctan2", "complex"})
+# Functions of (a, x) that need a loop: ops/incomplete_gamma.py's modes, which each dialect spells as
+# a call of that one function (compiled by numba for the CPU and by numba.cuda): `incomplete_gamma(a,
+# x, mode)` with mode the name's index here.
+INCOMPLETE_GAMMA = MODES
+_BINARY = frozenset({"maximum", "minimum", "arctan2", "complex", *INCOMPLETE_GAMMA})
 
 
 def _function(name: str) -> Callable[..., Expr]:
@@ -139,6 +144,7 @@ FUNCTIONS = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "co
 (exp, expm1, log, log1p, log2, log10, sqrt, sin, cos, tan, tanh, sinh, cosh, arctan, arcsin, arccos, arcsinh,
  arccosh, arctanh, erf, floor, ceil, trunc, rint, isnan, isinf, isfinite, maximum, minimum,
  arctan2, lgamma, erfc) = map(_function, FUNCTIONS[:-1])
+igamma, igammac, igamma_grad_a, random_gamma_grad, random_gamma_grad_log = map(_function, INCOMPLETE_GAMMA)
 real, imag, conj, complex_ = (_function(name) for name in ("real", "imag", "conj", "complex"))
 # complex(re, im) takes the parts' .real: a dialect may have cast them to the step's complex type
 _PARTS = {"real": "({}).real", "imag": "({}).imag", "conj": "({}).conjugate()",

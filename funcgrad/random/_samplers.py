@@ -1,10 +1,5 @@
-"""Splittable, reproducible PRNG keys with JAX's semantics, on the counter-based Threefry-2x32.
-
-A key is a uint32 Array of shape (2,). Functions never mutate a key: split it to get fresh
-ones. The numbers depend only on (key, shape, dtype), so every backend reproduces them, and
-since the generator is a primitive, sampling works under jit with traced keys.
-Counter domains: 0 for sampling, 1 for split, 2 for fold_in, so they never collide.
-"""
+"""Keys (split, fold_in), random bits, and the samplers drawn from uniform and normal numbers
+(the package's docstring says how keys work)."""
 from __future__ import annotations
 
 import operator
@@ -12,13 +7,13 @@ import math
 
 import numpy as np
 
-from . import devices, dtypes
-from . import numpy as fnp
-from .array import Array, ArrayBase
-from .numpy import linalg
-from .scipy import special
-from .ops import prng
-from .trace import bind
+from .. import devices, dtypes
+from .. import numpy as fnp
+from ..array import Array, ArrayBase
+from ..numpy import linalg
+from ..scipy import special
+from ..ops import prng
+from ..trace import bind
 
 _SAMPLE, _SPLIT, _FOLD_IN = 0, 1, 2
 
@@ -141,7 +136,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=dtypes.float32) -> Arr
     if not isinstance(lower, ArrayBase) and not isinstance(upper, ArrayBase) and np.any(lower > upper):
         raise ValueError(f"truncated_normal: lower must not exceed upper, got lower={lower}, upper={upper}")
     shape = np.broadcast_shapes(np.shape(lower), np.shape(upper)) if shape is None else _shape(shape)
-    lo, hi = (special.ndtr(fnp.asarray(v)) for v in (lower, upper))
+    lower, upper = (_as_parameter(key, v, dtypes.float64) for v in (lower, upper))
+    lo, hi = special.ndtr(lower), special.ndtr(upper)
     p = lo + (hi - lo) * _unit_float(key, shape, dtypes.float64)
     z = np.sqrt(2) * special.erfinv(fnp.clip(2 * p - 1, -1 + 1e-15, 1 - 1e-15))  # finite at the ends
     return fnp.astype(fnp.clip(z, lower, upper), dtype)
@@ -162,7 +158,7 @@ def randint(key, shape, minval, maxval, dtype=dtypes.int64) -> Array:
 
 def bernoulli(key, p=0.5, shape=None) -> Array:
     """Booleans that are True with probability p."""
-    p = fnp.asarray(p, dtype=dtypes.float32)
+    p = _as_parameter(key, p, dtypes.float32)
     shape = tuple(p.shape) if shape is None else _shape(shape)
     return _unit_float(key, shape, dtypes.float32) < p
 
@@ -173,7 +169,7 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
     is_count = np.ndim(x) == 0 and not isinstance(x, ArrayBase)
     if is_count:
         return bind(prng.argsort_p, _bits64(key, (int(x),)), axis=0)
-    x = fnp.asarray(x)
+    x = _as_parameter(key, x)
     axis = fnp._normalize_axis(axis, x.ndim)
     if not independent:
         return fnp.take(x, bind(prng.argsort_p, _bits64(key, (x.shape[axis],)), axis=0), axis=axis)
@@ -190,7 +186,7 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True) -
     """Samples of a categorical distribution given unnormalised log-probabilities (Gumbel-max);
     shape = leading sample axes + the logits' batch shape. replace=False draws distinct categories
     (Gumbel top-k over the leading sample axes, as JAX's)."""
-    logits = fnp.asarray(logits)
+    logits = _as_parameter(key, logits)
     axis = axis % logits.ndim
     batch = tuple(logits.shape[:axis] + logits.shape[axis + 1:])
     shape = batch if shape is None else _shape(shape)
@@ -241,16 +237,24 @@ def cauchy(key, shape=(), dtype=dtypes.float32) -> Array:
 
 
 def lognormal(key, sigma=1.0, shape=None, dtype=dtypes.float32) -> Array:
-    sigma = fnp.asarray(sigma, dtype=_float_dtype(dtype)[1])
+    sigma = _as_parameter(key, sigma, _float_dtype(dtype)[1])
     shape = tuple(sigma.shape) if shape is None else _shape(shape)
     return fnp.astype(fnp.exp(sigma * normal(key, shape, _float_dtype(dtype)[1])), _float_dtype(dtype)[0])
 
 
-def _parameters(shape, dtype, *params):
-    """The parameters as Arrays of the compute dtype, and the sample shape: shape, or by default
-    their broadcast shape (JAX's rule); a shape they do not broadcast to raises."""
+def _as_parameter(key, value, dtype=None) -> Array:
+    """value as an Array (of dtype, if given); a host value (a Python number, a NumPy array) is
+    placed on the key's device, so a key on the GPU samples there with host values as parameters."""
+    if isinstance(value, ArrayBase):
+        return value if dtype is None or value.dtype == dtype else fnp.astype(value, dtype)
+    return fnp.asarray(value, dtype=dtype, device=fnp.asarray(key).device)
+
+
+def _parameters(key, shape, dtype, *params):
+    """The parameters as Arrays of the compute dtype (_as_parameter), and the sample shape: shape,
+    or by default their broadcast shape (JAX's rule); a shape they do not broadcast to raises."""
     compute = _float_dtype(dtype)[1]
-    arrays = [p if isinstance(p, ArrayBase) and p.dtype == compute else fnp.asarray(p, dtype=compute) for p in params]
+    arrays = [_as_parameter(key, p, compute) for p in params]
     joint = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     shape = joint if shape is None else _shape(shape)
     if len(joint) > len(shape) or any(j not in (1, s) for j, s in zip(joint[::-1], shape[::-1])):
@@ -260,7 +264,7 @@ def _parameters(shape, dtype, *params):
 
 def rayleigh(key, scale=1.0, shape=None, dtype=dtypes.float32) -> Array:
     """Rayleigh samples: scale sqrt(-2 log(1 - u))."""
-    (scale,), shape, compute = _parameters(shape, dtype, scale)
+    (scale,), shape, compute = _parameters(key, shape, dtype, scale)
     return fnp.astype(scale * fnp.sqrt(2.0 * exponential(key, shape, compute)), _float_dtype(dtype)[0])
 
 
@@ -273,7 +277,7 @@ def maxwell(key, shape=(), dtype=dtypes.float32) -> Array:
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=dtypes.float32) -> Array:
     """loc + scale * (a Maxwell sample with a random sign)."""
-    (loc, scale), shape, compute = _parameters(shape, dtype, loc, scale)
+    (loc, scale), shape, compute = _parameters(key, shape, dtype, loc, scale)
     k_size, k_sign = split(key)
     signed = maxwell(k_size, shape, compute) * fnp.astype(rademacher(k_sign, shape), compute)
     return fnp.astype(loc + scale * signed, _float_dtype(dtype)[0])
@@ -281,27 +285,27 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=dtypes.float32) -> Arr
 
 def weibull_min(key, scale, concentration, shape=(), dtype=dtypes.float32) -> Array:
     """Weibull samples by the inverse CDF: scale (-log(1 - u))^(1 / concentration)."""
-    (scale, concentration), shape, compute = _parameters(shape, dtype, scale, concentration)
+    (scale, concentration), shape, compute = _parameters(key, shape, dtype, scale, concentration)
     return fnp.astype(scale * exponential(key, shape, compute) ** (1.0 / concentration), _float_dtype(dtype)[0])
 
 
 def pareto(key, b, shape=None, dtype=dtypes.float32) -> Array:
     """Pareto(b) samples on [1, inf): exp(Exponential(1) / b)."""
-    (b,), shape, compute = _parameters(shape, dtype, b)
+    (b,), shape, compute = _parameters(key, shape, dtype, b)
     return fnp.astype(fnp.exp(exponential(key, shape, compute) / b), _float_dtype(dtype)[0])
 
 
 def geometric(key, p, shape=None, dtype=dtypes.int64) -> Array:
     """The number of Bernoulli(p) trials up to the first success (1, 2, ...): 1 + floor(log u /
     log(1 - p))."""
-    (p,), shape, compute = _parameters(shape, dtypes.float64, p)
+    (p,), shape, compute = _parameters(key, shape, dtypes.float64, p)
     u = _unit_float(key, shape, compute)
     return fnp.astype(fnp.floor(fnp.log1p(-u) / fnp.log1p(-p)) + 1.0, dtype)
 
 
 def triangular(key, left, mode, right, shape=None, dtype=dtypes.float32) -> Array:
     """Triangular samples on [left, right] peaking at mode, by the inverse CDF."""
-    (left, mode, right), shape, compute = _parameters(shape, dtype, left, mode, right)
+    (left, mode, right), shape, compute = _parameters(key, shape, dtype, left, mode, right)
     u = _unit_float(key, shape, compute)
     width = right - left
     cut = (mode - left) / width
@@ -313,7 +317,7 @@ def triangular(key, left, mode, right, shape=None, dtype=dtypes.float32) -> Arra
 def wald(key, mean, shape=None, dtype=dtypes.float32) -> Array:
     """Wald (inverse Gaussian) samples of the given mean and shape parameter 1 (JAX's), by
     Michael, Schucany and Haas's transformation."""
-    (mean,), shape, compute = _parameters(shape, dtype, mean)
+    (mean,), shape, compute = _parameters(key, shape, dtype, mean)
     k_normal, k_pick = split(key)
     y = normal(k_normal, shape, compute) ** 2
     mu_y = mean * y
@@ -323,10 +327,10 @@ def wald(key, mean, shape=None, dtype=dtypes.float32) -> Array:
 
 
 def poisson(key, lam, shape=None, dtype=dtypes.int64) -> Array:
-    """Poisson(lam) counts: for lam < 10 the number of uniform products above exp(-lam) (Knuth),
+    """Poisson(lam) counts: for lam < 10 the number of uniform products above exp(-lam) (Knuth, as sums of logs),
     above that Hormann's transformed rejection (PTRS, as NumPy's), drawn in rounds until every
     element is accepted (eagerly; under jit a fixed POISSON_ROUNDS, each accepting > 90%)."""
-    (lam,), shape, compute = _parameters(shape, dtypes.float64, lam)
+    (lam,), shape, compute = _parameters(key, shape, dtypes.float64, lam)
     lam = fnp.broadcast_to(lam, shape)
     known = fnp.concrete_or_none(lam)
     if known is not None and (known < 0).any():
@@ -334,8 +338,8 @@ def poisson(key, lam, shape=None, dtype=dtypes.int64) -> Array:
     k_small, k_large = split(key)
     small = fnp.minimum(lam, 10.0)
     draws = int(np.ceil(10 + 10 + 10 * np.sqrt(10)))  # covers lam < 10 to ~1e-15
-    products = fnp.cumprod(_unit_float(k_small, (draws,) + shape, compute), axis=0)
-    knuth = fnp.sum(fnp.astype(products > fnp.exp(-small), compute), axis=0)
+    log_products = fnp.cumsum(fnp.log(_unit_float(k_small, (draws,) + shape, compute)), axis=0)  # a scan: O(draws)
+    knuth = fnp.sum(fnp.astype(log_products > -small, compute), axis=0)
     large = fnp.maximum(lam, 10.0)
     return fnp.astype(fnp.where(lam < 10, knuth, _poisson_ptrs(k_large, large, shape, compute)), dtype)
 
@@ -350,8 +354,8 @@ def _poisson_ptrs(key, lam, shape, compute):
     a = -0.059 + 0.02483 * b
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
     vr = 0.9277 - 3.6224 / (b - 2)
-    out = fnp.zeros(shape, compute)
-    done = fnp.zeros(shape, dtypes.bool_)
+    out = fnp.zeros_like(lam)
+    done = fnp.zeros_like(lam, dtypes.bool_)
     for round_key in split(key, POISSON_ROUNDS):
         k_u, k_v = split(round_key)
         u = _unit_float(k_u, shape, compute) - 0.5
@@ -379,13 +383,15 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Arr
     """Samples of range(a) for an int a, else of a's entries along axis; p weights them, and
     replace=False draws distinct ones (Gumbel top-k when weighted)."""
     is_count = np.ndim(a) == 0 and not isinstance(a, ArrayBase)
-    n = int(a) if is_count else fnp.asarray(a).shape[axis]
+    if not is_count:
+        a = _as_parameter(key, a)
+    n = int(a) if is_count else a.shape[axis]
     shape = _shape(shape)
     size = math.prod(shape)
     if not replace and size > n:
         raise ValueError(f"choice: cannot take {size} distinct samples from {n} without replacement")
     if p is not None:
-        p = fnp.asarray(p)
+        p = _as_parameter(key, p)
         if p.shape != (n,):
             raise ValueError(f"choice: p must have shape ({n},), got {tuple(p.shape)}")
     if replace:
@@ -403,7 +409,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Arr
 def multivariate_normal(key, mean, cov, shape=None, dtype=dtypes.float32) -> Array:
     """Samples of N(mean, cov): mean + L z with L the Cholesky factor of cov."""
     dtype, compute = _float_dtype(dtype)
-    mean, cov = fnp.astype(mean, compute), fnp.astype(cov, compute)
+    mean, cov = _as_parameter(key, mean, compute), _as_parameter(key, cov, compute)
     d = mean.shape[-1]
     if cov.shape[-2:] != (d, d):
         raise ValueError(f"multivariate_normal: cov of shape {tuple(cov.shape)} does not match mean of shape "
