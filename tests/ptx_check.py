@@ -15,7 +15,7 @@ import re  # noqa: E402
 from numba import types  # noqa: E402
 
 from funcgrad.cuda import ptx, runtime  # noqa: E402
-from funcgrad.ops.scalar import INCOMPLETE_GAMMA  # noqa: E402
+from funcgrad.ops.scalar import LOOPS  # noqa: E402
 
 CASES = list(ptx.cases())
 HOT = ("matmul", "fused", "sum[", "logsumexp", "softmax", "layer_norm", "rms_norm", "attention", "cumsum", "argsort",
@@ -39,9 +39,9 @@ def float64_instructions(code: str) -> list[str]:
     return lines
 
 
-# The incomplete gamma family computes in float64 by design (ops/incomplete_gamma.py: its
-# derivatives subtract nearly equal series); only their own kernels are spared.
-IN_FLOAT64 = tuple(f"{name}[" for name in INCOMPLETE_GAMMA)
+# The loop functions (the incomplete gamma and beta functions) compute in float64 by design (their
+# series and the gamma family's derivatives subtract nearly equal terms); only their kernels are spared.
+IN_FLOAT64 = tuple(f"{name}[" for name in LOOPS)
 
 
 def computes_in_float32(sig) -> bool:

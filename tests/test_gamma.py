@@ -99,7 +99,7 @@ def test_a_second_derivative_in_a_raises_instead_of_cutting():
         fg.grad(fg.grad(lambda a: S.gammainc(a, 1.5)))(2.0)
     with pytest.raises(TypeError, match="random_gamma_grad is not differentiable"):
         fg.grad(lambda a: lax.random_gamma_grad(a, 1.5))(2.0)
-    with pytest.raises(TypeError, match="got a of int64"):
+    with pytest.raises(TypeError, match="needs floating-point operands, got operand 0 of int64"):
         fg.ops.special.igamma_p(np.arange(3), np.ones(3))
 
 

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import math
 import os
+import re
 import sys
 import tempfile
 from functools import cache
@@ -42,8 +43,8 @@ class _Numba(scalar.Dialect):
         return literal(value, dtype)
 
     def call(self, name: str, args: list[str], exprs: tuple) -> str:
-        if name in scalar.INCOMPLETE_GAMMA:
-            return f"sp.incomplete_gamma({args[0]}, {args[1]}, {scalar.INCOMPLETE_GAMMA.index(name)})"
+        if name in scalar.LOOPS:
+            return self.loop_call("sp", name, args)
         fast = self.VECMATH.get(name) if exprs[0].dtype is None or not dtypes.is_complex(exprs[0].dtype) else None
         return f"{fast or 'np.' + name}({', '.join(args)})"
 
@@ -60,11 +61,11 @@ def step_source(prim, refs: list, operand_dtypes: list, params: dict, out_dtype:
     return NUMBA.render(scalar.evaluate(prim.scalar, operands, params), ct)
 
 
-# Kernels call vecmath's exp, tanh and erf (float32 without libm calls) and the incomplete gamma
-# function; a kernel's source names both files' digests, so kernels cached on disk are rebuilt when
-# either changes.
+# Kernels call vecmath's exp, tanh and erf (float32 without libm calls) and the loop functions; a
+# kernel's source names their files' digests, so kernels cached on disk are rebuilt when they change.
 _VECMATH = hashlib.sha256(Path(__file__).with_name("vecmath.py").read_bytes()).hexdigest()[:16]
-_GAMMA = hashlib.sha256((Path(__file__).parent.parent / "ops" / "incomplete_gamma.py").read_bytes()).hexdigest()[:16]
+_LOOPS = hashlib.sha256(b"".join((Path(__file__).parent.parent / "ops" / f"{name}.py").read_bytes()
+                                 for name in ("incomplete_gamma", "incomplete_beta"))).hexdigest()[:16]
 
 
 def _cast(dtype: np.dtype) -> str:
@@ -148,8 +149,8 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     size = "size" if sums else f"{stores[0]}.size"
     lines = ["import math", "import numpy as np", "from numba import njit", "",
              f"from funcgrad.cpu import vecmath as vm  # {_VECMATH}"]
-    if any("sp.incomplete_gamma(" in expr for expr, _ in steps):  # its module compiles a ufunc on import
-        lines.append(f"from funcgrad.cpu import gamma as sp  # {_GAMMA}")
+    if any(re.search(r"\bsp\.", expr) for expr, _ in steps):  # that module compiles ufuncs on import
+        lines.append(f"from funcgrad.cpu import loops as sp  # {_LOOPS}")
     lines += ["", f"FASTMATH = set({sorted(FASTMATH)!r})", "",
               "@njit(cache=True, nogil=True, fastmath=FASTMATH, error_model=\"numpy\")",
               f"def kernel({', '.join(args + (['n_inner'] if nested else []))}):"]

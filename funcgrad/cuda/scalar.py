@@ -12,7 +12,8 @@ import math
 import ml_dtypes
 import numpy as np
 
-from ..ops.incomplete_gamma import incomplete_gamma as _incomplete_gamma
+from ..ops import incomplete_beta as _beta
+from ..ops import incomplete_gamma as _gamma
 from .runtime import SIMULATOR, cuda
 
 
@@ -83,5 +84,6 @@ else:
 globals().update(MATH)  # kernels call them as scalar.exp(x), scalar.atan2(y, x), ...
 globals().update(CMATH)
 
-# the incomplete gamma family: kernels call scalar.incomplete_gamma(a, x, mode), the CPU's function
-incomplete_gamma = cuda.jit(device=True)(_incomplete_gamma)
+# the loop functions (ops/scalar.py's LOOPS): kernels call scalar.incomplete_gamma(a, x, mode), ...
+incomplete_gamma = cuda.jit(device=True)(_gamma.incomplete_gamma)
+incomplete_beta = cuda.jit(device=True)(_beta.incomplete_beta)

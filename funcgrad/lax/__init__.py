@@ -42,12 +42,13 @@ __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gra
            "dynamic_update_index_in_dim", "pad", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
            "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort",
            "sort_key_val", "associative_scan", "lgamma", "digamma", "polygamma", "erfc", "erf_inv", "igamma",
-           "igammac", "igamma_grad_a", "random_gamma_grad",
+           "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
            *_windows.__all__]
 erf, erfc, erf_inv = _special.erf, _special.erfc, _special.erfinv
 lgamma, digamma, polygamma = _special.gammaln, _special.digamma, _special.polygamma
 igamma, igammac, igamma_grad_a, random_gamma_grad = (_special.gammainc, _special.gammaincc, _special.igamma_grad_a,
                                                      _special.random_gamma_grad)
+betainc = _special.betainc
 
 
 def complex(x, y):  # noqa: A001  (lax's name; torch.complex)

@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes
 from .. import numpy as fnp
 from .. import errors as fg_errors
+from ..scipy.special import log1mexp
 from . import _functional as F
 from .layers import Lambda
 from .module import Module
@@ -100,13 +101,6 @@ def sparse_sigmoid(x):
     (jax.nn.sparse_sigmoid)."""
     x = fnp._float_arg(x)
     return fnp.clip((x + 1) / 2, 0.0, 1.0)
-
-
-def log1mexp(x):
-    """log(1 - exp(-x)) for x >= 0, accurate at both ends: log(-expm1(-x)) up to log 2, then
-    log1p(-exp(-x)) (Machler's rule, jax.nn.log1mexp)."""
-    x = fnp._float_arg(x)
-    return fnp.where(x < np.log(2), fnp.log(-fnp.expm1(-x)), fnp.log1p(-fnp.exp(-x)))
 
 
 def logmeanexp(x, axis=None, where=None, keepdims: bool = False):

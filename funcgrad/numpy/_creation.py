@@ -186,6 +186,18 @@ def _float_pair(x, y):
     return (x if isinstance(x, ArrayBase) else asarray(x, y.dtype)), (y if isinstance(y, ArrayBase) else asarray(y, x.dtype))
 
 
+def _float_args(*xs) -> list:
+    """Arrays of one floating dtype for a function of several reals (the special functions, the
+    densities): Python numbers are weak, taking the others' precision (0.1 beside a float64 array is
+    float64's 0.1, not float32's), integers compute in the default float, and host values go to the
+    first Array's device."""
+    weak = [type(x) in (bool, int, float) for x in xs]
+    typed = [_float_arg(x) for x, w in zip(xs, weak) if not w]
+    dtype = functools.reduce(dtypes.promote, (t.dtype for t in typed)) if typed else dtypes.default_float
+    typed_iter = iter(typed)
+    return _common([np.asarray(x, dtype) if w else next(typed_iter) for x, w in zip(xs, weak)])
+
+
 def _shape(x):
     return x.shape if hasattr(x, "shape") else ()
 

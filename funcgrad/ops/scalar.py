@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .. import dtypes
-from .incomplete_gamma import MODES
+from .incomplete_gamma import MODES as GAMMA_MODES
 
 _BOOL = np.dtype(np.bool_)
 
@@ -118,11 +118,14 @@ def where(c, a, b) -> Expr:
     return Expr("where", (_lift(c), a, b), a.dtype if a.dtype is not None else b.dtype)
 
 
-# Functions of (a, x) that need a loop: ops/incomplete_gamma.py's modes, which each dialect spells as
-# a call of that one function (compiled by numba for the CPU and by numba.cuda): `incomplete_gamma(a,
-# x, mode)` with mode the name's index here.
-INCOMPLETE_GAMMA = MODES
-_BINARY = frozenset({"maximum", "minimum", "arctan2", "complex", *INCOMPLETE_GAMMA})
+# Functions that need a loop, which these expressions cannot spell: each is one Python function of
+# `math` (ops/incomplete_gamma.py, ops/incomplete_beta.py) that numba compiles for the CPU
+# (cpu/loops.py) and numba.cuda for the GPU (cuda/scalar.py). Each name maps to that function and the
+# integer arguments after the operands; a dialect spells the call `function(operands..., extra...)`.
+LOOPS = {**{name: ("incomplete_gamma", (mode,)) for mode, name in enumerate(GAMMA_MODES)},
+         "betainc": ("incomplete_beta", ())}
+_BINARY = frozenset({"maximum", "minimum", "arctan2", "complex", *GAMMA_MODES})
+_TERNARY = frozenset({"betainc"})
 
 
 def _function(name: str) -> Callable[..., Expr]:
@@ -130,8 +133,9 @@ def _function(name: str) -> Callable[..., Expr]:
         return call(name, *args)
     fn.__name__ = name
     # its arity, for whoever inspects it (the PTX check enumerates every primitive's kernels by it)
+    arity = 3 if name in _TERNARY else 2 if name in _BINARY else 1
     fn.__signature__ = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                          for p in ("x", "y")[:2 if name in _BINARY else 1]])
+                                          for p in ("x", "y", "z")[:arity]])
     return fn
 
 
@@ -144,7 +148,7 @@ FUNCTIONS = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "co
 (exp, expm1, log, log1p, log2, log10, sqrt, sin, cos, tan, tanh, sinh, cosh, arctan, arcsin, arccos, arcsinh,
  arccosh, arctanh, erf, floor, ceil, trunc, rint, isnan, isinf, isfinite, maximum, minimum,
  arctan2, lgamma, erfc) = map(_function, FUNCTIONS[:-1])
-igamma, igammac, igamma_grad_a, random_gamma_grad, random_gamma_grad_log = map(_function, INCOMPLETE_GAMMA)
+igamma, igammac, igamma_grad_a, random_gamma_grad, random_gamma_grad_log, betainc = map(_function, LOOPS)
 real, imag, conj, complex_ = (_function(name) for name in ("real", "imag", "conj", "complex"))
 # complex(re, im) takes the parts' .real: a dialect may have cast them to the step's complex type
 _PARTS = {"real": "({}).real", "imag": "({}).imag", "conj": "({}).conjugate()",
@@ -175,6 +179,12 @@ class Dialect:
 
     def call(self, name: str, args: list[str], exprs: tuple) -> str:
         raise TypeError(f"{type(self).__name__} must define call()")
+
+    @staticmethod
+    def loop_call(module: str, name: str, args: list[str]) -> str:
+        """The call of a LOOPS function, through the module name the dialect's kernels give it."""
+        function, extra = LOOPS[name]
+        return f"{module}.{function}({', '.join(list(args) + [str(e) for e in extra])})"
 
     def render(self, expr: Expr, dtype: np.dtype) -> str:
         """Source for expr; untyped literals take `dtype` (booleans stay True / False)."""

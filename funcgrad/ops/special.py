@@ -2,7 +2,8 @@
 round to 0), lgamma (libm's, whose derivative is digamma), polygamma(x, n) (digamma at n = 0),
 whose derivative is polygamma(x, n + 1), so every order of derivative exists, and the incomplete
 gamma family of (a, x) (ops/incomplete_gamma.py: lax.igamma, igammac, igamma_grad_a,
-random_gamma_grad), differentiable in x to every order and in a once, as in JAX.
+random_gamma_grad), differentiable in x to every order and in a once, as in JAX, and the
+regularized incomplete beta function betainc(a, b, x) (ops/incomplete_beta.py), differentiable in x.
 
 polygamma is one formula written once over a function namespace, run on NumPy arrays (the CPU
 implementation) and as the scalar expression the CPU fusion and the CUDA generator render: the
@@ -23,9 +24,8 @@ from ..cpu.special import erfc as _erfc_impl
 from ..cpu.special import lgamma as _lgamma_impl
 from . import scalar as X
 from .core import ShapedArray, aval, defjvp, defvjp, dtype_of, shape_of
-from .elementwise import (_elementwise, _float_only, const, eq_p, exp_p, log_p, mul_p, neg_p, select_p, sub_p,
-                          zero)
-from .incomplete_gamma import MODES
+from .elementwise import (_elementwise, _float_only, add_p, const, eq_p, exp_p, log_p, mul_p, neg_p, select_p,
+                          sub_p, zero)
 from .layout import broadcast_like, broadcast_shapes, unbroadcast
 
 SHIFT = 10  # the recurrence's steps before the series: z = x + SHIFT >= 10.5
@@ -121,48 +121,58 @@ defvjp(erfc_p, lambda g, out, x: mul_p(g, _erfc_derivative(x)))
 defjvp(erfc_p, lambda t, out, x: mul_p(t, _erfc_derivative(x)))
 
 
-def _float_pair(a, x):
-    """Both operands floating point (Python floats weak); the broadcast shape and promoted dtype."""
-    for name, v in (("a", a), ("x", x)):
-        if isinstance(v, ShapedArray) and not dtypes.is_float(v.dtype):
-            raise TypeError(f"the incomplete gamma functions need floating-point operands, got {name} of {v.dtype}")
-        if not isinstance(v, (ShapedArray, float)):
-            raise TypeError(f"the incomplete gamma functions need floating-point operands, got {name} = {v!r}")
-    shapes = [v.shape for v in (a, x) if isinstance(v, ShapedArray)]
+def _floats(*operands):
+    """Every operand floating point (Python floats weak); the broadcast shape and promoted dtype."""
+    for k, v in enumerate(operands):
+        if (isinstance(v, ShapedArray) and not dtypes.is_float(v.dtype)) or not isinstance(v, (ShapedArray, float)):
+            raise TypeError(f"needs floating-point operands, got operand {k} of "
+                            f"{v.dtype if isinstance(v, ShapedArray) else repr(v)}")
+    shapes = [v.shape for v in operands if isinstance(v, ShapedArray)]
     return ShapedArray(broadcast_shapes(*shapes), np.result_type(*(v.dtype if isinstance(v, ShapedArray) else v
-                                                                   for v in (a, x))))
+                                                                   for v in operands)))
 
 
-def _gamma_function(name: str, da, dx):
-    """An (a, x) primitive computed by incomplete_gamma in mode `name`. da / dx(a, x) -> its partial
-    derivative, built from primitives; None: differentiating in that operand raises (a cut would be
-    a silent wrong gradient)."""
-    mode = MODES.index(name)
+def _loop_function(name: str, *partials):
+    """An elementwise primitive computed by the loop function scalar.LOOPS[name], of as many operands
+    as partials. partials[k](*operands) -> the derivative in operand k, built from primitives; None:
+    differentiating in that operand raises (a cut would be a silent wrong gradient)."""
+    def impl(*operands):
+        from ..cpu.loops import evaluate  # numba compiles it on first use
+        _floats(*map(aval, operands))  # eager calls reach the implementation without the shape rule
+        return evaluate(name, *operands)
 
-    def impl(a, x):
-        from ..cpu.gamma import evaluate  # numba compiles it on first use
-        _float_pair(aval(a), aval(x))  # eager calls reach the implementation without the shape rule
-        return evaluate(mode, a, x)
-
-    prim = _elementwise(name, impl, getattr(X, name), shape_rule=_float_pair, real_numbers=True)
-    partials = (da, dx)
+    prim = _elementwise(name, impl, getattr(X, name), shape_rule=_floats, real_numbers=True)
     defvjp(prim, *(None if d is None else
-                   (lambda g, out, a, x, d=d, k=k: unbroadcast(mul_p(g, d(a, x)), shape_of((a, x)[k])))
+                   (lambda g, out, *ops, d=d, k=k: unbroadcast(mul_p(g, d(*ops)), shape_of(ops[k])))
                    for k, d in enumerate(partials)))
-    defjvp(prim, *(None if d is None else (lambda t, out, a, x, d=d: broadcast_like(mul_p(t, d(a, x)), out))
+    defjvp(prim, *(None if d is None else (lambda t, out, *ops, d=d: broadcast_like(mul_p(t, d(*ops)), out))
                    for d in partials))
     return prim
 
 
+def _xlogy(x, y):
+    """x log y, 0 where x = 0 (the powers below are 1 at y = 0)."""
+    return select_p(eq_p(x, 0.0), zero(dtype_of(y)), mul_p(x, log_p(y)))
+
+
 def _density(a, x):
-    """dP/dx = x^(a-1) e^-x / Gamma(a): the Gamma(a, 1) density (x^0 = 1 at x = 0)."""
-    power = select_p(eq_p(a, 1.0), zero(dtype_of(x)), mul_p(sub_p(a, 1.0), log_p(x)))
-    return exp_p(sub_p(sub_p(power, x), lgamma_p(a)))
+    """dP/dx = x^(a-1) e^-x / Gamma(a): the Gamma(a, 1) density."""
+    return exp_p(sub_p(sub_p(_xlogy(sub_p(a, 1.0), x), x), lgamma_p(a)))
 
 
-igamma_grad_a_p = _gamma_function(  # d/dx dP/da = d/da dP/dx = density * (log x - digamma(a))
+igamma_grad_a_p = _loop_function(  # d/dx dP/da = d/da dP/dx = density * (log x - digamma(a))
     "igamma_grad_a", None, lambda a, x: mul_p(_density(a, x), sub_p(log_p(x), polygamma_p(a, n=0))))
-igamma_p = _gamma_function("igamma", igamma_grad_a_p, _density)
-igammac_p = _gamma_function("igammac", lambda a, x: neg_p(igamma_grad_a_p(a, x)), lambda a, x: neg_p(_density(a, x)))
-random_gamma_grad_p = _gamma_function("random_gamma_grad", None, None)
-random_gamma_grad_log_p = _gamma_function("random_gamma_grad_log", None, None)
+igamma_p = _loop_function("igamma", igamma_grad_a_p, _density)
+igammac_p = _loop_function("igammac", lambda a, x: neg_p(igamma_grad_a_p(a, x)), lambda a, x: neg_p(_density(a, x)))
+random_gamma_grad_p = _loop_function("random_gamma_grad", None, None)
+random_gamma_grad_log_p = _loop_function("random_gamma_grad_log", None, None)
+
+
+def _beta_density(a, b, x):
+    """dI/dx = x^(a-1) (1 - x)^(b-1) / B(a, b)."""
+    log_beta = sub_p(add_p(lgamma_p(a), lgamma_p(b)), lgamma_p(add_p(a, b)))
+    one_minus = sub_p(1.0, x)
+    return exp_p(sub_p(add_p(_xlogy(sub_p(a, 1.0), x), _xlogy(sub_p(b, 1.0), one_minus)), log_beta))
+
+
+betainc_p = _loop_function("betainc", None, None, _beta_density)  # in a and b not differentiable, as JAX

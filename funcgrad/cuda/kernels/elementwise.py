@@ -39,8 +39,8 @@ class _Cuda(scalar.Dialect):
         if name in ("maximum", "minimum"):
             a, b = args
             return f"({a} if ({a} {'>=' if name == 'maximum' else '<='} {b} or {a} != {a}) else {b})"
-        if name in scalar.INCOMPLETE_GAMMA:
-            return f"S.incomplete_gamma({args[0]}, {args[1]}, {scalar.INCOMPLETE_GAMMA.index(name)})"
+        if name in scalar.LOOPS:
+            return self.loop_call("S", name, args)
         if name == "rint":  # round half to even, as NumPy
             return f"S.rint{exprs[0].dtype.itemsize * 8}({args[0]})"
         return f"S.{self.NAMES.get(name, name)}({', '.join(args)})"
