@@ -227,3 +227,69 @@ def test_gradients_jit_and_vmap():
     grid = np.linspace(0, 6, 60001)
     density = np.asarray(stats.gamma.pdf(grid, 2.3, scale=0.7))
     assert_close(np.trapezoid(density, grid), stats.gamma.cdf(6.0, 2.3, scale=0.7), rtol=1e-8)
+
+
+def test_bessel_functions_against_their_series_and_numpy():
+    x = np.concatenate([np.linspace(-45, 45, 181), [1e-300, 29.9999, 30.0, 30.0001, 700.0]])
+
+    def scaled(v, n):  # exp(-|v|) I_n(v) = (1 / pi) int_0^pi e^(v cos t - |v|) cos(n t) dt, by trapezoids (a
+        t = np.linspace(0, math.pi, 4001)  # periodic integrand: they converge exponentially)
+        f = np.exp(v * np.cos(t) - abs(v)) * np.cos(n * t)
+        return (f.sum() - (f[0] + f[-1]) / 2) * (t[1] - t[0]) / math.pi
+    small = x[np.abs(x) <= 45]
+    assert_close(S.i0e(small), [scaled(v, 0) for v in small], rtol=1e-13)
+    assert_close(S.i1e(small), [scaled(v, 1) for v in small], rtol=1e-13, atol=1e-300)
+    assert_close(S.i1(small), [scaled(v, 1) * math.exp(abs(v)) for v in small], rtol=1e-13, atol=1e-300)
+    assert_close(fg.numpy.i0(x), np.i0(x), rtol=2e-14)  # NumPy's own, to 700
+    assert_close(S.i0e(np.array([1e6])), [1 / math.sqrt(2 * math.pi * 1e6) * (1 + 1 / 8e6)], rtol=1e-14)
+    assert_close(fg.vmap(fg.grad(S.i0))(small), S.i1(small), rtol=1e-13, atol=1e-300)  # I0' = I1
+
+
+def test_vonmises():
+    x = np.linspace(-math.pi, math.pi, 13)
+    kappa = 2.5
+    i0 = math.fsum((kappa / 2) ** (2 * k) / math.factorial(k) ** 2 for k in range(60))
+    want = [math.exp(kappa * math.cos(v - 0.3)) / (2 * math.pi * i0) for v in x]
+    assert_close(stats.vonmises.pdf(x, kappa, loc=0.3), want, rtol=1e-13)
+    assert_close(stats.vonmises.logpdf(np.float64(0.0), 1e4), 0.5 * math.log(1e4 / (2 * math.pi)), rtol=1e-4)
+    assert np.isnan(np.asarray(stats.vonmises.logpdf(0.0, -1.0)))
+
+
+def _ranks(row, method):
+    """Ranks by their definition: counts of smaller and not larger values."""
+    below = np.array([(row < v).sum() for v in row])
+    not_above = np.array([(row <= v).sum() for v in row])
+    distinct = np.unique(row)
+    return {"min": below + 1, "max": not_above, "average": (below + 1 + not_above) / 2,
+            "dense": np.searchsorted(distinct, row) + 1,
+            "ordinal": np.argsort(np.argsort(row, kind="stable"), kind="stable") + 1}[method]
+
+
+def test_rankdata_mode_and_sem():
+    a = RNG.integers(0, 5, (4, 7)).astype(np.float64)
+    for method in ("average", "min", "max", "dense", "ordinal"):
+        got = np.asarray(stats.rankdata(a, method, axis=1))
+        assert_close(got, np.stack([_ranks(row, method) for row in a]))
+        assert_close(stats.rankdata(a, method), _ranks(a.ravel(), method).reshape(-1))
+    # integers rank to integers except by average; floats to floats (NaN is possible: JAX's choice)
+    assert stats.rankdata(a.astype(int), "dense").dtype.kind == "i" and stats.rankdata(a).dtype == np.float64
+    with_nan = a.copy()
+    with_nan[1, 2] = np.nan
+    propagated = np.asarray(stats.rankdata(with_nan, axis=1))
+    assert np.isnan(propagated[1]).all() and not np.isnan(propagated[[0, 2, 3]]).any()
+    omitted = np.asarray(stats.rankdata(with_nan, axis=1, nan_policy="omit"))
+    kept = np.delete(with_nan[1], 2)
+    assert np.isnan(omitted[1, 2]) and np.allclose(np.delete(omitted[1], 2), _ranks(kept, "average"))
+    with pytest.raises(ValueError, match="contains NaN"):
+        stats.rankdata(with_nan, nan_policy="raise")
+    b = np.array([[1, 2, 2, 3], [4, 4, 1, 1], [0, 5, 5, 5]])
+    result = stats.mode(b, axis=1)
+    assert_close(result.mode, [2, 1, 5])  # the smallest of the tied values
+    assert_close(result.count, [2, 2, 3])
+    assert stats.mode(b, axis=None, keepdims=True).mode.shape == (1, 1)
+    nan_mode = stats.mode(np.array([1.0, np.nan, np.nan, 2.0]))
+    assert np.isnan(np.asarray(nan_mode.mode)) and int(nan_mode.count) == 2  # SciPy's propagation
+    assert float(stats.mode(np.array([1.0, 2.0, 2.0, np.nan]), nan_policy="omit").mode) == 2.0
+    assert_close(stats.sem(a, axis=1), a.std(axis=1, ddof=1) / math.sqrt(7), rtol=1e-13)
+    omit = np.asarray(stats.sem(with_nan, axis=1, nan_policy="omit"))
+    assert_close(omit[1], kept.std(ddof=1) / math.sqrt(6), rtol=1e-13)

@@ -5,13 +5,13 @@ does (Python scalars are weak: x_float32 * 2.5 stays float32) and bind primitive
 here is composed from the primitives in funcgrad.ops, so it is differentiable where math allows.
 The modules, each on the ones before it: _creation (conversion, promotion, constructors),
 _elementwise, _layout, _reductions, _contractions (the primitive-backed functions, gathered in
-_base), then _shapes, _math, _statistics, _signal, _polynomial, _editing, _index_tricks, linalg and fft,
+_base), then _shapes, _math, _bessel, _statistics, _signal, _polynomial, _editing, _index_tricks, linalg and fft,
 composed from those; _io reads, writes and prints Arrays through NumPy;
 _scalar_types makes the dtype names (fnp.float32) callable casts, and _array_api adds the Array
 API standard's own names (acos, isdtype, unique_all, __array_namespace_info__, ...).
 """
-from . import (_array_api, _contractions, _creation, _editing, _elementwise, _index_tricks, _io, _layout, _math,
-               _polynomial, _reductions, _shapes, _signal, _statistics)
+from . import (_array_api, _bessel, _contractions, _creation, _editing, _elementwise, _index_tricks, _io, _layout,
+               _math, _polynomial, _reductions, _shapes, _signal, _statistics)
 from . import fft, linalg
 from ._base import *  # noqa: F401,F403
 from ._util import _beside, _concrete  # noqa: F401  (a constant beside an array; host values of an operand)
@@ -19,6 +19,7 @@ from ._util import _beside, _concrete  # noqa: F401  (a constant beside an array
 from ._base import (_arrays, _axes, _common, _float_arg, _float_args, _float_pair, _index_array,  # noqa: F401
                     _normalize_axis, _pair, _placed, _precision, _weak, autocast_to_float32, concrete_or_none, follow)
 from ._math import *  # noqa: F401,F403
+from ._bessel import *  # noqa: F401,F403
 from ._shapes import *  # noqa: F401,F403
 from ._signal import *  # noqa: F401,F403
 from ._polynomial import *  # noqa: F401,F403

@@ -16,7 +16,8 @@ from ..trace import bind
 
 __all__ = ["gammaln", "lgamma", "digamma", "psi", "polygamma", "gamma", "beta", "betaln", "multigammaln", "gammainc",
            "gammaincc", "igamma_grad_a", "random_gamma_grad", "betainc", "erf", "erfc", "erfinv", "ndtr", "ndtri",
-           "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr", "log1mexp"]
+           "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr", "log1mexp", "i0", "i0e", "i1",
+           "i1e"]
 
 
 def gammaln(x):
@@ -224,6 +225,28 @@ def xlogy(x, y):
 
 def xlog1py(x, y):
     return _times_log(x, y, fnp.log1p)
+
+
+def i0e(x):
+    """exp(-|x|) I_0(x), the exponentially scaled modified Bessel function of order 0."""
+    return fnp._bessel.scaled_bessel_i(x, 0)
+
+
+def i0(x):
+    """I_0(x), the modified Bessel function of the first kind of order 0."""
+    return fnp.i0(x)
+
+
+def i1e(x):
+    """exp(-|x|) I_1(x), odd in x."""
+    x = fnp._float_arg(x)
+    return fnp.sign(x) * fnp._bessel.scaled_bessel_i(x, 1)
+
+
+def i1(x):
+    """I_1(x), the modified Bessel function of the first kind of order 1."""
+    x = fnp._float_arg(x)
+    return i1e(x) * fnp.exp(fnp.abs(x))
 
 
 def log1mexp(x):

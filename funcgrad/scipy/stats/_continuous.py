@@ -273,3 +273,13 @@ def _wrapcauchy_logpdf(y, c):
 
 wrapcauchy = namespace("wrapcauchy", "The wrapped Cauchy distribution on [0, 2 pi] of shape c.",
                        **_located(_wrapcauchy_logpdf, lambda c: (c > 0) & (c < 1)))
+
+
+# ---- vonmises -----------------------------------------------------------------------------------------------
+def _vonmises_logpdf(y, kappa):
+    """kappa cos(y) - log(2 pi I_0(kappa)), with I_0 scaled: log I_0(kappa) = log i0e(kappa) + kappa."""
+    return kappa * (fnp.cos(y) - 1) - _LOG_2PI - fnp.log(special.i0e(kappa))
+
+
+vonmises = namespace("vonmises", "The von Mises distribution (a circular normal) of concentration kappa.",
+                     **_located(_vonmises_logpdf, lambda kappa: kappa > 0))
