@@ -477,6 +477,10 @@ def solve(a, b):
     return D.solve(_device(a), _device(b))
 
 
+def triangular_solve(a, b, lower, unit_diagonal):
+    return D.triangular_solve(_device(a), _device(b), lower, unit_diagonal)
+
+
 def slogdet(a):
     return D.slogdet(_device(a))
 

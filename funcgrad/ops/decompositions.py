@@ -1,9 +1,10 @@
-"""Dense linear algebra: solve, slogdet, cholesky, eigh (batches of square matrices) and svd.
+"""Dense linear algebra: solve, triangular_solve, slogdet, cholesky, eigh (batches of square
+matrices) and svd.
 
 Every primitive takes float32 or float64 operands of shape (..., n, n) (solve's right-hand side
 is (..., n, k); svd's matrices are (..., m, n)) and batches over the leading axes. Rules are
 written with primitives, so second derivatives work. The CPU implementations are NumPy's LAPACK
-calls; a singular or non-positive-definite matrix raises numpy.linalg.LinAlgError there (as
+calls (the triangular solve: BLAS products and numba substitution, cpu/triangular.py); a singular or non-positive-definite matrix raises numpy.linalg.LinAlgError there (as
 PyTorch raises), while the GPU kernels give inf/NaN (a kernel cannot raise without stalling the
 device).
 
@@ -63,15 +64,58 @@ def _rows(x, start, stop):
     return gather_p(x, spec=(("e",), ("s", start, stop, 1), ("s", None, None, None)))
 
 
+# ---- triangular_solve -------------------------------------------------------------------------------------
+def _triangular_solve_shape(a, b, *, lower: bool, unit_diagonal: bool):
+    return _solve_shape(a, b, "triangular_solve")
+
+
+def _triangular_solve_impl(a, b, *, lower: bool, unit_diagonal: bool):
+    from ..cpu.triangular import triangular_solve
+    _solve_shape(aval(a), aval(b), "triangular_solve")
+    return triangular_solve(np.asarray(a), np.asarray(b), lower, unit_diagonal)
+
+
+triangular_solve_p = Primitive("triangular_solve", _triangular_solve_impl, shape_rule=_triangular_solve_shape,
+                               batch_rule=batch_elementwise, cuda="triangular_solve", fresh=True)
+
+
+def _triangle(x, lower: bool, unit_diagonal: bool):
+    """The part of x a triangular solve reads: its lower (upper) triangle, without the diagonal when
+    the diagonal is taken as ones."""
+    n = x.shape[-1]
+    offset = -1 if unit_diagonal else 0
+    mask = np.tril(np.ones((n, n)), offset) if lower else np.triu(np.ones((n, n)), -offset)
+    return E.mul_p(x, mask.astype(x.dtype))
+
+
+def _triangular_solve_vjp_b(g, out, a, b, *, lower, unit_diagonal):
+    return unbroadcast(triangular_solve_p(_mH(a), g, lower=not lower, unit_diagonal=unit_diagonal), b.shape)
+
+
+def _triangular_solve_vjp_a(g, out, a, b, *, lower, unit_diagonal):
+    gb = triangular_solve_p(_mH(a), g, lower=not lower, unit_diagonal=unit_diagonal)
+    return unbroadcast(_triangle(E.neg_p(L.matmul_p(gb, _mH(out))), lower, unit_diagonal), a.shape)
+
+
+def _triangular_solve_jvp_a(t, out, a, b, *, lower, unit_diagonal):
+    return triangular_solve_p(a, E.neg_p(L.matmul_p(_triangle(t, lower, unit_diagonal), out)), lower=lower,
+                              unit_diagonal=unit_diagonal)
+
+
+defvjp(triangular_solve_p, _triangular_solve_vjp_a, _triangular_solve_vjp_b)
+defjvp(triangular_solve_p, _triangular_solve_jvp_a,
+       lambda t, out, a, b, *, lower, unit_diagonal: triangular_solve_p(a, t, lower=lower, unit_diagonal=unit_diagonal))
+
+
 # ---- solve -------------------------------------------------------------------------------------------
-def _solve_shape(a, b):
+def _solve_shape(a, b, name: str = "solve"):
     (a_shape, a_dtype), (b_shape, b_dtype) = (a.shape, a.dtype), (b.shape, b.dtype)
-    _check_square("solve", a_shape, a_dtype)
+    _check_square(name, a_shape, a_dtype)
     if len(b_shape) < 2 or b_shape[-2] != a_shape[-1]:
-        raise ValueError(f"solve: right-hand side of shape {tuple(b_shape)} does not match matrices of shape "
+        raise ValueError(f"{name}: right-hand side of shape {tuple(b_shape)} does not match matrices of shape "
                          f"{tuple(a_shape)}")
     if np.dtype(b_dtype) != np.dtype(a_dtype):
-        raise TypeError(f"solve: matrix dtype {a_dtype} and right-hand side dtype {b_dtype} differ")
+        raise TypeError(f"{name}: matrix dtype {a_dtype} and right-hand side dtype {b_dtype} differ")
     return ShapedArray(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + tuple(b_shape[-2:]), a_dtype)
 
 

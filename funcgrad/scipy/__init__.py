@@ -1,4 +1,4 @@
-"""funcgrad.scipy: the jax.scipy functions funcgrad has (funcgrad.scipy.special, funcgrad.scipy.stats)."""
-from . import special, stats  # noqa: F401
+"""funcgrad.scipy: the jax.scipy functions funcgrad has (funcgrad.scipy.special, .stats, .linalg)."""
+from . import linalg, special, stats  # noqa: F401
 
-__all__ = ["special", "stats"]
+__all__ = ["linalg", "special", "stats"]

@@ -1,6 +1,6 @@
 """Dense linear algebra on batches of small matrices (real or complex): a block per matrix.
 
-solve (Gaussian elimination with partial pivoting), slogdet (the same elimination, keeping the
+solve (Gaussian elimination with partial pivoting), triangular_solve (substitution), slogdet (the same elimination, keeping the
 pivots), cholesky, eigh (cyclic Jacobi rotations, eigenvalues sorted ascending) and svd (one-sided
 Jacobi rotations of a tall matrix's columns until they are orthogonal: their norms are the singular
 values, sorted descending; a zero singular value leaves its column of U zero). Each block works in
@@ -86,6 +86,26 @@ def kernel(lu, x, batch, n, k):
                     total -= lu[A + r * n + j] * x[X + j * k + c]
                 x[X + r * k + c] = {t}(total / lu[A + r * n + r])
         cuda.syncthreads()
+"""
+
+
+@cache
+def _triangular_source(dtype: np.dtype) -> str:
+    """Forward (lower) or back substitution, a column of x per thread: each row's sum reads the
+    rows solved before it, so a thread needs no barrier."""
+    t = cast(dtype)
+    return f"""@cuda.jit(cache=True)
+def kernel(a, x, batch, n, k, lower, unit):
+{_MATRIX_LOOP}
+        A = m * n * n
+        X = m * n * k
+        for c in range(t, k, T):
+            for step in range(n):
+                r = step if lower else n - 1 - step
+                total = x[X + r * k + c]
+                for j in range(0 if lower else r + 1, r if lower else n):
+                    total -= a[A + r * n + j] * x[X + j * k + c]
+                x[X + r * k + c] = total if unit else {t}(total / a[A + r * n + r])
 """
 
 
@@ -361,15 +381,25 @@ def _batch(shape: tuple) -> int:
     return math.prod(shape[:-2])
 
 
-def solve(a: DeviceValue, b: DeviceValue) -> DeviceValue:
+def _solve_with(source: str, a: DeviceValue, b: DeviceValue, *flags) -> DeviceValue:
+    """Copies of a (..., n, n) and b (..., n, k) broadcast over their leading axes, and the kernel
+    of source run on them, a block per matrix: x holds the solution."""
     batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     n, k = a.shape[-1], b.shape[-1]
-    lu = _batched_copy(a, batch_shape + (n, n))
+    work = _batched_copy(a, batch_shape + (n, n))
     x = _batched_copy(b, batch_shape + (n, k))
     batch = _batch(x.shape)
     if batch and n and k:
-        launch(compile_source(_solve_source(a.dtype)), *_grid(batch), lu.data, x.data, batch, n, k)
+        launch(compile_source(source), *_grid(batch), work.data, x.data, batch, n, k, *flags)
     return x
+
+
+def solve(a: DeviceValue, b: DeviceValue) -> DeviceValue:
+    return _solve_with(_solve_source(a.dtype), a, b)
+
+
+def triangular_solve(a: DeviceValue, b: DeviceValue, lower: bool, unit_diagonal: bool) -> DeviceValue:
+    return _solve_with(_triangular_source(a.dtype), a, b, bool(lower), bool(unit_diagonal))
 
 
 def slogdet(a: DeviceValue) -> DeviceValue:
@@ -434,6 +464,9 @@ def ptx_cases():
     for dt in (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128):
         arr = array_type(dt)
         yield f"solve[{dt.name}]", compile_source(_solve_source(dt)), (arr, arr, i64, i64, i64)
+        flag = scalar_type(np.bool_)
+        yield (f"triangular_solve[{dt.name}]", compile_source(_triangular_source(dt)),
+               (arr, arr, i64, i64, i64, flag, flag))
         yield f"slogdet[{dt.name}]", compile_source(_slogdet_source(dt)), (arr, arr, i64, i64)
         yield f"cholesky[{dt.name}]", compile_source(_cholesky_source(dt)), (arr, arr, i64, i64)
         yield f"eigh[{dt.name}]", compile_source(_eigh_source(dt)), (arr, arr, i64, i64)

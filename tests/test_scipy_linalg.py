@@ -1,0 +1,116 @@
+"""funcgrad.scipy.linalg and the triangular_solve primitive against NumPy (solves of the triangle
+that is read, Cholesky, eigendecompositions), closed forms of the matrix exponential (a symmetric
+matrix's through its eigenvectors, a nilpotent one's finite series, a rotation), and
+finite-difference derivatives (fg.check_grads, second order, both modes)."""
+import math
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+from funcgrad.ops.decompositions import triangular_solve_p
+from funcgrad.scipy import linalg as L
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+N = 6
+A = RNG.normal(size=(N, N)) * 0.4 + 2 * np.eye(N)
+B = RNG.normal(size=(N, 3))
+
+
+def _triangle(a, lower, unit):
+    """The matrix a triangular solve sees: one triangle, its diagonal ones when unit."""
+    t = np.tril(a) if lower else np.triu(a)
+    eye = np.eye(a.shape[-1])
+    return t * (1 - eye) + eye if unit else t
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("unit", [True, False])
+def test_triangular_solve_reads_only_its_triangle(lower, unit):
+    batch = np.stack([A, A.T + np.eye(N)])
+    got = triangular_solve_p(batch, B, lower=lower, unit_diagonal=unit)
+    assert_close(got, np.linalg.solve(_triangle(batch, lower, unit), B), rtol=1e-12, atol=1e-12)
+    big = RNG.normal(size=(150, 150)) * 0.05 + np.eye(150)  # past one 64-row block
+    rhs = RNG.normal(size=(150, 5))
+    assert_close(triangular_solve_p(big, rhs, lower=lower, unit_diagonal=unit),
+                 np.linalg.solve(_triangle(big, lower, unit), rhs), rtol=1e-10, atol=1e-10)
+    fg.check_grads(lambda a, b: triangular_solve_p(a, b, lower=lower, unit_diagonal=unit), (A, B), order=2,
+                   modes=("fwd", "rev"))
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+def test_triangular_solve_on_the_device_equals_the_cpu():
+    batch = np.stack([A, A.T])[:, :4, :4]
+    for lower in (True, False):
+        cpu = triangular_solve_p(batch, B[:4], lower=lower, unit_diagonal=False)
+        gpu = triangular_solve_p(fg.device_put(fg.asarray(batch), "cuda"), fg.device_put(fg.asarray(B[:4]), "cuda"),
+                                 lower=lower, unit_diagonal=False)
+        assert gpu.device == "cuda:0"
+        assert_close(gpu.numpy(), cpu.numpy(), rtol=1e-13)
+
+
+def test_solve_triangular_cholesky_and_solve():
+    for trans, op in ((0, lambda m: m), ("T", lambda m: m.T), (2, lambda m: m.conj().T)):
+        for lower in (True, False):
+            want = np.linalg.solve(op(np.tril(A) if lower else np.triu(A)), B)
+            assert_close(L.solve_triangular(A, B, trans=trans, lower=lower), want, rtol=1e-12)
+    assert L.solve_triangular(A, B[:, 0], lower=True).shape == (N,)
+    complex_a = A + 1j * RNG.normal(size=(N, N))
+    np.testing.assert_allclose(np.asarray(L.solve_triangular(complex_a, B, trans="C")),
+                               np.linalg.solve(np.triu(complex_a).conj().T, B), rtol=1e-12)  # complex: both parts
+    spd = A @ A.T + np.eye(N)
+    upper = L.cholesky(spd)
+    assert_close(np.asarray(upper).T @ np.asarray(upper), spd, rtol=1e-12)
+    assert_close(L.cholesky(spd, lower=True), np.linalg.cholesky(spd), rtol=1e-12)
+    for lower in (True, False):
+        assert_close(L.cho_solve(L.cho_factor(spd, lower=lower), B), np.linalg.solve(spd, B), rtol=1e-11)
+        half = np.tril(spd) if lower else np.triu(spd)  # assume_a='pos' reads one triangle
+        assert_close(L.solve(half, B, assume_a="pos", lower=lower), np.linalg.solve(spd, B), rtol=1e-11)
+    assert_close(L.solve(A, B), np.linalg.solve(A, B), rtol=1e-12)
+    with pytest.raises(ValueError, match="b of shape \\(5,\\) does not match a of shape \\(6, 6\\)"):
+        L.solve_triangular(A, np.ones(5))
+    with pytest.raises(ValueError, match="trans must be"):
+        L.solve_triangular(A, B, trans="X")
+
+
+def test_generalized_eigh_and_the_small_helpers():
+    a = A @ A.T
+    b = B @ B.T + np.eye(N)
+    w, v = L.eigh(np.tril(a), b)
+    v = np.asarray(v)
+    assert_close(a @ v, b @ v * np.asarray(w), rtol=1e-9, atol=1e-9)  # a v = w b v
+    assert_close(v.T @ b @ v, np.eye(N), atol=1e-10)  # b-orthonormal
+    assert_close(L.eigh(np.triu(a), lower=False, eigvals_only=True), np.linalg.eigvalsh(a), rtol=1e-12)
+    assert_close(L.block_diag(np.ones((2, 2)), np.array([1.0, 2.0]), 5.0),
+                 [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 1, 2, 0], [0, 0, 0, 0, 5]])
+    assert_close(L.toeplitz(np.array([1.0, 2.0, 3.0]), np.array([9.0, 5.0])), [[1, 5], [2, 1], [3, 2]])
+    assert_close(L.hilbert(3), [[1, 1 / 2, 1 / 3], [1 / 2, 1 / 3, 1 / 4], [1 / 3, 1 / 4, 1 / 5]])
+    for side in ("right", "left"):
+        u, p = (np.asarray(x) for x in L.polar(A, side))
+        assert_close(u @ u.T, np.eye(N), atol=1e-12)
+        assert_close(u @ p if side == "right" else p @ u, A, rtol=1e-12, atol=1e-12)
+        assert (np.linalg.eigvalsh(p) > -1e-12).all()
+
+
+def test_expm_against_closed_forms():
+    sym = A + A.T
+    for scale in (1e-3, 0.3, 4.0, 40.0):
+        w, v = np.linalg.eigh(sym * scale)
+        assert_close(L.expm(sym * scale), (v * np.exp(w)) @ v.T, rtol=1e-11)
+    nil = np.triu(RNG.normal(size=(N, N)), 1)  # nilpotent: the series stops at nil^(N-1)
+    want = sum(np.linalg.matrix_power(nil, k) / math.factorial(k) for k in range(N))
+    assert_close(L.expm(nil), want, rtol=1e-13, atol=1e-13)
+    t = 50.0  # a rotation generator: exp = [[cos t, -sin t], [sin t, cos t]], with squarings
+    assert_close(L.expm(np.array([[0.0, -t], [t, 0.0]])), [[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]],
+                 atol=1e-11)
+    assert_close(fg.jit(L.expm)(sym), L.expm(sym), rtol=1e-12)  # masked squarings under jit
+    assert np.isnan(np.asarray(L.expm(sym * 1e6, max_squarings=4))).all()
+    direction = np.eye(N)[::-1]
+    big, frechet = L.expm_frechet(A * 0.3, direction)
+    h = 1e-6
+    fd = (np.asarray(L.expm(A * 0.3 + h * direction)) - np.asarray(L.expm(A * 0.3 - h * direction))) / (2 * h)
+    assert_close(frechet, fd, rtol=1e-7, atol=1e-8)
+    assert_close(big, L.expm(A * 0.3), rtol=1e-13)
+    fg.check_grads(L.expm, (A * 0.3,), order=1, modes=("rev",))
