@@ -94,3 +94,60 @@ def test_log_space_helpers():
     assert np.isnan(np.asarray(S.logsumexp(np.zeros(2), b=np.array([1.0, -2.0]))))
     assert_close(lax.lgamma(X), S.gammaln(X))
     assert_close(lax.erf_inv(p), S.erfinv(p))
+
+
+def test_exponential_integrals():
+    x = 10 ** RNG.uniform(-4, 2.5, 60)
+    e1 = np.asarray(S.exp1(x))
+    for n in range(1, 6):  # n E_(n+1)(x) = e^-x - x E_n(x)
+        assert_close(n * np.asarray(S.expn(np.float64(n + 1), x)), np.exp(-x) - x * np.asarray(S.expn(np.float64(n), x)),
+                     rtol=1e-11, atol=1e-300)
+    assert_close(S.expn(np.float64(1.0), x), e1, rtol=1e-15)
+    assert_close(S.expn(np.float64(0.0), x), np.exp(-x) / x, rtol=1e-14)
+    # SciPy's values, and Ei's series at 1: gamma + sum 1 / (k k!)
+    assert_close(S.exp1(np.array([1.0, 5.0])), [0.21938393439552029, 0.0011482955912753257], rtol=1e-14, atol=0)
+    assert_close(S.expi(np.float64(1.0)), EULER + sum(1 / (k * math.factorial(k)) for k in range(1, 30)), rtol=1e-14)
+    assert_close(S.expi(np.float64(-2.0)), -np.asarray(S.exp1(np.float64(2.0))), rtol=1e-15)
+    assert_close(S.expi(np.float64(50.0)), 1.0585636897131690e20, rtol=1e-13)
+    assert_close(S.expn(np.array([0.0, 1.0, 2.0, 3.0, 2.5, -1.0]), np.array([0.0, 0.0, 0.0, 0.0, 1.0, 1.0])),
+                 [np.inf, np.inf, 1.0, 0.5, np.nan, np.nan])  # SciPy's edges
+    assert_close(fg.vmap(fg.grad(S.expi))(x), np.exp(x) / x, rtol=1e-13)
+    assert_close(fg.vmap(fg.grad(lambda v: S.expn(np.float64(3.0), v)))(x), -np.asarray(S.expn(np.float64(2.0), x)),
+                 rtol=1e-15)
+    with pytest.raises(TypeError, match="expn is not differentiable with respect to argument 0"):
+        fg.grad(lambda n: S.expn(n, 1.0))(2.0)
+
+
+def test_zeta_and_the_gamma_helpers():
+    pi = math.pi
+    assert_close(S.zeta(np.array([2.0, 4.0, 0.0, -1.0, -2.0, 0.5])),
+                 [pi ** 2 / 6, pi ** 4 / 90, -0.5, -1 / 12, 0.0, -1.4603545088095868], rtol=1e-12, atol=1e-300)
+    s = RNG.uniform(1.1, 20, 30)
+    riemann = np.asarray(S.zeta(s))
+    assert_close(S.zeta(s, 0.5), (2 ** s - 1) * riemann, rtol=1e-12)  # zeta(s, 1/2) = (2^s - 1) zeta(s)
+    q = 10 ** RNG.uniform(-2, 2, 30)
+    assert_close(S.zeta(np.float64(2.0), q), S.polygamma(1, q), rtol=1e-12)  # = trigamma
+    assert_close(S.zeta(np.array([1.0, 0.5]), 2.0), [np.inf, np.nan])
+    assert_close(S.bernoulli(8), [1, -1 / 2, 1 / 6, 0, -1 / 30, 0, 1 / 42, 0, -1 / 30], rtol=1e-7)
+    x = np.array([-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 4.0, 7.3])
+    assert_close(S.gammasgn(x), [math.copysign(1, math.gamma(v)) for v in x])
+    assert_close(S.rgamma(np.append(x, [0.0, -3.0])), [1 / math.gamma(v) for v in x] + [0.0, 0.0], rtol=1e-13)
+    assert_close(S.factorial(np.array([0.0, 5.0, 2.5, -1.0])), [1, 120, math.gamma(3.5), 0], rtol=1e-13)
+    z, m = RNG.uniform(0.1, 5, 20), RNG.uniform(-0.05, 3, 20)
+    assert_close(S.poch(z, m), [math.gamma(a + b) / math.gamma(a) for a, b in zip(z, m)], rtol=1e-12)
+    assert_close(S.poch(np.array([-3.0, -3.0, 2.0]), np.array([2.0, 1.5, 0.0])), [6.0, 0.0, 1.0])  # (-3)(-2); pole / finite
+    p, r = np.array([0.0, 0.5, 1.0, -1.0]), np.array([2.0, 0.25, 0.0, 1.0])
+    assert_close(S.rel_entr(p, r), [0.0, 0.5 * math.log(2), np.inf, np.inf])
+    assert_close(S.kl_div(p, r), [2.0, 0.5 * math.log(2) - 0.25, np.inf, np.inf])
+    a = RNG.normal(size=(3, 4))
+    assert_close(S.softmax(a, axis=1), np.exp(a) / np.exp(a).sum(1, keepdims=True), rtol=1e-14)
+    assert_close(S.log_softmax(a), a - np.log(np.exp(a).sum()), rtol=1e-14)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+def test_exponential_integrals_on_the_device_equal_the_cpu():
+    x = np.array([0.3, 1.0, 2.5, 40.0, -1.5])
+    for fn in (S.expi, S.exp1, lambda v: S.expn(np.float64(3.0), v)):
+        cpu, gpu = fn(x), fn(fg.device_put(fg.asarray(x), "cuda"))
+        assert gpu.device == "cuda:0"
+        assert_close(gpu.numpy(), cpu.numpy(), rtol=1e-13)

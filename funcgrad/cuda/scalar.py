@@ -12,6 +12,7 @@ import math
 import ml_dtypes
 import numpy as np
 
+from ..ops import exponential_integral as _exponential
 from ..ops import incomplete_beta as _beta
 from ..ops import incomplete_gamma as _gamma
 from .runtime import SIMULATOR, cuda
@@ -87,3 +88,4 @@ globals().update(CMATH)
 # the loop functions (ops/scalar.py's LOOPS): kernels call scalar.incomplete_gamma(a, x, mode), ...
 incomplete_gamma = cuda.jit(device=True)(_gamma.incomplete_gamma)
 incomplete_beta = cuda.jit(device=True)(_beta.incomplete_beta)
+exponential_integral = cuda.jit(device=True)(_exponential.exponential_integral)

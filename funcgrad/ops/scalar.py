@@ -119,12 +119,13 @@ def where(c, a, b) -> Expr:
 
 
 # Functions that need a loop, which these expressions cannot spell: each is one Python function of
-# `math` (ops/incomplete_gamma.py, ops/incomplete_beta.py) that numba compiles for the CPU
-# (cpu/loops.py) and numba.cuda for the GPU (cuda/scalar.py). Each name maps to that function and the
-# integer arguments after the operands; a dialect spells the call `function(operands..., extra...)`.
-LOOPS = {**{name: ("incomplete_gamma", (mode,)) for mode, name in enumerate(GAMMA_MODES)},
-         "betainc": ("incomplete_beta", ())}
-_BINARY = frozenset({"maximum", "minimum", "arctan2", "complex", *GAMMA_MODES})
+# `math` (ops/incomplete_gamma.py, incomplete_beta.py, exponential_integral.py) that numba compiles
+# for the CPU (cpu/loops.py) and numba.cuda for the GPU (cuda/scalar.py). Each name maps to that
+# function and the constants before and after the operands: `function(*before, *operands, *after)`.
+LOOPS = {**{name: ("incomplete_gamma", (), (mode,)) for mode, name in enumerate(GAMMA_MODES)},
+         "betainc": ("incomplete_beta", (), ()),
+         "expn": ("exponential_integral", (), (0,)), "expi": ("exponential_integral", (0.0,), (1,))}
+_BINARY = frozenset({"maximum", "minimum", "arctan2", "complex", "expn", *GAMMA_MODES})
 _TERNARY = frozenset({"betainc"})
 
 
@@ -148,7 +149,7 @@ FUNCTIONS = ("exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "co
 (exp, expm1, log, log1p, log2, log10, sqrt, sin, cos, tan, tanh, sinh, cosh, arctan, arcsin, arccos, arcsinh,
  arccosh, arctanh, erf, floor, ceil, trunc, rint, isnan, isinf, isfinite, maximum, minimum,
  arctan2, lgamma, erfc) = map(_function, FUNCTIONS[:-1])
-igamma, igammac, igamma_grad_a, random_gamma_grad, random_gamma_grad_log, betainc = map(_function, LOOPS)
+igamma, igammac, igamma_grad_a, random_gamma_grad, random_gamma_grad_log, betainc, expn, expi = map(_function, LOOPS)
 real, imag, conj, complex_ = (_function(name) for name in ("real", "imag", "conj", "complex"))
 # complex(re, im) takes the parts' .real: a dialect may have cast them to the step's complex type
 _PARTS = {"real": "({}).real", "imag": "({}).imag", "conj": "({}).conjugate()",
@@ -183,8 +184,8 @@ class Dialect:
     @staticmethod
     def loop_call(module: str, name: str, args: list[str]) -> str:
         """The call of a LOOPS function, through the module name the dialect's kernels give it."""
-        function, extra = LOOPS[name]
-        return f"{module}.{function}({', '.join(list(args) + [str(e) for e in extra])})"
+        function, before, after = LOOPS[name]
+        return f"{module}.{function}({', '.join([repr(c) for c in before] + list(args) + [repr(c) for c in after])})"
 
     def render(self, expr: Expr, dtype: np.dtype) -> str:
         """Source for expr; untyped literals take `dtype` (booleans stay True / False)."""

@@ -24,7 +24,8 @@ from ..cpu.special import erfc as _erfc_impl
 from ..cpu.special import lgamma as _lgamma_impl
 from . import scalar as X
 from .core import ShapedArray, aval, defjvp, defvjp, dtype_of, shape_of
-from .elementwise import (_elementwise, _float_only, add_p, const, eq_p, exp_p, log_p, mul_p, neg_p, select_p,
+from . import elementwise as E
+from .elementwise import (_elementwise, _float_only, add_p, const, div_p, eq_p, exp_p, log_p, mul_p, neg_p, select_p,
                           sub_p, zero)
 from .layout import broadcast_like, broadcast_shapes, unbroadcast
 
@@ -176,3 +177,14 @@ def _beta_density(a, b, x):
 
 
 betainc_p = _loop_function("betainc", None, None, _beta_density)  # in a and b not differentiable, as JAX
+
+
+def _expn_derivative(n, x):
+    """dE_n/dx = -E_(n-1)(x), with E_-1(x) = e^-x (x + 1) / x^2 at n = 0."""
+    lower = expn_p(E.maximum_p(sub_p(n, 1.0), 0.0), x)
+    e_minus_1 = div_p(mul_p(exp_p(neg_p(x)), add_p(x, 1.0)), mul_p(x, x))
+    return neg_p(select_p(eq_p(n, 0.0), e_minus_1, lower))
+
+
+expn_p = _loop_function("expn", None, _expn_derivative)  # E_n(x); in n (an integer) not differentiable
+expi_p = _loop_function("expi", lambda x: div_p(exp_p(x), x))  # Ei(x); Ei' = e^x / x

@@ -6,7 +6,9 @@ xlog1py, entr). Each is a primitive of ops/special.py or composed from primitive
 transform applies; integer arguments compute in the default float dtype."""
 from __future__ import annotations
 
+import functools
 import math
+from fractions import Fraction
 
 from .. import dtypes
 from .. import numpy as fnp
@@ -17,7 +19,8 @@ from ..trace import bind
 __all__ = ["gammaln", "lgamma", "digamma", "psi", "polygamma", "gamma", "beta", "betaln", "multigammaln", "gammainc",
            "gammaincc", "igamma_grad_a", "random_gamma_grad", "betainc", "erf", "erfc", "erfinv", "ndtr", "ndtri",
            "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr", "log1mexp", "i0", "i0e", "i1",
-           "i1e"]
+           "i1e", "expn", "exp1", "expi", "zeta", "bernoulli", "gammasgn", "rgamma", "factorial", "poch", "kl_div",
+           "rel_entr", "softmax", "log_softmax"]
 
 
 def gammaln(x):
@@ -247,6 +250,138 @@ def i1(x):
     """I_1(x), the modified Bessel function of the first kind of order 1."""
     x = fnp._float_arg(x)
     return i1e(x) * fnp.exp(fnp.abs(x))
+
+
+def expn(n, x):
+    """The generalized exponential integral E_n(x) = int_1^inf e^(-x t) / t^n dt, n = 0, 1, 2, ...
+    (NaN for a negative or fractional n, or x < 0); differentiable in x (dE_n/dx = -E_(n-1))."""
+    return bind(S.expn_p, *fnp._float_args(n, x))
+
+
+def exp1(x):
+    """E_1(x) = int_x^inf e^-t / t dt (NaN below 0, as SciPy's real function)."""
+    x = fnp._float_arg(x)
+    return bind(S.expn_p, fnp.ones_like(x), x)
+
+
+def expi(x):
+    """The exponential integral Ei(x) = -PV int_-x^inf e^-t / t dt: -E_1(-x) below 0, -inf at 0."""
+    return bind(S.expi_p, fnp._float_arg(x))
+
+
+_ZETA_SHIFT, _ZETA_TERMS = 10, 12
+
+
+def _hurwitz(s, q):
+    """zeta(s, q) for s > 1 by Euler-Maclaurin: the first _ZETA_SHIFT terms, then the integral, half
+    the next term and the Bernoulli corrections (q + N)^(-s - 2j + 1) s (s + 1) ... / (2j)!."""
+    total = sum(fnp.power(q + k, -s) for k in range(_ZETA_SHIFT))
+    z = q + _ZETA_SHIFT
+    total = total + fnp.power(z, 1 - s) / (s - 1) + 0.5 * fnp.power(z, -s)
+    rising, power = s, fnp.power(z, -s - 1)
+    for j in range(1, _ZETA_TERMS + 1):
+        total = total + float(_bernoulli_numbers(2 * j)[-1] / math.factorial(2 * j)) * rising * power
+        rising = rising * (s + 2 * j - 1) * (s + 2 * j)
+        power = power / (z * z)
+    return total
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function sum_k (k + q)^-x for x > 1 (inf at x = 1, NaN below); with q None
+    the Riemann zeta function, continued below 1 by the reflection formula, as SciPy's."""
+    if q is not None:
+        x, q = fnp._float_args(x, q)
+        safe = fnp.where(x > 1, x, 2.0)
+        return fnp.where(x > 1, _hurwitz(safe, q), fnp.where(x == 1, math.inf, math.nan))
+    x = fnp._float_arg(x)
+    high = fnp.where(x > 1, x, 2.0)
+    low = fnp.where(x < 1, x, 0.0)  # zeta(s) = 2^s pi^(s-1) sin(pi s / 2) Gamma(1 - s) zeta(1 - s)
+    reflected = (fnp.power(2.0, low) * fnp.power(math.pi, low - 1) * fnp.sin(math.pi * low / 2) * gamma(1 - low)
+                 * _hurwitz(1 - low, fnp.ones_like(low)))
+    trivial = (x < 0) & (fnp.fmod(x, 2.0) == 0)  # the zeros at -2, -4, ... (sin(pi s / 2) rounds off them)
+    reflected = fnp.where(x == 0, -0.5, fnp.where(trivial, 0.0, reflected))  # zeta(0): 0 * zeta(1) would be NaN
+    return fnp.where(x > 1, _hurwitz(high, fnp.ones_like(high)), fnp.where(x == 1, math.inf, reflected))
+
+
+@functools.cache
+def _bernoulli_numbers(n: int) -> tuple:
+    """B_0 .. B_n as Fractions (B_1 = -1/2): B_m = -1 / (m + 1) sum_{k < m} C(m + 1, k) B_k."""
+    numbers = [Fraction(1)]
+    for m in range(1, n + 1):
+        numbers.append(-sum(math.comb(m + 1, k) * numbers[k] for k in range(m)) / (m + 1))
+    return tuple(numbers)
+
+
+def bernoulli(n: int):
+    """The Bernoulli numbers B_0 .. B_n (B_1 = -1/2), exact until rounded to the default float."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"bernoulli: n must be a non-negative int, got {n!r}")
+    return fnp.asarray([float(b) for b in _bernoulli_numbers(n)], dtype=dtypes.default_float)
+
+
+def gammasgn(x):
+    """The sign of Gamma(x): 1 above 0 (and at +0), -1 at -0 and on (-1, 0), (-3, -2), ...; NaN at the
+    negative integers and -inf."""
+    x = fnp._float_arg(x)
+    odd = fnp.fmod(fnp.floor(x), 2.0) != 0
+    sign = fnp.where((x > 0) | ((x == 0) & ~fnp.signbit(x)), 1.0, fnp.where((x == 0) | odd, -1.0, 1.0))
+    pole = ((x < 0) & (fnp.floor(x) == x)) | (x == -math.inf) | fnp.isnan(x)
+    return fnp.where(pole, math.nan, sign)
+
+
+def rgamma(x):
+    """1 / Gamma(x): 0 at the poles."""
+    x = fnp._float_arg(x)
+    pole = (x <= 0) & (fnp.floor(x) == x)
+    return fnp.where(pole, 0.0, gammasgn(fnp.where(pole, 1.0, x)) * fnp.exp(-gammaln(fnp.where(pole, 1.0, x))))
+
+
+def factorial(n, exact: bool = False):
+    """n! = Gamma(n + 1) for real n, 0 below 0 (SciPy's); exact=False only, as JAX."""
+    if exact:
+        raise ValueError("factorial: exact=True (Python integers) is not available; use exact=False")
+    n = fnp._float_arg(n)
+    return fnp.where(n < 0, 0.0, gamma(fnp.maximum(n, 0.0) + 1))
+
+
+def poch(z, m):
+    """The rising factorial Gamma(z + m) / Gamma(z), 1 at m = 0; where z is a pole: 0 unless z + m is
+    one too, then (-1)^m Gamma(1 - z) / Gamma(1 - z - m) (SciPy's values)."""
+    z, m = fnp._float_args(z, m)
+    top, bottom = z + m, z
+    pole = lambda v: (v <= 0) & (fnp.floor(v) == v)  # noqa: E731
+    safe_top, safe_bottom = fnp.where(pole(top), 0.5, top), fnp.where(pole(bottom), 0.5, bottom)
+    ratio = gammasgn(safe_top) * gammasgn(safe_bottom) * fnp.exp(gammaln(safe_top) - gammaln(safe_bottom))
+    both = fnp.where(fnp.fmod(m, 2.0) == 0, 1.0, -1.0) * fnp.exp(gammaln(1 - fnp.where(pole(bottom), z, 0.5))
+                                                               - gammaln(1 - fnp.where(pole(bottom), top, 0.5)))
+    value = fnp.where(pole(bottom), fnp.where(pole(top), both, 0.0), fnp.where(pole(top), math.inf, ratio))
+    return fnp.where(m == 0, 1.0, value)
+
+
+def kl_div(p, q):
+    """p log(p / q) - p + q elementwise; q at p = 0 (q >= 0); inf elsewhere outside p, q > 0."""
+    p, q = fnp._float_args(p, q)
+    inside = (p > 0) & (q > 0)
+    value = p * fnp.log(fnp.where(inside, p / fnp.where(inside, q, 1.0), 1.0)) - p + q
+    return fnp.where(inside, value, fnp.where((p == 0) & (q >= 0), q, math.inf))
+
+
+def rel_entr(p, q):
+    """p log(p / q) elementwise; 0 at p = 0 (q >= 0); inf elsewhere outside p, q > 0."""
+    p, q = fnp._float_args(p, q)
+    inside = (p > 0) & (q > 0)
+    value = p * fnp.log(fnp.where(inside, p / fnp.where(inside, q, 1.0), 1.0))
+    return fnp.where(inside, value, fnp.where((p == 0) & (q >= 0), 0.0, math.inf))
+
+
+def log_softmax(x, /, *, axis=None):
+    """x - logsumexp(x) over axis (every axis by default, as SciPy's)."""
+    x = fnp._float_arg(x)
+    return x - fnp.logsumexp(x, axis=axis, keepdims=True)
+
+
+def softmax(x, /, *, axis=None):
+    return fnp.exp(log_softmax(x, axis=axis))
 
 
 def log1mexp(x):
