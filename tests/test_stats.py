@@ -293,3 +293,15 @@ def test_rankdata_mode_and_sem():
     assert_close(stats.sem(a, axis=1), a.std(axis=1, ddof=1) / math.sqrt(7), rtol=1e-13)
     omit = np.asarray(stats.sem(with_nan, axis=1, nan_policy="omit"))
     assert_close(omit[1], kept.std(ddof=1) / math.sqrt(6), rtol=1e-13)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+def test_distributions_run_on_the_device_with_host_parameters():
+    x = np.array([0.3, 1.2, 2.5])
+    on_device = fg.device_put(fg.asarray(x), "cuda")
+    for fn in (lambda v: stats.gamma.cdf(v, 2.5, scale=1.5), lambda v: stats.t.cdf(v, 3.0),
+               lambda v: stats.truncnorm.logcdf(v, -1.0, 2.0), lambda v: stats.vonmises.logpdf(v, np.float64(2.0)),
+               lambda v: S.zeta(v + 1.5, 2.0)):
+        cpu, gpu = fn(x), fn(on_device)
+        assert gpu.device == "cuda:0"
+        assert_close(gpu.numpy(), cpu.numpy(), rtol=1e-13)
