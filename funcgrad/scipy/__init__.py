@@ -1,5 +1,5 @@
-"""funcgrad.scipy: the jax.scipy functions funcgrad has (funcgrad.scipy.special, .stats, .linalg,
-.signal, .fft)."""
-from . import fft, linalg, signal, special, stats  # noqa: F401
+"""funcgrad.scipy: the jax.scipy functions funcgrad has (special, stats, linalg, signal, fft,
+ndimage, interpolate, integrate)."""
+from . import fft, integrate, interpolate, linalg, ndimage, signal, special, stats  # noqa: F401
 
-__all__ = ["fft", "linalg", "signal", "special", "stats"]
+__all__ = ["fft", "integrate", "interpolate", "linalg", "ndimage", "signal", "special", "stats"]
