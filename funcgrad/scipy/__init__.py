@@ -1,5 +1,5 @@
 """funcgrad.scipy: the jax.scipy functions funcgrad has (special, stats, linalg, signal, fft,
-ndimage, interpolate, integrate)."""
-from . import fft, integrate, interpolate, linalg, ndimage, signal, special, stats  # noqa: F401
+ndimage, interpolate, integrate, optimize)."""
+from . import fft, integrate, interpolate, linalg, ndimage, optimize, signal, special, stats  # noqa: F401
 
-__all__ = ["fft", "integrate", "interpolate", "linalg", "ndimage", "signal", "special", "stats"]
+__all__ = ["fft", "integrate", "interpolate", "linalg", "ndimage", "optimize", "signal", "special", "stats"]
