@@ -15,8 +15,8 @@ from .devices import device_put, devices
 from .dtypes import (bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,
                      uint8, uint16, uint32, uint64)
 from . import errors  # noqa: F401
-from .errors import (ConcretizationError, DeviceMismatchError, GradientCutWarning, NonFiniteError, ShapeError,
-                     TracerLeakError)
+from .errors import (AxisError, ConcretizationError, DeviceMismatchError, GradientCutWarning, NonFiniteError,
+                     ShapeError, TracerLeakError)
 from .numpy import (arange, array, asarray, eye, full, full_like, linspace, ones, ones_like,
                     stop_gradient, zeros, zeros_like)
 from .tree import (register_dataclass, register_pytree_node, static_field, tree_flatten,
@@ -42,7 +42,7 @@ __all__ = [
     "Array", "Device", "config", "check_grads",
     "bfloat16", "bool_", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64",
-    "ConcretizationError", "DeviceMismatchError", "GradientCutWarning", "NonFiniteError", "ShapeError",
+    "AxisError", "ConcretizationError", "DeviceMismatchError", "GradientCutWarning", "NonFiniteError", "ShapeError",
     "TracerLeakError",
     "arange", "array", "asarray", "eye", "full", "full_like", "linspace", "ones", "ones_like",
     "stop_gradient", "zeros", "zeros_like",

@@ -9,6 +9,11 @@ class ShapeError(FuncgradError, ValueError):
     """Operand shapes that do not fit together (broadcasting, matmul, reshape...)."""
 
 
+class AxisError(ShapeError, IndexError):
+    """An axis out of an array's range: also an IndexError, as NumPy's AxisError and the Array API
+    standard ask."""
+
+
 class TracerLeakError(FuncgradError, RuntimeError):
     """A traced value escaped the transform that created it and was used afterwards."""
 

@@ -214,3 +214,12 @@ def test_scan_names_a_carry_that_changes_shape():
         fg.scan(lambda c, x: (fnp.concatenate([c, x[None]]), x), fnp.zeros(1), fnp.arange(3.0))
     with pytest.raises(TypeError, match="the y returned at step 1"):
         fg.scan(lambda c, x: (c, fnp.ones(int(x) + 1)), fnp.zeros(()), fnp.arange(3.0))
+
+
+def test_an_axis_out_of_range_is_also_an_index_error():
+    # NumPy's AxisError is a ValueError and an IndexError; the Array API asks for the IndexError
+    for call in (lambda: fg.numpy.expand_dims(np.ones((2, 3)), 3), lambda: fg.numpy.sum(np.ones(3), axis=1)):
+        with pytest.raises(IndexError, match="out of range for an array of rank"):
+            call()
+        with pytest.raises(fg.ShapeError):
+            call()

@@ -15,7 +15,7 @@ from ..config import autocast_state
 from ..devices import device_put
 from ..dtypes import (bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,  # noqa: F401
                       int32, int64, uint8, uint16, uint32, uint64)
-from ..errors import ConcretizationError, ShapeError
+from ..errors import AxisError, ConcretizationError, ShapeError
 from ..ops import elementwise as E
 from ..ops import layout as Ly
 from ..ops import shape as S
@@ -221,7 +221,7 @@ def autocast_to_float32(x):
 def _normalize_axis(axis: int, ndim: int) -> int:
     a = operator.index(axis)
     if not -ndim <= a < ndim:
-        raise ShapeError(f"axis {axis} is out of range for an array of rank {ndim}")
+        raise AxisError(f"axis {axis} is out of range for an array of rank {ndim}")
     return a % ndim
 
 
