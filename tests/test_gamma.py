@@ -245,3 +245,23 @@ def test_wrong_inputs_name_what_was_wrong():
         R.gamma(key, 2.0, (3,), np.int32)
     with pytest.raises(ValueError, match="p needs at least one axis"):
         R.multinomial(key, 5.0, 0.5)
+
+
+def test_generalized_normal_ball_and_key_helpers():
+    key = R.key(8)
+    for p, variance in ((2.0, 0.5), (1.0, 2.0), (4.0, math.gamma(3 / 4) / math.gamma(1 / 4))):
+        samples = np.asarray(R.generalized_normal(key, p, (N,), np.float64))
+        assert_close(samples.var(), variance, rtol=0.05)  # Gamma(3/p) / Gamma(1/p)
+        assert abs(samples.mean()) < 0.03
+    for d, p in ((3, 2.0), (2, 1.0)):
+        points = np.asarray(R.ball(key, d, p, (N,), np.float64))
+        norms = (np.abs(points) ** p).sum(-1) ** (1 / p)
+        assert points.shape == (N, d) and norms.max() <= 1
+        assert _ks(norms, lambda r: r ** d) < KS_BOUND  # uniform in the ball: P(|x| < r) = r^d
+    assert np.array_equal(np.asarray(R.key_data(key)), np.asarray(key))
+    assert np.array_equal(np.asarray(R.wrap_key_data(np.asarray(key))), np.asarray(key))
+    assert R.key_impl(key) == "threefry2x32" and np.array_equal(np.asarray(R.clone(key)), np.asarray(key))
+    with pytest.raises(TypeError, match="expected PRNG keys"):
+        R.wrap_key_data(np.arange(3))
+    with pytest.raises(ValueError, match="d must be a positive int"):
+        R.ball(key, 0)

@@ -315,3 +315,48 @@ def test_cosine_similarity_clamps_each_norm_alone():
     zero = np.zeros((1, 4))
     assert_close(nn.cosine_similarity(zero, b[:1]), [0.0])
     fg.check_grads(lambda u: nn.cosine_similarity(u, b), (a,), order=2)
+
+
+def _attention_reference(q, k, v, allowed=None, bias=None):
+    """softmax(q k^T / sqrt(H) + bias) v over JAX's (B, T, N, H) layout, key heads repeated."""
+    group = q.shape[2] // k.shape[2]
+    k, v = np.repeat(k, group, axis=2), np.repeat(v, group, axis=2)
+    scores = np.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+    top = np.max(scores, -1, keepdims=True)
+    weights = np.exp(scores - np.where(np.isfinite(top), top, 0))
+    total = weights.sum(-1, keepdims=True)
+    weights = np.where(total > 0, weights / np.where(total > 0, total, 1), 0)
+    return np.einsum("bnts,bsnh->btnh", weights, v)
+
+
+def test_jax_dot_product_attention():
+    rng = np.random.default_rng(0)
+    b, t, s, n, heads_kv, h = 2, 5, 7, 4, 2, 3
+    q, k, v = rng.normal(size=(b, t, n, h)), rng.normal(size=(b, s, heads_kv, h)), rng.normal(size=(b, s, heads_kv, h))
+    bias, mask = rng.normal(size=(1, n, t, s)), rng.random((b, 1, t, s)) > 0.2
+    assert_close(nn.dot_product_attention(q, k, v), _attention_reference(q, k, v), rtol=1e-12, atol=1e-12)
+    assert_close(nn.dot_product_attention(q, k, v, bias, mask), _attention_reference(q, k, v, mask, bias), rtol=1e-12,
+                 atol=1e-12)
+    lengths_q, lengths_kv = np.array([5, 3]), np.array([4, 7])
+    allowed = (np.arange(t)[None, None, :, None] < lengths_q[:, None, None, None]) & \
+        (np.arange(s)[None, None, None, :] < lengths_kv[:, None, None, None])
+    got = np.asarray(nn.dot_product_attention(q, k, v, query_seq_lengths=lengths_q, key_value_seq_lengths=lengths_kv))
+    assert_close(got, _attention_reference(q, k, v, allowed), rtol=1e-12, atol=1e-12)
+    assert (got[1, 3:] == 0).all()  # padded queries attend to nothing: 0
+    square_k, square_v = rng.normal(size=(b, t, heads_kv, h)), rng.normal(size=(b, t, heads_kv, h))
+    causal = np.tril(np.ones((t, t), bool))
+    assert_close(nn.dot_product_attention(q, square_k, square_v, is_causal=True),
+                 _attention_reference(q, square_k, square_v, causal), rtol=1e-12, atol=1e-12)
+    offset = np.arange(t)[None, :] - np.arange(t)[:, None]
+    assert_close(nn.dot_product_attention(q, square_k, square_v, local_window_size=(1, 2)),
+                 _attention_reference(q, square_k, square_v, (offset >= -1) & (offset <= 2)), rtol=1e-12, atol=1e-12)
+    out, lse = nn.dot_product_attention(q, k, v, bias, return_residual=True)
+    scores = np.einsum("btnh,bsnh->bnts", q, np.repeat(k, 2, axis=2)) / np.sqrt(h) + bias
+    assert_close(lse, np.log(np.exp(scores).sum(-1)).transpose(0, 2, 1), rtol=1e-12)
+    assert_close(nn.dot_product_attention(q[0], k[0], v[0]), _attention_reference(q, k, v)[0], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="multiple of key's 3"):
+        nn.dot_product_attention(q, rng.normal(size=(b, s, 3, h)), rng.normal(size=(b, s, 3, h)))

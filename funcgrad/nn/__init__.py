@@ -37,6 +37,7 @@ from ._bags import Bilinear, EmbeddingBag
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 from . import _activations, _convolution, _functional, _pixels, _vision, _volumes, _stochastic, _bags, losses
+from ._functional import dot_product_attention  # jax.nn's layout (B, T, N, H); not in torch's F
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, batch_norm
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -44,6 +45,7 @@ from .state import apply_state, collect_state
 
 __all__ = [
     "Module", "functional", "init", "initializers", "batch_norm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "collect_state", "apply_state",
+    "dot_product_attention",
     "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
     "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential", "ModuleList", "ModuleDict", "Flatten", "Conv2d",
     "MaxPool2d", "AvgPool2d", "MultiHeadAttention", "TransformerBlock", "MLP", "Lambda", "ReLU", "GELU", "Tanh",

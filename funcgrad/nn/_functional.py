@@ -319,3 +319,63 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
         scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     scale = float(scale)
     return A.attention(q, k, v, bias, scale=scale, causal=bool(is_causal))
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale: float | None = None,
+                          is_causal: bool = False, query_seq_lengths=None, key_value_seq_lengths=None,
+                          local_window_size=None, implementation=None, return_residual: bool = False):
+    """jax.nn.dot_product_attention: heads in JAX's layout, query (B, T, N, H) or (T, N, H), key and
+    value (B, S, K, H) with N a multiple of K (grouped-query attention; K = 1: multi-query); bias
+    (additive) and mask (True = attend) broadcast to (B, N, T, S); sequence lengths mask the padded
+    queries and keys; local_window_size (left, right) or one int limits each query to the keys
+    t - left .. t + right. A query that may attend to nothing gives 0 (funcgrad's and PyTorch's
+    convention for fully masked rows; XLA's path averages the values there). return_residual adds
+    the rows' logsumexp, (B, T, N)."""
+    if implementation not in (None, "xla"):
+        raise ValueError(f"dot_product_attention: implementation must be None or 'xla', got {implementation!r}")
+    q, k, v = fnp._common((query, key, value))
+    unbatched = q.ndim == 3
+    if unbatched:
+        q, k, v = (fnp.expand_dims(x, 0) for x in (q, k, v))
+    if q.ndim != 4 or k.ndim != 4 or k.shape != v.shape:
+        raise ValueError(f"dot_product_attention: query (B, T, N, H) and key, value of one shape (B, S, K, H), got "
+                         f"{tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}")
+    (b, t, n, h), (_, s, heads_kv, _) = q.shape, k.shape
+    if n % heads_kv or k.shape[-1] != h or k.shape[0] != b:
+        raise ValueError(f"dot_product_attention: query's {n} heads must be a multiple of key's {heads_kv}, with one "
+                         f"batch and head size: shapes {tuple(q.shape)} and {tuple(k.shape)}")
+    if heads_kv != n:  # each key/value head serves n // heads_kv query heads
+        k, v = (fnp.repeat(x, n // heads_kv, axis=2) for x in (k, v))
+    q, k, v = (fnp.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))  # (B, N, T|S, H)
+    allowed = None
+    if mask is not None:
+        allowed = fnp.asarray(mask, dtype=fg_dtypes.bool_)
+    if query_seq_lengths is not None:
+        rows = fnp.reshape(fnp.arange(t), (1, 1, t, 1)) < fnp.reshape(fnp.asarray(query_seq_lengths), (b, 1, 1, 1))
+        allowed = rows if allowed is None else allowed & rows
+    if key_value_seq_lengths is not None:
+        cols = fnp.reshape(fnp.arange(s), (1, 1, 1, s)) < fnp.reshape(fnp.asarray(key_value_seq_lengths), (b, 1, 1, 1))
+        allowed = cols if allowed is None else allowed & cols
+    if local_window_size is not None:
+        left, right = (local_window_size, local_window_size) if np.ndim(local_window_size) == 0 else local_window_size
+        offset = np.arange(s)[None, :] - np.arange(t)[:, None]
+        window = fnp.asarray((offset >= -int(left)) & (offset <= int(right)))
+        allowed = window if allowed is None else allowed & window
+    additive = None if bias is None else fnp.astype(fnp.asarray(bias), q.dtype)
+    if allowed is not None:
+        blocked = fnp.where(allowed, 0.0, -np.inf).astype(q.dtype)
+        additive = blocked if additive is None else additive + blocked
+    if additive is not None and additive.ndim == 3 and unbatched:
+        additive = fnp.expand_dims(additive, 0)
+    out = scaled_dot_product_attention(q, k, v, additive, is_causal=is_causal, scale=scale)
+    out = fnp.transpose(out, (0, 2, 1, 3))
+    out = out[0] if unbatched else out
+    if not return_residual:
+        return out
+    scores = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(h) if scale is None else float(scale))
+    if additive is not None:
+        scores = scores + additive
+    if is_causal:
+        scores = fnp.where(np.tril(np.ones((t, s), bool)), scores, -np.inf)
+    residual = fnp.transpose(fnp.logsumexp(scores, axis=-1), (0, 2, 1))  # (B, T, N)
+    return out, residual[0] if unbatched else residual

@@ -5,15 +5,17 @@ ones. The numbers depend only on (key, shape, dtype), so every backend reproduce
 since the generator is a primitive, sampling works under jit with traced keys.
 Counter domains: 0 for sampling, 1 for split, 2 for fold_in, so they never collide.
 """
-from ._gamma import GAMMA_ROUNDS, beta, binomial, chisquare, dirichlet, f, gamma, loggamma, multinomial, t
-from ._samplers import (POISSON_ROUNDS, PRNGKey, bernoulli, bits, categorical, cauchy, choice, double_sided_maxwell,
-                        exponential, fold_in, geometric, gumbel, key, laplace, logistic, lognormal, maxwell,
-                        multivariate_normal, normal, orthogonal, pareto, permutation, poisson, rademacher, randint,
-                        random_bits, rayleigh, split, triangular, truncated_normal, uniform, wald, weibull_min)
+from ._gamma import (GAMMA_ROUNDS, ball, beta, binomial, chisquare, dirichlet, f, gamma, generalized_normal, loggamma,
+                     multinomial, t)
+from ._samplers import (POISSON_ROUNDS, PRNGKey, bernoulli, bits, categorical, cauchy, choice, clone,
+                        double_sided_maxwell, exponential, fold_in, geometric, gumbel, key, key_data, key_impl, laplace,
+                        logistic, lognormal, maxwell, multivariate_normal, normal, orthogonal, pareto, permutation,
+                        poisson, rademacher, randint, random_bits, rayleigh, split, triangular, truncated_normal,
+                        uniform, wald, weibull_min, wrap_key_data)
 
 __all__ = ["key", "PRNGKey", "split", "fold_in", "random_bits", "bits", "uniform", "normal", "truncated_normal",
            "randint", "bernoulli", "permutation", "gumbel", "categorical", "exponential", "laplace", "logistic",
            "cauchy", "lognormal", "rayleigh", "maxwell", "double_sided_maxwell", "weibull_min", "pareto", "geometric",
            "triangular", "wald", "poisson", "POISSON_ROUNDS", "rademacher", "choice", "multivariate_normal",
            "orthogonal", "gamma", "loggamma", "beta", "dirichlet", "chisquare", "t", "f", "binomial", "multinomial",
-           "GAMMA_ROUNDS"]
+           "GAMMA_ROUNDS", "generalized_normal", "ball", "key_data", "wrap_key_data", "clone", "key_impl"]

@@ -217,3 +217,26 @@ def multinomial(key, n, p, *, shape=None, dtype=dtypes.float32) -> Array:
         remaining = remaining - count
         left = left - share
     return fnp.astype(fnp.stack(counts, axis=-1), dtypes.canonicalize(dtype))
+
+
+def generalized_normal(key, p, shape=(), dtype=dtypes.float32) -> Array:
+    """Samples of density p / (2 Gamma(1/p)) exp(-|x|^p): a random sign times Gamma(1/p)^(1/p)
+    (p = 2: a normal of variance 1/2, p = 1: Laplace)."""
+    (p,), shape, compute = _parameters(key, shape, dtype, p)
+    k_gamma, k_sign = split(key)
+    magnitude = fnp.exp(_log_standard_gamma(k_gamma, fnp.broadcast_to(1.0 / p, shape)) / p)
+    sign = fnp.where(_unit_float(k_sign, shape, compute) < 0.5, -1.0, 1.0)
+    return fnp.astype(sign * magnitude, dtypes.canonicalize(dtype))
+
+
+def ball(key, d: int, p: float = 2, shape=(), dtype=dtypes.float32) -> Array:
+    """Points uniform in the d-dimensional unit p-ball, shape + (d,): generalized-normal coordinates
+    over (sum |g|^p + an exponential)^(1/p) (Barthe et al. 2005)."""
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"ball: d must be a positive int, got {d!r}")
+    shape = tuple(shape) if np.ndim(shape) else (int(shape),)
+    k_g, k_e = split(key)
+    g = generalized_normal(k_g, p, shape + (int(d),), _float_dtype(dtype)[1])
+    e = -fnp.log1p(-_unit_float(k_e, shape, g.dtype))
+    radius = fnp.power(fnp.sum(fnp.power(fnp.abs(g), p), axis=-1) + e, 1.0 / p)
+    return fnp.astype(g / fnp.expand_dims(radius, -1), dtypes.canonicalize(dtype))

@@ -51,6 +51,36 @@ def key(seed: int) -> Array:
 PRNGKey = key
 
 
+def key_data(keys) -> Array:
+    """The uint32 words of keys (funcgrad's keys are those words already: jax.random.key_data)."""
+    return _key_batch(keys)
+
+
+def wrap_key_data(key_bits_array, *, impl=None) -> Array:
+    """Keys from uint32 words of shape (..., 2) (jax.random.wrap_key_data); impl 'threefry2x32' or None."""
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f"wrap_key_data: funcgrad's keys are threefry2x32, not {impl!r}")
+    return _key_batch(key_bits_array)
+
+
+def clone(key) -> Array:
+    """key itself: funcgrad's keys are immutable values (jax.random.clone)."""
+    return _key_batch(key)
+
+
+def key_impl(keys) -> str:
+    _key_batch(keys)
+    return "threefry2x32"
+
+
+def _key_batch(keys) -> Array:
+    keys = fnp.asarray(keys)
+    if keys.ndim < 1 or keys.shape[-1] != 2 or keys.dtype != dtypes.uint32:
+        raise TypeError(f"expected PRNG keys (uint32 arrays of shape (..., 2) from fg.random.key), got {keys.dtype} "
+                        f"of shape {tuple(keys.shape)}")
+    return keys
+
+
 def split(key, num: int | tuple = 2) -> Array:
     """num new independent keys, shape (num, 2); a tuple num gives them that shape, (*num, 2)."""
     shape = _shape(num)
