@@ -114,3 +114,40 @@ def test_expm_against_closed_forms():
     assert_close(frechet, fd, rtol=1e-7, atol=1e-8)
     assert_close(big, L.expm(A * 0.3), rtol=1e-13)
     fg.check_grads(L.expm, (A * 0.3,), order=1, modes=("rev",))
+
+
+def test_lu_factors_and_solves():
+    from funcgrad.ops.decompositions import lu_p
+    for n in (1, 5, 70, 140):  # one, two and three 64-column panels
+        a = RNG.normal(size=(2, n, n))
+        p, lower, upper = (np.asarray(x) for x in L.lu(a))
+        assert_close(p @ lower @ upper, a, rtol=1e-11, atol=1e-11)
+        assert_close(np.triu(lower, 1), np.zeros_like(lower))
+        assert_close(np.tril(upper, -1), np.zeros_like(upper))
+        assert (np.abs(np.tril(lower, -1)) <= 1 + 1e-12).all()  # partial pivoting: multipliers at most 1
+    a, b = RNG.normal(size=(N, N)), RNG.normal(size=(N, 2))
+    factors, piv = L.lu_factor(a)
+    assert piv.dtype == np.int32 and (np.asarray(piv) >= np.arange(N)).all()  # LAPACK's convention
+    perm = np.arange(N)
+    for j, k in enumerate(np.asarray(piv)):  # replaying the swaps gives lu's row order
+        perm[[j, k]] = perm[[k, j]]
+    f = np.asarray(factors)
+    assert_close(a[perm], (np.tril(f, -1) + np.eye(N)) @ np.triu(f), rtol=1e-12, atol=1e-12)
+    rows, _, _ = L.lu(a, p_indices=True)
+    assert np.array_equal(np.asarray(rows), np.argsort(perm))
+    for trans, op in ((0, lambda m: m), (1, lambda m: m.T), ("C", lambda m: m.conj().T)):
+        assert_close(L.lu_solve((factors, piv), b, trans), np.linalg.solve(op(a), b), rtol=1e-11)
+    assert_close(L.lu_solve((factors, piv), b[:, 0]), np.linalg.solve(a, b[:, 0]), rtol=1e-11)
+    assert_close(fg.jit(lambda m, r: L.lu_solve(L.lu_factor(m), r))(a, b), np.linalg.solve(a, b), rtol=1e-11)  # traced pivots
+    fg.check_grads(lambda m: lu_p(m)[..., :N, :], (a,), order=2, modes=("fwd", "rev"))
+    assert_close(fg.grad(lambda m: L.lu_solve(L.lu_factor(m), b).sum())(a),
+                 fg.grad(lambda m: fg.numpy.linalg.solve(m, b).sum())(a), rtol=1e-10)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+def test_lu_on_the_device_equals_the_cpu():
+    from funcgrad.ops.decompositions import lu_p
+    a = RNG.normal(size=(3, 5, 5))
+    gpu = lu_p(fg.device_put(fg.asarray(a), "cuda"))
+    assert gpu.device == "cuda:0"
+    assert_close(gpu.numpy(), lu_p(a), rtol=1e-13, atol=1e-14)

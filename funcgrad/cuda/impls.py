@@ -481,6 +481,10 @@ def triangular_solve(a, b, lower, unit_diagonal):
     return D.triangular_solve(_device(a), _device(b), lower, unit_diagonal)
 
 
+def lu(a):
+    return D.lu(_device(a))
+
+
 def slogdet(a):
     return D.slogdet(_device(a))
 

@@ -1,4 +1,4 @@
-"""Dense linear algebra: solve, triangular_solve, slogdet, cholesky, eigh (batches of square
+"""Dense linear algebra: solve, triangular_solve, lu, slogdet, cholesky, eigh (batches of square
 matrices) and svd.
 
 Every primitive takes float32 or float64 operands of shape (..., n, n) (solve's right-hand side
@@ -105,6 +105,64 @@ def _triangular_solve_jvp_a(t, out, a, b, *, lower, unit_diagonal):
 defvjp(triangular_solve_p, _triangular_solve_vjp_a, _triangular_solve_vjp_b)
 defjvp(triangular_solve_p, _triangular_solve_jvp_a,
        lambda t, out, a, b, *, lower, unit_diagonal: triangular_solve_p(a, t, lower=lower, unit_diagonal=unit_diagonal))
+
+
+# ---- lu -----------------------------------------------------------------------------------------------
+def _lu_shape(a):
+    _check_square("lu", a.shape, a.dtype)
+    n = a.shape[-1]
+    return ShapedArray(tuple(a.shape[:-2]) + (n + 2, n), a.dtype)
+
+
+def _lu_impl(a):
+    from ..cpu.lu import lu, permutation
+    _lu_shape(aval(a))
+    factors, pivots = lu(np.asarray(a))
+    rows = lambda x: np.expand_dims(x.astype(a.dtype), -2)  # noqa: E731
+    return np.concatenate([factors, rows(permutation(pivots)), rows(pivots)], axis=-2)
+
+
+# P a = L U with partial pivoting, packed (..., n + 2, n): L below the diagonal (its unit diagonal
+# implied) and U on and above it, then the row order perm ((P a)[i] = a[perm[i]]) and LAPACK's
+# pivots (row j swapped with pivots[j] at step j), as values of a's dtype
+lu_p = Primitive("lu", _lu_impl, shape_rule=_lu_shape, batch_rule=batch_leading, cuda="lu", fresh=True)
+
+
+def _lu_parts(out, n: int):
+    """L (unit lower), U (upper) and the permutation matrix P of lu_p's packed output."""
+    factors = _rows(out, 0, n)
+    unit = _triangle(factors, True, True)
+    lower = E.add_p(unit, _eye(n, out.dtype))
+    upper = _triangle(factors, False, False)
+    perm = _rows(out, n, n + 1)  # (..., 1, n): P[i, j] = (perm[i] == j)
+    p = E.convert_p(E.eq_p(_mT(perm), np.arange(n, dtype=out.dtype)), dtype=out.dtype)
+    return lower, upper, p
+
+
+def _lu_vjp(g, out, a):
+    """With F = L^-1 P da U^-1: dL = L tril_-1(F), dU = triu(F) U; so F's cotangent is
+    tril_-1(L^H gL) + triu(gU U^H) and a's is P^T L^-H Fbar U^-H."""
+    n = a.shape[-1]
+    lower, upper, p = _lu_parts(out, n)
+    g_factors = _rows(g, 0, n)
+    f_bar = E.add_p(_triangle(L.matmul_p(_mH(lower), _triangle(g_factors, True, True)), True, True),
+                    _triangle(L.matmul_p(_triangle(g_factors, False, False), _mH(upper)), False, False))
+    x = triangular_solve_p(_mH(lower), f_bar, lower=False, unit_diagonal=True)  # L^-H Fbar
+    y = _mH(triangular_solve_p(upper, _mH(x), lower=False, unit_diagonal=False))  # (U^-1 X^H)^H = X U^-H
+    return L.matmul_p(_mT(p), y)
+
+
+def _lu_jvp(t, out, a):
+    n = a.shape[-1]
+    lower, upper, p = _lu_parts(out, n)
+    left = triangular_solve_p(lower, L.matmul_p(p, t), lower=True, unit_diagonal=True)  # L^-1 P da
+    f = _mH(triangular_solve_p(_mH(upper), _mH(left), lower=True, unit_diagonal=False))  # ... U^-1
+    d_factors = E.add_p(L.matmul_p(lower, _triangle(f, True, True)), L.matmul_p(_triangle(f, False, False), upper))
+    return concatenate_p(d_factors, E.mul_p(_rows(out, n, n + 2), 0.0), axis=len(out.shape) - 2)
+
+
+defvjp(lu_p, _lu_vjp)
+defjvp(lu_p, _lu_jvp)
 
 
 # ---- solve -------------------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 primitive (ops.decompositions.triangular_solve: BLAS-blocked substitution on the CPU, a kernel on
 the GPU, differentiable in both operands); cho_solve, generalized eigh and the rest are composed
 from it and funcgrad.numpy.linalg, and expm is Higham's scaling and squaring with the [13/13] Pade
-approximant. SciPy's overwrite_*/check_finite flags are accepted and have no effect (Arrays are
-immutable). lu, lu_factor, lu_solve, schur, sqrtm and funm are not provided."""
+approximant; lu is a primitive too (LAPACK's blocked getrf on the CPU, an elimination kernel on
+the GPU, differentiable). SciPy's overwrite_*/check_finite flags are accepted and have no effect
+(Arrays are immutable). schur, sqrtm and funm are not provided."""
 from __future__ import annotations
 
 import math
@@ -17,7 +18,7 @@ from ..numpy import linalg as _linalg
 from ..ops import decompositions as D
 from ..trace import bind
 
-__all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "solve", "inv", "det", "eigh", "svd", "qr",
+__all__ = ["solve_triangular", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "solve", "inv", "det", "eigh", "svd", "qr",
            "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar"]
 
 inv, det = _linalg.inv, _linalg.det
@@ -58,6 +59,84 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
         a = fnp.swapaxes(a, -1, -2) if code == 1 else _mH(a)
         lower = not lower
     x = bind(D.triangular_solve_p, a, b, lower=bool(lower), unit_diagonal=bool(unit_diagonal))
+    return x[..., 0] if vector else x
+
+
+def _lu_packed(a, name: str):
+    a = fnp._float_arg(a)
+    if a.dtype not in D.LINALG_DTYPES:
+        a = fnp.astype(a, dtypes.float32)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{name}: a must be square matrices (..., n, n), got shape {tuple(a.shape)}")
+    return bind(D.lu_p, a), a.shape[-1]
+
+
+def _index(row):
+    return fnp.astype(fnp.real(row), fnp.int64) if dtypes.is_complex(row.dtype) else fnp.astype(row, fnp.int64)
+
+
+def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True, p_indices: bool = False):
+    """a = p @ l @ u with partial pivoting (l unit lower, u upper): (p, l, u); p_indices gives p as
+    row indices, a = (l @ u)[p]; permute_l returns (p @ l, u)."""
+    packed, n = _lu_packed(a, "lu")
+    factors = packed[..., :n, :]
+    lower = fnp.tril(factors, -1) + fnp.eye(n, dtype=factors.dtype, device=factors.device)
+    upper = fnp.triu(factors)
+    rows = fnp.argsort(_index(packed[..., n, :]), axis=-1)  # a[i] = (l u)[rows[i]]
+    if permute_l:
+        return fnp.take_along_axis(lower, fnp.expand_dims(rows, -1), axis=-2), upper
+    if p_indices:
+        return rows, lower, upper
+    p = fnp.astype(fnp.expand_dims(rows, -1) == fnp.arange(n), lower.dtype)
+    return p, lower, upper
+
+
+def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
+    """(lu, piv) as LAPACK's getrf: l below lu's diagonal, u on and above it; row i was swapped
+    with row piv[i] at step i (0-based, int32)."""
+    packed, n = _lu_packed(a, "lu_factor")
+    return packed[..., :n, :], fnp.astype(_index(packed[..., n + 1, :]), fnp.int32)
+
+
+def _pivots_to_permutation(piv):
+    """The row order that piv's swaps make: (P b)[i] = b[perm[i]]."""
+    known = fnp.concrete_or_none(piv)
+    n = piv.shape[-1]
+    if known is not None:
+        perm = np.broadcast_to(np.arange(n), known.shape).copy()
+        flat, swaps = perm.reshape(-1, n), known.reshape(-1, n)
+        for row in range(flat.shape[0]):
+            for j, k in enumerate(swaps[row]):
+                flat[row, [j, k]] = flat[row, [k, j]]
+        return fnp.asarray(perm, device=piv.device)
+    perm = fnp.broadcast_to(fnp.arange(n, dtype=piv.dtype), piv.shape)
+    positions = np.arange(n)
+    for j in range(n):  # traced pivots: swap entries j and piv[j] by masks
+        k = piv[..., j:j + 1]
+        at_j, at_k = perm[..., j:j + 1], fnp.take_along_axis(perm, k, axis=-1)
+        perm = fnp.where(positions == j, at_k, fnp.where(positions == k, at_j, perm))
+    return perm
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b: bool = False, check_finite: bool = True) -> Array:
+    """x with op(a) @ x = b from lu_factor's (lu, piv); trans 0 / 'N', 1 / 'T' or 2 / 'C'."""
+    factors, piv = lu_and_piv
+    codes = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
+    if trans not in codes:
+        raise ValueError(f"lu_solve: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    factors, b, vector = _matrices(factors, b, "lu_solve")
+    perm = _pivots_to_permutation(fnp.astype(fnp.asarray(piv), fnp.int64))
+    if codes[trans] == 0:  # a = P^T L U: x = U^-1 L^-1 P b
+        pb = fnp.take_along_axis(b, fnp.expand_dims(perm, -1), axis=-2) if b.ndim == perm.ndim + 1 else b[..., perm, :]
+        y = bind(D.triangular_solve_p, factors, pb, lower=True, unit_diagonal=True)
+        x = bind(D.triangular_solve_p, factors, y, lower=False, unit_diagonal=False)
+    else:  # op(a) = op(U) op(L) P: x = P^T op(L)^-1 op(U)^-1 b
+        op = (lambda m: fnp.swapaxes(m, -1, -2)) if codes[trans] == 1 else _mH
+        y = bind(D.triangular_solve_p, op(factors), b, lower=True, unit_diagonal=False)
+        z = bind(D.triangular_solve_p, op(factors), y, lower=False, unit_diagonal=True)
+        inverse = fnp.argsort(perm, axis=-1)
+        x = fnp.take_along_axis(z, fnp.expand_dims(inverse, -1), axis=-2) if z.ndim == inverse.ndim + 1 else \
+            z[..., inverse, :]
     return x[..., 0] if vector else x
 
 

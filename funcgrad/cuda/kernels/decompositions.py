@@ -1,6 +1,7 @@
 """Dense linear algebra on batches of small matrices (real or complex): a block per matrix.
 
-solve (Gaussian elimination with partial pivoting), triangular_solve (substitution), slogdet (the same elimination, keeping the
+solve (Gaussian elimination with partial pivoting), triangular_solve (substitution), lu (the same
+elimination, its multipliers and pivots kept), slogdet (the same elimination, keeping the
 pivots), cholesky, eigh (cyclic Jacobi rotations, eigenvalues sorted ascending) and svd (one-sided
 Jacobi rotations of a tall matrix's columns until they are orthogonal: their norms are the singular
 values, sorted descending; a zero singular value leaves its column of U zero). Each block works in
@@ -106,6 +107,40 @@ def kernel(a, x, batch, n, k, lower, unit):
                 for j in range(0 if lower else r + 1, r if lower else n):
                     total -= a[A + r * n + j] * x[X + j * k + c]
                 x[X + r * k + c] = total if unit else {t}(total / a[A + r * n + r])
+"""
+
+
+@cache
+def _lu_source(dtype: np.dtype) -> str:
+    """P a = L U in place in lu (the packed (n + 2, n) layout of ops.decompositions.lu_p): the
+    elimination keeps each multiplier below the diagonal, and row n records the row order, row n + 1
+    the pivots."""
+    t = cast(dtype)
+    return f"""@cuda.jit(cache=True)
+def kernel(a, lu, batch, n):
+{_MATRIX_LOOP}
+        A = m * (n + 2) * n
+        for i in range(t, n * n, T):
+            lu[A + i] = a[m * n * n + i]
+        for c in range(t, n, T):
+            lu[A + n * n + c] = {t}(c)
+        cuda.syncthreads()
+        for col in range(n):
+{_PIVOT}
+            if t == 0:
+                tmp = lu[A + n * n + col]
+                lu[A + n * n + col] = lu[A + n * n + pivot]
+                lu[A + n * n + pivot] = tmp
+                lu[A + (n + 1) * n + col] = {t}(pivot)
+            cuda.syncthreads()
+            d = lu[A + col * n + col]
+            for r in range(col + 1 + t, n, T):
+                if d != 0:
+                    lu[A + r * n + col] = lu[A + r * n + col] / d
+                f = lu[A + r * n + col]
+                for c in range(col + 1, n):
+                    lu[A + r * n + c] -= f * lu[A + col * n + c]
+            cuda.syncthreads()
 """
 
 
@@ -402,6 +437,16 @@ def triangular_solve(a: DeviceValue, b: DeviceValue, lower: bool, unit_diagonal:
     return _solve_with(_triangular_source(a.dtype), a, b, bool(lower), bool(unit_diagonal))
 
 
+def lu(a: DeviceValue) -> DeviceValue:
+    n = a.shape[-1]
+    source = _batched_copy(a, a.shape)
+    out = empty(tuple(a.shape[:-2]) + (n + 2, n), a.dtype)
+    batch = _batch(a.shape)
+    if batch and n:
+        launch(compile_source(_lu_source(a.dtype)), *_grid(batch), source.data, out.data, batch, n)
+    return out
+
+
 def slogdet(a: DeviceValue) -> DeviceValue:
     n = a.shape[-1]
     lu = _batched_copy(a, a.shape)
@@ -468,6 +513,7 @@ def ptx_cases():
         yield (f"triangular_solve[{dt.name}]", compile_source(_triangular_source(dt)),
                (arr, arr, i64, i64, i64, flag, flag))
         yield f"slogdet[{dt.name}]", compile_source(_slogdet_source(dt)), (arr, arr, i64, i64)
+        yield f"lu[{dt.name}]", compile_source(_lu_source(dt)), (arr, arr, i64, i64)
         yield f"cholesky[{dt.name}]", compile_source(_cholesky_source(dt)), (arr, arr, i64, i64)
         yield f"eigh[{dt.name}]", compile_source(_eigh_source(dt)), (arr, arr, i64, i64)
         for uv in (True, False):
