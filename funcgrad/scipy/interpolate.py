@@ -56,9 +56,10 @@ class RegularGridInterpolator:
             lows.append(i)
         if self.bounds_error:
             known = fnp.concrete_or_none(outside)
-            if known is None or known.any():
-                raise ValueError("RegularGridInterpolator: a query point lies outside the grid (bounds_error=True)"
-                                 if known is not None else "RegularGridInterpolator: bounds_error needs concrete points")
+            if known is None:
+                raise ValueError("RegularGridInterpolator: bounds_error needs concrete query points (not inside jit)")
+            if known.any():
+                raise ValueError("RegularGridInterpolator: a query point lies outside the grid (bounds_error=True)")
         tail = self.values.shape[d:]
         if method == "nearest":
             index = tuple(fnp.astype(i + (w > 0.5), np.int64) for i, w in zip(lows, weights))

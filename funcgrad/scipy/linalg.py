@@ -18,8 +18,8 @@ from ..numpy import linalg as _linalg
 from ..ops import decompositions as D
 from ..trace import bind
 
-__all__ = ["solve_triangular", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "solve", "inv", "det", "eigh", "svd", "qr",
-           "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar"]
+__all__ = ["solve_triangular", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "solve", "inv",
+           "det", "eigh", "svd", "qr", "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar"]
 
 inv, det = _linalg.inv, _linalg.det
 
@@ -216,7 +216,8 @@ def block_diag(*arrs) -> Array:
     """The block-diagonal matrix of the arguments (a 0-d one is 1 x 1, a 1-d one a row)."""
     blocks = [fnp.atleast_2d(fnp.asarray(x)) for x in arrs]
     if any(x.ndim != 2 for x in blocks):
-        raise ValueError(f"block_diag takes arrays of at most 2 dimensions, got shapes {[tuple(x.shape) for x in blocks]}")
+        raise ValueError(f"block_diag takes arrays of at most 2 dimensions, got shapes "
+                         f"{[tuple(x.shape) for x in blocks]}")
     if not blocks:
         return fnp.zeros((1, 0))
     dtype = blocks[0].dtype

@@ -104,7 +104,8 @@ def convolve(in1, in2, mode: str = "full", method: str = "auto") -> Array:
 def fftconvolve(in1, in2, mode: str = "full", axes=None) -> Array:
     """convolve by FFTs over axes (all by default); the other axes broadcast."""
     in1, in2 = _pair(in1, in2, "fftconvolve")
-    axes = tuple(range(in1.ndim)) if axes is None else tuple(fnp._normalize_axis(a, in1.ndim) for a in np.atleast_1d(axes))
+    axes = tuple(range(in1.ndim)) if axes is None else \
+        tuple(fnp._normalize_axis(a, in1.ndim) for a in np.atleast_1d(axes))
     for a in range(in1.ndim):
         if a not in axes and in1.shape[a] != in2.shape[a] and 1 not in (in1.shape[a], in2.shape[a]):
             raise ValueError(f"fftconvolve: axis {a} is not convolved, so its lengths {in1.shape[a]} and "

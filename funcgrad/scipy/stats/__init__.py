@@ -8,6 +8,6 @@ from ._discrete import bernoulli, betabinom, binom, geom, nbinom, poisson
 from ._multivariate import dirichlet, multinomial, multivariate_normal
 
 __all__ = ["beta", "cauchy", "chi2", "expon", "gamma", "gennorm", "gumbel_l", "gumbel_r", "laplace", "logistic",
-           "norm", "pareto", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy", "bernoulli", "betabinom", "binom", "geom",
-           "nbinom", "poisson", "dirichlet", "multinomial", "multivariate_normal", "mode", "ModeResult",
+           "norm", "pareto", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy", "bernoulli", "betabinom", "binom",
+           "geom", "nbinom", "poisson", "dirichlet", "multinomial", "multivariate_normal", "mode", "ModeResult",
            "rankdata", "sem"]

@@ -35,63 +35,64 @@ def _log_cdf_and_sf(cdf, sf):
     return logcdf, logsf
 
 
-def _located(logpdf_y, params_ok=None, cdf_y=None, sf_y=None, logcdf_y=None, logsf_y=None, ppf_u=None,
-             isf_u=None):
+def _located(family: str, logpdf_y, params_ok=None, cdf_y=None, sf_y=None, logcdf_y=None, logsf_y=None,
+             ppf_u=None, isf_u=None):
     """A location-scale family's functions from its standard forms in y = (x - loc) / scale and its
     shape parameters: logpdf_y, cdf_y, sf_y, logcdf_y, logsf_y(y, *params); ppf_u, isf_u(q, *params)
     -> the standard quantile; params_ok(*params) -> where the shape parameters are valid (None: no
-    shape parameters). Returns the functions that exist, each taking (x, *params, loc=0, scale=1)."""
+    shape parameters). Returns the functions that exist, each taking (x, *params, loc=0, scale=1);
+    family names them in errors."""
     n_shapes = len(inspect.signature(logpdf_y).parameters) - 1
 
     def ok(scale, params):
         return (scale > 0) & params_ok(*params) if params_ok is not None else scale > 0
 
-    def standard(fn):
+    def standard(name, fn):
         def call(x, *args, loc=None, scale=None):
-            params, loc, scale = arguments(fn.__name__, args, n_shapes, {"loc": loc, "scale": scale})
+            params, loc, scale = arguments(f"{family}.{name}", args, n_shapes, {"loc": loc, "scale": scale})
             y, scale, *params = standardized(x, loc, scale, *params)
             return valid(ok(scale, params) & ~fnp.isnan(y), fn(y, *params))
         return call
 
-    def quantile(fn):
+    def quantile(name, fn):
         def call(q, *args, loc=None, scale=None):
-            params, loc, scale = arguments(fn.__name__, args, n_shapes, {"loc": loc, "scale": scale})
+            params, loc, scale = arguments(f"{family}.{name}", args, n_shapes, {"loc": loc, "scale": scale})
             q, loc, scale, *params = floats(q, loc, scale, *params)
             return valid(ok(scale, params) & (q >= 0) & (q <= 1), loc + scale * fn(q, *params))
         return call
 
     def logpdf(x, *args, loc=None, scale=None):
-        params, loc, scale = arguments("logpdf", args, n_shapes, {"loc": loc, "scale": scale})
+        params, loc, scale = arguments(f"{family}.logpdf", args, n_shapes, {"loc": loc, "scale": scale})
         y, scale, *params = standardized(x, loc, scale, *params)
         return valid(ok(scale, params) & ~fnp.isnan(y), logpdf_y(y, *params) - fnp.log(scale))
     out = {"logpdf": logpdf, "pdf": _exp_of(logpdf)}
-    out.update({name: standard(fn) for name, fn in (("cdf", cdf_y), ("sf", sf_y), ("logcdf", logcdf_y),
+    out.update({name: standard(name, fn) for name, fn in (("cdf", cdf_y), ("sf", sf_y), ("logcdf", logcdf_y),
                                                     ("logsf", logsf_y)) if fn is not None})
-    out.update({name: quantile(fn) for name, fn in (("ppf", ppf_u), ("isf", isf_u)) if fn is not None})
+    out.update({name: quantile(name, fn) for name, fn in (("ppf", ppf_u), ("isf", isf_u)) if fn is not None})
     return out
 
 
 # ---- norm ---------------------------------------------------------------------------------------------
 norm = namespace("norm", "The normal distribution N(loc, scale^2).", **_located(
-    lambda y: -0.5 * y * y - 0.5 * _LOG_2PI,
+    "norm", lambda y: -0.5 * y * y - 0.5 * _LOG_2PI,
     cdf_y=special.ndtr, sf_y=lambda y: special.ndtr(-y), logcdf_y=special.log_ndtr,
     logsf_y=lambda y: special.log_ndtr(-y), ppf_u=special.ndtri, isf_u=lambda q: -special.ndtri(q)))
 
 # ---- expon --------------------------------------------------------------------------------------------
 expon = namespace("expon", "The exponential distribution, rate 1 / scale, from loc.", **_located(
-    lambda y: outside(y >= 0, -y, -math.inf),
+    "expon", lambda y: outside(y >= 0, -y, -math.inf),
     cdf_y=lambda y: outside(y > 0, -fnp.expm1(-y), 0.0), sf_y=lambda y: outside(y > 0, fnp.exp(-y), 1.0),
     logcdf_y=lambda y: outside(y > 0, special.log1mexp(fnp.maximum(y, 0.0)), -math.inf),
     logsf_y=lambda y: outside(y > 0, -y, 0.0), ppf_u=lambda q: -fnp.log1p(-q)))
 
 # ---- laplace ------------------------------------------------------------------------------------------
 laplace = namespace("laplace", "The Laplace (double exponential) distribution.", **_located(
-    lambda y: -fnp.abs(y) - math.log(2),
+    "laplace", lambda y: -fnp.abs(y) - math.log(2),
     cdf_y=lambda y: fnp.where(y < 0, 0.5 * fnp.exp(fnp.minimum(y, 0.0)), 1 - 0.5 * fnp.exp(-fnp.maximum(y, 0.0)))))
 
 # ---- logistic -----------------------------------------------------------------------------------------
 logistic = namespace("logistic", "The logistic distribution.", **_located(
-    lambda y: -fnp.abs(y) - 2 * fnp.log1p(fnp.exp(-fnp.abs(y))),
+    "logistic", lambda y: -fnp.abs(y) - 2 * fnp.log1p(fnp.exp(-fnp.abs(y))),
     cdf_y=special.expit, sf_y=lambda y: special.expit(-y), ppf_u=special.logit, isf_u=lambda q: -special.logit(q)))
 
 
@@ -106,13 +107,13 @@ def _cauchy_ppf(q):
 
 
 cauchy = namespace("cauchy", "The Cauchy distribution.", **_located(
-    lambda y: -math.log(math.pi) - fnp.log1p(y * y),
+    "cauchy", lambda y: -math.log(math.pi) - fnp.log1p(y * y),
     cdf_y=_cauchy_cdf, sf_y=lambda y: _cauchy_cdf(-y), logcdf_y=lambda y: fnp.log(_cauchy_cdf(y)),
     logsf_y=lambda y: fnp.log(_cauchy_cdf(-y)), ppf_u=_cauchy_ppf, isf_u=lambda q: -_cauchy_ppf(q)))
 
 # ---- uniform ------------------------------------------------------------------------------------------
 uniform = namespace("uniform", "The uniform distribution on [loc, loc + scale].", **_located(
-    lambda y: outside((y >= 0) & (y <= 1), fnp.zeros_like(y), -math.inf),
+    "uniform", lambda y: outside((y >= 0) & (y <= 1), fnp.zeros_like(y), -math.inf),
     cdf_y=lambda y: fnp.clip(y, 0.0, 1.0), ppf_u=lambda q: q))
 
 
@@ -130,7 +131,7 @@ def _gamma_sf(y, a):
 
 
 _gamma_logcdf, _gamma_logsf = _log_cdf_and_sf(_gamma_cdf, _gamma_sf)
-_gamma = _located(_gamma_logpdf, lambda a: a > 0, cdf_y=_gamma_cdf, sf_y=_gamma_sf, logcdf_y=_gamma_logcdf,
+_gamma = _located("gamma", _gamma_logpdf, lambda a: a > 0, cdf_y=_gamma_cdf, sf_y=_gamma_sf, logcdf_y=_gamma_logcdf,
                   logsf_y=_gamma_logsf)
 gamma = namespace("gamma", "The gamma distribution of shape a (gamma.logpdf(x, a, loc=0, scale=1)).", **_gamma)
 
@@ -162,7 +163,7 @@ def _beta_sf(y, a, b):
 
 _beta_logcdf, _beta_logsf = _log_cdf_and_sf(_beta_cdf, _beta_sf)
 beta = namespace("beta", "The beta distribution (beta.logpdf(x, a, b, loc=0, scale=1)).", **_located(
-    _beta_logpdf, lambda a, b: (a > 0) & (b > 0), cdf_y=_beta_cdf, sf_y=_beta_sf, logcdf_y=_beta_logcdf,
+    "beta", _beta_logpdf, lambda a, b: (a > 0) & (b > 0), cdf_y=_beta_cdf, sf_y=_beta_sf, logcdf_y=_beta_logcdf,
     logsf_y=_beta_logsf))
 
 
@@ -179,7 +180,7 @@ def _t_cdf(y, df):
 
 
 t = namespace("t", "Student's t distribution of df degrees of freedom.", **_located(
-    _t_logpdf, lambda df: df > 0, cdf_y=_t_cdf, sf_y=lambda y, df: _t_cdf(-y, df)))
+    "t", _t_logpdf, lambda df: df > 0, cdf_y=_t_cdf, sf_y=lambda y, df: _t_cdf(-y, df)))
 
 
 # ---- pareto -------------------------------------------------------------------------------------------
@@ -193,18 +194,18 @@ def _pareto_logsf(y, b):
 
 
 pareto = namespace("pareto", "The Pareto distribution of shape b, from 1 (times scale, plus loc).", **_located(
-    _pareto_logpdf, lambda b: b > 0, cdf_y=lambda y, b: -fnp.expm1(_pareto_logsf(y, b)),
+    "pareto", _pareto_logpdf, lambda b: b > 0, cdf_y=lambda y, b: -fnp.expm1(_pareto_logsf(y, b)),
     sf_y=lambda y, b: fnp.exp(_pareto_logsf(y, b)),
     logcdf_y=lambda y, b: outside(y > 1, special.log1mexp(-_pareto_logsf(y, b)), -math.inf), logsf_y=_pareto_logsf,
     ppf_u=lambda q, b: fnp.power(1.0 - q, -1.0 / b)))
 
 # ---- gumbel_r, gumbel_l -----------------------------------------------------------------------------------
 gumbel_r = namespace("gumbel_r", "The right-skewed Gumbel (extreme value of maxima) distribution.", **_located(
-    lambda y: -(y + fnp.exp(-y)),
+    "gumbel_r", lambda y: -(y + fnp.exp(-y)),
     cdf_y=lambda y: fnp.exp(-fnp.exp(-y)), sf_y=lambda y: -fnp.expm1(-fnp.exp(-y)), logcdf_y=lambda y: -fnp.exp(-y),
     logsf_y=lambda y: special.log1mexp(fnp.exp(-y)), ppf_u=lambda q: -fnp.log(-fnp.log(q))))
 gumbel_l = namespace("gumbel_l", "The left-skewed Gumbel (extreme value of minima) distribution.", **_located(
-    lambda y: y - fnp.exp(y),
+    "gumbel_l", lambda y: y - fnp.exp(y),
     cdf_y=lambda y: -fnp.expm1(-fnp.exp(y)), sf_y=lambda y: fnp.exp(-fnp.exp(y)),
     logcdf_y=lambda y: special.log1mexp(fnp.exp(y)), logsf_y=lambda y: -fnp.exp(y),
     ppf_u=lambda q: fnp.log(-fnp.log1p(-q))))
@@ -221,7 +222,7 @@ def _gennorm_cdf(y, p):
 
 
 gennorm = namespace("gennorm", "The generalized normal distribution of shape beta (2: normal with variance "
-                    "1/2, 1: Laplace).", **_located(_gennorm_logpdf, lambda p: p > 0, cdf_y=_gennorm_cdf))
+                    "1/2, 1: Laplace).", **_located("gennorm", _gennorm_logpdf, lambda p: p > 0, cdf_y=_gennorm_cdf))
 
 
 # ---- truncnorm ------------------------------------------------------------------------------------------
@@ -260,7 +261,7 @@ def _truncnorm_logsf(y, a, b):
 
 truncnorm = namespace("truncnorm", "The normal distribution truncated to [a, b] (in standard units: "
                       "truncnorm.logpdf(x, a, b, loc=0, scale=1)).", **_located(
-    _truncnorm_logpdf, lambda a, b: a < b, cdf_y=lambda y, a, b: fnp.exp(_truncnorm_logcdf(y, a, b)),
+    "truncnorm", _truncnorm_logpdf, lambda a, b: a < b, cdf_y=lambda y, a, b: fnp.exp(_truncnorm_logcdf(y, a, b)),
     sf_y=lambda y, a, b: fnp.exp(_truncnorm_logsf(y, a, b)), logcdf_y=_truncnorm_logcdf, logsf_y=_truncnorm_logsf))
 
 
@@ -272,7 +273,7 @@ def _wrapcauchy_logpdf(y, c):
 
 
 wrapcauchy = namespace("wrapcauchy", "The wrapped Cauchy distribution on [0, 2 pi] of shape c.",
-                       **_located(_wrapcauchy_logpdf, lambda c: (c > 0) & (c < 1)))
+                       **_located("wrapcauchy", _wrapcauchy_logpdf, lambda c: (c > 0) & (c < 1)))
 
 
 # ---- vonmises -----------------------------------------------------------------------------------------------
@@ -282,4 +283,4 @@ def _vonmises_logpdf(y, kappa):
 
 
 vonmises = namespace("vonmises", "The von Mises distribution (a circular normal) of concentration kappa.",
-                     **_located(_vonmises_logpdf, lambda kappa: kappa > 0))
+                     **_located("vonmises", _vonmises_logpdf, lambda kappa: kappa > 0))

@@ -110,7 +110,8 @@ def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool 
     value, count = vmap(mode_row)(rows)
     value, count = fnp.reshape(value, batch), fnp.reshape(fnp.astype(count, dtypes.default_int), batch)
     if keepdims:  # over every axis (axis=None): all of them kept, of length 1
-        value, count = ((fnp.reshape(v, (1,) * ndim) if flattened else fnp.expand_dims(v, axis)) for v in (value, count))
+        keep = (lambda v: fnp.reshape(v, (1,) * ndim)) if flattened else (lambda v: fnp.expand_dims(v, axis))
+        value, count = keep(value), keep(count)
     return ModeResult(value, count)
 
 

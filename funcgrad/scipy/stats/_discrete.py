@@ -11,14 +11,14 @@ from .. import special
 from ._common import arguments, floats, namespace, outside, valid
 
 
-def _discrete(logpmf_k, params_ok, support, cdf_k=None, ppf_u=None):
+def _discrete(family: str, logpmf_k, params_ok, support, cdf_k=None, ppf_u=None):
     """A discrete family's functions from its forms in k (already shifted by loc): logpmf_k(k,
     *params); support(k, *params) -> where k is a possible value (an integer there); params_ok;
     cdf_k(k, *params) at integer k inside or above the support's start; ppf_u(q, *params)."""
     n_shapes = len(inspect.signature(logpmf_k).parameters) - 1
 
     def logpmf(k, *args, loc=None):
-        params, loc = arguments("logpmf", args, n_shapes, {"loc": loc})
+        params, loc = arguments(f"{family}.logpmf", args, n_shapes, {"loc": loc})
         k, loc, *params = floats(k, loc, *params)
         k = k - loc
         inside = support(k, *params) & (k == fnp.floor(k))
@@ -31,13 +31,13 @@ def _discrete(logpmf_k, params_ok, support, cdf_k=None, ppf_u=None):
     out["pmf"] = pmf
     if cdf_k is not None:
         def cdf(k, *args, loc=None):
-            params, loc = arguments("cdf", args, n_shapes, {"loc": loc})
+            params, loc = arguments(f"{family}.cdf", args, n_shapes, {"loc": loc})
             k, loc, *params = floats(k, loc, *params)
             return valid(params_ok(*params) & ~fnp.isnan(k), cdf_k(fnp.floor(k - loc), *params))
         out["cdf"] = cdf
     if ppf_u is not None:
         def ppf(q, *args, loc=None):
-            params, loc = arguments("ppf", args, n_shapes, {"loc": loc})
+            params, loc = arguments(f"{family}.ppf", args, n_shapes, {"loc": loc})
             q, loc, *params = floats(q, loc, *params)
             return valid(params_ok(*params) & (q >= 0) & (q <= 1), ppf_u(q, *params) + loc)
         out["ppf"] = ppf
@@ -50,7 +50,7 @@ def _counts(k):
 
 # ---- bernoulli ----------------------------------------------------------------------------------------
 bernoulli = namespace("bernoulli", "The Bernoulli distribution: 1 with probability p.", **_discrete(
-    lambda k, p: special.xlogy(k, p) + special.xlog1py(1 - k, -p), lambda p: (p >= 0) & (p <= 1),
+    "bernoulli", lambda k, p: special.xlogy(k, p) + special.xlog1py(1 - k, -p), lambda p: (p >= 0) & (p <= 1),
     lambda k, p: (k == 0) | (k == 1),
     cdf_k=lambda k, p: fnp.where(k < 0, 0.0, fnp.where(k < 1, 1 - p, 1.0)),
     ppf_u=lambda q, p: fnp.where(q > 1 - p, 1.0, fnp.where(q > 0, 0.0, -1.0))))
@@ -69,29 +69,29 @@ def _binom_cdf(k, n, p):
 
 
 binom = namespace("binom", "The binomial distribution of n trials with success probability p.", **_discrete(
-    lambda k, n, p: _log_choose(n, k) + special.xlogy(k, p) + special.xlog1py(n - k, -p),
+    "binom", lambda k, n, p: _log_choose(n, k) + special.xlogy(k, p) + special.xlog1py(n - k, -p),
     lambda n, p: (n >= 0) & (n == fnp.floor(n)) & (p >= 0) & (p <= 1), lambda k, n, p: (k >= 0) & (k <= n),
     cdf_k=_binom_cdf))
 
 # ---- poisson ------------------------------------------------------------------------------------------
 poisson = namespace("poisson", "The Poisson distribution of mean mu.", **_discrete(
-    lambda k, mu: special.xlogy(k, mu) - special.gammaln(k + 1) - mu, lambda mu: mu >= 0,
+    "poisson", lambda k, mu: special.xlogy(k, mu) - special.gammaln(k + 1) - mu, lambda mu: mu >= 0,
     lambda k, mu: _counts(k),
     cdf_k=lambda k, mu: fnp.where(k < 0, 0.0, special.gammaincc(fnp.maximum(k, 0.0) + 1, mu))))
 
 # ---- geom ---------------------------------------------------------------------------------------------
 geom = namespace("geom", "The geometric distribution: the trial of the first success, from 1.", **_discrete(
-    lambda k, p: special.xlog1py(k - 1, -p) + fnp.log(p), lambda p: (p > 0) & (p <= 1),
+    "geom", lambda k, p: special.xlog1py(k - 1, -p) + fnp.log(p), lambda p: (p > 0) & (p <= 1),
     lambda k, p: k >= 1, cdf_k=lambda k, p: fnp.where(k < 1, 0.0, -fnp.expm1(special.xlog1py(k, -p)))))
 
 # ---- nbinom -------------------------------------------------------------------------------------------
 nbinom = namespace("nbinom", "The negative binomial distribution: failures before the n-th success.", **_discrete(
-    lambda k, n, p: (special.gammaln(k + n) - special.gammaln(n) - special.gammaln(k + 1) + special.xlogy(n, p)
-                     + special.xlog1py(k, -p)),
+    "nbinom", lambda k, n, p: (special.gammaln(k + n) - special.gammaln(n) - special.gammaln(k + 1)
+                               + special.xlogy(n, p) + special.xlog1py(k, -p)),
     lambda n, p: (n > 0) & (p > 0) & (p <= 1), lambda k, n, p: _counts(k),
     cdf_k=lambda k, n, p: fnp.where(k < 0, 0.0, special.betainc(n, fnp.maximum(k, 0.0) + 1, p))))
 
 # ---- betabinom ----------------------------------------------------------------------------------------
 betabinom = namespace("betabinom", "The beta-binomial distribution: n trials whose p is Beta(a, b).", **_discrete(
-    lambda k, n, a, b: _log_choose(n, k) + special.betaln(k + a, n - k + b) - special.betaln(a, b),
+    "betabinom", lambda k, n, a, b: _log_choose(n, k) + special.betaln(k + a, n - k + b) - special.betaln(a, b),
     lambda n, a, b: (n >= 0) & (n == fnp.floor(n)) & (a > 0) & (b > 0), lambda k, n, a, b: (k >= 0) & (k <= n)))
