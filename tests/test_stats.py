@@ -305,3 +305,33 @@ def test_distributions_run_on_the_device_with_host_parameters():
         cpu, gpu = fn(x), fn(on_device)
         assert gpu.device == "cuda:0"
         assert_close(gpu.numpy(), cpu.numpy(), rtol=1e-13)
+
+
+def test_gaussian_kde_is_its_mixture():
+    data = RNG.normal(size=(2, 40))
+    weights = RNG.uniform(0.1, 1, 40)
+    kde = stats.gaussian_kde(data, weights=weights)
+    w = weights / weights.sum()
+    neff = 1 / np.sum(w ** 2)
+    factor = neff ** (-1 / 6)  # Scott's, d = 2
+    cov = np.cov(data, aweights=w) * factor ** 2
+    assert_close(kde.factor, factor, rtol=1e-13)
+    assert_close(kde.covariance, cov, rtol=1e-12)
+    points = RNG.normal(size=(2, 6))
+    inv, det = np.linalg.inv(cov), np.linalg.det(2 * np.pi * cov)
+    want = [sum(wi * np.exp(-0.5 * (p - x) @ inv @ (p - x)) / np.sqrt(det) for wi, x in zip(w, data.T)) for p in points.T]
+    assert_close(kde(points), want, rtol=1e-12)
+    assert_close(kde.logpdf(points), np.log(want), rtol=1e-12)
+    one = stats.gaussian_kde(data[0], bw_method="silverman")
+    sigma = math.sqrt(np.var(data[0], ddof=1)) * (40 * 3 / 4) ** (-1 / 5)
+    assert_close(one.integrate_box_1d(-0.5, 1.0),
+                 np.mean([NormalDist(x, sigma).cdf(1.0) - NormalDist(x, sigma).cdf(-0.5) for x in data[0]]), rtol=1e-12)
+    total = cov + np.eye(2)  # the mixture against N(0, I): each component's N(x; 0, cov + I)
+    assert_close(kde.integrate_gaussian(np.zeros(2), np.eye(2)),
+                 sum(wi * np.exp(-0.5 * x @ np.linalg.inv(total) @ x) / np.sqrt(np.linalg.det(2 * np.pi * total))
+                     for wi, x in zip(w, data.T)), rtol=1e-12)
+    draws = np.asarray(one.resample(fg.random.key(0), (20000,)))
+    assert draws.shape == (1, 20000)
+    assert_close(draws.var(), np.var(data[0]) + sigma ** 2, rtol=0.05)
+    with pytest.raises(ValueError, match="bw_method must be"):
+        stats.gaussian_kde(data, bw_method="wide")

@@ -5,9 +5,10 @@ from ._continuous import (beta, cauchy, chi2, expon, gamma, gennorm, gumbel_l, g
                           pareto, t, truncnorm, uniform, vonmises, wrapcauchy)
 from ._descriptive import ModeResult, mode, rankdata, sem
 from ._discrete import bernoulli, betabinom, binom, geom, nbinom, poisson
+from ._kde import gaussian_kde
 from ._multivariate import dirichlet, multinomial, multivariate_normal
 
 __all__ = ["beta", "cauchy", "chi2", "expon", "gamma", "gennorm", "gumbel_l", "gumbel_r", "laplace", "logistic",
            "norm", "pareto", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy", "bernoulli", "betabinom", "binom",
            "geom", "nbinom", "poisson", "dirichlet", "multinomial", "multivariate_normal", "mode", "ModeResult",
-           "rankdata", "sem"]
+           "rankdata", "sem", "gaussian_kde"]
