@@ -88,3 +88,16 @@ def test_aliases_and_io(tmp_path):
     assert np.array_equal(np.asarray(fnp.fromiter(range(4), int)), [0, 1, 2, 3])
     assert np.array_equal(np.asarray(fnp.fromstring("1 2 3", sep=" ")), [1.0, 2.0, 3.0])
     assert fnp.array_str(x) == np.array_str(np.asarray(x)) and fnp.iterable(x)
+
+
+def test_ndarray_is_the_type_of_values_under_every_transform():
+    seen = []
+
+    def f(x):
+        seen.append(isinstance(x, fnp.ndarray))
+        return (x * x).sum()
+    fg.grad(f)(np.ones(2))
+    fg.jit(f)(np.ones(2))
+    fg.vmap(f)(np.ones((3, 2)))
+    assert seen == [True, True, True] and isinstance(fnp.asarray(1.0), fnp.ndarray)
+    assert not isinstance(np.ones(2), fnp.ndarray)  # a NumPy array is not one (as jnp.ndarray)

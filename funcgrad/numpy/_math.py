@@ -23,7 +23,7 @@ __all__ = [
     "iscomplexobj", "iscomplex", "isreal", "isrealobj", "positive", "bitwise_not", "bitwise_invert", "promote_types",
     "result_type", "can_cast", "finfo", "iinfo", "dtype", "isscalar", "issubdtype", "gcd", "lcm", "frexp",
     "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating",
-    "nextafter", "spacing", "bitwise_count",
+    "nextafter", "spacing", "bitwise_count", "ndarray",
 ]
 
 
@@ -325,6 +325,10 @@ def finfo(dtype) -> FInfo:
     return FInfo(int(info.bits), float(info.eps), float(info.max), float(info.min), float(info.smallest_normal),
                  float(info.tiny), float(info.resolution), int(info.precision), np.dtype(dtypes.real_dtype(dt)))
 
+
+# jnp.ndarray (jax.Array): the type isinstance checks ask for; funcgrad's values under every
+# transform (Arrays and the tracers grad, jit and vmap pass) derive from ArrayBase
+ndarray = ArrayBase
 
 # NumPy's abstract scalar types, for issubdtype(x.dtype, fnp.floating) and the like
 generic, number, integer, signedinteger, unsignedinteger = (np.generic, np.number, np.integer, np.signedinteger,
