@@ -85,6 +85,11 @@ def test_aliases_and_io(tmp_path):
     assert np.array_equal(fnp.load(tmp_path / "b.npz")["w"], np.asarray(x) * 2)
     assert np.array_equal(np.asarray(fnp.frombuffer(np.arange(3.0).tobytes())), [0.0, 1.0, 2.0])
     assert fnp.frombuffer(np.arange(3.0).tobytes()).dtype == np.float64  # NumPy's float
+    path = tmp_path / "raw.bin"
+    np.arange(6, dtype=np.int32).tofile(path)
+    assert np.array_equal(np.asarray(fnp.fromfile(path, np.int32, count=4, offset=8)), [2, 3, 4, 5])
+    (tmp_path / "text.txt").write_text("1.5, 2.5,3")
+    assert np.array_equal(np.asarray(fnp.fromfile(tmp_path / "text.txt", sep=",")), [1.5, 2.5, 3.0])
     assert np.array_equal(np.asarray(fnp.fromiter(range(4), int)), [0, 1, 2, 3])
     assert np.array_equal(np.asarray(fnp.fromstring("1 2 3", sep=" ")), [1.0, 2.0, 3.0])
     assert fnp.array_str(x) == np.array_str(np.asarray(x)) and fnp.iterable(x)

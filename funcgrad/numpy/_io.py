@@ -8,8 +8,8 @@ import numpy as np
 from ..array import Array, ArrayBase, to_numpy
 from ._creation import asarray
 
-__all__ = ["save", "savez", "savez_compressed", "load", "frombuffer", "fromiter", "fromstring", "array_repr",
-           "array_str", "get_printoptions", "set_printoptions", "printoptions", "iterable"]
+__all__ = ["save", "savez", "savez_compressed", "load", "frombuffer", "fromfile", "fromiter", "fromstring",
+           "array_repr", "array_str", "get_printoptions", "set_printoptions", "printoptions", "iterable"]
 
 get_printoptions, set_printoptions, printoptions, iterable = (np.get_printoptions, np.set_printoptions,
                                                               np.printoptions, np.iterable)
@@ -40,6 +40,12 @@ def load(file, *args, **kwargs):
 def frombuffer(buffer, dtype=float, count: int = -1, offset: int = 0) -> Array:
     """The buffer's bytes read as dtype (float: NumPy's float64), copied into an Array."""
     return asarray(np.frombuffer(buffer, np.dtype(dtype), count, offset).copy())
+
+
+def fromfile(file, dtype=float, count: int = -1, sep: str = "", offset: int = 0) -> Array:
+    """A file's contents read as dtype (float: NumPy's float64): raw bytes, or text numbers between
+    sep; NumPy's reader on the host (JAX refuses it as impure: funcgrad reads eagerly)."""
+    return asarray(np.fromfile(file, np.dtype(dtype), count, sep, offset))
 
 
 def fromiter(iterable, dtype, count: int = -1) -> Array:
