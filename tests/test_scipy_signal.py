@@ -116,3 +116,30 @@ def test_dct_types_and_norms_are_their_sums(n):
     assert_close(fft.dctn(x), fft.dct(fft.dct(x, axis=0), axis=1), rtol=1e-12, atol=1e-12)
     assert_close(fft.dct(x, n=n + 2), np.pad(x, ((0, 0), (0, 2))) @ _dct2_matrix(n + 2).T, rtol=1e-12, atol=1e-12)
     fg.check_grads(lambda v: fft.dct(v, norm="ortho"), (x,), order=1, modes=("rev", "fwd"))
+
+
+def test_stft_istft_welch_and_csd():
+    x = RNG.normal(size=(2, 300))
+    f, t, z = signal.stft(x, fs=10.0, nperseg=64)
+    assert z.shape == (2, 33, 11) and np.allclose(np.asarray(f), np.fft.rfftfreq(64, 0.1))
+    assert_close(t, np.arange(11) * 3.2)  # 32-sample steps at 10 Hz, from the zero-padded start
+    # one segment by hand: the extended signal's samples 32k .. 32k + 63 times the periodic Hann window
+    window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(64) / 64)
+    padded = np.pad(x, ((0, 0), (32, 32 + (-(364 - 64) % 32) % 64)))
+    k = 4
+    want = np.fft.rfft(padded[:, 32 * k:32 * k + 64] * window, axis=-1) / window.sum()
+    np.testing.assert_allclose(np.asarray(z)[:, :, k], want, rtol=1e-12, atol=1e-14)
+    _, back = signal.istft(z, fs=10.0, nperseg=64)
+    assert_close(np.asarray(back)[:, :300], x, rtol=1e-11, atol=1e-12)  # Hann at 50% overlap reconstructs
+    # a sine at a bin frequency: the boxcar 'spectrum' holds A^2 / 2 there
+    n = np.arange(1024)
+    sine = 3.0 * np.sin(2 * np.pi * 8 * n / 128)
+    freqs, pxx = signal.welch(sine, fs=128.0, window="boxcar", nperseg=128, scaling="spectrum")
+    pxx = np.asarray(pxx)
+    assert np.argmax(pxx) == 8 and np.isclose(pxx[8], 4.5, rtol=1e-12) and pxx[np.arange(65) != 8].max() < 1e-20
+    _, density = signal.welch(x, fs=10.0, nperseg=64)
+    assert_close(np.sum(np.asarray(density), -1) * (10.0 / 64), x.var(-1), rtol=0.1)  # Parseval, roughly
+    _, cross = signal.csd(x, x, fs=10.0, nperseg=64)
+    np.testing.assert_allclose(np.asarray(cross), np.asarray(density), rtol=1e-12)
+    with pytest.raises(ValueError, match="window must be one of"):
+        signal.welch(x, window="kaiser-ish")

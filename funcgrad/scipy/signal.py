@@ -12,7 +12,8 @@ from ..array import Array
 from ..lax import _windows
 from ..numpy import fft as _fft
 
-__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d", "detrend"]
+__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d", "detrend", "stft", "istft", "csd",
+           "welch"]
 
 _MODES = ("full", "same", "valid")
 
@@ -170,3 +171,166 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
     t = fnp.reshape(fnp.asarray(t, dtype=data.dtype), shape)
     slope = fnp.sum(data * t, axis=axis, keepdims=True) / max(float(np.sum((np.arange(n) - (n - 1) / 2) ** 2)), 1e-300)
     return data - fnp.mean(data, axis=axis, keepdims=True) - slope * t
+
+
+# ---- spectral analysis: stft, istft, csd, welch -------------------------------------------------------
+_WINDOWS = {  # SciPy's get_window(..., fftbins=True): the periodic forms, n / N over one period
+    "hann": lambda t: 0.5 - 0.5 * np.cos(2 * np.pi * t),
+    "hamming": lambda t: 0.54 - 0.46 * np.cos(2 * np.pi * t),
+    "blackman": lambda t: 0.42 - 0.5 * np.cos(2 * np.pi * t) + 0.08 * np.cos(4 * np.pi * t),
+    "bartlett": lambda t: 1 - np.abs(2 * t - 1),
+    "boxcar": lambda t: np.ones_like(t),
+}
+_WINDOWS.update({"hanning": _WINDOWS["hann"], "ones": _WINDOWS["boxcar"], "rectangular": _WINDOWS["boxcar"],
+                 "triangle": _WINDOWS["bartlett"]})
+
+
+def _window(window, nperseg: int, dtype) -> Array:
+    if isinstance(window, str):
+        if window not in _WINDOWS:
+            raise ValueError(f"window must be one of {sorted(_WINDOWS)} or an array, got {window!r}")
+        return fnp.asarray(_WINDOWS[window](np.arange(nperseg) / nperseg).astype(dtype))
+    win = fnp.astype(fnp.asarray(window), dtype)
+    if win.shape != (nperseg,):
+        raise ValueError(f"the window must have nperseg = {nperseg} samples, got shape {tuple(win.shape)}")
+    return win
+
+
+_EXTENSIONS = {"zeros": "constant", "even": "reflect", "constant": "edge"}
+
+
+def _segments(x, nperseg, noverlap, boundary, padded, detrend_type):
+    """x's overlapping segments (..., segments, nperseg), after SciPy's boundary extension and end
+    padding, each detrended."""
+    step = nperseg - noverlap
+    if boundary is not None:
+        if boundary not in ("zeros", "even", "odd", "constant"):
+            raise ValueError(f"boundary must be None, 'zeros', 'even', 'odd' or 'constant', got {boundary!r}")
+        width = [(0, 0)] * (x.ndim - 1) + [(nperseg // 2, nperseg // 2)]
+        if boundary == "odd":  # 2 x_edge - mirror
+            mirror = fnp.pad(x, width, mode="reflect")
+            edges = fnp.pad(x, width, mode="edge")
+            x = 2 * edges - mirror
+        else:
+            x = fnp.pad(x, width, mode=_EXTENSIONS[boundary])
+    if padded:
+        extra = (-(x.shape[-1] - nperseg) % step) % nperseg
+        x = fnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, extra)])
+    count = (x.shape[-1] - noverlap) // step
+    index = np.arange(count)[:, None] * step + np.arange(nperseg)[None, :]
+    frames = fnp.take(x, index, axis=-1)
+    if detrend_type in (False, None):
+        return frames
+    return detrend(frames, axis=-1, type=detrend_type)
+
+
+def _spectra(x, fs, window, nperseg, noverlap, nfft, detrend_type, onesided, boundary, padded, name):
+    """(freqs, the windowed segments' FFTs (..., freqs, segments), the window, nperseg, the step)."""
+    x = fnp._float_arg(x)
+    if noverlap is None:
+        noverlap = nperseg // 2
+    nfft = nperseg if nfft is None else int(nfft)
+    if not 0 <= noverlap < nperseg or nfft < nperseg:
+        raise ValueError(f"{name}: need 0 <= noverlap < nperseg <= nfft, got noverlap={noverlap}, "
+                         f"nperseg={nperseg}, nfft={nfft}")
+    real = fnp.real(x).dtype
+    win = _window(window, nperseg, real)
+    frames = _segments(x, nperseg, noverlap, boundary, padded, detrend_type) * win
+    if onesided and not dtypes.is_complex(x.dtype):
+        spectrum, freqs = _fft.rfft(frames, nfft, axis=-1), np.fft.rfftfreq(nfft, 1 / fs)
+    else:
+        spectrum, freqs = _fft.fft(frames, nfft, axis=-1), np.fft.fftfreq(nfft, 1 / fs)
+    return fnp.asarray(freqs.astype(real)), fnp.swapaxes(spectrum, -1, -2), win, nperseg, noverlap
+
+
+def stft(x, fs=1.0, window="hann", nperseg: int = 256, noverlap: int | None = None, nfft: int | None = None,
+         detrend: bool = False, return_onesided: bool = True, boundary: str | None = "zeros", padded: bool = True,
+         axis: int = -1):
+    """(freqs, segment times, Zxx): Zxx has the frequencies where x had axis and the segments last,
+    scaled by 1 / sum(window), as SciPy's."""
+    x = fnp._float_arg(x)
+    axis = fnp._normalize_axis(axis, x.ndim)
+    x = fnp.moveaxis(x, axis, -1)
+    nperseg = min(int(nperseg), x.shape[-1]) if boundary is None else int(nperseg)
+    freqs, spectrum, win, nperseg, noverlap = _spectra(x, fs, window, nperseg, noverlap, nfft,
+                                                       "constant" if detrend else False, return_onesided, boundary,
+                                                       padded, "stft")
+    step = nperseg - noverlap
+    times = (np.arange(spectrum.shape[-1]) * step + (0 if boundary is not None else nperseg / 2)) / fs
+    return freqs, fnp.asarray(times.astype(freqs.dtype)), fnp.moveaxis(spectrum / fnp.sum(win), -2, axis)
+
+
+def istft(Zxx, fs=1.0, window="hann", nperseg: int | None = None, noverlap: int | None = None,  # noqa: N803
+          nfft: int | None = None, input_onesided: bool = True, boundary: bool = True, time_axis: int = -1,
+          freq_axis: int = -2):
+    """(times, x): the inverse of stft by weighted overlap-add (x = sum w x_seg / sum w^2)."""
+    z = fnp.moveaxis(fnp.asarray(Zxx), (freq_axis, time_axis), (-2, -1))
+    bins = z.shape[-2]
+    nperseg = (2 * (bins - 1) if input_onesided else bins) if nperseg is None else int(nperseg)
+    nfft = nperseg if nfft is None else int(nfft)
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    step = nperseg - noverlap
+    real = fnp.real(z).dtype if dtypes.is_complex(z.dtype) else fnp._float_arg(z).dtype
+    win = _window(window, nperseg, real)
+    frames = (_fft.irfft(z, nfft, axis=-2) if input_onesided else _fft.ifft(z, nfft, axis=-2))[..., :nperseg, :]
+    frames = fnp.swapaxes(frames, -1, -2) * (win * fnp.sum(win))  # (..., segments, nperseg), unscaled
+    count = frames.shape[-2]
+    length = nperseg + (count - 1) * step
+    index = (np.arange(count)[:, None] * step + np.arange(nperseg)[None, :]).ravel()
+    lead = tuple(frames.shape[:-2])
+    x = fnp.zeros(lead + (length,), frames.dtype).at[..., index].add(fnp.reshape(frames, lead + (-1,)))
+    norm = np.zeros(length)
+    np.add.at(norm, index, np.tile(np.asarray(win, np.float64) ** 2, count))
+    if boundary:
+        x, norm = x[..., nperseg // 2:length - nperseg // 2], norm[nperseg // 2:length - nperseg // 2]
+    x = x / fnp.asarray(np.where(norm > 1e-10, norm, 1.0).astype(real))
+    return fnp.asarray((np.arange(x.shape[-1]) / fs).astype(real)), x
+
+
+def _median_bias(n: int) -> float:
+    """SciPy's correction of a median of n chi-square(2) periodograms to their mean."""
+    ii = 2 * np.arange(1, (n - 1) // 2 + 1)
+    return 1 + float(np.sum(1.0 / (ii + 1) - 1.0 / ii))
+
+
+def csd(x, y, fs=1.0, window="hann", nperseg: int | None = None, noverlap: int | None = None, nfft=None,
+        detrend="constant", return_onesided: bool = True, scaling: str = "density", axis: int = -1,
+        average: str = "mean"):
+    """(freqs, Pxy): the cross spectral density (or spectrum) by Welch's averaged periodograms."""
+    if scaling not in ("density", "spectrum") or average not in ("mean", "median"):
+        raise ValueError(f"csd: scaling 'density' or 'spectrum' and average 'mean' or 'median', got {scaling!r}, "
+                         f"{average!r}")
+    x = fnp._float_arg(x)
+    axis = fnp._normalize_axis(axis, x.ndim)
+    x = fnp.moveaxis(x, axis, -1)
+    same = y is None
+    y = x if same else fnp.moveaxis(fnp._float_arg(y), axis, -1)
+    nperseg = min(256 if nperseg is None else int(nperseg), x.shape[-1])
+    onesided = return_onesided and not (dtypes.is_complex(x.dtype) or dtypes.is_complex(y.dtype))
+    freqs, fx, win, nperseg, noverlap = _spectra(x, fs, window, nperseg, noverlap, nfft, detrend, onesided, None,
+                                                 False, "csd")
+    fy = fx if same else _spectra(y, fs, window, nperseg, noverlap, nfft, detrend, onesided, None, False, "csd")[1]
+    scale = 1.0 / (fs * fnp.sum(win * win)) if scaling == "density" else 1.0 / fnp.sum(win) ** 2
+    p = fnp.conj(fx) * fy * scale
+    if onesided:
+        n = nperseg if nfft is None else int(nfft)
+        double = np.full(p.shape[-2], 2.0)
+        double[0] = 1.0
+        if n % 2 == 0:
+            double[-1] = 1.0
+        p = p * fnp.asarray(double[:, None].astype(freqs.dtype))
+    if average == "median" and p.shape[-1] > 1:
+        med = lambda v: fnp.median(v, axis=-1)  # noqa: E731
+        p = (med(fnp.real(p)) + 1j * med(fnp.imag(p)) if dtypes.is_complex(p.dtype) else med(p)) / \
+            _median_bias(p.shape[-1])
+    else:
+        p = fnp.mean(p, axis=-1)
+    return freqs, fnp.moveaxis(p, -1, axis)
+
+
+def welch(x, fs=1.0, window="hann", nperseg: int | None = None, noverlap: int | None = None, nfft=None,
+          detrend="constant", return_onesided: bool = True, scaling: str = "density", axis: int = -1,
+          average: str = "mean"):
+    """(freqs, Pxx): the power spectral density (or spectrum) by Welch's method."""
+    freqs, p = csd(x, None, fs, window, nperseg, noverlap, nfft, detrend, return_onesided, scaling, axis, average)
+    return freqs, fnp.real(p)
