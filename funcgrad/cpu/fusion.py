@@ -64,9 +64,9 @@ def step_source(prim, refs: list, operand_dtypes: list, params: dict, out_dtype:
 # Kernels call vecmath's exp, tanh and erf (float32 without libm calls) and the loop functions; a
 # kernel's source names their files' digests, so kernels cached on disk are rebuilt when they change.
 _VECMATH = hashlib.sha256(Path(__file__).with_name("vecmath.py").read_bytes()).hexdigest()[:16]
-_LOOPS = hashlib.sha256(b"".join((Path(__file__).parent.parent / "ops" / f"{name}.py").read_bytes()
-                                 for name in ("incomplete_gamma", "incomplete_beta", "exponential_integral")
-                                 )).hexdigest()[:16]
+_LOOPS = hashlib.sha256(b"".join((Path(__file__).parent.parent / "ops" / f"{name}.py").read_bytes()  # each loop
+                                 for name in sorted({f for f, _, _ in scalar.LOOPS.values()}))  # function's module
+                        ).hexdigest()[:16]
 
 
 def _cast(dtype: np.dtype) -> str:
