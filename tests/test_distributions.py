@@ -1,0 +1,127 @@
+"""funcgrad.distributions against closed forms (densities and entropies written with math), Monte
+Carlo (moments of samples, KL divergences as E_p[log p - log q]) and the reparameterisation
+gradients' expectations; shapes, pytrees under jit, and PyTorch's validation errors."""
+import math
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+from funcgrad import distributions as D
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(0)
+KEY = fg.random.key(0)
+N = 40000
+
+
+def _f64(*values):
+    return [np.asarray(v, np.float64) for v in values]
+
+
+def test_densities_entropies_and_moments_are_their_formulas():
+    loc, scale = _f64([0.3, -1.0], [0.5, 2.0])
+    x = np.array([[0.1, 2.0], [-0.4, -3.0]])
+    normal = D.Normal(loc, scale)
+    assert_close(normal.log_prob(x), -0.5 * ((x - loc) / scale) ** 2 - np.log(scale) - 0.5 * math.log(2 * math.pi),
+                 rtol=1e-13)
+    assert_close(normal.entropy(), 0.5 * np.log(2 * math.pi * math.e * scale ** 2), rtol=1e-13)
+    assert_close(normal.icdf(normal.cdf(x)), x, rtol=1e-10)
+    rate = np.float64(1.7)
+    expo = D.Exponential(rate)
+    assert_close(expo.log_prob(np.abs(x)), np.log(rate) - rate * np.abs(x), rtol=1e-13)
+    assert_close(expo.entropy(), 1 - math.log(rate), rtol=1e-13)
+    a, b = np.float64(2.5), np.float64(1.5)
+    gamma = D.Gamma(a, b)
+    v = np.abs(x) + 0.1
+    assert_close(gamma.log_prob(v), a * math.log(b) + (a - 1) * np.log(v) - b * v - math.lgamma(a), rtol=1e-13)
+    beta = D.Beta(a, b)
+    u = np.array([0.2, 0.7])
+    assert_close(beta.log_prob(u), (a - 1) * np.log(u) + (b - 1) * np.log1p(-u) - (math.lgamma(a) + math.lgamma(b)
+                                                                                  - math.lgamma(a + b)), rtol=1e-13)
+    assert_close([beta.mean, beta.variance], [a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))], rtol=1e-13)
+    p = np.float64(0.3)
+    bern = D.Bernoulli(probs=p)
+    assert_close(bern.log_prob(np.array([0.0, 1.0])), [math.log(0.7), math.log(0.3)], rtol=1e-12)
+    assert_close(bern.entropy(), -(0.3 * math.log(0.3) + 0.7 * math.log(0.7)), rtol=1e-12)
+    cat = D.Categorical(probs=np.array([0.2, 0.0, 0.8]))
+    assert_close(cat.log_prob(np.array([0, 2])), [math.log(0.2), math.log(0.8)], rtol=1e-12)
+    assert_close(cat.entropy(), -(0.2 * math.log(0.2) + 0.8 * math.log(0.8)), rtol=1e-12)  # 0 log 0 = 0
+    pois = D.Poisson(np.float64(3.5))
+    assert_close(pois.log_prob(np.array([0.0, 4.0])), [-3.5, 4 * math.log(3.5) - 3.5 - math.log(24)], rtol=1e-13)
+    cov = np.array([[2.0, 0.3], [0.3, 1.0]])
+    mvn = D.MultivariateNormal(np.zeros(2), cov)
+    y = np.array([0.5, -1.0])
+    assert_close(mvn.log_prob(y), -0.5 * (y @ np.linalg.solve(cov, y) + np.log(np.linalg.det(2 * math.pi * cov))),
+                 rtol=1e-13)
+    assert_close(mvn.entropy(), 0.5 * np.log(np.linalg.det(2 * math.pi * math.e * cov)), rtol=1e-13)
+
+
+def test_samples_have_their_moments_and_shapes():
+    cases = [(D.Normal(_f64(1.5)[0], _f64(2.0)[0]), 1.5, 4.0), (D.Uniform(_f64(-1.0)[0], _f64(3.0)[0]), 1.0, 16 / 12),
+             (D.Exponential(_f64(2.0)[0]), 0.5, 0.25), (D.Laplace(_f64(0.5)[0], _f64(1.0)[0]), 0.5, 2.0),
+             (D.Gamma(_f64(3.0)[0], _f64(2.0)[0]), 1.5, 0.75), (D.Beta(_f64(2.0)[0], _f64(5.0)[0]), 2 / 7, 10 / 392),
+             (D.Poisson(_f64(4.0)[0]), 4.0, 4.0), (D.Bernoulli(probs=_f64(0.3)[0]), 0.3, 0.21)]
+    for dist, mean, variance in cases:
+        draws = np.asarray(dist.sample(KEY, (N,)))
+        assert_close([draws.mean(), draws.var()], [mean, variance], rtol=0.05, atol=0.01)
+        assert_close([dist.mean, dist.variance], [mean, variance], rtol=1e-12)
+    assert D.Normal(np.zeros(3), 1.0).sample(KEY, (2, 5)).shape == (2, 5, 3)
+    assert D.Dirichlet(np.ones((2, 4))).sample(KEY, (5,)).shape == (5, 2, 4)
+    assert D.MultivariateNormal(np.zeros(3), np.eye(3)).rsample(KEY, (7,)).shape == (7, 3)
+    labels = np.asarray(D.Categorical(probs=np.array([0.1, 0.6, 0.3])).sample(KEY, (N,)))
+    assert_close(np.bincount(labels, minlength=3) / N, [0.1, 0.6, 0.3], atol=0.01)
+    draws = np.asarray(D.MultivariateNormal(np.array([1.0, -1.0]), np.array([[2.0, 0.6], [0.6, 1.0]])).sample(KEY, (N,)))
+    assert_close(np.cov(draws.T), [[2.0, 0.6], [0.6, 1.0]], atol=0.06)
+
+
+def test_rsample_differentiates_and_sample_does_not():
+    loc = np.float64(0.3)
+    assert_close(fg.grad(lambda m: D.Normal(m, 2.0).rsample(KEY, (100,)).mean())(loc), 1.0, rtol=1e-12)
+    assert fg.grad(lambda m: D.Normal(m, 2.0).sample(KEY, (100,)).mean())(loc) == 0
+    # d/da E[Gamma(a, rate)] = 1 / rate, through the implicit reparameterisation
+    assert_close(fg.grad(lambda a: D.Gamma(a, 2.0).rsample(KEY, (N,)).mean())(np.float64(3.0)), 0.5, rtol=0.03)
+    with pytest.raises(TypeError, match="no reparameterised sampler"):
+        D.Bernoulli(probs=0.5).rsample(KEY)
+    dist = D.Normal(np.zeros(2), np.ones(2))
+    assert_close(fg.jit(lambda d, x: d.log_prob(x))(dist, np.ones(2)), [-0.5 - 0.5 * math.log(2 * math.pi)] * 2,
+                 rtol=1e-6)
+
+
+def test_kl_divergences_are_expectations_of_log_ratios():
+    pairs = [(D.Normal(_f64(0.3)[0], _f64(1.2)[0]), D.Normal(_f64(-0.5)[0], _f64(2.0)[0])),
+             (D.Exponential(_f64(1.5)[0]), D.Exponential(_f64(0.7)[0])),
+             (D.Laplace(_f64(0.2)[0], _f64(1.0)[0]), D.Laplace(_f64(-0.4)[0], _f64(1.5)[0])),
+             (D.Gamma(_f64(2.0)[0], _f64(1.0)[0]), D.Gamma(_f64(3.0)[0], _f64(2.0)[0])),
+             (D.Beta(_f64(2.0)[0], _f64(3.0)[0]), D.Beta(_f64(1.5)[0], _f64(1.5)[0])),
+             (D.Dirichlet(np.array([1.0, 2.0, 3.0])), D.Dirichlet(np.array([2.0, 2.0, 2.0]))),
+             (D.Poisson(_f64(3.0)[0]), D.Poisson(_f64(5.0)[0])),
+             (D.MultivariateNormal(np.zeros(2), np.array([[1.0, 0.3], [0.3, 2.0]])),
+              D.MultivariateNormal(np.ones(2), np.eye(2) * 1.5))]
+    for p, q in pairs:
+        draws = p.sample(KEY, (N,))
+        estimate = float(np.mean(np.asarray(p.log_prob(draws)) - np.asarray(q.log_prob(draws))))
+        assert_close(D.kl_divergence(p, q), estimate, rtol=0.06, atol=0.01)
+    bern_p, bern_q = D.Bernoulli(probs=_f64(0.3)[0]), D.Bernoulli(probs=_f64(0.6)[0])
+    assert_close(D.kl_divergence(bern_p, bern_q), 0.3 * math.log(0.5) + 0.7 * math.log(0.7 / 0.4), rtol=1e-6)
+    cat_p, cat_q = D.Categorical(probs=np.array([0.2, 0.8])), D.Categorical(probs=np.array([0.5, 0.5]))
+    assert_close(D.kl_divergence(cat_p, cat_q), 0.2 * math.log(0.4) + 0.8 * math.log(1.6), rtol=1e-12)
+    uniform = D.kl_divergence(D.Uniform(_f64(0.0)[0], _f64(1.0)[0]), D.Uniform(_f64(-1.0)[0], _f64(3.0)[0]))
+    assert_close(uniform, math.log(4), rtol=1e-13)
+    with pytest.raises(TypeError, match="no closed-form KL divergence is registered for Normal || Laplace"):
+        D.kl_divergence(D.Normal(0.0, 1.0), D.Laplace(0.0, 1.0))
+
+
+def test_validation_errors_name_what_was_wrong():
+    with pytest.raises(ValueError, match="Normal: scale must be positive"):
+        D.Normal(0.0, -1.0)
+    with pytest.raises(ValueError, match=r"outside the support \(\{0, 1\}\)"):
+        D.Bernoulli(probs=0.3).log_prob(0.5)
+    with pytest.raises(ValueError, match="exactly one of probs and logits"):
+        D.Categorical()
+    with pytest.raises(ValueError, match="not a category in 0 .. 2"):
+        D.Categorical(logits=np.zeros(3)).log_prob(3)
+    with pytest.raises(ValueError, match="exactly one of covariance_matrix"):
+        D.MultivariateNormal(np.zeros(2))
+    assert np.isneginf(np.asarray(D.Uniform(0.0, 1.0, validate_args=False).log_prob(2.0)))
