@@ -1,0 +1,100 @@
+"""The Distribution base: parameters converted and validated when a distribution is made, shapes,
+sample/rsample, and the helpers the families share (probs or logits)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from .. import numpy as fnp
+from ..array import Array
+from ..scipy import special
+from ..tree import register_dataclass
+
+
+
+def _check(condition, message: str) -> None:
+    """Raise where a concrete condition fails (under jit the values are unknown: no check)."""
+    known = fnp.concrete_or_none(condition)
+    if known is not None and not np.all(known):
+        raise ValueError(message)
+
+
+class Distribution:
+    """What every distribution has: shapes, sample, and the moments derived from variance. A
+    subclass names its PARAMETERS (converted to Arrays of one float dtype when it is made) and the
+    check they must pass (valid -> (condition, message))."""
+    has_rsample = False
+    PARAMETERS: tuple = ()
+
+    def __post_init__(self):
+        values = _params(*(getattr(self, name) for name in self.PARAMETERS))
+        for name, value in zip(self.PARAMETERS, values):
+            object.__setattr__(self, name, value)
+        if self.validate_args:
+            condition, message = self.valid()
+            _check(condition, f"{type(self).__name__}: {message}")
+
+    @property
+    def batch_shape(self) -> tuple:
+        return np.broadcast_shapes(*(tuple(getattr(self, name).shape) for name in self.PARAMETERS))
+
+    def _batch(self, value) -> Array:
+        return fnp.broadcast_to(value, self.batch_shape)
+
+    @property
+    def event_shape(self) -> tuple:
+        return ()
+
+    @property
+    def stddev(self) -> Array:
+        return fnp.sqrt(self.variance)
+
+    def sample(self, key, sample_shape=()) -> Array:
+        """A draw of shape sample_shape + batch_shape + event_shape, without gradient."""
+        return fnp.stop_gradient(self._draw(key, tuple(sample_shape)))
+
+    def rsample(self, key, sample_shape=()) -> Array:
+        """The reparameterised draw: differentiable in the parameters."""
+        if not self.has_rsample:
+            raise TypeError(f"{type(self).__name__} has no reparameterised sampler (rsample); use sample")
+        return self._draw(key, tuple(sample_shape))
+
+    def _shape(self, sample_shape: tuple) -> tuple:
+        return tuple(sample_shape) + tuple(self.batch_shape) + tuple(self.event_shape)
+
+    def _checked(self, value, inside, support: str):
+        value = fnp._float_arg(value)
+        if self.validate_args:
+            _check(inside(value), f"{type(self).__name__}.log_prob: a value lies outside the support ({support})")
+        return value
+
+
+def _params(*values):
+    return fnp._float_args(*values)
+
+
+def _distribution(cls):
+    """A frozen dataclass pytree: its parameters are children, validate_args is structure."""
+    return register_dataclass(dataclasses.dataclass(frozen=True)(cls))
+
+
+def _clamped_logit(p):
+    """logit(p) with p kept eps from 0 and 1, as PyTorch's probs_to_logits (so 0 and 1 stay finite)."""
+    eps = float(fnp.finfo(p.dtype).eps)
+    return special.logit(fnp.clip(p, eps, 1 - eps))
+
+
+def _finite(logits):
+    """Logits with -inf raised to the dtype's lowest float (PyTorch's clamp), so 0 * logit is 0."""
+    return fnp.maximum(logits, float(fnp.finfo(logits.dtype).min))
+
+
+def _probs_or_logits(name, probs, logits, to_logits: Callable):
+    if (probs is None) == (logits is None):
+        raise ValueError(f"{name}: give exactly one of probs and logits")
+    if probs is None:
+        return fnp._float_arg(logits)
+    with np.errstate(divide="ignore"):  # a zero probability is a logit of -inf
+        return to_logits(fnp._float_arg(probs))

@@ -1,0 +1,298 @@
+"""Continuous distributions: location-scale families, the gamma family, Dirichlet and the
+multivariate normal."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import numpy as fnp
+from .. import random
+from ..array import Array
+from ..numpy import linalg
+from ..scipy import special, stats
+from ..tree import static_field
+from ._base import Distribution, _check, _distribution
+
+
+
+@_distribution
+class _LocationScale(Distribution):
+    """loc + scale * a standard draw (STANDARD(key, shape, dtype)): Normal and Laplace."""
+    loc: Array
+    scale: Array
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+    PARAMETERS = ("loc", "scale")
+
+    def valid(self):
+        return self.scale > 0, "scale must be positive"
+
+    mean = property(lambda self: self._batch(self.loc))
+
+    def _draw(self, key, sample_shape):
+        return self.loc + self.scale * type(self).STANDARD(key, self._shape(sample_shape), self.loc.dtype)
+
+
+@_distribution
+class Normal(_LocationScale):
+    STANDARD = staticmethod(random.normal)
+    variance = property(lambda self: self._batch(self.scale ** 2))
+
+    def log_prob(self, value):
+        return stats.norm.logpdf(self._checked(value, lambda v: v == v, "real"), self.loc, self.scale)
+
+    def cdf(self, value):
+        return stats.norm.cdf(value, self.loc, self.scale)
+
+    def icdf(self, q):
+        return stats.norm.ppf(q, self.loc, self.scale)
+
+    def entropy(self):
+        return self._batch(0.5 + 0.5 * math.log(2 * math.pi) + fnp.log(self.scale))
+
+
+@_distribution
+class Uniform(Distribution):
+    low: Array
+    high: Array
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+    PARAMETERS = ("low", "high")
+
+    def valid(self):
+        return self.low < self.high, "low must be below high"
+
+    mean = property(lambda self: self._batch((self.low + self.high) / 2))
+    variance = property(lambda self: self._batch((self.high - self.low) ** 2 / 12))
+
+    def _draw(self, key, sample_shape):
+        u = random.uniform(key, self._shape(sample_shape), self.low.dtype)
+        return self.low + (self.high - self.low) * u
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: (v >= self.low) & (v < self.high), "[low, high)")
+        inside = (value >= self.low) & (value < self.high)
+        return fnp.where(inside, -fnp.log(self.high - self.low), -math.inf)
+
+    def cdf(self, value):
+        return fnp.clip((value - self.low) / (self.high - self.low), 0.0, 1.0)
+
+    def icdf(self, q):
+        return self.low + q * (self.high - self.low)
+
+    def entropy(self):
+        return self._batch(fnp.log(self.high - self.low))
+
+
+@_distribution
+class Exponential(Distribution):
+    rate: Array
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+    PARAMETERS = ("rate",)
+
+    def valid(self):
+        return self.rate > 0, "rate must be positive"
+
+    mean = property(lambda self: 1 / self.rate)
+    variance = property(lambda self: self.rate ** -2)
+
+    def _draw(self, key, sample_shape):
+        return random.exponential(key, self._shape(sample_shape), self.rate.dtype) / self.rate
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: v >= 0, "x >= 0")
+        return stats.expon.logpdf(value, scale=1 / self.rate)
+
+    def cdf(self, value):
+        return stats.expon.cdf(value, scale=1 / self.rate)
+
+    def icdf(self, q):
+        return -fnp.log1p(-q) / self.rate
+
+    def entropy(self):
+        return 1 - fnp.log(self.rate)
+
+
+@_distribution
+class Laplace(_LocationScale):
+    STANDARD = staticmethod(random.laplace)
+    variance = property(lambda self: self._batch(2 * self.scale ** 2))
+
+    def log_prob(self, value):
+        return stats.laplace.logpdf(self._checked(value, lambda v: v == v, "real"), self.loc, self.scale)
+
+    def cdf(self, value):
+        return stats.laplace.cdf(value, self.loc, self.scale)
+
+    def icdf(self, q):
+        centred = q - 0.5
+        return self.loc - self.scale * fnp.sign(centred) * fnp.log1p(-2 * fnp.abs(centred))
+
+    def entropy(self):
+        return self._batch(1 + fnp.log(2 * self.scale))
+
+
+@_distribution
+class Gamma(Distribution):
+    concentration: Array
+    rate: Array
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+    PARAMETERS = ("concentration", "rate")
+
+    def valid(self):
+        return (self.concentration > 0) & (self.rate > 0), "concentration and rate must be positive"
+
+    mean = property(lambda self: self._batch(self.concentration / self.rate))
+    variance = property(lambda self: self._batch(self.concentration / self.rate ** 2))
+
+    def _draw(self, key, sample_shape):
+        a = fnp.broadcast_to(self.concentration, self._shape(sample_shape))
+        return random.gamma(key, a, dtype=a.dtype) / self.rate
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: v >= 0, "x >= 0")
+        return stats.gamma.logpdf(value, self.concentration, scale=1 / self.rate)
+
+    def cdf(self, value):
+        return special.gammainc(self.concentration, fnp.maximum(value, 0.0) * self.rate)
+
+    def entropy(self):
+        a = self.concentration
+        return a - fnp.log(self.rate) + special.gammaln(a) + (1 - a) * special.digamma(a)
+
+
+@_distribution
+class Beta(Distribution):
+    concentration1: Array
+    concentration0: Array
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+    PARAMETERS = ("concentration1", "concentration0")
+
+    def valid(self):
+        return (self.concentration1 > 0) & (self.concentration0 > 0), "concentrations must be positive"
+
+    mean = property(lambda self: self.concentration1 / (self.concentration1 + self.concentration0))
+
+    @property
+    def variance(self):
+        a, b = self.concentration1, self.concentration0
+        return a * b / ((a + b) ** 2 * (a + b + 1))
+
+    def _draw(self, key, sample_shape):
+        shape = self._shape(sample_shape)
+        return random.beta(key, fnp.broadcast_to(self.concentration1, shape),
+                           fnp.broadcast_to(self.concentration0, shape), dtype=self.concentration1.dtype)
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: (v >= 0) & (v <= 1), "[0, 1]")
+        return stats.beta.logpdf(value, self.concentration1, self.concentration0)
+
+    def entropy(self):
+        a, b = self.concentration1, self.concentration0
+        return (special.betaln(a, b) - (a - 1) * special.digamma(a) - (b - 1) * special.digamma(b)
+                + (a + b - 2) * special.digamma(a + b))
+
+
+@_distribution
+class Dirichlet(Distribution):
+    concentration: Array
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+
+    PARAMETERS = ("concentration",)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.concentration.ndim < 1:
+            raise ValueError("Dirichlet: concentration needs a last axis of categories")
+
+    def valid(self):
+        return self.concentration > 0, "concentration must be positive"
+
+    batch_shape = property(lambda self: tuple(self.concentration.shape[:-1]))
+    event_shape = property(lambda self: tuple(self.concentration.shape[-1:]))
+    mean = property(lambda self: self.concentration / fnp.sum(self.concentration, -1, keepdims=True))
+
+    @property
+    def variance(self):
+        total = fnp.sum(self.concentration, -1, keepdims=True)
+        m = self.concentration / total
+        return m * (1 - m) / (total + 1)
+
+    def _draw(self, key, sample_shape):
+        alpha = fnp.broadcast_to(self.concentration, self._shape(sample_shape))
+        return random.dirichlet(key, alpha, dtype=alpha.dtype)
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: (v >= 0) & (fnp.abs(fnp.sum(v, -1) - 1) < 1e-5)[..., None],
+                              "the simplex")
+        alpha = self.concentration
+        return (fnp.sum(special.xlogy(alpha - 1, value), -1) + special.gammaln(fnp.sum(alpha, -1))
+                - fnp.sum(special.gammaln(alpha), -1))
+
+    def entropy(self):
+        alpha = self.concentration
+        total = fnp.sum(alpha, -1)
+        k = alpha.shape[-1]
+        return (fnp.sum(special.gammaln(alpha), -1) - special.gammaln(total) + (total - k) * special.digamma(total)
+                - fnp.sum((alpha - 1) * special.digamma(alpha), -1))
+
+
+@_distribution
+class MultivariateNormal(Distribution):
+    """N(loc, covariance): one of covariance_matrix, scale_tril (its Cholesky factor) and
+    precision_matrix; the factor is kept."""
+    loc: Array
+    covariance_matrix: Array | None = None
+    scale_tril: Array | None = None
+    precision_matrix: Array | None = None
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+
+    def __post_init__(self):
+        given = [m is not None for m in (self.covariance_matrix, self.scale_tril, self.precision_matrix)]
+        if sum(given) != 1:
+            raise ValueError("MultivariateNormal: give exactly one of covariance_matrix, scale_tril, precision_matrix")
+        loc = fnp._float_arg(self.loc)
+        if self.scale_tril is not None:
+            tril = fnp._float_arg(self.scale_tril)
+        elif self.covariance_matrix is not None:
+            tril = linalg.cholesky(fnp._float_arg(self.covariance_matrix))
+        else:
+            tril = linalg.cholesky(linalg.inv(fnp._float_arg(self.precision_matrix)))
+        if loc.ndim < 1 or tril.shape[-1] != loc.shape[-1] or tril.shape[-2] != loc.shape[-1]:
+            raise ValueError(f"MultivariateNormal: loc of shape {tuple(loc.shape)} and a matrix of shape "
+                             f"{tuple(tril.shape)} do not match")
+        if self.validate_args:
+            _check(fnp.diagonal(tril, 0, -2, -1) > 0, "MultivariateNormal: the matrix must be positive definite")
+        covariance = tril @ fnp.swapaxes(tril, -1, -2)
+        for name, value in (("loc", loc), ("scale_tril", tril), ("covariance_matrix", covariance),
+                            ("precision_matrix", None)):
+            object.__setattr__(self, name, value)
+
+    batch_shape = property(lambda self: np.broadcast_shapes(tuple(self.loc.shape[:-1]),
+                                                            tuple(self.scale_tril.shape[:-2])))
+    event_shape = property(lambda self: tuple(self.loc.shape[-1:]))
+    mean = property(lambda self: fnp.broadcast_to(self.loc, self.batch_shape + self.event_shape))
+    variance = property(lambda self: fnp.broadcast_to(fnp.sum(self.scale_tril ** 2, -1),
+                                                      self.batch_shape + self.event_shape))
+
+    def _draw(self, key, sample_shape):
+        eps = random.normal(key, self._shape(sample_shape), self.loc.dtype)
+        return self.loc + fnp.squeeze(self.scale_tril @ fnp.expand_dims(eps, -1), -1)
+
+    def log_prob(self, value):
+        diff = fnp._float_arg(value) - self.loc
+        d = self.loc.shape[-1]
+        solved = fnp.squeeze(linalg.inv(self.scale_tril) @ fnp.expand_dims(diff, -1), -1)
+        half_log_det = fnp.sum(fnp.log(fnp.diagonal(self.scale_tril, 0, -2, -1)), -1)
+        return -0.5 * (d * math.log(2 * math.pi) + fnp.sum(solved * solved, -1)) - half_log_det
+
+    def entropy(self):
+        d = self.loc.shape[-1]
+        half_log_det = fnp.sum(fnp.log(fnp.diagonal(self.scale_tril, 0, -2, -1)), -1)
+        return fnp.broadcast_to(0.5 * d * (1 + math.log(2 * math.pi)) + half_log_det, self.batch_shape)

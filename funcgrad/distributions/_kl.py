@@ -1,0 +1,107 @@
+"""KL divergences in closed form, registered by the pair of types (torch.distributions.kl)."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from .. import numpy as fnp
+from ..array import Array
+from ..nn import _functional as F
+from ..numpy import linalg
+from ..scipy import special
+from ._base import Distribution, _finite
+from ._continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, MultivariateNormal, Normal, Uniform
+from ._discrete import Bernoulli, Categorical, Poisson
+
+_KL: dict[tuple[type, type], Callable] = {}
+
+
+def register_kl(type_p: type, type_q: type):
+    """Decorator: fn(p, q) computes KL(p || q) for these types (torch.distributions.register_kl)."""
+    def register(fn):
+        _KL[(type_p, type_q)] = fn
+        return fn
+    return register
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Array:
+    """KL(p || q) = E_p[log p - log q], in closed form for the registered pairs."""
+    rule = _KL.get((type(p), type(q)))
+    if rule is None:
+        raise TypeError(f"no closed-form KL divergence is registered for {type(p).__name__} || {type(q).__name__}; "
+                        f"add one with register_kl or estimate it from samples")
+    return rule(p, q)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal(p, q):
+    ratio = (p.scale / q.scale) ** 2
+    return 0.5 * (ratio + ((p.loc - q.loc) / q.scale) ** 2 - 1 - fnp.log(ratio))
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform(p, q):
+    inside = (q.low <= p.low) & (p.high <= q.high)
+    return fnp.where(inside, fnp.log((q.high - q.low) / (p.high - p.low)), math.inf)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential(p, q):
+    ratio = q.rate / p.rate
+    return ratio - 1 - fnp.log(ratio)
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace(p, q):
+    ratio = p.scale / q.scale
+    gap = fnp.abs(p.loc - q.loc) / q.scale
+    return -fnp.log(ratio) + gap + ratio * fnp.exp(-gap * q.scale / p.scale) - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma(p, q):
+    a, b, c, d = p.concentration, p.rate, q.concentration, q.rate
+    return ((a - c) * special.digamma(a) - special.gammaln(a) + special.gammaln(c) + c * (fnp.log(b) - fnp.log(d))
+            + a * (d - b) / b)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta(p, q):
+    a, b, c, d = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    return (special.betaln(c, d) - special.betaln(a, b) + (a - c) * special.digamma(a)
+            + (b - d) * special.digamma(b) + (c - a + d - b) * special.digamma(a + b))
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet(p, q):
+    a, b = p.concentration, q.concentration
+    total_a, total_b = fnp.sum(a, -1), fnp.sum(b, -1)
+    return (special.gammaln(total_a) - special.gammaln(total_b) - fnp.sum(special.gammaln(a) - special.gammaln(b), -1)
+            + fnp.sum((a - b) * (special.digamma(a) - special.digamma(fnp.expand_dims(total_a, -1))), -1))
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli(p, q):
+    return (p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
+            + (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits)))
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical(p, q):
+    return fnp.sum(p.probs * (_finite(p.logits) - _finite(q.logits)), axis=-1)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson(p, q):
+    return special.xlogy(p.rate, p.rate / q.rate) - p.rate + q.rate
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn(p, q):
+    d = p.loc.shape[-1]
+    inv_q = linalg.inv(q.scale_tril)
+    m = inv_q @ p.scale_tril
+    diff = fnp.squeeze(inv_q @ fnp.expand_dims(q.loc - p.loc, -1), -1)
+    log_det = lambda t: fnp.sum(fnp.log(fnp.diagonal(t, 0, -2, -1)), -1)  # noqa: E731
+    return (0.5 * (fnp.sum(m * m, (-2, -1)) + fnp.sum(diff * diff, -1) - d) + log_det(q.scale_tril)
+            - log_det(p.scale_tril))
