@@ -125,3 +125,44 @@ def test_validation_errors_name_what_was_wrong():
     with pytest.raises(ValueError, match="exactly one of covariance_matrix"):
         D.MultivariateNormal(np.zeros(2))
     assert np.isneginf(np.asarray(D.Uniform(0.0, 1.0, validate_args=False).log_prob(2.0)))
+
+
+def test_the_other_families():
+    x = np.array([0.3, 1.7, 4.0])
+    cauchy = D.Cauchy(np.float64(0.5), np.float64(2.0))
+    assert_close(cauchy.log_prob(x), -np.log(np.pi * 2.0 * (1 + ((x - 0.5) / 2.0) ** 2)), rtol=1e-13)
+    assert_close(cauchy.icdf(cauchy.cdf(x)), x, rtol=1e-12)
+    assert np.isnan(np.asarray(cauchy.mean)) and np.isinf(np.asarray(cauchy.variance))
+    lognormal = D.LogNormal(np.float64(0.2), np.float64(0.7))
+    assert_close(lognormal.log_prob(x), -np.log(x * 0.7 * math.sqrt(2 * math.pi)) - (np.log(x) - 0.2) ** 2 / 0.98,
+                 rtol=1e-13)
+    assert_close(lognormal.mean, math.exp(0.2 + 0.245), rtol=1e-13)
+    half = D.HalfNormal(np.float64(1.5))
+    assert_close(half.log_prob(x), np.log(2) - 0.5 * (x / 1.5) ** 2 - np.log(1.5 * math.sqrt(2 * math.pi)), rtol=1e-13)
+    assert_close(half.icdf(half.cdf(x)), x, rtol=1e-10)
+    student = D.StudentT(np.float64(5.0), np.float64(1.0), np.float64(2.0))
+    y = (x - 1.0) / 2.0
+    const = math.lgamma(3.0) - math.lgamma(2.5) - 0.5 * math.log(5 * math.pi) - math.log(2.0)
+    assert_close(student.log_prob(x), const - 3.0 * np.log1p(y * y / 5), rtol=1e-13)
+    assert_close([student.mean, student.variance], [1.0, 4.0 * 5 / 3], rtol=1e-13)
+    assert np.isnan(np.asarray(D.StudentT(np.float64(0.8)).mean))
+    chi2 = D.Chi2(np.float64(4.0))
+    assert_close(chi2.log_prob(x), np.log(x / 4) - x / 2, rtol=1e-13)  # x e^(-x/2) / 4
+    assert_close(chi2.sample(KEY, (N,)).mean(), 4.0, rtol=0.03)
+    binom = D.Binomial(np.float64(6.0), probs=np.float64(0.3))
+    k = np.arange(7.0)
+    pmf = np.array([math.comb(6, int(j)) * 0.3 ** j * 0.7 ** (6 - j) for j in k])
+    assert_close(binom.log_prob(k), np.log(pmf), rtol=1e-6)
+    assert_close(binom.entropy(), -np.sum(pmf * np.log(pmf)), rtol=1e-6)
+    assert_close(binom.sample(KEY, (N,)).mean(), 1.8, rtol=0.03)
+    geom = D.Geometric(probs=np.float64(0.25))
+    assert_close(geom.log_prob(np.array([0.0, 3.0])), [math.log(0.25), 3 * math.log(0.75) + math.log(0.25)], rtol=1e-6)
+    assert_close([geom.mean, geom.variance], [3.0, 12.0], rtol=1e-6)
+    assert_close(np.asarray(geom.sample(KEY, (N,))).mean(), 3.0, rtol=0.05)
+    multi = D.Multinomial(10, probs=np.array([0.2, 0.3, 0.5]))
+    want = math.log(math.factorial(10) / (2 * 6 * 120)) + 2 * math.log(0.2) + 3 * math.log(0.3) + 5 * math.log(0.5)
+    assert_close(multi.log_prob(np.array([2.0, 3.0, 5.0])), want, rtol=1e-12)
+    counts = np.asarray(multi.sample(KEY, (N,)))
+    assert (counts.sum(-1) == 10).all() and np.allclose(counts.mean(0), [2, 3, 5], rtol=0.03)
+    with pytest.raises(ValueError, match="counts summing to total_count"):
+        multi.log_prob(np.array([2.0, 3.0, 4.0]))

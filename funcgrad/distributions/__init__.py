@@ -6,9 +6,11 @@ with the gradient stopped. log_prob, cdf, icdf, entropy, mean, variance and kl_d
 PyTorch's formulas; with validate_args (PyTorch's default) invalid parameters and values outside the
 support raise ValueError when they are concrete."""
 from ._base import Distribution
-from ._continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, MultivariateNormal, Normal, Uniform
-from ._discrete import Bernoulli, Categorical, Poisson
+from ._continuous import (Beta, Cauchy, Chi2, Dirichlet, Exponential, Gamma, HalfNormal, Laplace, LogNormal,
+                          MultivariateNormal, Normal, StudentT, Uniform)
+from ._discrete import Bernoulli, Binomial, Categorical, Geometric, Multinomial, Poisson
 from ._kl import kl_divergence, register_kl
 
-__all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Gamma", "Beta", "Dirichlet", "Bernoulli",
-           "Categorical", "Poisson", "MultivariateNormal", "kl_divergence", "register_kl"]
+__all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Cauchy", "LogNormal", "HalfNormal",
+           "StudentT", "Gamma", "Chi2", "Beta", "Dirichlet", "MultivariateNormal", "Bernoulli", "Categorical", "Poisson",
+           "Binomial", "Geometric", "Multinomial", "kl_divergence", "register_kl"]

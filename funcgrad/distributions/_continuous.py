@@ -135,15 +135,123 @@ class Laplace(_LocationScale):
 
 
 @_distribution
-class Gamma(Distribution):
-    concentration: Array
-    rate: Array
+class Cauchy(_LocationScale):
+    STANDARD = staticmethod(random.cauchy)
+    mean = property(lambda self: fnp.full(self.batch_shape, math.nan, self.loc.dtype))
+    variance = property(lambda self: fnp.full(self.batch_shape, math.inf, self.loc.dtype))
+
+    def log_prob(self, value):
+        return stats.cauchy.logpdf(self._checked(value, lambda v: v == v, "real"), self.loc, self.scale)
+
+    def cdf(self, value):
+        return stats.cauchy.cdf(value, self.loc, self.scale)
+
+    def icdf(self, q):
+        return self.loc + self.scale * fnp.tan(math.pi * (q - 0.5))
+
+    def entropy(self):
+        return self._batch(math.log(4 * math.pi) + fnp.log(self.scale))
+
+
+@_distribution
+class LogNormal(_LocationScale):
+    """exp of Normal(loc, scale)."""
+    mean = property(lambda self: self._batch(fnp.exp(self.loc + self.scale ** 2 / 2)))
+    variance = property(lambda self: self._batch(fnp.expm1(self.scale ** 2) * fnp.exp(2 * self.loc + self.scale ** 2)))
+
+    def _draw(self, key, sample_shape):
+        return fnp.exp(self.loc + self.scale * random.normal(key, self._shape(sample_shape), self.loc.dtype))
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: v > 0, "x > 0")
+        log = fnp.log(value)
+        return stats.norm.logpdf(log, self.loc, self.scale) - log
+
+    def cdf(self, value):
+        return stats.norm.cdf(fnp.log(value), self.loc, self.scale)
+
+    def icdf(self, q):
+        return fnp.exp(stats.norm.ppf(q, self.loc, self.scale))
+
+    def entropy(self):
+        return self._batch(0.5 + 0.5 * math.log(2 * math.pi) + fnp.log(self.scale) + self.loc)
+
+
+@_distribution
+class HalfNormal(Distribution):
+    """|Normal(0, scale)|."""
+    scale: Array
     validate_args: bool = static_field(default=True)
     has_rsample = True
-    PARAMETERS = ("concentration", "rate")
+    PARAMETERS = ("scale",)
 
     def valid(self):
-        return (self.concentration > 0) & (self.rate > 0), "concentration and rate must be positive"
+        return self.scale > 0, "scale must be positive"
+
+    mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
+    variance = property(lambda self: self.scale ** 2 * (1 - 2 / math.pi))
+
+    def _draw(self, key, sample_shape):
+        return fnp.abs(self.scale * random.normal(key, self._shape(sample_shape), self.scale.dtype))
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: v >= 0, "x >= 0")
+        return fnp.where(value >= 0, math.log(2) + stats.norm.logpdf(value, 0.0, self.scale), -math.inf)
+
+    def cdf(self, value):
+        return special.erf(fnp.maximum(value, 0.0) / (self.scale * math.sqrt(2)))
+
+    def icdf(self, q):
+        return self.scale * math.sqrt(2) * special.erfinv(q)
+
+    def entropy(self):
+        return 0.5 * fnp.log(math.pi * self.scale ** 2 / 2) + 0.5
+
+
+@_distribution
+class StudentT(Distribution):
+    df: Array
+    loc: Array = 0.0
+    scale: Array = 1.0
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+    PARAMETERS = ("df", "loc", "scale")
+
+    def valid(self):
+        return (self.df > 0) & (self.scale > 0), "df and scale must be positive"
+
+    @property
+    def mean(self):
+        return self._batch(fnp.where(self.df > 1, self.loc, math.nan))
+
+    @property
+    def variance(self):
+        df = self.df
+        finite = self.scale ** 2 * df / fnp.where(df > 2, df - 2, 1.0)
+        return self._batch(fnp.where(df > 2, finite, fnp.where(df > 1, math.inf, math.nan)))
+
+    def _draw(self, key, sample_shape):
+        shape = self._shape(sample_shape)
+        k_normal, k_chi2 = random.split(key)
+        half = fnp.broadcast_to(self.df / 2, shape)
+        chi2 = 2 * random.gamma(k_chi2, half, dtype=half.dtype)  # reparameterised in df as well
+        return self.loc + self.scale * random.normal(k_normal, shape, half.dtype) * fnp.sqrt(self.df / chi2)
+
+    def log_prob(self, value):
+        return stats.t.logpdf(self._checked(value, lambda v: v == v, "real"), self.df, self.loc, self.scale)
+
+    def cdf(self, value):
+        return stats.t.cdf(value, self.df, self.loc, self.scale)
+
+    def entropy(self):
+        half = self.df / 2
+        return self._batch((half + 0.5) * (special.digamma(half + 0.5) - special.digamma(half))
+                           + 0.5 * fnp.log(self.df) + special.betaln(half, 0.5) + fnp.log(self.scale))
+
+
+class _GammaFamily(Distribution):
+    """The Gamma(concentration, rate) formulas, for Gamma and Chi2 (a gamma of df / 2 and rate 1/2)."""
+    has_rsample = True
 
     mean = property(lambda self: self._batch(self.concentration / self.rate))
     variance = property(lambda self: self._batch(self.concentration / self.rate ** 2))
@@ -161,7 +269,31 @@ class Gamma(Distribution):
 
     def entropy(self):
         a = self.concentration
-        return a - fnp.log(self.rate) + special.gammaln(a) + (1 - a) * special.digamma(a)
+        return self._batch(a - fnp.log(self.rate) + special.gammaln(a) + (1 - a) * special.digamma(a))
+
+
+@_distribution
+class Gamma(_GammaFamily):
+    concentration: Array
+    rate: Array
+    validate_args: bool = static_field(default=True)
+    PARAMETERS = ("concentration", "rate")
+
+    def valid(self):
+        return (self.concentration > 0) & (self.rate > 0), "concentration and rate must be positive"
+
+
+@_distribution
+class Chi2(_GammaFamily):
+    df: Array
+    validate_args: bool = static_field(default=True)
+    PARAMETERS = ("df",)
+
+    def valid(self):
+        return self.df > 0, "df must be positive"
+
+    concentration = property(lambda self: self.df / 2)
+    rate = property(lambda self: fnp.full_like(self.df, 0.5))
 
 
 @_distribution

@@ -14,6 +14,30 @@ from ..tree import static_field
 from ._base import Distribution, _check, _clamped_logit, _distribution, _finite, _probs_or_logits
 
 
+def _set_binary(dist, positive: bool = False) -> None:
+    """dist.logits (PyTorch's clamped logit of probs, if probs were given) and dist.probs from them;
+    probs checked to lie in [0, 1] ((0, 1] where positive)."""
+    name = type(dist).__name__
+    if dist.probs is not None and dist.validate_args:
+        p = fnp._float_arg(dist.probs)
+        _check(((p > 0) if positive else (p >= 0)) & (p <= 1),
+               f"{name}: probs must lie in {'(0, 1]' if positive else '[0, 1]'}")
+    logits = _probs_or_logits(name, dist.probs, dist.logits, _clamped_logit)
+    object.__setattr__(dist, "logits", logits)
+    object.__setattr__(dist, "probs", special.expit(logits))
+
+
+def _set_categorical(dist) -> None:
+    """dist.logits normalised over the last axis (log-probabilities) and dist.probs."""
+    name = type(dist).__name__
+    if dist.probs is not None and dist.validate_args:
+        _check(fnp._float_arg(dist.probs) >= 0, f"{name}: probs must be non-negative")
+    logits = _probs_or_logits(name, dist.probs, dist.logits, fnp.log)
+    logits = logits - fnp.logsumexp(logits, axis=-1, keepdims=True)
+    object.__setattr__(dist, "logits", logits)
+    object.__setattr__(dist, "probs", fnp.exp(logits))
+
+
 
 @_distribution
 class Bernoulli(Distribution):
@@ -23,12 +47,7 @@ class Bernoulli(Distribution):
     validate_args: bool = static_field(default=True)
 
     def __post_init__(self):
-        if self.probs is not None and self.validate_args:
-            p = fnp._float_arg(self.probs)
-            _check((p >= 0) & (p <= 1), "Bernoulli: probs must lie in [0, 1]")
-        logits = _probs_or_logits("Bernoulli", self.probs, self.logits, _clamped_logit)
-        object.__setattr__(self, "logits", logits)
-        object.__setattr__(self, "probs", special.expit(logits))
+        _set_binary(self)
 
     batch_shape = property(lambda self: tuple(self.logits.shape))
     mean = property(lambda self: self.probs)
@@ -53,12 +72,7 @@ class Categorical(Distribution):
     validate_args: bool = static_field(default=True)
 
     def __post_init__(self):
-        if self.probs is not None and self.validate_args:
-            _check(fnp._float_arg(self.probs) >= 0, "Categorical: probs must be non-negative")
-        logits = _probs_or_logits("Categorical", self.probs, self.logits, fnp.log)
-        logits = logits - fnp.logsumexp(logits, axis=-1, keepdims=True)
-        object.__setattr__(self, "logits", logits)
-        object.__setattr__(self, "probs", fnp.exp(logits))
+        _set_categorical(self)
 
     batch_shape = property(lambda self: tuple(self.logits.shape[:-1]))
 
@@ -105,3 +119,104 @@ class Poisson(Distribution):
     def log_prob(self, value):
         value = self._checked(value, lambda v: (v >= 0) & (v == fnp.floor(v)), "non-negative integers")
         return special.xlogy(value, self.rate) - self.rate - special.gammaln(value + 1)
+
+
+@_distribution
+class Binomial(Distribution):
+    """Binomial(total_count, probs=... or logits=...)."""
+    total_count: Array = 1.0
+    probs: Array | None = None
+    logits: Array | None = None
+    validate_args: bool = static_field(default=True)
+
+    def __post_init__(self):
+        _set_binary(self)
+        count, logits = fnp._float_args(self.total_count, self.logits)
+        if self.validate_args:
+            _check((count >= 0) & (count == fnp.floor(count)), "Binomial: total_count must be a non-negative integer")
+        for name, value in (("total_count", count), ("logits", logits), ("probs", special.expit(logits))):
+            object.__setattr__(self, name, value)
+
+    batch_shape = property(lambda self: np.broadcast_shapes(tuple(self.total_count.shape),
+                                                            tuple(self.logits.shape)))
+    mean = property(lambda self: self.total_count * self.probs)
+    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
+
+    def _draw(self, key, sample_shape):
+        return random.binomial(key, self.total_count, self.probs, self._shape(sample_shape), self.logits.dtype)
+
+    def log_prob(self, value):
+        n = self.total_count
+        return self._log_pmf(self._checked(value, lambda v: (v >= 0) & (v <= n) & (v == fnp.floor(v)),
+                                           "0 .. total_count"))
+
+    def _log_pmf(self, k):
+        n = self.total_count
+        log_choose = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+        # k logits - n softplus(logits) = k log p + (n - k) log(1 - p), finite for any logit
+        return log_choose + k * self.logits - n * F.softplus(self.logits)
+
+    def entropy(self):
+        """-sum_k p_k log p_k over 0 .. max(total_count) (the count must be concrete)."""
+        known = fnp.concrete_or_none(self.total_count)
+        if known is None:
+            raise TypeError("Binomial.entropy enumerates the support: total_count must be concrete (not under jit)")
+        support = np.arange(int(np.max(known)) + 1).reshape((-1,) + (1,) * len(self.batch_shape))
+        k = fnp.asarray(support.astype(self.logits.dtype))
+        log_p = self._log_pmf(fnp.minimum(k, self.total_count))
+        return -fnp.sum(fnp.where(k <= self.total_count, fnp.exp(log_p) * log_p, 0.0), axis=0)
+
+
+@_distribution
+class Geometric(Distribution):
+    """The number of failures before the first success (PyTorch's support 0, 1, 2, ...)."""
+    probs: Array | None = None
+    logits: Array | None = None
+    validate_args: bool = static_field(default=True)
+
+    def __post_init__(self):
+        _set_binary(self, positive=True)
+
+    batch_shape = property(lambda self: tuple(self.logits.shape))
+    mean = property(lambda self: 1 / self.probs - 1)
+    variance = property(lambda self: (1 / self.probs - 1) / self.probs)
+
+    def _draw(self, key, sample_shape):
+        u = random.uniform(key, self._shape(sample_shape), self.logits.dtype)
+        return fnp.floor(fnp.log1p(-u) / -F.softplus(self.logits))  # log(1 - p) = -softplus(logits)
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: (v >= 0) & (v == fnp.floor(v)), "non-negative integers")
+        return -value * F.softplus(self.logits) - F.softplus(-self.logits)
+
+    def entropy(self):
+        return (F.softplus(self.logits) - self.probs * self.logits) / self.probs
+
+
+@_distribution
+class Multinomial(Distribution):
+    """Multinomial(total_count, probs=... or logits=...) over the last axis."""
+    total_count: int = 1
+    probs: Array | None = None
+    logits: Array | None = None
+    validate_args: bool = static_field(default=True)
+
+    def __post_init__(self):
+        _set_categorical(self)
+
+    batch_shape = property(lambda self: tuple(self.logits.shape[:-1]))
+    event_shape = property(lambda self: tuple(self.logits.shape[-1:]))
+    mean = property(lambda self: self.total_count * self.probs)
+    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
+
+    def _draw(self, key, sample_shape):
+        probs = fnp.broadcast_to(self.probs, self._shape(sample_shape))
+        return random.multinomial(key, float(self.total_count), probs, dtype=self.logits.dtype)
+
+    def log_prob(self, value):
+        def counts(v):
+            return (v >= 0) & (v == fnp.floor(v)) & (fnp.sum(v, -1) == self.total_count)[..., None]
+        value = self._checked(value, counts, "counts summing to total_count")
+        n = fnp.asarray(self.total_count + 1.0, dtype=self.logits.dtype)
+        return (special.gammaln(n) - fnp.sum(special.gammaln(value + 1), -1)
+                + fnp.sum(value * _finite(self.logits), -1))
