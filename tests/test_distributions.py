@@ -166,3 +166,30 @@ def test_the_other_families():
     assert (counts.sum(-1) == 10).all() and np.allclose(counts.mean(0), [2, 3, 5], rtol=0.03)
     with pytest.raises(ValueError, match="counts summing to total_count"):
         multi.log_prob(np.array([2.0, 3.0, 4.0]))
+
+
+def test_independent_and_mixtures():
+    loc, scale = RNG.normal(size=(2, 3)), RNG.uniform(0.5, 2, (2, 3))
+    diag = D.Independent(D.Normal(loc, scale), 1)
+    assert diag.batch_shape == (2,) and diag.event_shape == (3,)
+    x = RNG.normal(size=(5, 2, 3))
+    full = D.MultivariateNormal(loc, np.stack([np.diag(s ** 2) for s in scale]))
+    assert_close(diag.log_prob(x), full.log_prob(x), rtol=1e-12)  # a diagonal Normal is one event
+    assert_close(diag.entropy(), full.entropy(), rtol=1e-12)
+    other = D.Independent(D.Normal(loc[::-1], scale), 1)
+    assert_close(D.kl_divergence(diag, other), np.asarray(D.kl_divergence(D.Normal(loc, scale),
+                                                                         D.Normal(loc[::-1], scale))).sum(-1),
+                 rtol=1e-12)
+    logits, means, scales = RNG.normal(size=4), RNG.normal(size=4), RNG.uniform(0.5, 2, 4)
+    mixture = D.MixtureSameFamily(D.Categorical(logits=logits), D.Normal(means, scales))
+    w = np.exp(logits) / np.exp(logits).sum()
+    y = np.linspace(-3, 3, 7)
+    density = [sum(wk * math.exp(-0.5 * ((v - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))
+                   for wk, m, s in zip(w, means, scales)) for v in y]
+    assert_close(mixture.log_prob(y), np.log(density), rtol=1e-12)
+    assert_close(mixture.mean, np.sum(w * means), rtol=1e-12)
+    assert_close(mixture.variance, np.sum(w * (scales ** 2 + means ** 2)) - np.sum(w * means) ** 2, rtol=1e-12)
+    draws = np.asarray(mixture.sample(KEY, (N,)))
+    assert_close([draws.mean(), draws.var()], [mixture.mean, mixture.variance], rtol=0.05, atol=0.02)
+    with pytest.raises(ValueError, match="last batch axis must hold the mixture's 4 categories"):
+        D.MixtureSameFamily(D.Categorical(logits=logits), D.Normal(np.zeros(3), 1.0))

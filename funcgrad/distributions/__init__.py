@@ -8,9 +8,11 @@ support raise ValueError when they are concrete."""
 from ._base import Distribution
 from ._continuous import (Beta, Cauchy, Chi2, Dirichlet, Exponential, Gamma, HalfNormal, Laplace, LogNormal,
                           MultivariateNormal, Normal, StudentT, Uniform)
+from ._composite import Independent, MixtureSameFamily
 from ._discrete import Bernoulli, Binomial, Categorical, Geometric, Multinomial, Poisson
 from ._kl import kl_divergence, register_kl
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Cauchy", "LogNormal", "HalfNormal",
            "StudentT", "Gamma", "Chi2", "Beta", "Dirichlet", "MultivariateNormal", "Bernoulli", "Categorical", "Poisson",
-           "Binomial", "Geometric", "Multinomial", "kl_divergence", "register_kl"]
+           "Binomial", "Geometric", "Multinomial", "Independent", "MixtureSameFamily", "kl_divergence",
+           "register_kl"]

@@ -11,6 +11,7 @@ from ..numpy import linalg
 from ..scipy import special
 from ._base import Distribution, _finite
 from ._continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, MultivariateNormal, Normal, Uniform
+from ._composite import Independent
 from ._discrete import Bernoulli, Categorical, Poisson
 
 _KL: dict[tuple[type, type], Callable] = {}
@@ -105,3 +106,10 @@ def _kl_mvn(p, q):
     log_det = lambda t: fnp.sum(fnp.log(fnp.diagonal(t, 0, -2, -1)), -1)  # noqa: E731
     return (0.5 * (fnp.sum(m * m, (-2, -1)) + fnp.sum(diff * diff, -1) - d) + log_det(q.scale_tril)
             - log_det(p.scale_tril))
+
+
+@register_kl(Independent, Independent)
+def _kl_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise ValueError("kl_divergence: Independent distributions with different reinterpreted_batch_ndims")
+    return p._summed(kl_divergence(p.base_dist, q.base_dist))
