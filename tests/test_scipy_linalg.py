@@ -138,7 +138,8 @@ def test_lu_factors_and_solves():
     for trans, op in ((0, lambda m: m), (1, lambda m: m.T), ("C", lambda m: m.conj().T)):
         assert_close(L.lu_solve((factors, piv), b, trans), np.linalg.solve(op(a), b), rtol=1e-11)
     assert_close(L.lu_solve((factors, piv), b[:, 0]), np.linalg.solve(a, b[:, 0]), rtol=1e-11)
-    assert_close(fg.jit(lambda m, r: L.lu_solve(L.lu_factor(m), r))(a, b), np.linalg.solve(a, b), rtol=1e-11)  # traced pivots
+    traced = fg.jit(lambda m, r: L.lu_solve(L.lu_factor(m), r))(a, b)  # the pivots are traced here
+    assert_close(traced, np.linalg.solve(a, b), rtol=1e-11)
     fg.check_grads(lambda m: lu_p(m)[..., :N, :], (a,), order=2, modes=("fwd", "rev"))
     assert_close(fg.grad(lambda m: L.lu_solve(L.lu_factor(m), b).sum())(a),
                  fg.grad(lambda m: fg.numpy.linalg.solve(m, b).sum())(a), rtol=1e-10)
@@ -151,3 +152,31 @@ def test_lu_on_the_device_equals_the_cpu():
     gpu = lu_p(fg.device_put(fg.asarray(a), "cuda"))
     assert gpu.device == "cuda:0"
     assert_close(gpu.numpy(), lu_p(a), rtol=1e-13, atol=1e-14)
+
+
+def test_special_matrices():
+    c = RNG.normal(size=5)
+    assert_close(L.circulant(c), [[c[(i - j) % 5] for j in range(5)] for i in range(5)])
+    poly = np.array([2.0, -3.0, 1.0, 5.0])
+    assert_close(np.sort_complex(np.linalg.eigvals(np.asarray(L.companion(poly)))), np.sort_complex(np.roots(poly)),
+                 rtol=1e-10)
+    assert_close(np.sort_complex(np.linalg.eigvals(np.asarray(L.fiedler_companion(poly)))),
+                 np.sort_complex(np.roots(poly)), rtol=1e-10)
+    v = RNG.normal(size=6)
+    for mode in ("full", "same", "valid"):
+        assert_close(np.asarray(L.convolution_matrix(c[:3], 6, mode)) @ v, np.convolve(c[:3], v, mode), rtol=1e-12)
+    w = np.asarray(L.dft(8, "sqrtn"))
+    padded = np.pad(v, (0, 2))
+    np.testing.assert_allclose(w @ padded, np.fft.fft(padded) / np.sqrt(8), rtol=1e-5, atol=1e-6)  # complex64
+    h = np.asarray(L.hadamard(8))
+    assert (h @ h.T == 8 * np.eye(8)).all()
+    assert_close(L.hankel(c[:3], c[2:]), [[c[0], c[1], c[2]], [c[1], c[2], c[3]], [c[2], c[3], c[4]]])
+    helm = np.asarray(L.helmert(5, full=True))
+    assert_close(helm @ helm.T, np.eye(5), atol=1e-14)
+    assert_close(np.asarray(L.invhilbert(5)) @ np.asarray(L.hilbert(5)), np.eye(5), atol=1e-8)
+    for kind in ("lower", "upper", "symmetric"):
+        assert (np.asarray(L.invpascal(6, kind)) @ np.asarray(L.pascal(6, kind)) == np.eye(6)).all()
+    assert_close(L.fiedler(c), np.abs(c[:, None] - c[None, :]))
+    les = np.asarray(L.leslie(c, c[1:]))
+    assert_close(les[0], c)
+    assert_close(np.diag(les, -1), c[1:])

@@ -151,3 +151,18 @@ def test_exponential_integrals_on_the_device_equal_the_cpu():
         cpu, gpu = fn(x), fn(fg.device_put(fg.asarray(x), "cuda"))
         assert gpu.device == "cuda:0"
         assert_close(gpu.numpy(), cpu.numpy(), rtol=1e-13)
+
+
+def test_comb_boxcox_and_erfcx():
+    n, k = RNG.integers(0, 60, 40).astype(np.float64), RNG.integers(0, 40, 40).astype(np.float64)
+    assert_close(S.comb(n, k), [float(math.comb(int(a), int(b))) for a, b in zip(n, k)], rtol=1e-12)
+    assert_close(S.comb(5, 3, repetition=True), math.comb(7, 3))
+    assert_close(S.comb(np.array([3.0, -1.0, 4.0]), np.array([5.0, 1.0, -2.0])), [0, 0, 0])  # SciPy's zeros
+    x, lam = np.exp(RNG.uniform(-3, 3, 30)), RNG.uniform(-2, 2, 30)
+    assert_close(S.boxcox(x, lam), (x ** lam - 1) / lam, rtol=1e-10)
+    assert_close(S.boxcox(x, 0.0), np.log(x), rtol=1e-14)
+    assert_close(S.boxcox1p(np.float64(1e-10), 0.5), 1e-10, rtol=1e-9)  # no cancellation near 0
+    moderate = RNG.uniform(-5, 20, 40)
+    assert_close(S.erfcx(moderate), [math.exp(v * v) * math.erfc(v) for v in moderate], rtol=1e-13)
+    assert_close(S.erfcx(np.array([30.0, 100.0])), [0.018795888861416754, 0.005641613782989433], rtol=1e-14)
+    assert_close(S.erfcx(np.array([np.inf, -np.inf])), [0.0, np.inf])

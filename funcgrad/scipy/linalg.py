@@ -17,9 +17,11 @@ from ..array import Array
 from ..numpy import linalg as _linalg
 from ..ops import decompositions as D
 from ..trace import bind
+from ._matrices import *  # noqa: F401,F403  (the special matrices)
+from ._matrices import __all__ as _matrices
 
 __all__ = ["solve_triangular", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "solve", "inv",
-           "det", "eigh", "svd", "qr", "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar"]
+           *_matrices, "det", "eigh", "svd", "qr", "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar"]
 
 inv, det = _linalg.inv, _linalg.det
 

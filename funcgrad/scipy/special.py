@@ -20,7 +20,7 @@ __all__ = ["gammaln", "lgamma", "digamma", "psi", "polygamma", "gamma", "beta", 
            "gammaincc", "igamma_grad_a", "random_gamma_grad", "betainc", "erf", "erfc", "erfinv", "ndtr", "ndtri",
            "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr", "log1mexp", "i0", "i0e", "i1",
            "i1e", "expn", "exp1", "expi", "zeta", "bernoulli", "gammasgn", "rgamma", "factorial", "poch", "kl_div",
-           "rel_entr", "softmax", "log_softmax"]
+           "rel_entr", "softmax", "log_softmax", "comb", "boxcox", "boxcox1p", "erfcx"]
 
 
 def gammaln(x):
@@ -382,6 +382,54 @@ def log_softmax(x, /, *, axis=None):
 
 def softmax(x, /, *, axis=None):
     return fnp.exp(log_softmax(x, axis=axis))
+
+
+def comb(N, k, *, exact: bool = False, repetition: bool = False):  # noqa: N803  (SciPy's name)
+    """The binomial coefficient C(N, k) = Gamma(N + 1) / (Gamma(k + 1) Gamma(N - k + 1)) as floats
+    (0 where k < 0, k > N or N < 0, as SciPy's); repetition: C(N + k - 1, k). exact=False only, as JAX."""
+    if exact:
+        raise ValueError("comb: exact=True (Python integers) is not available; use exact=False")
+    n, k = fnp._float_args(N, k)
+    if repetition:
+        n = n + k - 1
+    inside = (k >= 0) & (n >= 0) & (k <= n)
+    safe_n, safe_k = fnp.where(inside, n, 1.0), fnp.where(inside, k, 0.0)
+    value = fnp.exp(gammaln(safe_n + 1) - gammaln(safe_k + 1) - gammaln(safe_n - safe_k + 1))
+    integers = (fnp.floor(n) == n) & (fnp.floor(k) == k)
+    return fnp.where(inside, fnp.where(integers, fnp.round(value), value), 0.0)
+
+
+def boxcox(x, lmbda):
+    """The Box-Cox transform (x^lmbda - 1) / lmbda, log x at lmbda = 0 (through expm1: exact near 0)."""
+    x, lmbda = fnp._float_args(x, lmbda)
+    return _boxcox_of_log(fnp.log(x), lmbda)
+
+
+def boxcox1p(x, lmbda):
+    """boxcox(1 + x, lmbda), accurate for small x."""
+    x, lmbda = fnp._float_args(x, lmbda)
+    return _boxcox_of_log(fnp.log1p(x), lmbda)
+
+
+def _boxcox_of_log(log_x, lmbda):
+    zero = lmbda == 0
+    return fnp.where(zero, log_x, fnp.expm1(lmbda * log_x) / fnp.where(zero, 1.0, lmbda))
+
+
+def erfcx(x):
+    """The scaled complementary error function exp(x^2) erfc(x): directly below 25, where neither
+    factor overflows nor underflows, and by its asymptotic series 1 / (x sqrt(pi)) sum (-1)^k (2k-1)!! /
+    (2 x^2)^k above (10 terms: below 1e-16 there)."""
+    x = fnp._float_arg(x)
+    large = x >= 25.0
+    direct = fnp.exp(fnp.where(large, 0.0, x) ** 2) * erfc(fnp.where(large, 0.0, x))
+    y = fnp.where(large, x, 25.0)
+    w = 1 / (2 * y * y)
+    series, term = fnp.ones_like(y), fnp.ones_like(y)
+    for k in range(1, 11):
+        term = -term * (2 * k - 1) * w
+        series = series + term
+    return fnp.where(large, series / (y * math.sqrt(math.pi)), direct)
 
 
 def log1mexp(x):
