@@ -188,3 +188,39 @@ def test_qr_gradients_transforms_and_orthogonal_samples():
     assert_close(q @ np.swapaxes(q, -1, -2), np.broadcast_to(np.eye(5), (3, 5, 5)), atol=1e-12)
     w = np.asarray(fg.nn.init.orthogonal(fg.random.key(1), (3, 2, 2), gain=2.0)).reshape(3, 4)
     assert_close(w @ w.T, 4 * np.eye(3), atol=1e-5)
+
+
+def test_eig_of_general_matrices_and_its_derivatives():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(2, 4, 4))
+    w, v = fnp.linalg.eig(a)
+    w, v = np.asarray(w), np.asarray(v)
+    np.testing.assert_allclose(np.einsum("bij,bjk->bik", a, v), v * w[:, None, :], atol=1e-12)  # a v = v diag(w)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(fnp.linalg.eigvals(a[0]))),
+                               np.sort_complex(np.linalg.eigvals(a[0])), rtol=1e-12)
+    h = 1e-6
+
+    def numeric(f, x):
+        grad = np.zeros_like(x)
+        for index in np.ndindex(*x.shape):
+            step = np.zeros_like(x)
+            step[index] = h
+            grad[index] = (f(x + step) - f(x - step)) / (2 * h)
+        return grad
+    # functions that do not depend on the eigenvectors' arbitrary phases
+    spread = lambda x: fnp.sum(fnp.real(fnp.linalg.eigvals(x)) ** 2)  # noqa: E731
+    assert_close(fg.grad(spread)(a[0]), numeric(lambda x: np.sum(np.real(np.linalg.eigvals(x)) ** 2), a[0]), rtol=1e-6,
+                 atol=1e-7)
+    weights = np.arange(1.0, 5.0)
+    shape = lambda x: fnp.sum(fnp.abs(fnp.linalg.eig(x).eigenvectors[0]) ** 2 * weights)  # noqa: E731
+    assert_close(fg.grad(shape)(a[0]), numeric(lambda x: np.sum(np.abs(np.linalg.eig(x)[1][0]) ** 2 * weights), a[0]),
+                 rtol=1e-5, atol=1e-7)
+    with pytest.raises(TypeError, match="eig is not differentiable"):  # the primitive alone: the rule is eig's
+        fg.grad(lambda x: fnp.sum(fnp.real(fg.ops.decompositions.eig_p(x))))(a[0])
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+def test_eig_refuses_the_gpu_by_name():
+    with pytest.raises(TypeError, match="runs on the CPU only"):
+        fnp.linalg.eig(fg.device_put(fg.asarray(np.eye(2)), "cuda"))

@@ -489,6 +489,11 @@ def slogdet(a):
     return D.slogdet(_device(a))
 
 
+def eig(a):
+    raise TypeError("eig of a general matrix runs on the CPU only (as JAX's): move it there with "
+                    "fg.device_put(a, 'cpu'); eigh has a GPU kernel for symmetric matrices")
+
+
 def cholesky(a):
     return D.cholesky(_device(a))
 

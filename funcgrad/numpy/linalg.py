@@ -1,8 +1,9 @@
-"""funcgrad.numpy.linalg (fnp.linalg): solve, inv, det, slogdet, cholesky, eigh, qr, svd, pinv,
+"""funcgrad.numpy.linalg (fnp.linalg): solve, inv, det, slogdet, cholesky, eigh, eig, qr, svd, pinv,
 lstsq, matrix_rank and norms.
 
 Five primitives carry it (solve, slogdet, cholesky, eigh, svd, in funcgrad.ops.decompositions,
-each with a CUDA kernel); the rest is composed from them, so everything is differentiable, batches
+each with a CUDA kernel), and eig (LAPACK's geev, CPU only as JAX's; its derivative a custom rule
+here); the rest is composed from them, so everything is differentiable, batches
 over leading axes, and runs under jit and vmap. Integer inputs compute in float32 and half
 types in float32 (the result is cast back), as LAPACK has neither. qr is Householder reflections
 written with array operations (LAPACK's sign convention).
@@ -15,6 +16,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from .. import dtypes
+from ..custom import custom_jvp
 from ..errors import ShapeError
 from ..ops import decompositions as D
 from ..trace import bind
@@ -24,7 +26,8 @@ from . import _shapes, _signal
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "qr", "QRResult", "eigvalsh", "svd", "svdvals",
            "SVDResult", "pinv", "lstsq", "matrix_rank", "norm", "vector_norm", "matrix_norm", "matrix_power",
            "multi_dot", "cond", "matmul", "outer", "cross", "tensordot", "trace", "diagonal", "vecdot",
-           "matrix_transpose", "tensorinv", "tensorsolve", "SlogdetResult", "EighResult", "LinAlgError"]
+           "matrix_transpose", "tensorinv", "tensorsolve", "SlogdetResult", "EighResult", "LinAlgError", "eig",
+           "eigvals", "EigResult"]
 
 LinAlgError = np.linalg.LinAlgError  # what a singular or indefinite matrix raises on the CPU
 
@@ -157,6 +160,47 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResul
 
 def eigvalsh(a, UPLO: str | None = None):  # noqa: N803
     return eigh(a, UPLO).eigenvalues
+
+
+class EigResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
+
+
+@custom_jvp
+def _eig(a):
+    packed = bind(D.eig_p, a)
+    return packed[..., 0, :], packed[..., 1:, :]
+
+
+@_eig.defjvp
+def _eig_jvp(primals, tangents):
+    """With a = V diag(w) V^-1 and D = V^-1 da V: dw = diag(D), dV = V (F * D) with F[i, j] =
+    1 / (w_j - w_i) off the diagonal, less V's own direction so each column keeps unit norm (JAX's
+    rule; reverse mode transposes it)."""
+    (a,), (da,) = primals, tangents
+    w, v = _eig(a)
+    da = fnp.astype(da, v.dtype)
+    projected = solve(v, da) @ v
+    n = w.shape[-1]
+    eye = np.eye(n, dtype=bool)
+    gaps = fnp.expand_dims(w, -2) - fnp.expand_dims(w, -1)
+    f = fnp.where(eye, 0.0, 1.0 / fnp.where(eye, 1.0, gaps))
+    dv = v @ (f * projected)
+    dv = dv - v * fnp.real(fnp.sum(fnp.conj(v) * dv, axis=-2, keepdims=True))
+    return (w, v), (diagonal(projected), dv)
+
+
+def eig(a) -> EigResult:
+    """Eigenvalues and unit eigenvectors (columns) of general square matrices, complex (LAPACK's
+    geev; CPU only, as JAX's). Differentiable where the eigenvalues are distinct."""
+    a, _ = _square(a, "eig")
+    values, vectors = _eig(a)
+    return EigResult(values, vectors)
+
+
+def eigvals(a):
+    return eig(a).eigenvalues
 
 
 class QRResult(NamedTuple):

@@ -1,12 +1,12 @@
-"""Dense linear algebra: solve, triangular_solve, lu, slogdet, cholesky, eigh (batches of square
-matrices) and svd.
+"""Dense linear algebra: solve, triangular_solve, lu, eig, slogdet, cholesky, eigh (batches of
+square matrices) and svd.
 
 Every primitive takes float32 or float64 operands of shape (..., n, n) (solve's right-hand side
 is (..., n, k); svd's matrices are (..., m, n)) and batches over the leading axes. Rules are
 written with primitives, so second derivatives work. The CPU implementations are NumPy's LAPACK
-calls (the triangular solve: BLAS products and numba substitution, cpu/triangular.py); a singular or non-positive-definite matrix raises numpy.linalg.LinAlgError there (as
-PyTorch raises), while the GPU kernels give inf/NaN (a kernel cannot raise without stalling the
-device).
+calls (the triangular solve and LU: BLAS products and numba loops, cpu/triangular.py, cpu/lu.py);
+a singular or non-positive-definite matrix raises numpy.linalg.LinAlgError there (as PyTorch
+raises), while the GPU kernels give inf/NaN (a kernel cannot raise without stalling the device).
 
 Primitives return one array, so slogdet packs (sign, log|det|) along a last axis of 2, eigh
 packs the eigenvalues as row 0 above the eigenvector matrix: (..., n + 1, n), and svd packs U,
@@ -163,6 +163,27 @@ def _lu_jvp(t, out, a):
 
 defvjp(lu_p, _lu_vjp)
 defjvp(lu_p, _lu_jvp)
+
+
+# ---- eig -----------------------------------------------------------------------------------------------
+def _eig_shape(a):
+    _check_square("eig", a.shape, a.dtype)
+    n = a.shape[-1]
+    return ShapedArray(tuple(a.shape[:-2]) + (n + 1, n), dtypes.complex_dtype(a.dtype))
+
+
+def _eig_impl(a):
+    out = _eig_shape(aval(a))
+    values, vectors = np.linalg.eig(a)
+    return np.concatenate([values[..., None, :], vectors], axis=-2).astype(out.dtype)
+
+
+# The eigenvalues (row 0) and unit eigenvectors (columns below) of general square matrices, complex:
+# LAPACK's geev on the CPU; there is no GPU kernel (JAX's eig is CPU-only too). Its derivatives
+# are funcgrad.numpy.linalg.eig's custom rule: reaching the primitive itself raises.
+eig_p = Primitive("eig", _eig_impl, shape_rule=_eig_shape, batch_rule=batch_leading, cuda="eig", fresh=True)
+defvjp(eig_p, None)
+defjvp(eig_p, None)
 
 
 # ---- solve -------------------------------------------------------------------------------------------
