@@ -8,7 +8,13 @@ from .devices import device_put
 from .numpy._array_api import API_VERSIONS
 
 
+def _plain(fn):
+    """The function under a ufunc object (fnp.add, ...): operators call it directly, one frame less."""
+    return fn._func if isinstance(fn, fnp.ufunc) else fn
+
+
 def _swap(fn):
+    fn = _plain(fn)
     return lambda self, other: fn(other, self)
 
 
@@ -111,7 +117,7 @@ _METHODS = {
 _REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "all", "any", "cumsum",
                "cumprod", "clip", "round", "ptp", "trace")  # the methods NumPy's functions call with out=
 for _name, _fn in _METHODS.items():
-    setattr(ArrayBase, _name, _numpy_method(_fn) if _name in _REDUCTIONS else _fn)
+    setattr(ArrayBase, _name, _numpy_method(_fn) if _name in _REDUCTIONS else _plain(_fn))
 
 ArrayBase.T = property(lambda self: fnp.transpose(self))
 ArrayBase.mT = property(lambda self: fnp.swapaxes(self, -1, -2))

@@ -106,3 +106,39 @@ def test_ndarray_is_the_type_of_values_under_every_transform():
     fg.vmap(f)(np.ones((3, 2)))
     assert seen == [True, True, True] and isinstance(fnp.asarray(1.0), fnp.ndarray)
     assert not isinstance(np.ones(2), fnp.ndarray)  # a NumPy array is not one (as jnp.ndarray)
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "maximum", "minimum", "subtract", "logaddexp", "hypot",
+                                  "divide", "fmax", "logical_xor", "bitwise_or"])
+def test_ufunc_methods_match_numpy(name):
+    rng = np.random.default_rng(1)
+    x = {"logical_xor": rng.random((3, 4)) > 0.5, "bitwise_or": rng.integers(0, 8, (3, 4))}.get(
+        name, np.abs(rng.normal(size=(3, 4))) + 0.5)
+    ours, theirs = getattr(fnp, name), getattr(np, name)
+    assert isinstance(ours, fnp.ufunc) and ours.nin == 2
+    for axis in (0, 1):
+        assert_close(ours.reduce(x, axis=axis), theirs.reduce(x, axis=axis), rtol=1e-12)
+        assert_close(ours.accumulate(x, axis=axis), theirs.accumulate(x, axis=axis), rtol=1e-12)
+    assert_close(ours.outer(x[0], x[1, :3]), theirs.outer(x[0], x[1, :3]), rtol=1e-12)
+    assert_close(ours.reduceat(x, [0, 2, 1], axis=1), theirs.reduceat(x, [0, 2, 1], axis=1), rtol=1e-12)
+
+
+def test_ufunc_at_initial_where_and_frompyfunc():
+    x, idx, y = np.zeros(5), np.array([0, 1, 1, 3]), np.arange(1.0, 5.0)
+    for name in ("add", "subtract", "multiply", "maximum", "minimum"):
+        want = np.full(5, 2.0)
+        getattr(np, name).at(want, idx, y)
+        assert_close(getattr(fnp, name).at(np.full(5, 2.0), idx, y, inplace=False), want)
+    with pytest.raises(ValueError, match="pass inplace=False"):
+        fnp.add.at(x, idx, y)
+    a = np.random.default_rng(2).normal(size=(3, 4))
+    masked = a > 0
+    assert_close(fnp.add.reduce(a, axis=1, initial=5.0, where=masked), np.add.reduce(a, axis=1, initial=5.0, where=masked))
+    assert fnp.add.reduce(a, axis=None, keepdims=True).shape == (1, 1)
+    with pytest.raises(ValueError, match="maximum, which has no identity"):
+        fnp.maximum.reduce(np.zeros((0, 3)))
+    step = fnp.frompyfunc(lambda u, v: u * v + 1, 2, 1)
+    assert_close(step.accumulate(np.arange(1.0, 5.0)), [1, 3, 10, 41])  # left to right, as NumPy's
+    assert_close(fg.grad(lambda v: fnp.multiply.reduce(v))(np.array([1.0, 2.0, 3.0])), [6.0, 3.0, 2.0])
+    assert_close(fg.jit(lambda v: fnp.maximum.accumulate(v))(np.array([1.0, 3.0, 2.0, 5.0])), [1, 3, 3, 5])
+    assert_close(fg.asarray(np.ones(2)) + 1.0, [2.0, 2.0])  # Array's operators are the ufunc objects

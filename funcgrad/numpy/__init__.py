@@ -11,7 +11,7 @@ _scalar_types makes the dtype names (fnp.float32) callable casts, and _array_api
 API standard's own names (acos, isdtype, unique_all, __array_namespace_info__, ...).
 """
 from . import (_array_api, _bessel, _contractions, _creation, _editing, _elementwise, _index_tricks, _io, _layout,
-               _math, _polynomial, _reductions, _shapes, _signal, _statistics)
+               _math, _polynomial, _reductions, _shapes, _signal, _statistics, _ufunc)
 from . import fft, linalg
 from ._base import *  # noqa: F401,F403
 from ._util import _beside, _concrete  # noqa: F401  (a constant beside an array; host values of an operand)
@@ -29,6 +29,7 @@ from ._index_tricks import *  # noqa: F401,F403
 from ._io import *  # noqa: F401,F403
 from ._scalar_types import *  # noqa: F401,F403  (after _base: the dtype names that also cast)
 from ._array_api import *  # noqa: F401,F403
+from ._ufunc import *  # noqa: F401,F403  (last: add, maximum, ... become ufunc objects with NumPy's methods)
 from ._array_api import __array_api_version__, __array_namespace_info__  # noqa: F401
 
 bool = bool_  # noqa: A001  (the standard's name; left out of __all__, so a star import keeps the builtin)
