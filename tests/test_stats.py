@@ -198,6 +198,9 @@ def test_multivariate_normal_dirichlet_and_multinomial():
     assert np.asarray(stats.multivariate_normal.logpdf(off, np.zeros(3), singular, allow_singular=True)) == -np.inf
     with pytest.raises(ValueError, match="does not match a mean of 3 entries"):
         stats.multivariate_normal.logpdf(x, mean, np.eye(2))
+    points = np.array([0.1, 0.2, -1.5])  # a scalar mean: the one-dimensional normal, elementwise
+    assert_close(stats.multivariate_normal.logpdf(points, 0.3, 2.0),
+                 [math.log(NormalDist(0.3, math.sqrt(2.0)).pdf(v)) for v in points], rtol=1e-13)
     alpha = np.array([0.5, 2.0, 3.0])
     point = np.array([0.2, 0.3, 0.5])
     log_norm = sum(math.lgamma(v) for v in alpha) - math.lgamma(alpha.sum())

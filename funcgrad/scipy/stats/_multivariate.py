@@ -25,13 +25,16 @@ def _covariance(cov, d: int):
 
 
 def _mvn_logpdf(x, mean=0.0, cov=1.0, allow_singular: bool = False):
-    """log N(x; mean, cov) over x's last axis (mean's length, or x's when mean is a scalar)."""
+    """log N(x; mean, cov) over x's last axis, of mean's length; a scalar mean (with a scalar cov) is
+    the one-dimensional normal, taken elementwise over x (SciPy's and JAX's reading)."""
     x, mean, cov = floats(x, mean, cov)
-    d = mean.shape[-1] if mean.ndim else x.shape[-1]
-    if x.shape[-1:] != (d,) and not (d == 1 and x.ndim == 0):
+    if mean.ndim == 0:
+        if cov.ndim:
+            raise ValueError(f"multivariate_normal: a scalar mean needs a scalar cov, got shape {tuple(cov.shape)}")
+        return -0.5 * ((x - mean) ** 2 / cov + math.log(2 * math.pi) + fnp.log(cov))
+    d = mean.shape[-1]
+    if x.shape[-1:] != (d,):
         raise ValueError(f"multivariate_normal: x's last axis has {x.shape[-1:] or 'no'} entries, mean {d}")
-    if x.ndim == 0:
-        x = fnp.reshape(x, (1,))
     cov = _covariance(cov, d)
     diff = x - mean
     if not allow_singular:
