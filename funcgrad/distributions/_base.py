@@ -64,8 +64,20 @@ class Distribution:
     def _shape(self, sample_shape: tuple) -> tuple:
         return tuple(sample_shape) + tuple(self.batch_shape) + tuple(self.event_shape)
 
+    @property
+    def _dtype(self):
+        """The parameters' float dtype (the one log_prob computes in)."""
+        for name in self.PARAMETERS + ("logits", "loc", "concentration", "base_dist"):
+            value = getattr(self, name, None)
+            if isinstance(value, Distribution):
+                return value._dtype
+            if hasattr(value, "dtype"):
+                return value.dtype
+        return fnp.float32
+
     def _checked(self, value, inside, support: str):
-        value = fnp._float_arg(value)
+        # a Python number is weak, as elsewhere: it takes the parameters' precision
+        value = fnp.asarray(value, dtype=self._dtype) if type(value) in (bool, int, float) else fnp._float_arg(value)
         if self.validate_args:
             _check(inside(value), f"{type(self).__name__}.log_prob: a value lies outside the support ({support})")
         return value
