@@ -122,12 +122,20 @@ class Poisson(Distribution):
 
 
 @_distribution
-class Binomial(Distribution):
-    """Binomial(total_count, probs=... or logits=...)."""
-    total_count: Array = 1.0
+class _Trials(Distribution):
+    """total_count trials with probs (or logits): Binomial's and Multinomial's fields and moments."""
+    total_count: Array = 1
     probs: Array | None = None
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
+
+    mean = property(lambda self: self.total_count * self.probs)
+    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
+
+
+@_distribution
+class Binomial(_Trials):
+    """Binomial(total_count, probs=... or logits=...)."""
 
     def __post_init__(self):
         _set_binary(self)
@@ -139,8 +147,6 @@ class Binomial(Distribution):
 
     batch_shape = property(lambda self: np.broadcast_shapes(tuple(self.total_count.shape),
                                                             tuple(self.logits.shape)))
-    mean = property(lambda self: self.total_count * self.probs)
-    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
 
     def _draw(self, key, sample_shape):
         return random.binomial(key, self.total_count, self.probs, self._shape(sample_shape), self.logits.dtype)
@@ -194,20 +200,14 @@ class Geometric(Distribution):
 
 
 @_distribution
-class Multinomial(Distribution):
-    """Multinomial(total_count, probs=... or logits=...) over the last axis."""
-    total_count: int = 1
-    probs: Array | None = None
-    logits: Array | None = None
-    validate_args: bool = static_field(default=True)
+class Multinomial(_Trials):
+    """Multinomial(total_count, probs=... or logits=...) over the last axis; total_count an int."""
 
     def __post_init__(self):
         _set_categorical(self)
 
     batch_shape = property(lambda self: tuple(self.logits.shape[:-1]))
     event_shape = property(lambda self: tuple(self.logits.shape[-1:]))
-    mean = property(lambda self: self.total_count * self.probs)
-    variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
 
     def _draw(self, key, sample_shape):
         probs = fnp.broadcast_to(self.probs, self._shape(sample_shape))

@@ -279,7 +279,7 @@ class _Pad(Module):
 
 
 class ZeroPad1d(_Pad):
-    pass
+    """Zeros on both sides of the last axis (_Pad's constant mode)."""
 
 
 class ZeroPad2d(ZeroPad1d):

@@ -147,20 +147,26 @@ def place(arr, mask, vals, *, inplace: bool = True):
     return put(arr, np.flatnonzero(chosen), vals, inplace=False)
 
 
-def unpackbits(a, axis: int | None = None, count: int | None = None, bitorder: str = "big"):
-    """Each uint8 of a as its 8 bits (0 or 1) along axis (a flattened when None), big- or
-    little-endian within the byte; count keeps that many bits (negative: drops them)."""
-    a = fnp.asarray(a)
-    if a.dtype != dtypes.uint8:
-        raise TypeError(f"unpackbits takes a uint8 array, got {a.dtype}")
+def _bit_axis(a, axis, bitorder: str):
+    """(a with the bit axis last (a flattened when axis is None), that axis, each bit position's
+    shift within a byte as a uint8 constant beside a)."""
     if bitorder not in ("big", "little"):
         raise ValueError(f"bitorder must be 'big' or 'little', got {bitorder!r}")
     if axis is None:
         a, axis = fnp.ravel(a), 0
     axis = fnp._normalize_axis(axis, a.ndim)
     shifts = np.arange(7, -1, -1) if bitorder == "big" else np.arange(8)
-    moved = fnp.moveaxis(a, axis, -1)
-    bits = (fnp.expand_dims(moved, -1) >> _beside(shifts.astype(np.uint8), a)) & 1
+    return fnp.moveaxis(a, axis, -1), axis, _beside(shifts.astype(np.uint8), a)
+
+
+def unpackbits(a, axis: int | None = None, count: int | None = None, bitorder: str = "big"):
+    """Each uint8 of a as its 8 bits (0 or 1) along axis (a flattened when None), big- or
+    little-endian within the byte; count keeps that many bits (negative: drops them)."""
+    a = fnp.asarray(a)
+    if a.dtype != dtypes.uint8:
+        raise TypeError(f"unpackbits takes a uint8 array, got {a.dtype}")
+    moved, axis, shifts = _bit_axis(a, axis, bitorder)
+    bits = (fnp.expand_dims(moved, -1) >> shifts) & 1
     bits = fnp.reshape(bits, moved.shape[:-1] + (moved.shape[-1] * 8,))
     if count is not None:
         total = moved.shape[-1] * 8
@@ -175,17 +181,12 @@ def packbits(a, axis: int | None = None, bitorder: str = "big"):
     a = fnp.asarray(a)
     if a.dtype.kind not in "biu":
         raise TypeError(f"packbits takes integers or booleans, got {a.dtype}")
-    if bitorder not in ("big", "little"):
-        raise ValueError(f"bitorder must be 'big' or 'little', got {bitorder!r}")
-    if axis is None:
-        a, axis = fnp.ravel(a), 0
-    axis = fnp._normalize_axis(axis, a.ndim)
-    moved = fnp.astype(fnp.moveaxis(a, axis, -1) != 0, dtypes.uint8)
+    moved, axis, shifts = _bit_axis(a, axis, bitorder)
+    moved = fnp.astype(moved != 0, dtypes.uint8)
     n = moved.shape[-1]
     moved = fnp.pad(moved, [(0, 0)] * (moved.ndim - 1) + [(0, -n % 8)])
     groups = fnp.reshape(moved, moved.shape[:-1] + (moved.shape[-1] // 8, 8))
-    shifts = np.arange(7, -1, -1) if bitorder == "big" else np.arange(8)
-    packed = fnp.sum(groups << _beside(shifts.astype(np.uint8), a), axis=-1, dtype=dtypes.uint8)
+    packed = fnp.sum(groups << shifts, axis=-1, dtype=dtypes.uint8)
     return fnp.moveaxis(packed, -1, axis)
 
 
