@@ -76,6 +76,8 @@ def test_instance_norm_adaptive_pools_and_channel_dropout():
     assert_close(values[:, :, 1, 1], image[:, :, 2:5, 3:6].max((2, 3)))
     assert np.array_equal(np.take_along_axis(image.reshape(2, 3, -1), np.asarray(indices).reshape(2, 3, -1), 2),
                           np.asarray(values).reshape(2, 3, -1))
+    empty = F.adaptive_max_pool2d(np.zeros((0, 3, 7, 6)), (3, 2), return_indices=True)  # an empty batch, as PyTorch's
+    assert empty[0].shape == empty[1].shape == (0, 3, 3, 2)
     seq = RNG.standard_normal((2, 3, 10))
     assert_close(F.adaptive_avg_pool1d(seq, 4)[..., 1], seq[..., 2:5].mean(-1))
     kept = np.asarray(F.dropout2d(np.ones((50, 8, 2, 2)), 0.5, fg.random.key(0)))

@@ -54,6 +54,10 @@ CASES = [
     ("fmin", lambda m: m.fmin(WITH_NAN[0], np.float32([np.nan, 0, np.nan, 5])), None),
     ("fmod_float", lambda m: m.fmod(np.float32([-7.5, 7.5, -7, 7, 0]), np.float32([2, -2, 3, -3, 1])), None),
     ("fmod_int", lambda m: m.fmod(np.array([-7, 7, -7, 7, 6]), np.array([3, -3, -3, 3, 3])), None),
+    # an infinite divisor leaves the dividend; a zero remainder keeps the dividend's sign bit
+    ("fmod_special", lambda m: m.fmod(np.float32([1, -1, 0, -0.0, 5, np.inf, 2]),
+                                       np.float32([-np.inf, np.inf, -2, 2, -np.inf, 3, 0])), None),
+    ("copysign_promotes", lambda m: m.copysign(V, np.float64([1, -1, -0.0, 0.0, -3])), None),
     ("heaviside", lambda m: m.heaviside(np.float32([-1, 0, 2, np.nan]), 0.5), None),
     ("hypot", lambda m: m.hypot(V, M[0, 0]), None),
     ("hypot_big", lambda m: m.hypot(np.float32([3e30, 0, np.inf]), np.float32([4e30, 0, np.nan])), None),
@@ -70,6 +74,10 @@ CASES = [
     ("nanmean", lambda m: m.nanmean(WITH_NAN[[0, 2]], axis=1), None),
     ("nanvar", lambda m: m.nanvar(WITH_NAN[[0, 2]], axis=1, ddof=1), None),
     ("nanstd", lambda m: m.nanstd(WITH_NAN[[0, 2]]), None),
+    # an infinity among the values makes its slice's variance NaN, as without the NaNs
+    ("nanvar_inf", lambda m: m.nanvar(np.float32([[1.5, np.inf, -np.inf, np.nan], [np.inf, 1, np.nan, 2]]), axis=1),
+     None),
+    ("nanvar_complex", lambda m: m.nanvar(np.complex64([1 + 2j, 3 - 1j, np.nan, 2j])), None),
     ("nanmax", lambda m: m.nanmax(WITH_NAN[[0, 2]], axis=1), None),
     ("nanmin_keep", lambda m: m.nanmin(WITH_NAN[[0, 2]], axis=0, keepdims=True), None),
     ("nanargmax", lambda m: m.nanargmax(WITH_NAN[[0, 2]], axis=1), None),
@@ -381,6 +389,35 @@ def test_quantiles_of_nothing_are_nan():
     assert fnp.quantile(fnp.zeros((2, 0)), [0.1, 0.5], axis=1, keepdims=True).shape == (2, 2, 1)
     assert np.isnan(float(fnp.nanmedian(fnp.zeros(0))))
     assert fnp.median(fnp.zeros((0, 3)), axis=0).shape == (3,)
+    assert fnp.median(fnp.zeros((0, 3)), axis=-1).shape == (0,)  # no rows: no medians, not a reshape error
+    assert fnp.nanquantile(fnp.zeros((2, 0, 3)), [0.2, 0.5], axis=2, keepdims=True).shape == (2, 2, 0, 1)
+
+
+def test_nan_reductions_differentiate_the_values_beside_a_nan():
+    """The left-out NaN must not reach the others' gradients (0 * NaN in the squares' rule)."""
+    x = np.array([[0.3, np.nan, -1.2, 2.0], [1.0, 0.5, -0.25, 4.0]])
+    for ours, theirs in ((fnp.nanvar, np.nanvar), (fnp.nanstd, np.nanstd)):
+        grad = fg.grad(lambda t: fnp.sum(ours(t, axis=1, ddof=1)))(x).numpy()
+        numeric = np.zeros_like(x)
+        for i in zip(*np.nonzero(~np.isnan(x))):
+            step = np.zeros_like(x)
+            step[i] = 1e-6
+            numeric[i] = (theirs(x + step, axis=1, ddof=1).sum() - theirs(x - step, axis=1, ddof=1).sum()) / 2e-6
+        assert_close(grad, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_fmod_sign_bits_and_copysign_dtype_follow_numpy():
+    x, y = np.float32([0, -0.0, 1, -1, 4]), np.float32([-2, 2, -np.inf, np.inf, -2])
+    np.testing.assert_array_equal(np.signbit(fnp.fmod(x, y).numpy()), np.signbit(np.fmod(x, y)))
+    assert fnp.copysign(np.float32([2]), np.float64([-1])).dtype == np.float64  # both operands' precision
+    assert fnp.copysign(np.float32(2), -1.0).dtype == np.float32  # a Python number is weak
+
+
+def test_matvec_and_vecmat_need_a_matrix():
+    with pytest.raises(fg.ShapeError, match="matvec: the matrix operand"):
+        fnp.matvec(np.ones(3), np.ones(3))  # NumPy raises; a silent dot product would hide the mistake
+    with pytest.raises(fg.ShapeError, match="vecmat: the matrix operand"):
+        fnp.vecmat(np.ones(3), np.ones(3))
 
 
 def test_sort_and_argsort_of_the_flattened_array_with_axis_none():

@@ -134,7 +134,7 @@ def adaptive_max_pool2d(x, output_size, return_indices: bool = False):
     values, positions = [], []
     for r0, r1 in Cv._adaptive_bounds(h, out_h):
         for c0, c1 in Cv._adaptive_bounds(w, out_w):
-            window = fnp.reshape(x[:, :, r0:r1, c0:c1], x.shape[:2] + (-1,))
+            window = fnp.reshape(x[:, :, r0:r1, c0:c1], x.shape[:2] + ((r1 - r0) * (c1 - c0),))
             values.append(fnp.max(window, axis=-1))
             if return_indices:
                 flat = fnp.argmax(window, axis=-1)

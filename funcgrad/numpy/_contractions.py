@@ -155,15 +155,22 @@ def _vector_operand(v, name: str):
     return v
 
 
+def _matrix_operand(m, name: str):
+    m = asarray(m)
+    if m.ndim < 2:
+        raise ShapeError(f"{name}: the matrix operand must have at least two axes, got shape {m.shape}")
+    return m
+
+
 def matvec(x1, x2):
     """Matrices (..., m, n) times vectors (..., n), batch axes broadcast: (..., m) (NumPy 2.2's)."""
-    x2 = _vector_operand(x2, "matvec")
+    x1, x2 = _matrix_operand(x1, "matvec"), _vector_operand(x2, "matvec")
     return squeeze(matmul(x1, reshape(x2, x2.shape + (1,))), -1)
 
 
 def vecmat(x1, x2):
     """Conjugated vectors (..., n) times matrices (..., n, m), batch axes broadcast: (..., m)."""
-    x1 = _vector_operand(x1, "vecmat")
+    x1, x2 = _vector_operand(x1, "vecmat"), _matrix_operand(x2, "vecmat")
     return squeeze(matmul(reshape(conj(x1), x1.shape[:-1] + (1, x1.shape[-1])), x2), -2)
 
 

@@ -97,8 +97,9 @@ def signbit(x):
 
 
 def copysign(x1, x2):
-    x1 = fnp._float_arg(x1)
-    return fnp.where(signbit(fnp._arrays(x1, x2)[1]), -fnp.abs(x1), fnp.abs(x1))
+    """|x1| with x2's sign bit; the result takes both operands' promoted float dtype (NumPy's)."""
+    x1, x2 = fnp._float_pair(x1, x2)
+    return fnp.where(signbit(x2), -fnp.abs(x1), fnp.abs(x1))
 
 
 def deg2rad(x):
@@ -130,10 +131,15 @@ def fmin(x1, x2):
 
 
 def fmod(x1, x2):
-    """C's fmod: the remainder takes the sign of the dividend (remainder takes the divisor's)."""
+    """C's fmod: the remainder takes the sign of the dividend (remainder takes the divisor's). Of
+    floats, the remainder of the magnitudes (exact, as both are >= 0: fmod(1, -inf) is 1, not
+    remainder's -inf) with the dividend's sign bit (fmod(0, -2) is +0, fmod(-0, 2) is -0)."""
     x1, x2 = fnp._pair(x1, x2)
+    x1, x2 = fnp.asarray(x1), fnp.asarray(x2)
+    if dtypes.is_float(x1.dtype):
+        return copysign(fnp.remainder(fnp.abs(x1), fnp.abs(x2)), x1)
     rem = fnp.remainder(x1, x2)
-    flip = fnp.not_equal(rem, 0) & fnp.not_equal(signbit(fnp.asarray(x1)), signbit(fnp.asarray(x2)))
+    flip = fnp.not_equal(rem, 0) & fnp.not_equal(signbit(x1), signbit(x2))
     return fnp.where(flip, rem - x2, rem)
 
 

@@ -115,8 +115,9 @@ def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dt
     x = _float_arg(x if dtype is None else astype(x, dtype))
     ddof = ddof if correction is None else correction
     axes = _axes(axis, x.ndim)
-    centered = subtract(x, mean(x, axes, keepdims=True, where=where))
-    squares = sum(_abs_squared(centered), axes, keepdims=keepdims, where=where)
+    # the left-out deviations are zeroed before squaring, so their NaN or inf gives no NaN gradient
+    centered = _masked(subtract(x, mean(x, axes, keepdims=True, where=where)), where, 0)
+    squares = sum(_abs_squared(centered), axes, keepdims=keepdims)
     if where is None:
         return divide(squares, float(builtins.max(_count(x, axes) - ddof, 0)))
     n = sum(broadcast_to(asarray(follow(x, where)[1]), x.shape), axes, keepdims=keepdims)

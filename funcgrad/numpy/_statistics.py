@@ -59,14 +59,14 @@ def nanmean(a, axis=None, dtype=None, keepdims: bool = False):
 
 
 def nanvar(a, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
+    """var over the values that are not NaN: an infinity still makes its slice's variance NaN (NumPy's)."""
     a = fnp._float_arg(a) if dtype is None else fnp.astype(a, dtype)
-    centered = a - nanmean(a, axis, keepdims=True)
-    count = _nan_count(a, axis, keepdims)
-    return nansum(centered * centered, axis, keepdims=keepdims) / fnp.maximum(count - ddof, 0)
+    return fnp.var(a, axis, ddof=ddof, keepdims=keepdims, where=~fnp.isnan(a))
 
 
 def nanstd(a, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
-    return fnp.sqrt(nanvar(a, axis, dtype, ddof, keepdims))
+    a = fnp._float_arg(a) if dtype is None else fnp.astype(a, dtype)
+    return fnp.std(a, axis, ddof=ddof, keepdims=keepdims, where=~fnp.isnan(a))
 
 
 def _nan_extreme(reduce, fill, a, axis, keepdims):
@@ -120,8 +120,8 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, per: int = 1):
     axes = fnp._axes(axis, a.ndim)
     kept = [d for d in range(a.ndim) if d not in axes]
     x = fnp.transpose(a, kept + list(axes))
-    x = fnp.reshape(x, x.shape[:len(kept)] + (-1,))
-    n = x.shape[-1]
+    n = int(np.prod([a.shape[d] for d in axes], dtype=np.int64))  # not -1: a kept axis may be empty
+    x = fnp.reshape(x, x.shape[:len(kept)] + (n,))
     if n == 0:  # nothing to take a quantile of: NaN, as jax.numpy (and NumPy's median) give
         out = fnp.full(q.shape + x.shape[:-1], np.nan, a.dtype, device=a.device)
         return fnp.reshape(out, q.shape + tuple(1 if d in axes else a.shape[d] for d in range(a.ndim))) \

@@ -278,7 +278,7 @@ def istft(Zxx, fs=1.0, window="hann", nperseg: int | None = None, noverlap: int 
     length = nperseg + (count - 1) * step
     index = (np.arange(count)[:, None] * step + np.arange(nperseg)[None, :]).ravel()
     lead = tuple(frames.shape[:-2])
-    x = fnp.zeros(lead + (length,), frames.dtype).at[..., index].add(fnp.reshape(frames, lead + (-1,)))
+    x = fnp.zeros(lead + (length,), frames.dtype).at[..., index].add(fnp.reshape(frames, lead + (count * nperseg,)))
     norm = np.zeros(length)
     np.add.at(norm, index, np.tile(np.asarray(win, np.float64) ** 2, count))
     if boundary:
