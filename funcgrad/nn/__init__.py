@@ -5,7 +5,8 @@
 """
 from . import functional, init, initializers
 from ._functional import *  # noqa: F401,F403  (activations, softmax, linear, norms, dropout, embedding, attention)
-from ._convolution import *  # noqa: F401,F403  (conv, pooling, pad, interpolate)
+from ._convolution import *  # noqa: F401,F403  (conv, pooling, pad)
+from ._resize import interpolate
 from .layers import (ELU, GELU, MLP, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose1d,
                      ConvTranspose2d, Dropout, Embedding, Flatten, GroupNorm, Identity, Lambda,
                      LayerNorm, LeakyReLU, Linear, LogSoftmax, MaxPool1d, MaxPool2d, Mish, ModuleDict, ModuleList,
@@ -50,7 +51,7 @@ __all__ = [
     "Linear", "Embedding", "LayerNorm", "Dropout", "Sequential", "ModuleList", "ModuleDict", "Flatten", "Conv2d",
     "MaxPool2d", "AvgPool2d", "MultiHeadAttention", "TransformerBlock", "MLP", "Lambda", "ReLU", "GELU", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "RMSNorm", "GroupNorm", "Identity", "LeakyReLU", "ELU", "SiLU", "Softplus",
-    "Mish", "Conv1d", "MaxPool1d", "AvgPool1d", "ConvTranspose1d", "ConvTranspose2d", "AdaptiveAvgPool2d", "Upsample",
+    "interpolate", "Mish", "Conv1d", "MaxPool1d", "AvgPool1d", "ConvTranspose1d", "ConvTranspose2d", "AdaptiveAvgPool2d", "Upsample",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
     "TransformerDecoder", "Transformer",
     *_functional.__all__, *_convolution.__all__, *losses.__all__, *losses.LOSSES, *_activations.__all__,

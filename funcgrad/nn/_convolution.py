@@ -1,11 +1,9 @@
 """Convolution, pooling, padding and resizing as functions (PyTorch's functional forms and
 argument orders): conv1d / conv2d / conv_transpose1d / conv_transpose2d, max and average pooling
 (ceil_mode, count_include_pad, divisor_override, return_indices), adaptive average pooling, pad
-(constant, reflect, replicate, circular) and interpolate, with the argument helpers the layers
-share."""
+(constant, reflect, replicate, circular), with the argument helpers the layers share
+(interpolate is in _resize)."""
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -18,7 +16,7 @@ from ._functional import _bias_like
 
 __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
-    "avg_pool2d", "adaptive_avg_pool2d", "pad", "interpolate",
+    "avg_pool2d", "adaptive_avg_pool2d", "pad",
 ]
 
 
@@ -238,46 +236,6 @@ def adaptive_avg_pool2d(x, output_size):
             for r0, r1 in _adaptive_bounds(x.shape[2], out_h)]
     out = fnp.stack(rows, axis=-2)
     return out[0] if unbatched else out
-
-
-def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
-    """Resize (N, C, H, W) images as torch.nn.functional.interpolate: mode 'nearest' or 'bilinear'
-    (align_corners False by default, as there)."""
-    x = fnp.asarray(x)
-    if x.ndim != 4:
-        raise fg_errors.ShapeError(f"interpolate expects (N, C, H, W) input, got shape {x.shape}")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate needs exactly one of size and scale_factor")
-    in_hw = x.shape[2:]
-    if size is not None:
-        out_hw = _pair(size, "size")
-        scales = tuple(i / o for i, o in zip(in_hw, out_hw))
-    else:
-        factors = (scale_factor, scale_factor) if np.ndim(scale_factor) == 0 else tuple(scale_factor)
-        out_hw = tuple(int(math.floor(n * f)) for n, f in zip(in_hw, factors))
-        scales = tuple(1.0 / f for f in factors)
-    if mode == "nearest":
-        rows = np.minimum(np.floor(np.arange(out_hw[0]) * scales[0]).astype(np.int64), in_hw[0] - 1)
-        cols = np.minimum(np.floor(np.arange(out_hw[1]) * scales[1]).astype(np.int64), in_hw[1] - 1)
-        return fnp.take(fnp.take(x, rows, axis=2), cols, axis=3)
-    if mode != "bilinear":
-        raise ValueError(f"interpolate mode must be 'nearest' or 'bilinear', got {mode!r}")
-    x = fnp._float_arg(x)
-
-    def axis_weights(n_in, n_out, scale):
-        if align_corners:
-            src = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
-        else:
-            src = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
-        lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-        hi = np.minimum(lo + 1, n_in - 1)
-        frac = fnp._placed(fnp.asarray((src - lo).astype(x.dtype)), x.device)  # beside the image
-        return lo, hi, frac
-    (r0, r1, fr), (c0, c1, fc) = axis_weights(in_hw[0], out_hw[0], scales[0]), axis_weights(in_hw[1], out_hw[1], scales[1])
-    top, bottom = fnp.take(x, r0, axis=2), fnp.take(x, r1, axis=2)
-    rows = top + (bottom - top) * fnp.expand_dims(fr, -1)
-    left, right = fnp.take(rows, c0, axis=3), fnp.take(rows, c1, axis=3)
-    return left + (right - left) * fc
 
 
 def _pool_args(kernel_size, stride, padding, dilation, count: int = 2):

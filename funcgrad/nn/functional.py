@@ -1,7 +1,7 @@
 """torch.nn.functional's namespace (import funcgrad.nn.functional as F): every functional form in
 one place, re-exported from the modules that define them: activations, linear, normalisation,
-dropout, embedding and attention (_functional), convolution, pooling, padding and resizing
-(_convolution), the rest of PyTorch's activations (_activations), image and sequence helpers
+dropout, embedding and attention (_functional), convolution, pooling and padding (_convolution),
+resizing (_resize), the rest of PyTorch's activations (_activations), image and sequence helpers
 (_pixels), spatial sampling and the image layers around it (_vision), 3-D convolution and pooling
 (_volumes), random activations (_stochastic), embedding bags and bilinear forms (_bags), batch_norm
 (batchnorm) and the losses."""
@@ -11,6 +11,7 @@ from ._convolution import *  # noqa: F401,F403
 from ._convolution import __all__ as _convolution
 from ._functional import *  # noqa: F401,F403
 from ._functional import __all__ as _core
+from ._resize import interpolate  # noqa: F401
 from ._pixels import *  # noqa: F401,F403
 from ._pixels import __all__ as _pixels
 from ._vision import *  # noqa: F401,F403
@@ -25,4 +26,4 @@ from .batchnorm import batch_norm  # noqa: F401
 from .losses import *  # noqa: F401,F403
 from .losses import __all__ as _losses
 
-__all__ = sorted(["batch_norm", *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])
+__all__ = sorted(["batch_norm", "interpolate", *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])

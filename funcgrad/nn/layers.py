@@ -11,6 +11,7 @@ from .. import random
 from . import _convolution as Cv
 from . import _functional as F
 from . import init
+from ._resize import interpolate
 from .module import Module
 
 
@@ -193,11 +194,13 @@ class AdaptiveAvgPool2d(Module):
 
 
 class Upsample(Module):
-    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                 recompute_scale_factor: bool | None = None):
         self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
+        self.recompute_scale_factor = recompute_scale_factor
 
     def __call__(self, x, *, key=None):
-        return Cv.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+        return interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners, self.recompute_scale_factor)
 
 
 class _MaxPool(Module):
