@@ -357,6 +357,31 @@ def test_attention_against_numpy(attention_form):
     fg.check_grads(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=False), (q, k, v), order=1)
 
 
+def test_attention_takes_pytorchs_keywords():
+    """attn_mask (PyTorch's name for mask), enable_gqa (query heads sharing key heads) and dropout_p
+    with a key (the weights dropped, the rest scaled by 1 / (1 - p))."""
+    q, k, v = RNG.standard_normal((2, 4, 3, 5)), RNG.standard_normal((2, 2, 6, 5)), RNG.standard_normal((2, 2, 6, 5))
+    mask = RNG.standard_normal((3, 6)) > -0.5
+    shared_k, shared_v = np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1)
+    bias = np.where(mask, 0.0, -np.inf)
+    assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True),
+                 _np_attention(q, shared_k, shared_v, bias, False, 1 / np.sqrt(5)), atol=1e-12)
+    with pytest.raises(fg.ShapeError, match="4 query heads do not split evenly over 3 key heads"):
+        F.scaled_dot_product_attention(q, k[:, :1].repeat(3, 1), v, enable_gqa=True)
+    with pytest.raises(TypeError, match="give the mask once"):
+        F.scaled_dot_product_attention(q, q, q, mask, attn_mask=mask)
+    key = fg.random.key(3)
+    dropped = F.scaled_dot_product_attention(q, shared_k, shared_v, attn_mask=mask, dropout_p=0.25, key=key)
+    s = q @ np.swapaxes(shared_k, -1, -2) / np.sqrt(5) + bias
+    weights = np.exp(s - s.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    keep = np.asarray(fg.random.bernoulli(key, 0.75, weights.shape))
+    assert_close(dropped, (weights * keep / 0.75) @ shared_v, atol=1e-12)
+    assert_close(F.scaled_dot_product_attention(q, shared_k, shared_v, dropout_p=0.25),  # no key: evaluation
+                 F.scaled_dot_product_attention(q, shared_k, shared_v))
+    fg.check_grads(lambda a, b: F.scaled_dot_product_attention(a, b, b, dropout_p=0.5, key=key), (q, shared_k), order=1)
+
+
 def _np_attention(q, k, v, bias, causal, scale):
     s = q @ np.swapaxes(k, -1, -2) * scale + bias
     if causal:
@@ -716,6 +741,30 @@ def test_embedding_and_one_hot():
     with pytest.raises(IndexError, match="embedding index out of range"):
         emb(np.array([10]))
     assert_close(nn.one_hot(np.array([0, 2]), 3), [[1, 0, 0], [0, 0, 1]])
+    assert_close(nn.one_hot(np.array([[0], [2]])), [[[1, 0, 0]], [[0, 0, 1]]])  # -1: the largest label + 1
+    with pytest.raises(IndexError, match=r"labels span \[-1, 2\], outside the 3 classes"):
+        nn.one_hot(np.array([-1, 2]), 3)  # PyTorch raises; an all-zero target row would train silently wrong
+    with pytest.raises(fg.ConcretizationError, match="pass num_classes"):
+        fg.jit(lambda y: nn.one_hot(y))(np.array([0, 1]))
+
+
+def test_embedding_max_norm_and_gradient_scaling_by_frequency():
+    table = RNG.standard_normal((6, 3)) * 2
+    idx = np.array([[0, 5, 2], [5, 5, 1]])
+    cotangent = RNG.standard_normal((2, 3, 3))
+    for ord_, limit in ((2.0, 1.0), (1.0, 0.5), (np.inf, 1.5)):
+        norms = np.linalg.norm(table, ord=ord_, axis=1, keepdims=True)
+        want = table * np.where(norms > limit, limit / (norms + 1e-7), 1.0)
+        out, pullback = fg.vjp(lambda w: F.embedding(idx, w, max_norm=limit, norm_type=ord_), table)
+        assert_close(out, want[idx], rtol=1e-12)
+        plain = np.zeros_like(table)
+        np.add.at(plain, idx, cotangent)
+        assert_close(pullback(cotangent)[0], plain)  # the rescaling passes the gradient as an identity (PyTorch's)
+    counts = np.bincount(idx.ravel(), minlength=6)
+    scaled = fg.grad(lambda w: fnp.sum(F.embedding(idx, w, scale_grad_by_freq=True) * cotangent))(table)
+    assert_close(scaled, plain / np.maximum(counts, 1)[:, None])
+    layer = nn.Embedding(6, 3, max_norm=1.0, key=fg.random.key(1))
+    assert np.linalg.norm(np.asarray(layer(idx)), axis=-1).max() <= 1.0 + 1e-6
 
 
 def test_embedding_padding_idx_passes_no_gradient_and_starts_at_zero():

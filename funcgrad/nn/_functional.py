@@ -260,9 +260,15 @@ def _dropout(x, rate: float, key, mask_shape):
     return x * fnp.where(keep, 1.0 / (1.0 - rate), 0.0)
 
 
-def embedding(indices, weight, padding_idx: int | None = None):
+def embedding(indices, weight, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False):
     """weight's rows at indices (torch.nn.functional.embedding); the rows looked up at padding_idx
-    pass no gradient back to the table, as PyTorch's."""
+    pass no gradient back to the table, as PyTorch's. max_norm rescales each looked-up row whose
+    norm_type-norm exceeds it to that norm (PyTorch's max_norm / (norm + 1e-7)); PyTorch also writes
+    the rescaled rows back into its table, which an immutable table cannot do, and its gradient
+    flows through the rescaling as through an identity, as here. scale_grad_by_freq divides each
+    row's gradient by how often its index occurs in the batch. sparse is accepted for PyTorch's
+    signature; the gradient is the same numbers, held dense."""
     weight = fnp.asarray(weight)
     if weight.ndim != 2:
         raise fg_errors.ShapeError(f"embedding: weight must be a (num_embeddings, embedding_dim) table, got shape "
@@ -273,6 +279,14 @@ def embedding(indices, weight, padding_idx: int | None = None):
         raise IndexError(f"embedding index out of range: indices span [{known.min()}, {known.max()}] "
                          f"but the table has {weight.shape[0]} rows")
     out = fnp.take(weight, idx, axis=0)
+    if max_norm is not None:
+        norms = linalg.norm(fnp.stop_gradient(out), ord=norm_type, axis=-1, keepdims=True)
+        rescaled = out * fnp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(out.dtype)
+        out = out + fnp.stop_gradient(rescaled - out)
+    if scale_grad_by_freq:
+        counts = fnp.zeros(weight.shape[0], out.dtype, device=weight.device).at[fnp.ravel(idx)].add(1)
+        frequency = fnp.expand_dims(fnp.take(counts, idx), -1)
+        out = fnp.stop_gradient(out) + (out - fnp.stop_gradient(out)) / frequency
     return out if padding_idx is None else _frozen_padding(out, idx, _padding_index(padding_idx, weight.shape[0]))
 
 
@@ -290,22 +304,43 @@ def _padding_index(padding_idx: int, rows: int) -> int:
     return int(padding_idx) % rows
 
 
-def one_hot(labels, num_classes: int, dtype=fg_dtypes.float32):
+def one_hot(labels, num_classes: int = -1, dtype=fg_dtypes.float32):
+    """labels (integers) as one-hot vectors of num_classes; -1 (PyTorch's default) takes the largest
+    label + 1, which needs concrete labels (under jit, give num_classes)."""
     idx = fnp._index_array(labels)
+    known = fnp.concrete_or_none(idx)
+    if num_classes == -1:
+        if known is None:
+            raise fg_errors.ConcretizationError("one_hot: num_classes=-1 reads the largest label, which is traced "
+                                                "here; pass num_classes")
+        num_classes = int(known.max()) + 1 if known.size else 0
+    if known is not None and known.size and (known.min() < 0 or known.max() >= num_classes):
+        raise IndexError(f"one_hot: labels span [{known.min()}, {known.max()}], outside the {num_classes} classes "
+                         f"[0, {num_classes - 1}]")  # an all-zero row would be a silent wrong target
     return fnp.astype(fnp.expand_dims(idx, -1) == fnp.arange(num_classes, device=idx.device), dtype)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, scale: float | None = None):
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, scale: float | None = None, *,
+                                 attn_mask=None, dropout_p: float = 0.0, enable_gqa: bool = False, key=None):
     """softmax(q k^T * scale + mask) v over (..., L, d) inputs, as
-    torch.nn.functional.scaled_dot_product_attention: `mask` is boolean (True = attend) or additive,
-    is_causal masks the keys after each query, scale defaults to 1 / sqrt(d). ops/attention.py's
-    fused primitive forms the scores a block of queries at a time and its backward pass recomputes
-    them; on the CPU, where they are small and being differentiated, the weights are kept instead."""
+    torch.nn.functional.scaled_dot_product_attention: `mask` (or PyTorch's name, attn_mask) is
+    boolean (True = attend) or additive, is_causal masks the keys after each query, scale defaults
+    to 1 / sqrt(d); enable_gqa lets q have a multiple of k's and v's heads (axis -3), each key head
+    serving that many query heads; dropout_p drops attention weights, given a PRNG key (as
+    nn.dropout: no key, no dropout). ops/attention.py's fused primitive forms the scores a block of
+    queries at a time and its backward pass recomputes them; on the CPU, where they are small and
+    being differentiated, the weights are kept instead (and always with dropout)."""
     if not isinstance(is_causal, (bool, int, np.bool_, np.integer)):  # a float: PyTorch's dropout_p, by position
         raise TypeError(f"scaled_dot_product_attention: is_causal must be a bool, got {is_causal!r} (PyTorch's "
-                        f"fifth argument is dropout_p, which funcgrad does not take: pass is_causal by name)")
+                        f"fifth argument is dropout_p, which funcgrad takes by name, with key=)")
+    if attn_mask is not None:
+        if mask is not None:
+            raise TypeError("scaled_dot_product_attention: give the mask once, as mask or as attn_mask")
+        mask = attn_mask
     q, k, v = fnp._common((q, k, v))
     q, k, v = (fnp._float_arg(x) for x in (q, k, v))
+    if enable_gqa:
+        k, v = _shared_key_heads(q, k, "key"), _shared_key_heads(q, v, "value")
     mask = None if mask is None else fnp._arrays(q, mask)[1]
     if mask is not None and mask.dtype != fg_dtypes.bool_ and mask.dtype not in fg_dtypes.float_dtypes:
         raise TypeError(f"scaled_dot_product_attention: a mask is boolean (True = attend) or a float to add to the "
@@ -318,7 +353,24 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
     if scale is None:  # with no features the scores are empty sums, 0 at any scale: uniform weights, as PyTorch
         scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     scale = float(scale)
+    if dropout_p and key is not None:
+        weights = A.attention_weights_p(q, k, bias, scale=scale, causal=bool(is_causal))
+        return fnp.matmul(dropout(weights, dropout_p, key), v)
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
     return A.attention(q, k, v, bias, scale=scale, causal=bool(is_causal))
+
+
+def _shared_key_heads(q, kv, name: str):
+    """kv's heads (axis -3) repeated to q's count (PyTorch's enable_gqa: consecutive query heads share one)."""
+    if q.ndim < 3 or kv.ndim < 3:
+        raise fg_errors.ShapeError(f"scaled_dot_product_attention: enable_gqa needs heads on axis -3, got query "
+                                   f"{q.shape} and {name} {kv.shape}")
+    heads, kv_heads = q.shape[-3], kv.shape[-3]
+    if kv_heads == 0 or heads % kv_heads:
+        raise fg_errors.ShapeError(f"scaled_dot_product_attention: {heads} query heads do not split evenly over "
+                                   f"{kv_heads} {name} heads")
+    return fnp.repeat(kv, heads // kv_heads, axis=-3)
 
 
 def dot_product_attention(query, key, value, bias=None, mask=None, *, scale: float | None = None,

@@ -34,17 +34,22 @@ class Linear(Module):
 
 class Embedding(Module):
     """A table of num_embeddings vectors, N(0, 1) as PyTorch's; the padding_idx row starts at zero
-    and receives no gradient."""
+    and receives no gradient; max_norm, norm_type and scale_grad_by_freq as F.embedding's (the
+    rescaled rows are not written back: the table is immutable). sparse is PyTorch's storage choice
+    for the gradient, whose numbers are the same dense."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, *, key,
-                 dtype=dtypes.float32):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, *, key, dtype=dtypes.float32):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = None if padding_idx is None else F._padding_index(padding_idx, num_embeddings)
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
         weight = init.normal(key, (num_embeddings, embedding_dim), dtype)
         self.weight = weight if padding_idx is None else weight.at[self.padding_idx].set(0)
 
     def __call__(self, indices, *, key=None):
-        return F.embedding(indices, self.weight, self.padding_idx)
+        return F.embedding(indices, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq)
 
 
 class LayerNorm(Module):
