@@ -148,15 +148,91 @@ def _indexed_axes(spec: tuple, ndim: int) -> list[int]:
     return axes
 
 
+_MODES = (None, "promise_in_bounds", "clip", "drop", "fill")
+
+
+def _axes_taken(item) -> int:
+    """How many of x's axes an index item consumes."""
+    if item is None or item is Ellipsis or _is_scalar_mask(item):
+        return 0
+    return _concrete(item).ndim if getattr(item, "dtype", None) == np.bool_ else 1
+
+
+def _bounded(x, index, mode: str):
+    """JAX's out-of-bounds modes as an ordinary index: (index', the axes given a spare slot). 'clip'
+    moves each integer index into its axis; 'drop' and 'fill' give every integer-indexed axis one
+    spare slot past its end and send the indices outside there, so updates land in the slot cut
+    off afterwards and reads find the fill. A negative index counts from the end first (once), as
+    in JAX."""
+    from . import numpy as fnp
+    items = list(index) if isinstance(index, tuple) else [index]
+    rest = x.ndim - sum(_axes_taken(item) for item in items)
+    spared, axis = [], 0
+    for i, item in enumerate(items):
+        integer = isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
+        is_array = not integer and _axes_taken(item) == 1 and not isinstance(item, slice)
+        if (integer or is_array) and axis < x.ndim:
+            n = x.shape[axis]
+            if mode == "clip" and n == 0:
+                raise IndexError(f"cannot clip an index into the empty axis {axis}")
+            if integer:
+                k = int(item) + n if int(item) < 0 else int(item)
+                items[i] = min(max(k, 0), n - 1) if mode == "clip" else (k if 0 <= k < n else n)
+            else:
+                k = fnp.asarray(item)
+                k = fnp.where(k < 0, k + n, k)
+                items[i] = fnp.clip(k, 0, n - 1) if mode == "clip" else fnp.where((k >= 0) & (k < n), k, n)
+            if mode != "clip":
+                spared.append(axis)
+        axis += rest if item is Ellipsis else _axes_taken(item)
+    return tuple(items), spared
+
+
+def _with_modes(update):
+    """An update method taking JAX's mode= (and its indices_are_sorted / unique_indices hints,
+    which change nothing here): out-of-bounds indices raise (the default: NumPy's and PyTorch's
+    IndexError), are clipped, or are dropped."""
+    def method(self, *args, mode: str | None = None, indices_are_sorted: bool = False, unique_indices: bool = False):
+        if mode not in _MODES:
+            raise ValueError(f"at[...].{update.__name__}: mode must be one of {_MODES}, got {mode!r}")
+        if mode in (None, "promise_in_bounds"):
+            return update(self, *args)
+        from . import numpy as fnp
+        x = fnp.asarray(self.array)
+        index, spared = _bounded(x, self.index, mode)
+        if not spared:
+            return update(_IndexUpdate(x, index), *args)
+        widths = [(0, int(d in spared)) for d in range(x.ndim)]
+        return update(_IndexUpdate(fnp.pad(x, widths), index), *args)[tuple(slice(0, n) for n in x.shape)]
+    method.__name__, method.__doc__ = update.__name__, update.__doc__
+    return method
+
+
 class _IndexUpdate:
     __slots__ = ("array", "index")
 
     def __init__(self, array, index):
         self.array, self.index = array, index
 
-    def get(self):
-        return getitem(self.array, self.index)
+    def get(self, *, mode: str | None = None, fill_value=None, indices_are_sorted: bool = False,
+            unique_indices: bool = False):
+        """x[index]; with mode 'fill' (or 'drop') an index out of bounds reads fill_value (JAX's
+        defaults: NaN, the lowest signed or highest unsigned integer, True), with 'clip' the
+        nearest end."""
+        if mode not in _MODES:
+            raise ValueError(f"at[...].get: mode must be one of {_MODES}, got {mode!r}")
+        if mode in (None, "promise_in_bounds"):
+            return getitem(self.array, self.index)
+        from . import numpy as fnp
+        from .numpy._layout import fill_for
+        x = fnp.asarray(self.array)
+        index, spared = _bounded(x, self.index, mode)
+        if spared:
+            fill = fnp.asarray(fill_for(x.dtype) if fill_value is None else fill_value, x.dtype)
+            x = fnp.pad(x, [(0, int(d in spared)) for d in range(x.ndim)], constant_values=fill)
+        return getitem(x, index)
 
+    @_with_modes
     def add(self, values):
         """x with values added at index; repeated indices accumulate."""
         from . import numpy as fnp
@@ -168,7 +244,8 @@ class _IndexUpdate:
         values = fnp.broadcast_to(_values_for(x, values), selected.shape)
         return fnp.add(x, bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape))
 
-    def set(self, values):
+    @_with_modes
+    def set(self, values):  # noqa: A003
         """x with index replaced by values. Where an index repeats, the last write wins, as in
         NumPy, when the indices are host values; traced indices (jit arguments, batched under
         vmap) and indices on a GPU are not read back, and there repeated positions get the sum of their values (JAX
@@ -191,21 +268,36 @@ class _IndexUpdate:
         return fnp.where(hit > 0, placed, x)
 
 
+    @_with_modes
     def multiply(self, values):
         """x with its entries at index multiplied by values; repeated indices multiply by each."""
         return self._combine(values, lambda a, b: a * b)
 
     mul = multiply
 
-    def divide(self, values):
+    def divide(self, values, **modes):
         from . import numpy as fnp
-        return self.multiply(fnp.reciprocal(fnp._float_arg(values)))
+        return self.multiply(fnp.reciprocal(fnp._float_arg(values)), **modes)
 
+    @_with_modes
+    def power(self, values):
+        """x with its entries at index raised to values (where an index repeats, one of its values
+        applies: JAX leaves the order of repeated updates undefined)."""
+        from . import numpy as fnp
+        return self.set(fnp.power(getitem(self.array, self.index), values))
+
+    @_with_modes
+    def apply(self, func):
+        """x with func applied to its entries at index (once per position)."""
+        return self.set(func(getitem(self.array, self.index)))
+
+    @_with_modes
     def min(self, values):  # noqa: A003  (JAX's names)
         """x with its entries at index replaced by the least of themselves and their values."""
         from . import numpy as fnp
         return self._combine(values, fnp.minimum)
 
+    @_with_modes
     def max(self, values):  # noqa: A003
         """x with its entries at index replaced by the greatest of themselves and their values."""
         from . import numpy as fnp

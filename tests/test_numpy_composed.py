@@ -413,6 +413,20 @@ def test_fmod_sign_bits_and_copysign_dtype_follow_numpy():
     assert fnp.copysign(np.float32(2), -1.0).dtype == np.float32  # a Python number is weak
 
 
+def test_jax_forms_of_tri_repeat_where_and_complex_correlation():
+    assert fnp.tri(3, 4, 1).dtype == np.float32 and np.array_equal(fnp.tri(3, 4, 1), np.tri(3, 4, 1))  # NumPy's floats
+    # total_repeat_length cuts, or fills out with the last value (jax.numpy's), not cyclically
+    assert fnp.repeat(np.arange(1.0, 4.0), [1, 0, 2], total_repeat_length=5).tolist() == [1, 3, 3, 3, 3]
+    assert fnp.repeat(np.arange(3.0), [0, 0, 0], total_repeat_length=2).tolist() == [2, 2]
+    assert fnp.repeat(np.arange(3.0), 2, total_repeat_length=3).tolist() == [0, 0, 1]
+    x = np.array([[0.5, -1.0], [2.0, 0.0]])
+    assert [i.tolist() for i in fnp.where(x > 0, size=3, fill_value=-1)] == [[0, 1, -1], [0, 0, -1]]
+    a, v = np.array([1 + 2j, 3, -1j, 2]), np.array([1j, 2 - 1j, 0.5])
+    for mode in ("full", "same", "valid"):  # NumPy conjugates the second operand of correlate, not of convolve
+        assert_close(fnp.correlate(a, v, mode), np.correlate(a, v, mode), rtol=1e-12)
+        assert_close(fnp.convolve(a, v, mode), np.convolve(a, v, mode), rtol=1e-12)
+
+
 def test_matvec_and_vecmat_need_a_matrix():
     with pytest.raises(fg.ShapeError, match="matvec: the matrix operand"):
         fnp.matvec(np.ones(3), np.ones(3))  # NumPy raises; a silent dot product would hide the mistake

@@ -211,9 +211,40 @@ def test_take_modes_wrap_and_clip_and_refuse_others():
     with pytest.raises(IndexError, match="out of bounds"):
         fnp.take(x, np.array([6]))
     with pytest.raises(ValueError, match="mode must be one of"):
-        fnp.take(x, np.array([0]), mode="fill")
+        fnp.take(x, np.array([0]), mode="bogus")
+    # JAX's fill: a negative index counts from the end once; beyond, the fill (NaN, the lowest int, given)
+    assert_close(fnp.take(x, np.array([0, -1, 6, -7]), mode="fill"), [0.0, 5.0, np.nan, np.nan])
+    assert fnp.take(np.arange(3), np.array([3]), mode="fill").tolist() == [np.iinfo(np.int64).min]
+    assert_close(fnp.take(np.ones((2, 3)), np.array([[0, 5]]), axis=1, mode="fill", fill_value=-2.0),
+                 [[[1.0, -2.0]], [[1.0, -2.0]]])
     with pytest.raises(IndexError, match="empty axis"):
         fnp.take(np.zeros(0), np.array([0]), mode="wrap")
+
+
+def test_at_modes_clip_drop_and_fill_as_jax():
+    """Out-of-bounds indices raise by default; mode='clip' moves them to the nearest end, 'drop'
+    skips their updates, 'fill' (or 'drop') reads fill_value there (expected values: jax.numpy's)."""
+    v, x = fg.asarray(np.arange(6.0)), fg.asarray(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(IndexError, match="out of bounds"):
+        v.at[np.array([0, 9])].set(7.0)
+    assert v.at[np.array([0, 2, 9])].set(7.0, mode="drop").tolist() == [7, 1, 7, 3, 4, 5]
+    assert v.at[np.array([0, 0, 2, -9])].add(1.0, mode="drop").tolist() == [2, 1, 3, 3, 4, 5]
+    assert v.at[np.array([0, 2, 9])].set(7.0, mode="clip").tolist() == [7, 1, 7, 3, 4, 7]
+    assert v.at[np.array([0, 0, 2, -9])].add(1.0, mode="clip").tolist() == [3, 1, 3, 3, 4, 5]  # -9 -> -3 -> 0
+    assert_close(v.at[np.array([0, 2, 9])].get(mode="fill"), [0.0, 2.0, np.nan])
+    got = x.at[np.array([[0], [7]]), np.array([1, -1, 4])].get(mode="fill", fill_value=-3)
+    assert got.tolist() == [[1, 3, -3], [-3, -3, -3]]  # a pair with either index outside reads the fill
+    assert x.at[1, np.array([0, 5])].set(9.0, mode="drop").tolist()[1] == [9, 5, 6, 7]
+    assert x.at[..., 9].set(1.0, mode="clip")[:, 3].tolist() == [1, 1, 1]
+    assert x.at[1:, np.array([3, 4])].max(100.0, mode="drop")[:, 3].tolist() == [3, 100, 100]
+    assert fg.asarray(np.arange(6, dtype=np.uint8)).at[np.array([1, 9])].get(mode="fill").tolist() == [1, 255]
+    assert fg.jit(lambda t, i: t.at[i].set(0.0, mode="drop"))(v, np.array([1, 9])).tolist() == [0, 0, 2, 3, 4, 5]
+    grad = fg.grad(lambda t: fnp.sum(t.at[np.array([0, 9])].set(0.0, mode="drop") * np.arange(1.0, 7.0)))(v)
+    assert grad.tolist() == [0, 2, 3, 4, 5, 6]  # the overwritten entry passes no gradient; the dropped write none
+    with pytest.raises(ValueError, match="mode must be one of"):
+        v.at[0].set(1.0, mode="wrap")
+    assert v.at[np.array([1, 3])].power(2).tolist() == [0, 1, 2, 9, 4, 5]
+    assert v.at[2:4].apply(lambda t: t * 10).tolist() == [0, 1, 20, 30, 4, 5]
 
 
 def test_at_multiply_min_max_fold_repeated_indices_as_numpys_ufunc_at():

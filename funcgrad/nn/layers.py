@@ -439,7 +439,7 @@ class MultiHeadAttention(Module):
         if key is not None and self.dropout:
             scores = fnp.einsum("bhqd,bhkd->bhqk", q, k) * (1.0 / math.sqrt(q.shape[-1]))
             if causal:
-                scores = fnp.where(fnp.tri(*scores.shape[-2:], device=scores.device), scores, -fnp.inf)
+                scores = fnp.where(fnp.tri(*scores.shape[-2:], dtype=bool, device=scores.device), scores, -fnp.inf)
             if mask is not None:
                 scores = fnp.where(mask, scores, -fnp.inf)
             attn = F.dropout(F.softmax(scores, axis=-1), self.dropout, key)

@@ -284,12 +284,13 @@ def _ramp(x, axis: int, width: int, end_value: float, before: bool):
     return ramp if exact else astype(floor(ramp), x.dtype)
 
 
-_TAKE_MODES = ("raise", "wrap", "clip")
+_TAKE_MODES = ("raise", "wrap", "clip", "fill")
 
 
-def take(a, indices, axis: int | None = None, mode: str | None = None):
+def take(a, indices, axis: int | None = None, mode: str | None = None, fill_value=None):
     """NumPy's take: an out-of-range index raises (mode 'raise', the default), wraps around ('wrap')
-    or goes to the nearest end ('clip')."""
+    or goes to the nearest end ('clip'); JAX's 'fill' gives fill_value there (NaN for floats, the
+    dtype's lowest integer, True: JAX's defaults) after a negative index counts from the end."""
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -298,12 +299,33 @@ def take(a, indices, axis: int | None = None, mode: str | None = None):
     mode = mode or "raise"
     if mode not in _TAKE_MODES:
         raise ValueError(f"take: mode must be one of {_TAKE_MODES}, got {mode!r}")
+    if mode == "fill":
+        n = a.shape[axis]
+        fill = asarray(fill_for(a.dtype) if fill_value is None else fill_value, a.dtype)
+        if n == 0:
+            return broadcast_to(fill, a.shape[:axis] + idx.shape + a.shape[axis + 1:])
+        idx = where(idx < 0, idx + n, idx)
+        valid = (idx >= 0) & (idx < n)
+        taken = take(a, where(valid, idx, 0), axis)
+        return where(reshape(valid, (1,) * axis + valid.shape + (1,) * (a.ndim - axis - 1)), taken, fill)
     if mode != "raise":
         if a.shape[axis] == 0:
             raise IndexError(f"take: cannot {mode} indices into an empty axis {axis}")
         n = a.shape[axis]
         idx = idx % n if mode == "wrap" else where(idx < 0, 0, where(idx > n - 1, n - 1, idx))
     return bind(S.gather_p, a, idx, spec=(("s", None, None, None),) * axis + (("a",),))
+
+
+def fill_for(dtype):
+    """JAX's value for reads out of bounds: NaN for inexact dtypes, the lowest signed or highest
+    unsigned integer, True."""
+    dtype = np.dtype(dtype)
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtype == np.bool_:
+        return True
+    info = np.iinfo(dtype)
+    return info.min if dtype.kind == "i" else info.max
 
 
 def take_along_axis(a, indices, axis: int | None = -1):
@@ -363,14 +385,14 @@ def sort(x, axis: int | None = -1, kind: str | None = None, *, descending: bool 
     return take_along_axis(x, argsort(x, axis, kind, descending=descending), axis)
 
 
-def tri(n: int, m: int | None = None, k: int = 0, dtype=bool_, device=None) -> Array:
-    """Ones at and below diagonal k (jnp.tri), built where it is used: on a GPU, from two
-    index vectors made there."""
+def tri(n: int, m: int | None = None, k: int = 0, dtype=None, device=None) -> Array:
+    """Ones at and below diagonal k (jnp.tri: the default float dtype, as NumPy's float64), built
+    where it is used: on a GPU, from two index vectors made there."""
     m = n if m is None else m
     place = parse_device(device or "cpu")
     rows = reshape(devices.arange(n, dtypes.int64, place), (n, 1))
     cols = reshape(devices.arange(m, dtypes.int64, place), (1, m))
-    return astype(rows + k >= cols, dtype)
+    return astype(rows + k >= cols, dtypes.default_float if dtype is None else dtype)
 
 
 def _matrix_sides(x) -> tuple[int, int]:
@@ -382,11 +404,11 @@ def _matrix_sides(x) -> tuple[int, int]:
 
 def tril(x, k: int = 0):
     x = asarray(x)
-    mask = tri(*_matrix_sides(x), k, device=x.device)
+    mask = tri(*_matrix_sides(x), k, dtype=bool_, device=x.device)
     return where(mask, x, np.zeros((), x.dtype))
 
 
 def triu(x, k: int = 0):
     x = asarray(x)
-    mask = ~tri(*_matrix_sides(x), k - 1, device=x.device)
+    mask = ~tri(*_matrix_sides(x), k - 1, dtype=bool_, device=x.device)
     return where(mask, x, np.zeros((), x.dtype))

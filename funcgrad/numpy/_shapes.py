@@ -209,7 +209,7 @@ def cumprod(a, axis: int | None = None, dtype=None):
         x = fnp.astype(x, dtypes.default_int)
     moved = fnp.moveaxis(x, axis, -1)
     n = moved.shape[-1]
-    mask = fnp.tri(n, n, device=moved.device)  # row i keeps entries j <= i
+    mask = fnp.tri(n, n, dtype=bool, device=moved.device)  # row i keeps entries j <= i
     rows = fnp.where(mask, fnp.expand_dims(moved, -2), np.ones((), moved.dtype))
     return fnp.moveaxis(fnp.prod(rows, axis=-1, dtype=dtype), -1, axis)
 
@@ -260,8 +260,11 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     if (counts < 0).any():
         raise ValueError(f"repeat counts must be non-negative, got {counts}")
     source = np.repeat(np.arange(a.shape[axis]), np.broadcast_to(counts, (a.shape[axis],)))
-    if total_repeat_length is not None:
-        source = np.resize(source, total_repeat_length) if source.size else np.zeros(0, np.int64)
+    if total_repeat_length is not None:  # JAX's: cut to the length, or filled out with the last value
+        fill = source[-1:] if source.size else np.arange(a.shape[axis])[-1:]  # no repeats: the last entry
+        if total_repeat_length > source.size and not fill.size:
+            raise ValueError(f"repeat: nothing to fill {total_repeat_length} entries from an empty axis {axis}")
+        source = np.concatenate([source[:total_repeat_length], np.repeat(fill, builtins.max(0, total_repeat_length - source.size))])
     return fnp.take(a, source, axis=axis)
 
 

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from .. import dtypes
 from . import _base as fnp
 from ..array import Array
 from ..errors import ShapeError
@@ -107,8 +108,13 @@ def polyval(p, x):
 
 
 def correlate(a, v, mode: str = "valid"):
-    """1-D cross-correlation: c[k] = sum_n a[n + k] * v[n] (NumPy's modes)."""
+    """1-D cross-correlation: c[k] = sum_n a[n + k] * conj(v[n]) (NumPy's, modes too)."""
     a, v = fnp._common((a, v))
+    return _sliding_products(a, fnp.conj(v) if dtypes.is_complex(v.dtype) else v, mode)
+
+
+def _sliding_products(a, v, mode: str):
+    """c[k] = sum_n a[n + k] * v[n], the k of NumPy's correlate modes."""
     if a.ndim != 1 or v.ndim != 1:
         raise ShapeError(f"correlate needs 1-D arrays, got shapes {a.shape} and {v.shape}")
     n, m = a.shape[0], v.shape[0]
@@ -135,7 +141,8 @@ def convolve(a, v, mode: str = "full"):
         raise ShapeError(f"convolve needs 1-D arrays, got shape {v.shape}")
     if a.ndim == 1 and v.shape[0] > a.shape[0]:
         a, v = v, a  # NumPy swaps, so 'valid' and 'same' follow the longer input
-    return correlate(a, fnp.flip(v), mode)
+    a, v = fnp._common((a, v))
+    return _sliding_products(a, fnp.flip(v), mode)
 
 
 def _parse_signature(signature: str):
