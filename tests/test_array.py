@@ -95,6 +95,10 @@ def test_pytorch_type_promotion():
     assert fnp.exp(i64).dtype == fg.float32
     assert fnp.mean(i64).dtype == fg.float32
     assert (f16 * np.float64(2.0)).dtype == fg.float16  # NumPy scalars are weak, as in PyTorch
+    # a Python number first and NumPy data second is as weak as the other way round
+    assert fnp.add(7, np.arange(3, dtype=np.int16)).dtype == fg.int16
+    assert fnp.subtract(2.5, np.ones(3, np.float16)).dtype == fg.float16
+    assert fnp.multiply(3, np.ones(3, np.uint8)).dtype == fg.uint8
 
 
 @pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16, fg.float32, fg.float64])

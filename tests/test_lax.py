@@ -24,6 +24,10 @@ def test_integer_division_truncates_and_rounding_goes_away_from_zero():
     assert np.array_equal(lax.shift_right_logical(np.array([-8, 8], np.int32), np.int32(1)), [2147483644, 4])
     assert np.array_equal(lax.shift_right_arithmetic(np.array([-8, 8], np.int32), np.int32(1)), [-4, 4])
     assert np.array_equal(lax.select_n(np.array([0, 2, 1]), np.zeros(3), np.ones(3), np.full(3, 5.0)), [0, 5, 1])
+    narrow = lax.div(np.array([-7, 7], np.int32), np.int32(2))  # a scalar keeps the array's dtype, as lax's
+    assert narrow.dtype == np.int32 and narrow.tolist() == [-3, 3]
+    assert lax.div(7, np.array([2, -3], np.int16)).dtype == np.int16
+    assert_close(lax.logistic(np.array([-50.0, 0.0, 3.0])), 1 / (1 + np.exp([50.0, 0.0, -3.0])), rtol=1e-12)
 
 
 def test_dynamic_slices_clamp_their_start_like_xla_and_take_traced_starts():

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad import lax
 
 from .helpers import assert_close, direct_conv as _direct_conv
@@ -80,3 +81,18 @@ def test_reduce_window_and_reduce(computation, init, reduce_np):
     for v in x.reshape(2, -1).T:
         expected = expected * 0.5 + v
     assert_close(fold, expected, atol=1e-12)
+
+
+def test_variadic_reduce_folds_tuples():
+    """lax.reduce of (values, indices) with a tuple computation: an argmax along axis 1."""
+    x = np.array([[1.0, 5.0, 5.0, -2.0], [0.5, -1.0, 7.0, 7.5]])
+    index = np.broadcast_to(np.arange(4), x.shape)
+
+    def larger(a, b):
+        take_b = b[0] > a[0]
+        return fnp.where(take_b, b[0], a[0]), fnp.where(take_b, b[1], a[1])
+    best, where = lax.reduce((x, index), (-np.inf, 0), larger, (1,))
+    assert best.tolist() == [5.0, 7.5] and where.tolist() == [1, 3]  # the first of equal maxima
+    with pytest.raises(fg.ShapeError, match="need as many init values"):
+        lax.reduce((x, index), (0.0,), larger, (1,))
+    assert lax.reduce(np.zeros((0, 3)), 0.0, lambda a, b: a + b, (0,)).tolist() == [0, 0, 0]

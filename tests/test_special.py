@@ -48,6 +48,13 @@ def test_polygamma_closed_forms_and_identities():
     assert edges[0] == -np.inf and edges[1] == np.inf and np.isnan(edges[2]) and edges[3] == np.inf and np.isnan(edges[4])
     with pytest.raises(ValueError, match="non-negative int"):
         S.polygamma(1.5, X)
+    # an array of orders broadcasts against x (SciPy's and JAX's), each order as its scalar call
+    orders, points = np.array([[0], [1], [3]]), np.array([0.3, 1.5, 4.0])
+    by_order = np.stack([np.asarray(S.polygamma(int(n), points)) for n in (0, 1, 3)])
+    assert_close(S.polygamma(orders, points), by_order, rtol=1e-15)
+    assert_close(S.polygamma(np.int64(1), points), by_order[1], rtol=1e-15)
+    with pytest.raises(ValueError, match="non-negative integers"):
+        S.polygamma(np.array([1, -1]), points[:2])
 
 
 def test_derivatives_of_every_order():

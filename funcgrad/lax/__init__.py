@@ -76,8 +76,8 @@ def integer_pow(x, y: int):
 
 
 def logistic(x):
-    from .nn import sigmoid
-    return sigmoid(x)
+    """1 / (1 + exp(-x)), the sigmoid primitive (lax sits below nn, which names it sigmoid)."""
+    return bind(E.sigmoid_p, fnp._float_arg(x))
 
 
 def clamp(min, x, max):  # noqa: A002  (lax's argument order)
@@ -141,6 +141,8 @@ def shift_right_logical(x, y):
 def div(x, y):
     """x / y; for integers rounded toward zero (C's division, not NumPy's floor)."""
     x, y = fnp._pair(x, y)
+    if isinstance(x, ArrayBase) != isinstance(y, ArrayBase):  # a weak scalar takes the array's dtype
+        x, y = (x, fnp.asarray(y, x.dtype)) if isinstance(x, ArrayBase) else (fnp.asarray(x, y.dtype), y)
     x, y = fnp.asarray(x), fnp.asarray(y)
     if fnp.result_type(x, y).kind not in "iu":
         return fnp.divide(x, y)

@@ -265,19 +265,29 @@ _REDUCTIONS = {fnp.add: fnp.sum, operator.add: fnp.sum, fnp.multiply: fnp.prod, 
 
 
 def reduce(operands, init_values, computation, dimensions):
-    """XLA's Reduce of one operand: computation folded from init_value over the given axes;
+    """XLA's Reduce: computation folded from init_values over the given axes. Of one operand,
     lax.add, lax.mul, lax.max, lax.min (and the operator module's) run as NumPy's reductions, any
-    other binary function as a fold over the reduced elements."""
-    x = fnp.asarray(operands)
+    other binary function as a fold over the reduced elements; of a tuple of operands (variadic,
+    an argmax say), computation takes and returns tuples, folded the same way."""
+    variadic = isinstance(operands, (tuple, list))
+    xs = [fnp.asarray(x) for x in operands] if variadic else [fnp.asarray(operands)]
+    inits = list(init_values) if variadic else [init_values]
+    if len(inits) != len(xs) or len({x.shape for x in xs}) > 1:
+        raise ShapeError(f"lax.reduce: {len(xs)} operands of shapes {[x.shape for x in xs]} need as many init "
+                         f"values ({len(inits)} given) and one shape")
+    x = xs[0]
     axes = tuple(sorted({int(a) % x.ndim for a in dimensions})) if x.ndim else ()
-    init = fnp.astype(fnp._beside(init_values, x), x.dtype)
-    reduction = _REDUCTIONS.get(computation)
+    inits = [fnp.astype(fnp._beside(i, x), x.dtype) for i, x in zip(inits, xs)]
+    reduction = None if variadic else _REDUCTIONS.get(computation)
     if reduction is not None and (reduction not in (fnp.all, fnp.any) or x.dtype == np.bool_):
-        return computation(init, reduction(x, axis=axes)) if x.size else \
-            fnp.broadcast_to(init, tuple(n for a, n in enumerate(x.shape) if a not in axes))
+        return computation(inits[0], reduction(x, axis=axes)) if x.size else \
+            fnp.broadcast_to(inits[0], tuple(n for a, n in enumerate(x.shape) if a not in axes))
     kept = tuple(a for a in range(x.ndim) if a not in axes)
-    rows = fnp.reshape(fnp.transpose(x, kept + axes), tuple(x.shape[a] for a in kept) + (-1,))
-    acc = fnp.broadcast_to(init, rows.shape[:-1])
-    for k in range(rows.shape[-1]):  # the reduced elements in row-major order, as XLA's CPU fold
-        acc = computation(acc, rows[..., k])
-    return acc
+    kept_shape = tuple(x.shape[a] for a in kept)
+    reduced = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))  # not -1: a kept axis may be empty
+    rows = [fnp.reshape(fnp.transpose(x, kept + axes), kept_shape + (reduced,)) for x in xs]
+    acc = tuple(fnp.broadcast_to(i, kept_shape) for i in inits)
+    for k in range(reduced):  # the reduced elements in row-major order, as XLA's CPU fold
+        acc = computation(acc, tuple(r[..., k] for r in rows)) if variadic else \
+            (computation(acc[0], rows[0][..., k]),)
+    return tuple(acc) if variadic else acc[0]

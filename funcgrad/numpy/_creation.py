@@ -165,6 +165,9 @@ def _pair(x, y):
     if isinstance(y, ArrayBase):
         b, a = _pair(y, x)
         return a, b
+    if _is_scalar(x) and not _is_scalar(y):  # a Python number beside host data (a NumPy array): still weak
+        b, a = _pair(asarray(y), x)
+        return a, b
     return _pair(asarray(x), y)
 
 

@@ -10,8 +10,11 @@ import functools
 import math
 from fractions import Fraction
 
+import numpy as np
+
 from .. import dtypes
 from .. import numpy as fnp
+from ..array import ArrayBase
 from ..ops import elementwise as E
 from ..ops import special as S
 from ..trace import bind
@@ -33,11 +36,23 @@ def digamma(x):
     return polygamma(0, x)
 
 
-def polygamma(n: int, x):
-    """The n-th derivative of digamma (n a non-negative int)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"polygamma: n must be a non-negative int, got {n!r}")
-    return bind(S.polygamma_p, fnp._float_arg(x), n=n)
+def polygamma(n, x):
+    """The n-th derivative of digamma: n a non-negative integer, or an array of them broadcast
+    against x (SciPy's and JAX's; its values must be concrete: each order is its own kernel)."""
+    if np.ndim(n) == 0 and not isinstance(n, ArrayBase):
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"polygamma: n must be a non-negative int, got {n!r}")
+        return bind(S.polygamma_p, fnp._float_arg(x), n=int(n))
+    orders = np.asarray(n.concrete("polygamma's orders n") if isinstance(n, ArrayBase) else n)
+    if orders.dtype.kind not in "iuf" or (orders != np.floor(orders)).any() or (orders < 0).any():
+        raise ValueError(f"polygamma: n must hold non-negative integers, got {orders!r}")
+    x = fnp._float_arg(x)
+    shape = np.broadcast_shapes(orders.shape, x.shape)
+    x, out = fnp.broadcast_to(x, shape), None
+    for order in np.unique(orders):
+        value = bind(S.polygamma_p, x, n=int(order))
+        out = value if out is None else fnp.where(np.broadcast_to(orders == order, shape), value, out)
+    return fnp.zeros(shape, x.dtype) if out is None else out  # no orders: an empty result
 
 
 def gamma(x):
