@@ -360,3 +360,21 @@ def test_jax_dot_product_attention():
     assert_close(nn.dot_product_attention(q[0], k[0], v[0]), _attention_reference(q, k, v)[0], rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="multiple of key's 3"):
         nn.dot_product_attention(q, rng.normal(size=(b, s, 3, h)), rng.normal(size=(b, s, 3, h)))
+
+
+def test_jax_nn_softmax_where_one_hot_axis_and_logsumexp_weights():
+    """jax.nn's forms: where= leaves entries out of a softmax (0; -inf in log space; a slice with
+    none left is all 0), one_hot's axis, logsumexp's b (values: jax.nn's)."""
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    keep = np.array([[True, False, True], [False, False, False]])
+    e = np.exp([1.0, 3.0])
+    assert_close(nn.softmax(x, where=keep), [[e[0] / e.sum(), 0, e[1] / e.sum()], [0, 0, 0]], rtol=1e-12)
+    logs = np.asarray(nn.log_softmax(x, where=keep))
+    assert_close(logs[0, [0, 2]], np.log(e / e.sum()), rtol=1e-12)
+    assert logs[0, 1] == -np.inf and (logs[1] == -np.inf).all()
+    grad = fg.grad(lambda t: nn.softmax(t, where=keep)[0, 0])(x)
+    p = e[0] / e.sum()
+    assert_close(grad, [[p * (1 - p), 0, -p * (1 - p)], [0, 0, 0]], rtol=1e-12)  # finite beside the empty row
+    assert_close(nn.one_hot(np.array([0, 2, 1]), 3, axis=0), np.eye(3)[[0, 2, 1]].T)
+    b = np.array([[1.0, 0.5, 2.0], [0.0, 1.0, 1.0]])
+    assert_close(nn.logsumexp(x, axis=1, b=b), np.log((b * np.exp(x)).sum(1)), rtol=1e-12)

@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from .. import numpy as fnp
 from .. import errors as fg_errors
-from ..scipy.special import log1mexp
+from ..scipy.special import log1mexp, logsumexp  # jax.nn.logsumexp is scipy's: b, return_sign
 from . import _functional as F
 from .layers import Lambda
 from .module import Module
@@ -76,7 +76,7 @@ def prelu(x, weight):
 
 
 # jax.nn's names
-swish, hard_silu, hard_tanh, soft_sign, logsumexp = F.silu, F.hard_swish, F.hardtanh, F.softsign, fnp.logsumexp
+swish, hard_silu, hard_tanh, soft_sign = F.silu, F.hard_swish, F.hardtanh, F.softsign
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5, where=None):

@@ -161,16 +161,39 @@ def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8, *, dim: int | No
     return fnp.sum(unit1 * unit2, axis=axis)
 
 
-def softmax(x, axis=-1, *, dim=None):
-    """Softmax along axis (or PyTorch's dim)."""
+def softmax(x, axis=-1, *, dim=None, where=None):
+    """Softmax along axis (or PyTorch's dim); where= (jax.nn's) leaves the other entries out: they
+    get 0, and so does a slice with none left."""
     x = fnp.autocast_to_float32(fnp._float_arg(x))
-    return bind(R.softmax_p, x, axes=fnp._axes(_axis(axis, dim), x.ndim))
+    axes = fnp._axes(_axis(axis, dim), x.ndim)
+    if where is None:
+        return bind(R.softmax_p, x, axes=axes)
+    mask, shifted = _masked_shift(x, where, axes)
+    exps = fnp.where(mask, fnp.exp(shifted), 0.0)
+    total = fnp.sum(exps, axis=axes, keepdims=True)
+    return exps / fnp.where(total > 0, total, 1.0)
 
 
-def log_softmax(x, axis=-1, *, dim=None):
-    """Log-softmax along axis (or PyTorch's dim)."""
+def log_softmax(x, axis=-1, *, dim=None, where=None):
+    """Log-softmax along axis (or PyTorch's dim); where= (jax.nn's) leaves the other entries out:
+    they get -inf."""
     x = fnp.autocast_to_float32(fnp._float_arg(x))
-    return bind(R.log_softmax_p, x, axes=fnp._axes(_axis(axis, dim), x.ndim))
+    axes = fnp._axes(_axis(axis, dim), x.ndim)
+    if where is None:
+        return bind(R.log_softmax_p, x, axes=axes)
+    mask, shifted = _masked_shift(x, where, axes)
+    total = fnp.sum(fnp.where(mask, fnp.exp(shifted), 0.0), axis=axes, keepdims=True)
+    return fnp.where(mask, shifted - fnp.log(fnp.where(total > 0, total, 1.0)), -np.inf)
+
+
+def _masked_shift(x, where, axes):
+    """(the mask broadcast to x, x minus its slices' largest kept entry): the left-out entries are
+    set to that maximum before the subtraction, so neither their values nor an empty slice's -inf
+    reach a gradient as NaN."""
+    mask = fnp.broadcast_to(fnp.astype(fnp._arrays(x, where)[1], fg_dtypes.bool_), x.shape)
+    peak = fnp.stop_gradient(fnp.max(fnp.where(mask, x, -np.inf), axis=axes, keepdims=True))
+    peak = fnp.where(fnp.isfinite(peak), peak, 0.0)
+    return mask, fnp.where(mask, x, peak) - peak
 
 
 def _bias_like(bias, out):
@@ -304,9 +327,11 @@ def _padding_index(padding_idx: int, rows: int) -> int:
     return int(padding_idx) % rows
 
 
-def one_hot(labels, num_classes: int = -1, dtype=fg_dtypes.float32):
-    """labels (integers) as one-hot vectors of num_classes; -1 (PyTorch's default) takes the largest
-    label + 1, which needs concrete labels (under jit, give num_classes)."""
+def one_hot(labels, num_classes: int = -1, dtype=fg_dtypes.float32, axis: int = -1):
+    """labels (integers) as one-hot vectors of num_classes along axis (jax.nn's; the last by
+    default); -1 (PyTorch's default) takes the largest label + 1, which needs concrete labels
+    (under jit, give num_classes). A label outside the classes raises, as in PyTorch (JAX gives an
+    all-zero vector: mask such rows explicitly)."""
     idx = fnp._index_array(labels)
     known = fnp.concrete_or_none(idx)
     if num_classes == -1:
@@ -317,7 +342,8 @@ def one_hot(labels, num_classes: int = -1, dtype=fg_dtypes.float32):
     if known is not None and known.size and (known.min() < 0 or known.max() >= num_classes):
         raise IndexError(f"one_hot: labels span [{known.min()}, {known.max()}], outside the {num_classes} classes "
                          f"[0, {num_classes - 1}]")  # an all-zero row would be a silent wrong target
-    return fnp.astype(fnp.expand_dims(idx, -1) == fnp.arange(num_classes, device=idx.device), dtype)
+    out = fnp.astype(fnp.expand_dims(idx, -1) == fnp.arange(num_classes, device=idx.device), dtype)
+    return out if axis == -1 else fnp.moveaxis(out, -1, axis)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, scale: float | None = None, *,
