@@ -102,11 +102,16 @@ def ref_adamax(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
     return out
 
 
-def ref_nadam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, momentum_decay=4e-3):
+def _decay(p, g, lr, weight_decay, decoupled):
+    """(p, g) after weight decay: L2 added to the gradient, or decoupled (p shrunk first)."""
+    return (p * (1 - lr * weight_decay), g) if decoupled else (p, g + weight_decay * p)
+
+
+def ref_nadam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, momentum_decay=4e-3, decoupled=False):
     m = v = np.zeros_like(p)
     product, out = 1.0, []
     for t, g in enumerate(gs, start=1):
-        g = g + weight_decay * p
+        p, g = _decay(p, g, lr, weight_decay, decoupled)
         mu_t = b1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))
         mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
         product *= mu_t
@@ -118,11 +123,11 @@ def ref_nadam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, momentum_
     return out
 
 
-def ref_radam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
+def ref_radam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, decoupled=False):
     m = v = np.zeros_like(p)
     rho_inf, out = 2 / (1 - b2) - 1, []
     for t, g in enumerate(gs, start=1):
-        g = g + weight_decay * p
+        p, g = _decay(p, g, lr, weight_decay, decoupled)
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
         m_hat = m / (1 - b1 ** t)
@@ -134,6 +139,37 @@ def ref_radam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
             p = p - lr * m_hat
         out.append(p)
     return out
+
+
+def ref_adadelta(p, gs, lr, rho=0.9, eps=1e-6, weight_decay=0.0):
+    square = delta_square = np.zeros_like(p)
+    out = []
+    for g in gs:
+        g = g + weight_decay * p
+        square = rho * square + (1 - rho) * g * g
+        delta = np.sqrt(delta_square + eps) / np.sqrt(square + eps) * g
+        delta_square = rho * delta_square + (1 - rho) * delta * delta
+        p = p - lr * delta
+        out.append(p)
+    return out
+
+
+def ref_rprop(p, gs, lr, etas=(0.5, 1.2), step_sizes=(1e-6, 50.0)):
+    previous, step, out = np.zeros_like(p), np.full_like(p, lr), []
+    for g in gs:
+        g = g.copy()
+        agree = g * previous
+        step = np.clip(np.where(agree > 0, step * etas[1], np.where(agree < 0, step * etas[0], step)), *step_sizes)
+        g[agree < 0] = 0  # a flipped sign: the step shrinks and this one is skipped
+        p = p - np.sign(g) * step
+        previous = g
+        out.append(p)
+    return out
+
+
+def maximizing(ref):
+    """PyTorch's maximize=True: the same algorithm on the negated gradients."""
+    return lambda p, gs, maximize, **hyper: ref(p, [-g for g in gs], **hyper)
 
 
 CASES = [
@@ -153,6 +189,17 @@ CASES = [
     (optim.nadam, ref_nadam, dict(lr=0.01, weight_decay=0.1)),
     (optim.radam, ref_radam, dict(lr=0.01, weight_decay=0.1)),
     (optim.radam, ref_radam, dict(lr=0.01, eps=1e-3)),  # where eps goes shows
+    (optim.nadam, ref_nadam, dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    (optim.radam, ref_radam, dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    (optim.adam, ref_adam, dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    (optim.adadelta, ref_adadelta, dict(lr=1.0)),
+    (optim.adadelta, ref_adadelta, dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.1)),
+    (optim.rprop, ref_rprop, dict(lr=0.02)),
+    (optim.rprop, ref_rprop, dict(lr=0.02, etas=(0.4, 1.3), step_sizes=(1e-3, 0.05))),
+    (optim.adamw, maximizing(lambda p, gs, **h: ref_adam(p, gs, decoupled=True, **h)),
+     dict(lr=0.01, weight_decay=0.1, maximize=True)),
+    (optim.sgd, maximizing(ref_sgd), dict(lr=0.1, momentum=0.9, weight_decay=0.01, maximize=True)),
+    (optim.rprop, maximizing(ref_rprop), dict(lr=0.02, maximize=True)),
 ]
 
 
@@ -160,7 +207,8 @@ CASES = [
 def test_optimizer_matches_pytorch_formula(make, ref, hyper):
     p0 = np.random.default_rng(1).standard_normal((3, 2))
     gs = grads_sequence()
-    expected = ref(p0, gs, **hyper)
+    renamed = {"decoupled_weight_decay": "decoupled"}  # the references' own name
+    expected = ref(p0, gs, **{renamed.get(k, k): v for k, v in hyper.items()})
     opt = make(hyper["lr"], **{k: v for k, v in hyper.items() if k != "lr"})
     params = {"w": fg.asarray(p0)}
     state = opt.init(params)

@@ -148,16 +148,9 @@ def round(x, decimals: int = 0):  # noqa: A001
     return divide(bind(E.round_p, multiply(x, scale)), scale)
 
 
-def where(condition, x=None, y=None, *, size: int | None = None, fill_value=None):
-    """where(c, x, y) selects elementwise; where(c) returns the indices of the true elements
-    (nonzero's, with JAX's size and fill_value for a static length)."""
-    if x is None and y is None:
-        from ._statistics import nonzero  # a later module of the namespace
-        return nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise TypeError("where takes either one argument or three")
-    if size is not None or fill_value is not None:
-        raise TypeError("where: size and fill_value belong to the one-argument form, where(condition)")
+def where(condition, x, y):
+    """x where condition holds, else y, elementwise (funcgrad.numpy.where, in _statistics, adds the
+    one-argument form)."""
     condition, x, y = follow(condition, x, y)
     c = astype(condition, bool_)
     x, y = _pair(x, y)

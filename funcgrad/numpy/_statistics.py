@@ -22,7 +22,7 @@ __all__ = [
     "nanargmin", "quantile", "percentile", "nanquantile", "nanpercentile", "median", "nanmedian", "average", "ptp",
     "count_nonzero", "searchsorted", "digitize", "bincount", "histogram", "histogram_bin_edges", "histogramdd",
     "histogram2d", "cov", "corrcoef",
-    "nonzero", "argwhere", "flatnonzero", "unique", "isin", "intersect1d", "union1d", "setdiff1d", "setxor1d",
+    "where", "nonzero", "argwhere", "flatnonzero", "unique", "isin", "intersect1d", "union1d", "setdiff1d", "setxor1d",
     "trim_zeros", "lexsort", "argpartition",
     "partition",
 ]
@@ -376,6 +376,18 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density: bool = False):
         bins = [bins, bins]
     counts, (x_edges, y_edges) = histogramdd([x, y], bins, range, weights, density)
     return counts, x_edges, y_edges
+
+
+def where(condition, x=None, y=None, *, size: int | None = None, fill_value=None):
+    """where(c, x, y) selects elementwise; where(c) is nonzero(c), with JAX's size and fill_value
+    for a static length."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise TypeError("where takes either one argument or three")
+    if size is not None or fill_value is not None:
+        raise TypeError("where: size and fill_value belong to the one-argument form, where(condition)")
+    return fnp.where(condition, x, y)
 
 
 def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple:

@@ -1,0 +1,30 @@
+"""Optimisers as pure gradient transformations (optax's interface, PyTorch's algorithms).
+
+    opt = optim.adamw(learning_rate=optim.cosine_schedule(1e-3, decay_steps=1000), weight_decay=1e-2)
+    state = opt.init(params)
+    updates, state = opt.update(grads, state, params)
+    params = optim.apply_updates(params, updates)
+
+An optimiser is two pure functions; its state is a pytree of arrays, so it checkpoints like the
+model. Every algorithm follows the update rule in PyTorch's documentation step for step.
+Learning rates are floats or schedules (functions of the step count, starting at 0).
+
+_base.py the interface and chain, _transforms.py the update rules as building blocks,
+_optimizers.py PyTorch's optimisers by name, _wrappers.py accumulation and skipping, _schedules.py
+the learning-rate schedules.
+"""
+
+from ._base import (  # noqa: F401
+    GradientTransformation, ScalarOrSchedule, Schedule, apply_updates, chain, over_shards, sharded)
+from ._transforms import (  # noqa: F401
+    AdadeltaState, AdagradState, AdamState, AdamaxState, CountState, LionState, NadamState, RMSState,
+    RpropState, TraceState, add_decayed_weights, clip, clip_by_global_norm, global_norm, scale,
+    scale_by_adadelta, scale_by_adagrad, scale_by_adam, scale_by_adamax, scale_by_learning_rate,
+    scale_by_lion, scale_by_nadam, scale_by_radam, scale_by_rms, scale_by_rprop, trace)
+from ._optimizers import (  # noqa: F401
+    adadelta, adagrad, adam, adamax, adamw, lion, nadam, radam, rmsprop, rprop, sgd)
+from ._wrappers import (  # noqa: F401
+    FiniteState, MultiStepsState, apply_if_finite, multi_steps)
+from ._schedules import (  # noqa: F401
+    constant_schedule, cosine_schedule, exponential_schedule, join_schedules, linear_schedule,
+    piecewise_constant_schedule, polynomial_schedule, step_schedule, warmup_cosine_schedule)
