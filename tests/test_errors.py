@@ -188,6 +188,21 @@ def test_losses_refuse_silent_broadcasting():
     assert float(fg.nn.mse_loss(fnp.zeros((4, 1)), fnp.broadcast_to(fnp.zeros(4)[:, None], (4, 1)))) == 0.0
 
 
+def test_losses_refuse_values_pytorch_refuses():
+    with pytest.raises(ValueError, match=r"every input must be a probability in \[0, 1\], got 1.5"):
+        fg.nn.binary_cross_entropy(np.array([0.5, 1.5]), np.array([1.0, 0.0]))  # logits passed by mistake: not NaN
+    with pytest.raises(ValueError, match="delta must be positive, got -1.0"):
+        fg.nn.huber_loss(np.ones(2), np.zeros(2), delta=-1.0)
+    with pytest.raises(ValueError, match="beta must be non-negative, got -0.5"):
+        fg.nn.smooth_l1_loss(np.ones(2), np.zeros(2), beta=-0.5)
+
+
+def test_softmax_over_nothing_is_empty():
+    for fn in (fg.nn.softmax, fg.nn.log_softmax):  # PyTorch's: an empty result, not a reduction error
+        assert fn(np.zeros((2, 0), np.float32), axis=1).shape == (2, 0)
+        assert fn(np.zeros((0, 3), np.float32), axis=1).shape == (0, 3)
+
+
 def test_mismatched_trees_name_their_first_difference():
     opt = fg.optim.adam(1e-3)
     m1 = fg.nn.MLP(4, [8], 2, key=fg.random.key(0))

@@ -217,12 +217,16 @@ def _soft_cross_entropy(logits, probs, weight, reduction, label_smoothing):
 
 def huber_loss(pred, target, reduction: str = "mean", delta: float = 1.0):
     """Quadratic within delta of the target, linear beyond (torch.nn.functional.huber_loss)."""
+    if not delta > 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
     diff = fnp.abs(fnp.subtract(*_matching(pred, target, "huber_loss")))
     return _reduce(fnp.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta)), reduction)
 
 
 def smooth_l1_loss(pred, target, reduction: str = "mean", beta: float = 1.0):
     """huber_loss / beta (beta = 0 is the L1 loss)."""
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
     diff = fnp.abs(fnp.subtract(*_matching(pred, target, "smooth_l1_loss")))
     if beta == 0:
         return _reduce(diff, reduction)
@@ -246,6 +250,11 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False):  #
 def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
     """-w [y log p + (1 - y) log(1 - p)] on probabilities, each log clamped at -100 as PyTorch."""
     probs, targets = _matching(probs, targets, "binary_cross_entropy", float_target=True)
+    known = fnp.concrete_or_none(probs)
+    if known is not None and known.size and not ((known >= 0) & (known <= 1)).all():
+        bad = known[~((known >= 0) & (known <= 1))].ravel()[0]
+        raise ValueError(f"binary_cross_entropy: every input must be a probability in [0, 1], got {bad} (for "
+                         f"logits use binary_cross_entropy_with_logits)")
     log_p = fnp.maximum(fnp.log(probs), -100.0)
     log_q = fnp.maximum(fnp.log1p(-probs), -100.0)
     loss = -(targets * log_p + (1.0 - targets) * log_q)

@@ -182,6 +182,8 @@ defjvp(logsumexp_p, lambda t, out, x, axes, keepdims: sum_p(
 
 
 def _softmax_impl(x, axes):
+    if np.size(x) == 0:  # an empty axis, or no rows: nothing to normalise (PyTorch's empty result)
+        return np.empty(np.shape(x), x.dtype)
     if axes == (np.ndim(x) - 1,):
         fast = rows.last_axis(np.asarray(x), log=False)
         if fast is not None:
@@ -192,6 +194,8 @@ def _softmax_impl(x, axes):
 
 
 def _log_softmax_impl(x, axes):
+    if np.size(x) == 0:
+        return np.empty(np.shape(x), x.dtype)
     if axes == (np.ndim(x) - 1,):
         fast = rows.last_axis(np.asarray(x), log=True)
         if fast is not None:
