@@ -26,7 +26,7 @@ from .jit import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_program
 from .vmap import vmap
 from .custom import checkpoint as remat, custom_jvp, custom_vjp
 from .jvp import hessian, jacfwd, jvp, linearize
-from .vjp import grad, jacrev, value_and_grad, vjp
+from .vjp import grad, jacrev, linear_transpose, value_and_grad, vjp
 
 tree_util = tree  # jax.tree_util's name for the same functions
 jacobian = jacrev
@@ -48,7 +48,7 @@ __all__ = [
     "stop_gradient", "zeros", "zeros_like",
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
-    "remat", "custom_vjp", "custom_jvp", "linearize", "jacobian", "eval_shape", "ShapeDtypeStruct", "disable_jit",
+    "remat", "custom_vjp", "custom_jvp", "linearize", "linear_transpose", "jacobian", "eval_shape", "ShapeDtypeStruct", "disable_jit",
     "block_until_ready", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
     "jit", "make_program", "cond", "switch", "fori_loop", "while_loop", "scan", "lax", "tree_util", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
     "amp", "checkpoint", "cuda", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",

@@ -132,12 +132,17 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
     return out_tree.unflatten(outs), out_tree.unflatten(tans)
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """Jacobian by forward mode, one JVP per input element: out.shape + in.shape per leaf pair."""
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """Jacobian by forward mode, one JVP per input element: out.shape + in.shape per leaf pair;
+    holomorphic=True (complex inputs) gives the complex derivatives, which a unit tangent finds."""
     @functools.wraps(fun)
     def jacfwd_f(*args, **kwargs):
         leaves, in_tree, flat = flat_transform(fun, args, kwargs, argnums, "jacfwd")
-        if any(dtypes.is_complex(x.dtype) for x in leaves):
+        if holomorphic and not all(dtypes.is_complex(x.dtype) for x in leaves):
+            raise TypeError(f"jacfwd with holomorphic=True needs complex inputs, got "
+                            f"{sorted({str(x.dtype) for x in leaves})}")
+        if not holomorphic and any(dtypes.is_complex(x.dtype) for x in leaves):
             raise TypeError("jacfwd of a complex input: a one-hot tangent moves only its real part, so the "
                             "Jacobian would miss d/dy; use jacrev (of a real output) or jvp with complex tangents")
         aux = Aux()

@@ -19,9 +19,9 @@ from .devices import full
 from .errors import ShapeError
 from .ops import elementwise as E
 from .trace import Trace, Tracer, annotate, apply, bind
-from .tree import tree_flatten, tree_structure
+from .tree import tree_flatten, tree_map, tree_structure
 
-__all__ = ["vjp", "grad", "value_and_grad", "jacrev"]
+__all__ = ["vjp", "grad", "value_and_grad", "jacrev", "linear_transpose"]
 
 
 _creation_order = itertools.count()
@@ -330,11 +330,22 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, pytorch_convention:
     return (out, vjp_fn, aux.value()) if has_aux else (out, vjp_fn)
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """f -> (f(*args), gradient of f with respect to args[argnums]); f must return a scalar."""
+def _holomorphic_inputs(leaves, name: str) -> None:
+    if not all(dtypes.is_complex(x.dtype) for x in leaves):
+        raise TypeError(f"{name} with holomorphic=True needs complex inputs, got "
+                        f"{sorted({str(x.dtype) for x in leaves})}")
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable:
+    """f -> (f(*args), gradient of f with respect to args[argnums]); f must return a real scalar,
+    or with holomorphic=True (JAX's) a complex one of complex inputs, whose derivative f'(z) it
+    gives (not PyTorch's conjugate, which a real-valued f's gradient follows)."""
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         leaves, in_tree, flat = flat_transform(fun, args, kwargs, argnums, "grad")
+        if holomorphic:
+            _holomorphic_inputs(leaves, "grad")
         aux = Aux()
         main = aux.split(flat, has_aux, "grad")
 
@@ -346,7 +357,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                                 f"outputs, pass has_aux=True and return (loss, aux)")
             if not hasattr(out, "shape"):
                 out = Array(to_numpy(out))
-            if out.size != 1 or not dtypes.is_float(out.dtype):
+            if out.size != 1 or not (dtypes.is_complex(out.dtype) if holomorphic else dtypes.is_float(out.dtype)):
                 hint = ("a complex value has no gradient: differentiate its .real or abs()"
                         if dtypes.is_complex(out.dtype) else "reduce it with .sum() or use jacrev / vjp")
                 raise TypeError(f"grad needs {fun.__name__} to return a real floating-point scalar; "
@@ -357,15 +368,16 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             value, vjp_flat = _vjp(scalar_fun, leaves, "grad")
         with annotate("backward"):  # a one-element output of any shape is a scalar, as in PyTorch
             seed = full(tuple(value.shape), 1, value.dtype, value.device)
-            grads = args_result(in_tree, vjp_flat(seed, release=True), argnums)
+            grads = args_result(in_tree, vjp_flat(seed, release=True, pytorch_convention=not holomorphic), argnums)
         return ((value, aux.value()), grads) if has_aux else (value, grads)
 
     return value_and_grad_f
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable:
     """f -> the gradient of scalar-valued f with respect to args[argnums] (same pytree)."""
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -375,15 +387,19 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     return grad_f
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """Jacobian by reverse mode, one VJP per output element: out.shape + in.shape per leaf pair."""
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """Jacobian by reverse mode, one VJP per output element: out.shape + in.shape per leaf pair;
+    holomorphic=True (complex inputs and outputs) gives the complex derivatives df_i/dz_j."""
     @functools.wraps(fun)
     def jacrev_f(*args, **kwargs):
         leaves, in_tree, flat = flat_transform(fun, args, kwargs, argnums, "jacrev")
+        if holomorphic:
+            _holomorphic_inputs(leaves, "jacrev")
         aux = Aux()
         out, vjp_flat = _vjp(aux.split(flat, has_aux, "jacrev"), leaves, "jacrev")
         out_leaves, out_tree = tree_flatten(out)
-        if any(dtypes.is_complex(o.dtype) for o in out_leaves):
+        if not holomorphic and any(dtypes.is_complex(o.dtype) for o in out_leaves):
             raise TypeError("jacrev of a complex output: each row would be the gradient of its real part "
                             "alone; differentiate .real and .imag (or abs) separately, or use vjp")
         per_out = []
@@ -392,7 +408,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             for k in range(o.size):
                 ct = [zeros(p.shape, p.dtype, p.device) for p in out_leaves]
                 ct[j] = one_hot(o.shape, o.dtype, k, o.device)
-                rows.append(vjp_flat(out_tree.unflatten(ct)))
+                rows.append(vjp_flat(out_tree.unflatten(ct), pytorch_convention=not holomorphic))
             blocks = [stack_jacobian([r[i] for r in rows], o.shape, x.shape, x.dtype, 0)
                       for i, x in enumerate(leaves)]
             per_out.append(args_result(in_tree, blocks, argnums))
@@ -400,3 +416,17 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         return (jac, aux.value()) if has_aux else jac
 
     return jacrev_f
+
+
+def linear_transpose(fun: Callable, *primals: Any) -> Callable:
+    """The transpose of a linear fun (jax.linear_transpose): primals give the inputs' shapes and
+    dtypes (arrays or ShapeDtypeStructs); the result maps a cotangent shaped like fun's output to a
+    tuple shaped like primals. fun's VJP at zero inputs, in JAX's convention (the plain transpose,
+    no conjugate); fun must be linear, which is not checked."""
+    def zeros_like(p):  # an array, a ShapeDtypeStruct (a leaf here, not a tuple) or a Python number
+        dtype = np.dtype(p.dtype) if hasattr(p, "dtype") else np.result_type(p)
+        return full(tuple(np.shape(p) if not hasattr(p, "shape") else p.shape), 0, dtype,
+                    p.device if isinstance(p, Array) else CPU)
+    zeros_in = tree_map(zeros_like, primals, is_leaf=lambda p: hasattr(p, "shape") and hasattr(p, "dtype"))
+    _, pullback = vjp(fun, *zeros_in, pytorch_convention=False)
+    return lambda cotangent: tuple(pullback(cotangent))

@@ -359,6 +359,29 @@ def test_jacobians_of_complex_values():
         fg.jacfwd(lambda z: fnp.abs(z))(z)
 
 
+def test_holomorphic_derivatives_and_linear_transpose_are_jaxs():
+    """holomorphic=True gives f'(z) itself (JAX's), checked against closed forms; linear_transpose
+    is the plain transpose (no conjugate)."""
+    z = np.array([0.3 + 0.5j, -1.2 + 0.1j, 2.0 - 1j])
+    assert_allclose = np.testing.assert_allclose
+    assert_allclose(fg.grad(lambda a: fnp.sum(fnp.sin(a) * a), holomorphic=True)(z), np.cos(z) * z + np.sin(z),
+                    rtol=1e-12)
+    value, derivative = fg.value_and_grad(lambda a: fnp.sum(a ** 3), holomorphic=True)(z)
+    assert_allclose(value, np.sum(z ** 3), rtol=1e-12)
+    assert_allclose(derivative, 3 * z ** 2, rtol=1e-12)
+    expected = np.diag(np.exp(z) * z[0])
+    expected[:, 0] += np.exp(z)  # every output also holds z[0]
+    for jacobian in (fg.jacrev, fg.jacfwd):
+        assert_allclose(jacobian(lambda a: fnp.exp(a) * a[0], holomorphic=True)(z), expected, rtol=1e-12)
+    with pytest.raises(TypeError, match="holomorphic=True needs complex inputs"):
+        fg.grad(lambda a: fnp.sum(a ** 2), holomorphic=True)(z.real)
+    m = RNG.standard_normal((2, 3))
+    assert_allclose(fg.linear_transpose(lambda a: m @ a, np.zeros(3))(np.ones(2))[0], m.T @ np.ones(2), rtol=1e-12)
+    assert_allclose(fg.linear_transpose(lambda a: (1 + 2j) * a, z)(z)[0], (1 + 2j) * z, rtol=1e-12)
+    spec = fg.ShapeDtypeStruct((2, 3), np.float64)
+    assert_allclose(fg.linear_transpose(lambda a: fnp.sum(a, 0), spec)(np.arange(3.0))[0], np.tile(np.arange(3.0), (2, 1)))
+
+
 def test_remat_and_custom_jvp_keep_the_rules_convention():
     """checkpoint's backward and custom_jvp's reverse mode run reverse mode inside a rule: there the
     cotangents stay in the rules' (JAX's) convention; converting them too gave wrong gradients."""
