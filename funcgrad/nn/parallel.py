@@ -137,7 +137,7 @@ class VocabParallelEmbedding(Module):
 
     def unsplit(self) -> Embedding:
         return _module(Embedding, num_embeddings=self.num_embeddings, embedding_dim=self.embedding_dim,
-                       padding_idx=self.padding_idx,
+                       padding_idx=self.padding_idx, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                        weight=C.all_gather_invariant(self.weight, self.axis, axis=0, tiled=True))
 
 
