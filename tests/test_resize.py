@@ -101,6 +101,9 @@ def test_gradients_jit_and_dtypes():
     img = np.array([[[[0, 255], [255, 0]]]], np.uint8)
     up = nn.interpolate(img, size=(3, 3), mode="bicubic", align_corners=True)
     assert up.dtype == np.uint8 and np.asarray(up)[0, 0, 1, 1] == 128  # rounded, and overshoots clipped
+    from funcgrad.nn import functional as F
+    assert_close(F.upsample_bilinear(x, size=(3, 7)), nn.interpolate(x, (3, 7), mode="bilinear", align_corners=True))
+    assert_close(F.upsample_nearest(x, scale_factor=2), nn.interpolate(x, scale_factor=2))
     layer = nn.Upsample(scale_factor=1.7, mode="linear", recompute_scale_factor=True)
     assert_close(layer(np.arange(7.0)[None, None]), _interp_axis(np.arange(7.0)[None, None], 2, 11, False))
 

@@ -14,7 +14,7 @@ from .. import dtypes
 from .. import errors as fg_errors
 from .. import numpy as fnp
 
-__all__ = ["interpolate"]
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
 
 _MODES = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": (1, 2, 3), "linear": (1,), "bilinear": (2,),
           "bicubic": (2,), "trilinear": (3,)}
@@ -148,7 +148,8 @@ def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_co
                                    f"shape {x.shape}")
     spatial = x.shape[2:]
     if len(spatial) not in _MODES[mode]:
-        raise fg_errors.ShapeError(f"interpolate: mode {mode!r} takes {_MODES[mode][0] + 2}-D input, got shape {x.shape}")
+        raise fg_errors.ShapeError(f"interpolate: mode {mode!r} takes {_MODES[mode][0] + 2}-D input, got shape "
+                                   f"{x.shape}")
     if align_corners is not None and mode not in _INTERPOLATING:
         raise ValueError(f"interpolate: align_corners can only be set with the modes {_INTERPOLATING}, not {mode!r}")
     if antialias and mode not in ("bilinear", "bicubic"):
@@ -168,13 +169,15 @@ def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_co
         if mode == "area":
             taps = [_area_taps(n, m) for n, m in zip(spatial, out_size)]
         elif antialias:
-            taps = [_antialiased_taps(n, m, f, corners, mode == "bicubic") for n, m, f in zip(spatial, out_size, factors)]
+            taps = [_antialiased_taps(n, m, f, corners, mode == "bicubic")
+                    for n, m, f in zip(spatial, out_size, factors)]
         elif mode == "bicubic":
             taps = [_cubic_taps(n, m, f, corners, precision) for n, m, f in zip(spatial, out_size, factors)]
         else:
             taps = [_linear_taps(n, m, f, corners, precision) for n, m, f in zip(spatial, out_size, factors)]
     for axis, (index, weight) in enumerate(taps, start=2):
-        if index.shape[0] != x.shape[axis] or weight is not None or not np.array_equal(index[:, 0], np.arange(index.shape[0])):
+        identity = weight is None and np.array_equal(index[:, 0], np.arange(x.shape[axis]))
+        if not identity:  # nearest resampling to the same size leaves the axis as it is
             x = _resample(x, axis, index, weight)
     if mode.startswith("nearest") or x.dtype == original:
         return x
@@ -183,3 +186,17 @@ def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_co
         rounded = fnp.round(x) if info is None else fnp.clip(fnp.round(x), info.min, info.max)
         return fnp.astype(rounded, original)
     return fnp.astype(x, original)
+
+
+def upsample(x, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """PyTorch's deprecated name for interpolate."""
+    return interpolate(x, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(x, size=None, scale_factor=None):
+    return interpolate(x, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(x, size=None, scale_factor=None):
+    """Bilinear with align_corners=True, as PyTorch's deprecated upsample_bilinear."""
+    return interpolate(x, size, scale_factor, "bilinear", align_corners=True)

@@ -4,14 +4,14 @@ dropout, embedding and attention (_functional), convolution, pooling and padding
 resizing (_resize), the rest of PyTorch's activations (_activations), image and sequence helpers
 (_pixels), spatial sampling and the image layers around it (_vision), 3-D convolution and pooling
 (_volumes), random activations (_stochastic), embedding bags and bilinear forms (_bags), batch_norm
-(batchnorm) and the losses."""
+(batchnorm) and the losses (losses, _ctc)."""
 from ._activations import *  # noqa: F401,F403
 from ._activations import __all__ as _activations
 from ._convolution import *  # noqa: F401,F403
 from ._convolution import __all__ as _convolution
 from ._functional import *  # noqa: F401,F403
 from ._functional import __all__ as _core
-from ._resize import interpolate  # noqa: F401
+from ._resize import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401
 from ._pixels import *  # noqa: F401,F403
 from ._pixels import __all__ as _pixels
 from ._vision import *  # noqa: F401,F403
@@ -22,8 +22,10 @@ from ._stochastic import *  # noqa: F401,F403
 from ._stochastic import __all__ as _stochastic
 from ._bags import *  # noqa: F401,F403
 from ._bags import __all__ as _bags
+from ._ctc import ctc_loss  # noqa: F401
 from .batchnorm import batch_norm  # noqa: F401
 from .losses import *  # noqa: F401,F403
 from .losses import __all__ as _losses
 
-__all__ = sorted(["batch_norm", "interpolate", *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])
+__all__ = sorted(["batch_norm", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "ctc_loss",
+                   *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])

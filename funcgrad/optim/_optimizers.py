@@ -49,9 +49,10 @@ def rmsprop(learning_rate: ScalarOrSchedule = 1e-2, alpha: float = 0.99, eps: fl
 
 
 def adagrad(learning_rate: ScalarOrSchedule = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
-            initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False) -> GradientTransformation:
-    return _torch_optimizer([add_decayed_weights(weight_decay), scale_by_adagrad(lr_decay, eps, initial_accumulator_value),
-                             scale_by_learning_rate(learning_rate)], maximize)
+            initial_accumulator_value: float = 0.0, eps: float = 1e-10,
+            maximize: bool = False) -> GradientTransformation:
+    step = scale_by_adagrad(lr_decay, eps, initial_accumulator_value)
+    return _torch_optimizer([add_decayed_weights(weight_decay), step, scale_by_learning_rate(learning_rate)], maximize)
 
 
 def adamax(learning_rate: ScalarOrSchedule = 2e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
