@@ -28,6 +28,12 @@ def test_integer_division_truncates_and_rounding_goes_away_from_zero():
     assert narrow.dtype == np.int32 and narrow.tolist() == [-3, 3]
     assert lax.div(7, np.array([2, -3], np.int16)).dtype == np.int16
     assert_close(lax.logistic(np.array([-50.0, 0.0, 3.0])), 1 / (1 + np.exp([50.0, 0.0, -3.0])), rtol=1e-12)
+    # floats to integers as XLA: toward zero, saturating at the range, NaN to 0 (jax.lax's values)
+    x = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 300.7, -5.5, 2.5, -2.5, 127.9, -128.9], np.float32)
+    assert lax.convert_element_type(x, np.int8).tolist() == [0, 127, -128, 127, -128, 127, -5, 2, -2, 127, -128]
+    assert lax.convert_element_type(x, np.uint8).tolist() == [0, 255, 0, 255, 0, 255, 0, 2, 0, 127, 0]
+    assert lax.convert_element_type(x[:5], np.int32).tolist() == [0, 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 1, -2 ** 31]
+    assert lax.convert_element_type(np.array([300, -5]), np.uint8).tolist() == [44, 251]  # integers wrap
 
 
 def test_dynamic_slices_clamp_their_start_like_xla_and_take_traced_starts():

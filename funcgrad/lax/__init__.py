@@ -182,7 +182,17 @@ def select_n(which, *cases):
 
 
 def convert_element_type(operand, new_dtype):
-    return fnp.astype(operand, new_dtype)
+    """astype with XLA's float-to-integer rule: truncation toward zero that saturates at the
+    integer type's range, NaN to 0 (NumPy and PyTorch leave out-of-range values undefined; in
+    practice they wrap). Other conversions are astype's."""
+    x, target = fnp.asarray(operand), np.dtype(dtypes.canonicalize(new_dtype))
+    if not (dtypes.is_float(x.dtype) and target.kind in "iu"):
+        return fnp.astype(x, target)
+    info = np.iinfo(target)
+    low, high = float(info.min), float(info.max) + 1.0  # 0 or powers of two: exact in every float dtype
+    out = fnp.astype(fnp.where((x >= low) & (x < high), x, 0), target)  # NaN fails both tests: 0
+    out = fnp.where(x >= high, np.asarray(info.max, target), out)
+    return fnp.where(x < low, np.asarray(info.min, target), out)
 
 
 # ---- shapes ------------------------------------------------------------------------------------------
