@@ -192,7 +192,8 @@ def _with_modes(update):
     """An update method taking JAX's mode= (and its indices_are_sorted / unique_indices hints,
     which change nothing here): out-of-bounds indices raise (the default: NumPy's and PyTorch's
     IndexError), are clipped, or are dropped."""
-    def method(self, *args, mode: str | None = None, indices_are_sorted: bool = False, unique_indices: bool = False):
+    def method(self, *args, mode: str | None = None, indices_are_sorted: bool = False,
+               unique_indices: bool = False):
         if mode not in _MODES:
             raise ValueError(f"at[...].{update.__name__}: mode must be one of {_MODES}, got {mode!r}")
         if mode in (None, "promise_in_bounds"):
@@ -266,7 +267,6 @@ class _IndexUpdate:
         hit = bind(S.scatter_add_p, writes, *arrays, spec=spec, shape=x.shape)
         placed = bind(S.scatter_add_p, values, *arrays, spec=spec, shape=x.shape)
         return fnp.where(hit > 0, placed, x)
-
 
     @_with_modes
     def multiply(self, values):
