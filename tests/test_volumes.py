@@ -95,3 +95,25 @@ def test_adaptive_avg_pool3d_and_layers():
     assert_close(nn.MaxPool3d(2, return_indices=True)(v)[0], F.max_pool3d(v, 2))
     assert_close(nn.AvgPool3d(2)(v), F.avg_pool3d(v, 2))
     assert_close(nn.AdaptiveAvgPool3d(1)(v), v.mean((2, 3, 4), keepdims=True))
+
+
+def test_adaptive_max_pool3d_and_lp_pool3d_against_window_loops():
+    x = RNG.standard_normal((2, 3, 5, 6, 7))
+    x[0, 0, :2, :2, :3] = 9.0  # ties: the first maximum's index, as PyTorch's
+    values, index = F.adaptive_max_pool3d(x, (2, 4, 3), return_indices=True)
+    bounds = [[(i * n // m, -(-(i + 1) * n // m)) for i in range(m)] for n, m in zip((5, 6, 7), (2, 4, 3))]
+    for (a, (d0, d1)), (b, (h0, h1)), (c, (w0, w1)) in itertools.product(*(list(enumerate(b)) for b in bounds)):
+        window = x[:, :, d0:d1, h0:h1, w0:w1].reshape(2, 3, -1)
+        assert_close(np.asarray(values)[:, :, a, b, c], window.max(-1))
+        flat = window.argmax(-1)
+        e1, e2 = h1 - h0, w1 - w0
+        expected = ((flat // (e1 * e2) + d0) * 6 + flat // e2 % e1 + h0) * 7 + flat % e2 + w0
+        assert np.array_equal(np.asarray(index)[:, :, a, b, c], expected)
+    fg.check_grads(lambda v: F.adaptive_max_pool3d(v, 2), (RNG.standard_normal((1, 2, 4, 4, 4)),), order=1)
+    assert nn.AdaptiveMaxPool3d((None, 2, 7))(x[0]).shape == (3, 5, 2, 7)
+    positive = np.abs(x) + 0.1
+    got = np.asarray(F.lp_pool3d(positive, 2.5, (2, 3, 2), (1, 2, 3)))
+    for d, h, w in itertools.product(range(got.shape[2]), range(got.shape[3]), range(got.shape[4])):
+        window = positive[:, :, d:d + 2, 2 * h:2 * h + 3, 3 * w:3 * w + 2]
+        assert_close(got[:, :, d, h, w], (window ** 2.5).sum(axis=(2, 3, 4)) ** (1 / 2.5), rtol=1e-12)
+    assert nn.LPPool3d(2, 2)(positive).shape == (2, 3, 2, 3, 3)

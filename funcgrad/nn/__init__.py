@@ -29,8 +29,8 @@ from ._vision import *  # noqa: F401,F403  (affine_grid, grid_sample, local_resp
 from ._vision import (AdaptiveMaxPool1d, ChannelShuffle, LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d,
                       MaxUnpool2d, Softmax2d, UpsamplingBilinear2d, UpsamplingNearest2d)
 from ._volumes import *  # noqa: F401,F403  (conv3d, conv_transpose3d, 3-D pooling, dropout3d)
-from ._volumes import (AdaptiveAvgPool3d, AvgPool3d, Conv3d, ConvTranspose3d, Dropout3d, InstanceNorm3d,
-                       MaxPool3d)
+from ._volumes import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, Conv3d, ConvTranspose3d, Dropout3d,
+                       InstanceNorm3d, LPPool3d, MaxPool3d)
 from ._stochastic import *  # noqa: F401,F403  (rrelu, alpha_dropout, gumbel_softmax)
 from ._stochastic import AlphaDropout, FeatureAlphaDropout, RReLU
 from ._bags import *  # noqa: F401,F403  (embedding_bag, bilinear)

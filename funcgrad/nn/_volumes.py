@@ -16,10 +16,13 @@ from ..ops import conv as C
 from . import _convolution as Cv
 from ._functional import _bias_like
 from ._pixels import Dropout1d, InstanceNorm1d, _channel_dropout, _Fixed
+from ._vision import _lp_pooled
 from .layers import _Conv, _ConvTranspose
 
-__all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "dropout3d"]
-LAYERS = ["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "Dropout3d", "InstanceNorm3d"]
+__all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
+           "lp_pool3d", "dropout3d"]
+LAYERS = ["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d",
+          "Dropout3d", "InstanceNorm3d"]
 
 
 def _volume(x, fname: str):
@@ -114,15 +117,54 @@ def adaptive_avg_pool3d(x, output_size):
     """Mean over PyTorch's adaptive windows of each axis (an int, a triple, None keeping the
     input's size): the box mean taken one axis at a time, as it factorises."""
     x, unbatched = _volume(fnp._float_arg(x), "adaptive_avg_pool3d")
-    sizes = (output_size,) * 3 if output_size is None or isinstance(output_size, int) else tuple(output_size)
-    if len(sizes) != 3:
-        raise ValueError(f"adaptive_avg_pool3d: output_size must be an int or three ints or None, got {output_size!r}")
-    sizes = Cv._ints(tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(sizes)), 3, "output_size")
+    sizes = _adaptive_sizes(x, output_size, "adaptive_avg_pool3d")
     for axis, out in zip((2, 3, 4), sizes):
         cells = [fnp.mean(x[(slice(None),) * axis + (slice(lo, hi),)], axis=axis, keepdims=True)
                  for lo, hi in Cv._adaptive_bounds(x.shape[axis], out)]
         x = fnp.concatenate(cells, axis=axis)
     return x[0] if unbatched else x
+
+
+def _adaptive_sizes(x, output_size, fname: str) -> tuple:
+    sizes = (output_size,) * 3 if output_size is None or isinstance(output_size, int) else tuple(output_size)
+    if len(sizes) != 3:
+        raise ValueError(f"{fname}: output_size must be an int or three ints or None, got {output_size!r}")
+    return Cv._ints(tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(sizes)), 3, "output_size")
+
+
+def adaptive_max_pool3d(x, output_size, return_indices: bool = False):
+    """Max over PyTorch's adaptive windows of each axis; return_indices gives each maximum's flat
+    index in its volume (d H W + h W + w), the first of equal maxima, as max_pool3d's."""
+    x, unbatched = _volume(x, "adaptive_max_pool3d")
+    sizes = _adaptive_sizes(x, output_size, "adaptive_max_pool3d")
+    if 0 in x.shape[2:] and np.prod(sizes):
+        raise fg_errors.ShapeError(f"adaptive_max_pool3d of an empty volume (input shape {x.shape})")
+    depth, height, width = x.shape[2:]
+    values, positions = [], []
+    for (d0, d1), (h0, h1), (w0, w1) in itertools.product(
+            *(Cv._adaptive_bounds(n, m) for n, m in zip(x.shape[2:], sizes))):
+        extent = (d1 - d0, h1 - h0, w1 - w0)
+        window = fnp.reshape(x[:, :, d0:d1, h0:h1, w0:w1], x.shape[:2] + (int(np.prod(extent)),))
+        values.append(fnp.max(window, axis=-1))
+        if return_indices:
+            flat = fnp.argmax(window, axis=-1)
+            d, h, w = flat // (extent[1] * extent[2]) + d0, flat // extent[2] % extent[1] + h0, flat % extent[2] + w0
+            positions.append((d * height + h) * width + w)
+    shape = x.shape[:2] + sizes
+    out = fnp.reshape(fnp.stack(values, -1), shape)
+    out = out[0] if unbatched else out
+    if not return_indices:
+        return out
+    idx = fnp.reshape(fnp.stack(positions, -1), shape)
+    return out, idx[0] if unbatched else idx
+
+
+def lp_pool3d(x, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+    """(sum over each window of x^p)^(1/p), as torch.nn.functional.lp_pool3d (p = norm_type)."""
+    kernel = Cv._ints(kernel_size, 3, "kernel_size")
+    x = fnp._float_arg(x)
+    mean = avg_pool3d(x ** norm_type, kernel, stride, 0, ceil_mode)
+    return _lp_pooled(mean, int(np.prod(kernel)), norm_type)
 
 
 def dropout3d(x, rate: float, key=None):
@@ -160,6 +202,20 @@ class AdaptiveAvgPool3d(_Fixed):
 
     def __init__(self, output_size):
         super().__init__(output_size)
+
+
+class AdaptiveMaxPool3d(_Fixed):
+    fn = staticmethod(adaptive_max_pool3d)
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__(output_size, return_indices)
+
+
+class LPPool3d(_Fixed):
+    fn = staticmethod(lp_pool3d)
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__(norm_type, kernel_size, stride, ceil_mode)
 
 
 class Dropout3d(Dropout1d):
