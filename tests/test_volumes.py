@@ -117,3 +117,18 @@ def test_adaptive_max_pool3d_and_lp_pool3d_against_window_loops():
         window = positive[:, :, d:d + 2, 2 * h:2 * h + 3, 3 * w:3 * w + 2]
         assert_close(got[:, :, d, h, w], (window ** 2.5).sum(axis=(2, 3, 4)) ** (1 / 2.5), rtol=1e-12)
     assert nn.LPPool3d(2, 2)(positive).shape == (2, 3, 2, 3, 3)
+
+
+def test_max_unpool3d_puts_each_maximum_back_at_its_index():
+    x = RNG.standard_normal((2, 3, 5, 6, 7))
+    values, index = F.max_pool3d(x, (2, 3, 2), (1, 2, 2), (0, 1, 1), return_indices=True)
+    out = np.asarray(F.max_unpool3d(values, index, (2, 3, 2), (1, 2, 2), (0, 1, 1), output_size=(5, 6, 7)))
+    expected = np.zeros((2, 3, 5 * 6 * 7))
+    np.put_along_axis(expected, np.asarray(index).reshape(2, 3, -1), np.asarray(values).reshape(2, 3, -1), axis=2)
+    assert_close(out, expected.reshape(x.shape))
+    tiled_values, tiled_index = F.max_pool3d(x[:, :, :4], 2, return_indices=True)  # windows that do not overlap
+    fg.check_grads(lambda v: F.max_unpool3d(v, tiled_index, 2, output_size=(4, 6, 7)), (np.asarray(tiled_values),),
+                   order=1)
+    assert nn.MaxUnpool3d(2)(*F.max_pool3d(x[0, :, :4, :6, :6], 2, return_indices=True)).shape == (3, 4, 6, 6)
+    with pytest.raises(IndexError, match="max_unpool3d: indices span"):
+        F.max_unpool3d(values, index, (2, 3, 2), (1, 2, 2), (0, 1, 1))  # the default size is 4x6x6, too small

@@ -27,7 +27,7 @@ from ._pixels import (AdaptiveAvgPool1d, AdaptiveMaxPool2d, CircularPad1d, Circu
                       ReplicationPad1d, ReplicationPad2d, Unflatten, Unfold, ZeroPad1d, ZeroPad2d)
 from ._vision import *  # noqa: F401,F403  (affine_grid, grid_sample, local_response_norm, lp_pool, unpooling)
 from ._vision import (AdaptiveMaxPool1d, ChannelShuffle, LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d,
-                      MaxUnpool2d, Softmax2d, UpsamplingBilinear2d, UpsamplingNearest2d)
+                      MaxUnpool2d, MaxUnpool3d, Softmax2d, UpsamplingBilinear2d, UpsamplingNearest2d)
 from ._volumes import *  # noqa: F401,F403  (conv3d, conv_transpose3d, 3-D pooling, dropout3d)
 from ._volumes import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, Conv3d, ConvTranspose3d, Dropout3d,
                        InstanceNorm3d, LPPool3d, MaxPool3d)

@@ -18,8 +18,8 @@ from ._pixels import _Fixed, adaptive_max_pool2d
 from .layers import Upsample
 
 __all__ = ["affine_grid", "grid_sample", "local_response_norm", "lp_pool1d", "lp_pool2d", "channel_shuffle",
-           "max_unpool1d", "max_unpool2d", "adaptive_max_pool1d"]
-LAYERS = ["LocalResponseNorm", "LPPool1d", "LPPool2d", "ChannelShuffle", "MaxUnpool1d", "MaxUnpool2d",
+           "max_unpool1d", "max_unpool2d", "max_unpool3d", "adaptive_max_pool1d"]
+LAYERS = ["LocalResponseNorm", "LPPool1d", "LPPool2d", "ChannelShuffle", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
           "AdaptiveMaxPool1d", "Softmax2d", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 
@@ -252,29 +252,51 @@ def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=No
     """The inverse of max_pool2d(return_indices=True): zeros of the unpooled size with each value
     of x (N, C, H, W) or (C, H, W) at its index in the output plane (torch.nn.functional's)."""
     x, unbatched = Cv._batched_image(fnp._float_arg(x), "max_unpool2d")
-    indices = fnp.asarray(indices)
-    indices = fnp.expand_dims(indices, 0) if unbatched else indices
-    if tuple(indices.shape) != tuple(x.shape) or indices.dtype.kind not in "iu":
-        raise fg_errors.ShapeError(f"max_unpool2d: indices must be integers of the input's shape {x.shape}, got "
-                                   f"{indices.dtype} of shape {indices.shape}")
     kernel = Cv._pair(kernel_size, "kernel_size")
     stride = kernel if stride is None else Cv._pair(stride, "stride")
     size = _unpool_size(x.shape[2:], kernel, stride, Cv._pair(padding, "padding"), output_size, "max_unpool2d")
+    out = _unpool(x, fnp.expand_dims(fnp.asarray(indices), 0) if unbatched else indices, size, "max_unpool2d")
+    return out[0] if unbatched else out
+
+
+def _unpool(x, indices, size: tuple, fname: str):
+    """x (N, C, *) placed at its flat indices into zeros of spatial size `size`."""
+    indices = fnp.asarray(indices)
+    if tuple(indices.shape) != tuple(x.shape) or indices.dtype.kind not in "iu":
+        raise fg_errors.ShapeError(f"{fname}: indices must be integers of the input's shape {x.shape}, got "
+                                   f"{indices.dtype} of shape {indices.shape}")
+    volume = int(np.prod(size))
     known = fnp.concrete_or_none(indices)
-    if known is not None and known.size and (known.min() < 0 or known.max() >= size[0] * size[1]):
-        raise IndexError(f"max_unpool2d: indices span [{known.min()}, {known.max()}], outside the output planes of "
-                         f"{size[0]}x{size[1]} = {size[0] * size[1]} elements")
+    if known is not None and known.size and (known.min() < 0 or known.max() >= volume):
+        what = "planes" if len(size) == 2 else "volumes"
+        raise IndexError(f"{fname}: indices span [{known.min()}, {known.max()}], outside the output {what} of "
+                         f"{'x'.join(map(str, size))} = {volume} elements")
     n, c = x.shape[:2]
     # PyTorch's rule: each position holds one of the values sent there (a max that two
     # overlapping windows chose comes twice), and every value gets its position's gradient. The
     # set carries the values; a zero-valued scatter-add carries the gradient (its transpose is
     # that gather), kept at zero where a value is not finite.
     values = fnp.reshape(x, (n, c, -1))
-    plane = fnp.zeros((n, c, size[0] * size[1]), x.dtype, device=x.device)
-    out = fnp.put_along_axis(plane, fnp.reshape(indices, (n, c, -1)), fnp.stop_gradient(values), axis=2,
+    flat = fnp.zeros((n, c, volume), x.dtype, device=x.device)
+    out = fnp.put_along_axis(flat, fnp.reshape(indices, (n, c, -1)), fnp.stop_gradient(values), axis=2,
                              inplace=False)
-    carrier = fnp.where(fnp.isfinite(x), x - fnp.stop_gradient(x), 0.0)
-    out = fnp.reshape(out, (n, c) + size) + bind(C.scatter_plane_p, carrier, indices, plane=size)
+    plane = (size[0], volume // size[0])  # a volume's flat indices are those of its (D, H W) plane
+    carrier = fnp.reshape(fnp.where(fnp.isfinite(x), x - fnp.stop_gradient(x), 0.0), (n, c, 1, -1))
+    gradient = bind(C.scatter_plane_p, carrier, fnp.reshape(indices, (n, c, 1, -1)), plane=plane)
+    return fnp.reshape(out, (n, c) + size) + fnp.reshape(gradient, (n, c) + size)
+
+
+def max_unpool3d(x, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool3d(return_indices=True) on (N, C, D, H, W) or (C, D, H, W) input."""
+    x = fnp._float_arg(x)
+    if x.ndim not in (4, 5):
+        raise fg_errors.ShapeError(f"max_unpool3d expects (N, C, D, H, W) or (C, D, H, W) input, got shape {x.shape}")
+    unbatched = x.ndim == 4
+    x = fnp.expand_dims(x, 0) if unbatched else x
+    kernel = Cv._ints(kernel_size, 3, "kernel_size")
+    stride = kernel if stride is None else Cv._ints(stride, 3, "stride")
+    size = _unpool_size(x.shape[2:], kernel, stride, Cv._ints(padding, 3, "padding"), output_size, "max_unpool3d")
+    out = _unpool(x, fnp.expand_dims(fnp.asarray(indices), 0) if unbatched else indices, size, "max_unpool3d")
     return out[0] if unbatched else out
 
 
@@ -330,6 +352,10 @@ class MaxUnpool2d(_Fixed):
 
     def __call__(self, x, indices, output_size=None, *, key=None):
         return type(self).fn(x, indices, *self.args, output_size)
+
+
+class MaxUnpool3d(MaxUnpool2d):
+    fn = staticmethod(max_unpool3d)
 
 
 class MaxUnpool1d(MaxUnpool2d):
