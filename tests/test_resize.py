@@ -96,8 +96,8 @@ def test_gradients_jit_and_dtypes():
         fg.check_grads(lambda v: nn.interpolate(v, size=(3, 7), mode=mode, **extra), (x,), order=1)
     jitted = fg.jit(lambda v: nn.interpolate(v, scale_factor=1.5, mode="bicubic"))(x)
     assert_close(jitted, nn.interpolate(x, scale_factor=1.5, mode="bicubic"))
-    half = nn.interpolate(x.astype(np.float32), size=(6, 6), mode="bilinear")
-    assert half.dtype == np.float32
+    single = nn.interpolate(x.astype(np.float32), size=(6, 6), mode="bilinear")
+    assert single.dtype == np.float32
     img = np.array([[[[0, 255], [255, 0]]]], np.uint8)
     up = nn.interpolate(img, size=(3, 3), mode="bicubic", align_corners=True)
     assert up.dtype == np.uint8 and np.asarray(up)[0, 0, 1, 1] == 128  # rounded, and overshoots clipped

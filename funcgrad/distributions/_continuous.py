@@ -15,7 +15,6 @@ from ..tree import static_field
 from ._base import Distribution, _check, _distribution
 
 
-
 @_distribution
 class _LocationScale(Distribution):
     """loc + scale * a standard draw (STANDARD(key, shape, dtype)): Normal and Laplace."""

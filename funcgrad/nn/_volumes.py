@@ -15,7 +15,7 @@ from .. import numpy as fnp
 from ..ops import conv as C
 from . import _convolution as Cv
 from ._functional import _bias_like
-from ._pixels import Dropout1d, InstanceNorm1d, _channel_dropout, _Fixed
+from ._pixels import AdaptiveMaxPool2d, Dropout1d, InstanceNorm1d, _channel_dropout, _Fixed
 from ._vision import _lp_pooled
 from .layers import _Conv, _ConvTranspose
 
@@ -204,11 +204,8 @@ class AdaptiveAvgPool3d(_Fixed):
         super().__init__(output_size)
 
 
-class AdaptiveMaxPool3d(_Fixed):
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
     fn = staticmethod(adaptive_max_pool3d)
-
-    def __init__(self, output_size, return_indices: bool = False):
-        super().__init__(output_size, return_indices)
 
 
 class LPPool3d(_Fixed):

@@ -264,7 +264,8 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
         fill = source[-1:] if source.size else np.arange(a.shape[axis])[-1:]  # no repeats: the last entry
         if total_repeat_length > source.size and not fill.size:
             raise ValueError(f"repeat: nothing to fill {total_repeat_length} entries from an empty axis {axis}")
-        source = np.concatenate([source[:total_repeat_length], np.repeat(fill, builtins.max(0, total_repeat_length - source.size))])
+        missing = builtins.max(0, total_repeat_length - source.size)
+        source = np.concatenate([source[:total_repeat_length], np.repeat(fill, missing)])
     return fnp.take(a, source, axis=axis)
 
 
