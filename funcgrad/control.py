@@ -14,6 +14,7 @@ import numpy as np
 
 from . import numpy as fnp
 from .errors import ConcretizationError
+from .vmap import BatchTracer
 from .tree import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
 
@@ -82,18 +83,52 @@ def fori_loop(lower, upper, body_fun: Callable, init_val) -> Any:
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val) -> Any:
     """while cond_fun(val): val = body_fun(val). The condition must be concrete: eagerly and under
-    grad it is; inside jit it raises, since the trip count would depend on a traced value."""
+    grad it is; inside jit it raises, since the trip count would depend on a traced value. Under
+    vmap, where each batch member has its own condition, the loop runs while any member's holds,
+    and a member whose condition fails keeps its value (jax.lax.while_loop's batching)."""
     val = init_val
     while True:
+        pred = cond_fun(val)
         try:
-            go = bool(cond_fun(val))
+            go = bool(pred)
         except ConcretizationError as e:
-            raise ConcretizationError(f"while_loop: the loop condition depends on a value traced by jit or vmap, "
-                                      f"so its trip count is unknown; use fori_loop with static bounds, or call "
-                                      f"it outside jit ({e})") from None
+            if not _batched(pred):
+                raise ConcretizationError(f"while_loop: the loop condition depends on a value traced by jit or "
+                                          f"vmap, so its trip count is unknown; use fori_loop with static bounds, "
+                                          f"or call it outside jit ({e})") from None
+            return _batched_while(cond_fun, body_fun, val, pred)
         if not go:
             return val
         val = body_fun(val)
+
+
+def _batched(pred) -> bool:
+    return isinstance(pred, BatchTracer)
+
+
+def _any_member(pred) -> bool:
+    """Whether any batch member's condition holds: the batched predicate's values, every vmap level
+    stripped (raises ConcretizationError where a level below is jit's abstract trace)."""
+    while isinstance(pred, BatchTracer):
+        pred = pred.val
+    try:
+        return bool(fnp.any(pred))
+    except ConcretizationError as e:
+        raise ConcretizationError(f"while_loop: the batched loop condition depends on a value traced by jit, so "
+                                  f"its trip count is unknown ({e})") from None
+
+
+def _batched_while(cond_fun: Callable, body_fun: Callable, val, pred) -> Any:
+    if np.shape(pred) != ():
+        raise TypeError(f"while_loop: cond_fun must return a scalar boolean, got shape {tuple(np.shape(pred))}")
+    while _any_member(pred):
+        stepped = body_fun(val)
+        if tree_flatten(stepped)[1] != tree_flatten(val)[1]:
+            raise TypeError(f"while_loop: body_fun returned {tree_flatten(stepped)[1]}, not the structure of "
+                            f"init_val {tree_flatten(val)[1]}")
+        val = tree_map(lambda new, old: fnp.where(pred, new, old), stepped, val)
+        pred = cond_fun(val)
+    return val
 
 
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False, unroll: int = 1):

@@ -26,6 +26,33 @@ def test_while_loop_needs_a_concrete_condition():
         fg.jit(lambda x: fg.while_loop(lambda v: v < 10, lambda v: v * 2, x))(fnp.asarray(1.0))
 
 
+def test_while_loop_under_vmap_runs_each_member_to_its_own_stop():
+    def collatz_steps(n):  # a trip count that differs per member, in an integer and a float carry
+        return fg.while_loop(lambda c: c[0] != 1, lambda c: (fnp.where(c[0] % 2 == 0, c[0] // 2, 3 * c[0] + 1),
+                                                             c[1] + 1.5), (n, 0.0))
+
+    def reference(n):
+        steps = 0
+        while n != 1:
+            n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
+        return 1.5 * steps
+    ns = np.array([[1, 6, 7], [27, 2, 9]])
+    ones, steps = fg.vmap(fg.vmap(collatz_steps))(ns)
+    np.testing.assert_array_equal(ones, np.ones_like(ns))
+    assert_close(steps, np.vectorize(reference)(ns))
+
+    power = lambda x: fg.while_loop(lambda v: v < 10.0, lambda v: v * x, x)  # noqa: E731  x**k, k per member
+    x = np.array([2.0, 3.0, 11.0, 1.5])
+    k = np.array([4, 3, 1, 6])
+    assert_close(fg.vmap(power)(x), x ** k)
+    assert_close(fg.vmap(fg.grad(power))(x), k * x ** (k - 1.0))
+    assert_close(fg.grad(lambda v: fnp.sum(fg.vmap(power)(v)))(x), k * x ** (k - 1.0))
+    with pytest.raises(fg.ConcretizationError, match="while_loop: the batched loop condition depends on a value"):
+        fg.jit(fg.vmap(power))(x)
+    with pytest.raises(TypeError, match="cond_fun must return a scalar boolean, got shape"):
+        fg.vmap(lambda v: fg.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, v))(np.ones((2, 3)))
+
+
 def test_scan_matches_a_python_loop():
     xs = {"a": np.arange(5.0), "b": np.arange(10.0).reshape(5, 2)}
 
