@@ -37,13 +37,13 @@ def as_input(x, fname: str, where: str, require_float: bool = True):
     return x
 
 
-def input_leaves(args: Sequence[Any], fname: str, argnums: Sequence[int]) -> list:
+def input_leaves(args: Sequence[Any], fname: str, argnums: Sequence[int], allow_int: bool = False) -> list:
     """Flatten the differentiated arguments, converting and checking every leaf."""
     leaves = []
     for arg, num in zip(args, argnums):
         with_path, _ = tree_flatten_with_path(arg)
-        leaves.extend(as_input(x, fname, f"argument {num} at {keystr(path)}" if path else f"argument {num}")
-                      for path, x in with_path)
+        leaves.extend(as_input(x, fname, f"argument {num} at {keystr(path)}" if path else f"argument {num}",
+                               require_float=not allow_int) for path, x in with_path)
     return leaves
 
 
@@ -60,12 +60,12 @@ def normalize_argnums(argnums, n_args: int, fname: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def flat_transform(fun: Callable, args, kwargs, argnums, fname: str):
+def flat_transform(fun: Callable, args, kwargs, argnums, fname: str, allow_int: bool = False):
     """(leaves, their structure, fun as a function of those flat leaves): the differentiated
     arguments replaced, the others and the keyword arguments passed through."""
     nums = normalize_argnums(argnums, len(args), fname)
     diff_args = [args[i] for i in nums]
-    leaves = input_leaves(diff_args, fname, nums)
+    leaves = input_leaves(diff_args, fname, nums, allow_int)
     in_tree = tree_structure(tuple(diff_args))
 
     def of_leaves(*xs):
@@ -74,6 +74,23 @@ def flat_transform(fun: Callable, args, kwargs, argnums, fname: str):
             full_args[i] = d
         return fun(*full_args, **kwargs)
     return leaves, in_tree, of_leaves
+
+
+def integers_held(leaves: list, flat: Callable):
+    """allow_int's split: (the inexact leaves, flat as a function of those alone with the integer and
+    boolean leaves held constant, fill(results, gap) putting gap(leaf) back at each held leaf)."""
+    held = [not dtypes.is_inexact(x.dtype) for x in leaves]
+    if not any(held):
+        return leaves, flat, lambda results, gap: results
+
+    def of_inexact(*xs):
+        it = iter(xs)
+        return flat(*[x if h else next(it) for x, h in zip(leaves, held)])
+
+    def fill(results, gap):
+        it = iter(results)
+        return [gap(x) if h else next(it) for x, h in zip(leaves, held)]
+    return [x for x, h in zip(leaves, held) if not h], of_inexact, fill
 
 
 def args_result(in_tree, leaves, argnums):

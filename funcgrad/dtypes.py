@@ -21,6 +21,7 @@ int64 = np.dtype(np.int64)
 bool_ = np.dtype(np.bool_)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
+float0 = np.dtype([("float0", np.void, 0)])  # JAX's: the gradient of an integer input (allow_int), no data
 
 default_float = float32
 default_complex = complex64

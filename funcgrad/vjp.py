@@ -12,8 +12,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes
-from .arguments import (Aux, args_result, checked_rule_leaf, flat_transform, input_leaves, one_hot, stack_jacobian,
-                        zeros)
+from .arguments import (Aux, args_result, checked_rule_leaf, flat_transform, input_leaves, integers_held, one_hot,
+                        stack_jacobian, zeros)
 from .array import CPU, Array, to_numpy
 from .devices import full
 from .errors import ShapeError
@@ -337,13 +337,15 @@ def _holomorphic_inputs(leaves, name: str) -> None:
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False) -> Callable:
+                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """f -> (f(*args), gradient of f with respect to args[argnums]); f must return a real scalar,
     or with holomorphic=True (JAX's) a complex one of complex inputs, whose derivative f'(z) it
-    gives (not PyTorch's conjugate, which a real-valued f's gradient follows)."""
+    gives (not PyTorch's conjugate, which a real-valued f's gradient follows). allow_int=True takes
+    integer and boolean inputs as constants, whose gradients are JAX's float0 zeros (no data)."""
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        leaves, in_tree, flat = flat_transform(fun, args, kwargs, argnums, "grad")
+        all_leaves, in_tree, all_flat = flat_transform(fun, args, kwargs, argnums, "grad", allow_int)
+        leaves, flat, fill = integers_held(all_leaves, all_flat)
         if holomorphic:
             _holomorphic_inputs(leaves, "grad")
         aux = Aux()
@@ -368,16 +370,18 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             value, vjp_flat = _vjp(scalar_fun, leaves, "grad")
         with annotate("backward"):  # a one-element output of any shape is a scalar, as in PyTorch
             seed = full(tuple(value.shape), 1, value.dtype, value.device)
-            grads = args_result(in_tree, vjp_flat(seed, release=True, pytorch_convention=not holomorphic), argnums)
+            grads = fill(vjp_flat(seed, release=True, pytorch_convention=not holomorphic),
+                         lambda x: np.zeros(x.shape, dtypes.float0))
+            grads = args_result(in_tree, grads, argnums)
         return ((value, aux.value()), grads) if has_aux else (value, grads)
 
     return value_and_grad_f
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False) -> Callable:
+         holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """f -> the gradient of scalar-valued f with respect to args[argnums] (same pytree)."""
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -388,12 +392,14 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           holomorphic: bool = False) -> Callable:
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """Jacobian by reverse mode, one VJP per output element: out.shape + in.shape per leaf pair;
-    holomorphic=True (complex inputs and outputs) gives the complex derivatives df_i/dz_j."""
+    holomorphic=True (complex inputs and outputs) gives the complex derivatives df_i/dz_j;
+    allow_int=True takes integer inputs as constants, their blocks zeros of their dtype (JAX's)."""
     @functools.wraps(fun)
     def jacrev_f(*args, **kwargs):
-        leaves, in_tree, flat = flat_transform(fun, args, kwargs, argnums, "jacrev")
+        all_leaves, in_tree, all_flat = flat_transform(fun, args, kwargs, argnums, "jacrev", allow_int)
+        leaves, flat, fill = integers_held(all_leaves, all_flat)
         if holomorphic:
             _holomorphic_inputs(leaves, "jacrev")
         aux = Aux()
@@ -409,8 +415,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                 ct = [zeros(p.shape, p.dtype, p.device) for p in out_leaves]
                 ct[j] = one_hot(o.shape, o.dtype, k, o.device)
                 rows.append(vjp_flat(out_tree.unflatten(ct), pytorch_convention=not holomorphic))
-            blocks = [stack_jacobian([r[i] for r in rows], o.shape, x.shape, x.dtype, 0)
-                      for i, x in enumerate(leaves)]
+            blocks = fill([stack_jacobian([r[i] for r in rows], o.shape, x.shape, x.dtype, 0)
+                           for i, x in enumerate(leaves)], lambda x: zeros(o.shape + x.shape, x.dtype, x.device))
             per_out.append(args_result(in_tree, blocks, argnums))
         jac = out_tree.unflatten(per_out)
         return (jac, aux.value()) if has_aux else jac

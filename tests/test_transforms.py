@@ -60,6 +60,24 @@ def test_argnums_tuple_negative_and_kwargs():
     assert_close(fg.grad(f, argnums=1)(a, b, c), a * c)
 
 
+def test_allow_int_holds_integer_inputs_constant_with_float0_gradients():
+    f = lambda p: fnp.sum(p["w"] * p["steps"]) + p["flag"] * 1.0  # noqa: E731  a model with a counter and a flag
+    params = {"w": np.array([1.0, -2.0, 0.5]), "steps": np.array([3, 4, 5]), "flag": True}
+    with pytest.raises(TypeError, match=r"argument 0 at \['flag'\] has dtype bool; only floating-point"):
+        fg.grad(f)(params)
+    value, g = fg.value_and_grad(f, allow_int=True)(params)
+    assert float(value) == 1.0 * 3 - 2.0 * 4 + 0.5 * 5 + 1.0
+    assert_close(g["w"], [3.0, 4.0, 5.0])
+    assert g["steps"].dtype == fg.dtypes.float0 and g["steps"].shape == (3,) and g["steps"].nbytes == 0
+    assert g["flag"].dtype == fg.dtypes.float0 and g["flag"].shape == ()
+    ga, gn = fg.grad(lambda x, n: fnp.sum(x * n), argnums=(0, 1), allow_int=True)(np.ones(2), np.array([7, 9]))
+    assert_close(ga, [7.0, 9.0])
+    assert gn.dtype == fg.dtypes.float0
+    jx, jn = fg.jacrev(lambda x, n: x * n, argnums=(0, 1), allow_int=True)(np.ones(2), np.array([7, 9]))
+    assert_close(jx, np.diag([7.0, 9.0]))
+    assert jn.dtype == np.int64 and jn.shape == (2, 2) and not np.any(np.asarray(jn))
+
+
 def test_has_aux():
     def f(x):
         y = fnp.sum(x ** 2)
