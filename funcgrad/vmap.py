@@ -3,6 +3,10 @@ whole batch at once.
 
 A BatchTracer carries a value and the axis of it that is the batch (None: not batched). The rules
 move the batch axis to the front of their operands and return it at the front of the result.
+
+vmap(f, axis_name="i") names its batch axis, as JAX's does: collectives over "i" (dist.psum,
+all_gather, ppermute, axis_index, ...) then act across the batch members, as they would across
+the processes of a mesh axis (funcgrad.dist.collectives, whose batch rules read vmap_axis).
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ from .ops.layout import batch_to
 from .trace import Trace, Tracer, bind
 from .tree import tree_flatten, tree_structure
 
-__all__ = ["vmap"]
+__all__ = ["vmap", "axis_trace"]
+
+_named: list["BatchTrace"] = []  # the live vmaps with an axis_name, innermost last
 
 
 class BatchTracer(Tracer):
@@ -44,11 +50,22 @@ class BatchTracer(Tracer):
 
 
 class BatchTrace(Trace):
-    __slots__ = ("size",)
+    __slots__ = ("size", "axis_name")
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, axis_name: str | None = None):
         super().__init__("vmap")
         self.size = size
+        self.axis_name = axis_name
+
+    def __enter__(self):
+        if self.axis_name is not None:
+            _named.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        if self.axis_name is not None:
+            _named.remove(self)
+        super().__exit__(*exc)
 
     def process(self, prim, args, params):
         self.check_alive()
@@ -60,6 +77,10 @@ class BatchTrace(Trace):
             else:
                 vals.append(a)
                 dims.append(None)
+        if self.axis_name is not None and self.axis_name in params.get("axis_name", ()):
+            # a collective over this batch: it acts across the members, batched operand or not
+            out, out_dim = prim.batch_rule(self.size, prim, vals, dims, vmap_axis=self.axis_name, **params)
+            return out if out_dim is None else BatchTracer(self, out, out_dim)
         if all(d is None for d in dims):
             return bind(prim, *vals, **params)
         out, out_dim = prim.batch_rule(self.size, prim, vals, dims, **params)
@@ -68,8 +89,20 @@ class BatchTrace(Trace):
     def process_custom_vjp(self, fn, args):
         return fn.fun(*args)
 
+    def box(self, val, bdim: int | None) -> BatchTracer:
+        """val, made at a level below this trace, as this trace's value (bdim None: every member's)."""
+        return BatchTracer(self, val, bdim)
+
     def process_checkpoint(self, fun, args):
         return fun(*args)
+
+
+def axis_trace(name) -> BatchTrace | None:
+    """The innermost live vmap whose axis_name is name, if any."""
+    for trace in reversed(_named):
+        if trace.axis_name == name:
+            return trace
+    return None
 
 
 # ---- the transform ---------------------------------------------------------------------------------
@@ -84,11 +117,14 @@ def _broadcast_prefix(prefix, tree, what: str) -> list:
     raise ValueError(f"vmap: {what} {prefix!r} does not match the structure {tree_structure(tree)}")
 
 
-def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None) -> Callable:
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None,
+         axis_name: str | None = None) -> Callable:
     """Vectorise fun over a batch axis: in_axes (an int, None, or a pytree of them matching the
     arguments) says where each input's batch axis is; out_axes where the outputs get theirs.
     Keyword arguments are batched along axis 0 (as in JAX); axis_size gives the batch size when
-    no argument is batched."""
+    no argument is batched; axis_name names the batch axis for collectives inside fun."""
+    if axis_name is not None and not (isinstance(axis_name, str) and axis_name):
+        raise TypeError(f"vmap: axis_name must be a non-empty string, got {axis_name!r}")
     @functools.wraps(fun)
     def batched(*args, **kwargs):
         axes_spec = in_axes if not isinstance(in_axes, list) else tuple(in_axes)
@@ -111,7 +147,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         if len(sizes) > 1:
             raise ValueError(f"vmap: batched arguments disagree on the batch size: {sorted(sizes)}")
         size = next(iter(sizes))
-        with BatchTrace(size) as trace:
+        with BatchTrace(size, axis_name) as trace:
             boxed = [leaf if axis is None else BatchTracer(trace, _as_array(leaf), axis % _ndim(leaf))
                      for leaf, axis in zip(leaves, axes)]
             call_args, call_kwargs = treedef.unflatten(boxed)

@@ -12,10 +12,12 @@ A value every process of the axis computes identically (replicated) is counted o
 by that objective; funcgrad.nn.parallel's layers place the collectives so the gradients are the
 unsplit model's. Each is one Primitive: jit keeps them in the program, in order (never folded,
 merged, dropped or fused across), vmap batches them, and on a GPU the operands are staged
-through the host, where the transports are.
+through the host, where the transports are. An axis name may also be a vmap's axis_name: the
+collective then acts across that vmap's batch members (funcgrad/dist/vmap_axis.py), as in JAX.
 """
 from __future__ import annotations
 
+import math
 from time import perf_counter_ns
 from typing import Sequence
 
@@ -27,20 +29,71 @@ from ..array import Array
 from ..ops import elementwise as E
 from ..ops.core import Primitive, ShapedArray, deflinear, defjvp, defvjp
 from ..ops.layout import batch_first
-from ..trace import hooks
+from ..trace import Tracer, bind, hooks
 from ..tree import tree_map
+from ..vmap import axis_trace
 from . import mesh as M
+from . import vmap_axis as V
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
            "axis_size", "pvary", "psum_invariant", "all_gather_invariant"]
 
 def _names(axis_name) -> tuple[str, ...]:
-    """A hashable, checked spelling of axis_name (a primitive parameter)."""
-    return M.current().axis_names(axis_name)
+    """A hashable, checked spelling of axis_name (a primitive parameter): live vmap axis names, and
+    the current mesh's."""
+    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+    on_mesh = tuple(name for name in names if axis_trace(name) is None)
+    if on_mesh:
+        M.current().axis_names(on_mesh)
+    if len(set(names)) != len(names):
+        raise ValueError(f"axis names {list(names)} repeat an axis")
+    return names
 
 
 def _group(axis_name: tuple[str, ...]):
+    for name in axis_name:
+        if axis_trace(name) is not None:
+            raise ValueError(f"a collective over the vmap axis {name!r} of a value that is the same for every "
+                             f"member, reached through a transform nested inside that vmap: the members would "
+                             f"get different results, which that transform cannot hold; apply the collective "
+                             f"to a value that depends on the vmapped arguments (or pvary it first)")
     return M.current().group(axis_name)
+
+
+def _level(x) -> int:
+    return x._trace.level if isinstance(x, Tracer) else 0
+
+
+def _named_bind(prim, x, **params):
+    """bind, with x first lifted into each live vmap whose axis the collective names and below
+    which x was made (a constant, an outer transform's value), so that vmap's rule runs it."""
+    traces = sorted((t for t in map(axis_trace, params["axis_name"]) if t is not None), key=lambda t: t.level)
+    for trace in traces:
+        if _level(x) < trace.level:
+            x = trace.box(x, None)
+    return bind(prim, x, **params)
+
+
+class _Collective(Primitive):
+    """A collective primitive: called, it lifts its operand into the vmaps its axes name."""
+    __slots__ = ()
+    __call__ = _named_bind
+
+
+def _batching(unnamed, named, mixes: bool = False):
+    """A collective's batch rule: unnamed for a vmap the collective does not name (each member runs
+    it), named for the vmap it names (across the members); with several axes, the reductions (mixes)
+    take the vmap's first and then the others, the rest refuse."""
+    def rule(size, prim, vals, dims, vmap_axis=None, **params):
+        if vmap_axis is None:
+            return unnamed(size, prim, vals, dims, **params)
+        rest = tuple(name for name in params["axis_name"] if name != vmap_axis)
+        if rest and not mixes:
+            raise ValueError(f"{prim.name} over the axes {list(params['axis_name'])}, of which {vmap_axis!r} is a "
+                             f"vmap's: over a vmap axis it takes that axis alone (nest one {prim.name} per axis)")
+        out, d = named(size, prim, vals[0], dims[0], **dict(params, axis_name=(vmap_axis,)))
+        return (prim(out, **dict(params, axis_name=rest)) if rest else out), d
+    return rule
 
 
 def _moved(name: str, axis_name: tuple[str, ...], start: int, nbytes: int) -> None:
@@ -72,6 +125,12 @@ def _reducer(op: str):
     def impl(x, axis_name):
         x = np.asarray(x)
         _check_numeric(f"p{op}", x)
+        sizes = [t.size for t in map(axis_trace, axis_name) if t is not None]
+        if sizes:  # reached below a vmap over some of the axes (through a transform inside it): x is every member's
+            x = x * math.prod(sizes) if op == "sum" else x.copy()
+            axis_name = tuple(name for name in axis_name if axis_trace(name) is None)
+            if not axis_name:
+                return x
         start = perf_counter_ns()
         out = np.asarray(_group(axis_name).all_reduce(x, op))
         _moved(f"p{op}", axis_name, start, x.nbytes)
@@ -86,10 +145,14 @@ def _reducer_shape(name: str):
     return rule
 
 
+_extremes = {"max": fnp.max, "min": fnp.min}
+
+
 def _reduction(op: str) -> Primitive:
     name = f"p{op}"
-    return Primitive(name, _reducer(op), shape_rule=_reducer_shape(name), batch_rule=_keep_batch, cuda="through_host",
-                     fresh=True, ordered=True)
+    named = V.psum if op == "sum" else V.extreme(_extremes[op])
+    return _Collective(name, _reducer(op), shape_rule=_reducer_shape(name), batch_rule=_batching(_keep_batch, named, True),
+                       cuda="through_host", fresh=True, ordered=True)
 
 
 psum_p, pmax_p, pmin_p = _reduction("sum"), _reduction("max"), _reduction("min")
@@ -116,7 +179,7 @@ def _axis(axis: int, ndim: int, name: str, what: str = "axis") -> int:
 
 
 def _gather_shape(x, *, axis_name, axis, tiled):
-    n = M.current().axis_size(axis_name)
+    n = axis_size(axis_name)
     if tiled:
         a = _axis(axis, len(x.shape), "all_gather")
         return ShapedArray(x.shape[:a] + (x.shape[a] * n,) + x.shape[a + 1:], x.dtype)
@@ -136,7 +199,7 @@ def _gather_impl(x, axis_name, axis, tiled):
 
 
 def _scatter_shape(x, *, axis_name, scatter_dimension, tiled):
-    n = M.current().axis_size(axis_name)
+    n = axis_size(axis_name)
     d = _axis(scatter_dimension, len(x.shape), "psum_scatter", "scatter_dimension")
     _check_numeric("psum_scatter", x)
     if tiled:
@@ -172,9 +235,11 @@ def _scatter_batch(size, prim, vals, dims, axis_name, scatter_dimension, tiled):
     return prim(x, axis_name=axis_name, scatter_dimension=scatter_dimension % (x.ndim - 1) + 1, tiled=tiled), 0
 
 
-all_gather_p = Primitive("all_gather", _gather_impl, shape_rule=_gather_shape, batch_rule=_gather_batch,
+all_gather_p = _Collective("all_gather", _gather_impl, shape_rule=_gather_shape,
+                           batch_rule=_batching(_gather_batch, V.all_gather),
                          cuda="through_host", fresh=True, ordered=True)
-psum_scatter_p = Primitive("psum_scatter", _scatter_impl, shape_rule=_scatter_shape, batch_rule=_scatter_batch,
+psum_scatter_p = _Collective("psum_scatter", _scatter_impl, shape_rule=_scatter_shape,
+                             batch_rule=_batching(_scatter_batch, V.psum_scatter),
                            cuda="through_host", fresh=True, ordered=True)
 deflinear(all_gather_p, lambda g, out, x, axis_name, axis, tiled: psum_scatter_p(
     g, axis_name=axis_name, scatter_dimension=axis, tiled=tiled))
@@ -218,7 +283,7 @@ def _checked_perm(perm, n: int) -> tuple[tuple[int, int], ...]:
 
 
 def _ppermute_shape(x, *, axis_name, perm):
-    _checked_perm(perm, M.current().axis_size(axis_name))
+    _checked_perm(perm, axis_size(axis_name))
     return ShapedArray(x.shape, x.dtype)
 
 
@@ -238,14 +303,15 @@ def _ppermute_impl(x, axis_name, perm):
     return received if received is not None else np.zeros_like(x)
 
 
-ppermute_p = Primitive("ppermute", _ppermute_impl, shape_rule=_ppermute_shape, batch_rule=_keep_batch,
+ppermute_p = _Collective("ppermute", _ppermute_impl, shape_rule=_ppermute_shape,
+                         batch_rule=_batching(_keep_batch, V.ppermute),
                        cuda="through_host", fresh=True, ordered=True)
 deflinear(ppermute_p, lambda g, out, x, axis_name, perm: ppermute_p(
     g, axis_name=axis_name, perm=tuple((d, s) for s, d in perm)))
 
 
 def _all_to_all_shape(x, *, axis_name, split_axis, concat_axis, tiled):
-    n = M.current().axis_size(axis_name)
+    n = axis_size(axis_name)
     s = _axis(split_axis, len(x.shape), "all_to_all", "split_axis")
     shape = list(x.shape)
     if tiled:
@@ -289,7 +355,8 @@ def _all_to_all_batch(size, prim, vals, dims, axis_name, split_axis, concat_axis
                 tiled=tiled), 0
 
 
-all_to_all_p = Primitive("all_to_all", _all_to_all_impl, shape_rule=_all_to_all_shape, batch_rule=_all_to_all_batch,
+all_to_all_p = _Collective("all_to_all", _all_to_all_impl, shape_rule=_all_to_all_shape,
+                           batch_rule=_batching(_all_to_all_batch, V.all_to_all),
                          cuda="through_host", fresh=True, ordered=True)
 deflinear(all_to_all_p, lambda g, out, x, axis_name, split_axis, concat_axis, tiled: all_to_all_p(
     g, axis_name=axis_name, split_axis=concat_axis, concat_axis=split_axis, tiled=tiled))
@@ -304,24 +371,27 @@ def _identity_impl(x, axis_name):
     return x
 
 
-pvary_p = Primitive("pvary", _identity_impl, shape_rule=_same_shape, batch_rule=_keep_batch, cuda="identity")
-psum_invariant_p = Primitive("psum_invariant", _reducer("sum"), shape_rule=_reducer_shape("psum_invariant"),
-                             batch_rule=_keep_batch, cuda="through_host", fresh=True, ordered=True)
+pvary_p = _Collective("pvary", _identity_impl, shape_rule=_same_shape, batch_rule=_batching(_keep_batch, V.pvary, True),
+                      cuda="identity")
+psum_invariant_p = _Collective("psum_invariant", _reducer("sum"), shape_rule=_reducer_shape("psum_invariant"),
+                               batch_rule=_batching(_keep_batch, V.psum, True), cuda="through_host", fresh=True,
+                               ordered=True)
 deflinear(pvary_p, lambda g, out, x, axis_name: psum_invariant_p(g, axis_name=axis_name))
 deflinear(psum_invariant_p, lambda g, out, x, axis_name: pvary_p(g, axis_name=axis_name))
 
 
 def _own_part(g, axis_name, axis, tiled):
     """This process's part of an all_gather's output: its transpose where the output is one value."""
-    i, n = M.current().axis_index(axis_name), M.current().axis_size(axis_name)
+    i, n = axis_index(axis_name), axis_size(axis_name)
     if not tiled:
         return fnp.take(g, i, axis=axis)
     k = g.shape[axis] // n
-    return fnp.take(g, fnp.arange(i * k, (i + 1) * k), axis=axis)
+    return fnp.take(g, i * k + fnp.arange(k, dtype=i.dtype), axis=axis)
 
 
-all_gather_invariant_p = Primitive("all_gather_invariant", _gather_impl, shape_rule=_gather_shape,
-                                   batch_rule=_gather_batch, cuda="through_host", fresh=True, ordered=True)
+all_gather_invariant_p = _Collective("all_gather_invariant", _gather_impl, shape_rule=_gather_shape,
+                                     batch_rule=_batching(_gather_batch, V.all_gather), cuda="through_host",
+                                     fresh=True, ordered=True)
 deflinear(all_gather_invariant_p, lambda g, out, x, axis_name, axis, tiled: pvary_p(
     _own_part(g, axis_name, axis, tiled), axis_name=axis_name))
 
@@ -340,7 +410,7 @@ def psum(x, axis_name):
 def pmean(x, axis_name):
     """The mean over the processes of the axis; x may be a pytree."""
     names = _names(axis_name)
-    n = M.current().axis_size(names)
+    n = axis_size(names)
     return tree_map(lambda leaf: E.div_p(psum_p(_array(leaf), axis_name=names), n), x)
 
 
@@ -368,7 +438,7 @@ def ppermute(x, axis_name, perm: Sequence[tuple[int, int]]):
     """x sent from source to destination index for each (source, destination) pair of perm; a
     process nothing is sent to gets zeros."""
     names = _names(axis_name)
-    return ppermute_p(_array(x), axis_name=names, perm=_checked_perm(perm, M.current().axis_size(names)))
+    return ppermute_p(_array(x), axis_name=names, perm=_checked_perm(perm, axis_size(names)))
 
 
 def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
@@ -397,9 +467,20 @@ def all_gather_invariant(x, axis_name, *, axis: int = 0, tiled: bool = False):
 
 
 def axis_index(axis_name) -> Array:
-    """This process's index along the mesh axis (row-major over a tuple of axes), an int32 scalar."""
-    return Array(np.asarray(M.current().axis_index(axis_name), np.int32))
+    """This process's index along the mesh axis (row-major over a tuple of axes), an int32 scalar;
+    along a vmap's axis, each member's index."""
+    index = None
+    for name in _names(axis_name):
+        trace, size = axis_trace(name), axis_size(name)
+        own = (trace.box(Array(np.arange(size, dtype=np.int32)), 0) if trace is not None
+               else Array(np.asarray(M.current().axis_index(name), np.int32)))
+        index = own if index is None else index * size + own
+    return index
 
 
 def axis_size(axis_name) -> int:
-    return M.current().axis_size(axis_name)
+    """The number of processes (or vmap members) along the axis, or the product over a tuple."""
+    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+    on_mesh = tuple(name for name in names if axis_trace(name) is None)
+    return math.prod(axis_trace(name).size for name in names if name not in on_mesh) * (
+        M.current().axis_size(on_mesh) if on_mesh else 1)

@@ -42,8 +42,20 @@ __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gra
            "dynamic_update_index_in_dim", "pad", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
            "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort",
            "sort_key_val", "associative_scan", "lgamma", "digamma", "polygamma", "erfc", "erf_inv", "igamma",
-           "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
-           *_windows.__all__]
+           "igammac", "igamma_grad_a", "random_gamma_grad", "betainc", *_windows.__all__, "psum", "pmean", "pmax",
+           "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index", "axis_size", "pvary"]
+
+_COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
+                "axis_size", "pvary")
+
+
+def __getattr__(name: str):
+    """jax.lax's collectives, over mesh axes or a vmap's axis_name (funcgrad.dist.collectives),
+    imported on first use so that `import funcgrad` does not load the process machinery."""
+    if name in _COLLECTIVES:
+        from ..dist import collectives
+        return getattr(collectives, name)
+    raise AttributeError(f"module 'funcgrad.lax' has no attribute {name!r}")
 erf, erfc, erf_inv = _special.erf, _special.erfc, _special.erfinv
 lgamma, digamma, polygamma = _special.gammaln, _special.digamma, _special.polygamma
 igamma, igammac, igamma_grad_a, random_gamma_grad = (_special.gammainc, _special.gammaincc, _special.igamma_grad_a,
