@@ -106,3 +106,63 @@ def test_shape_helpers():
     assert_close(lax.slice(A, (1, 0), (4, 5), (2, 2)), A[1:4:2, 0:5:2])
     assert_close(lax.index_in_dim(A, -1, 1, keepdims=False), A[:, -1])
     assert_close(lax.rev(A, (0, 1)), A[::-1, ::-1])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64])
+def test_bit_counts_high_products_and_xor_reductions_against_python_integers(dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(3)
+    a = rng.integers(info.min, info.max, 24, dtype=dtype, endpoint=True)
+    b = rng.integers(info.min, info.max, 24, dtype=dtype, endpoint=True)
+    a[:4], b[:4] = [0, 1, info.max, info.min], [info.max, info.min, info.max, info.min]
+    width = 8 * np.dtype(dtype).itemsize
+    unsigned = [int(v) % 2 ** width for v in a]  # two's complement bits
+    np.testing.assert_array_equal(lax.clz(a), [width - u.bit_length() for u in unsigned])
+    np.testing.assert_array_equal(lax.population_count(a), [bin(u).count("1") for u in unsigned])
+    high = [(int(x) * int(y)) >> width for x, y in zip(a, b)]  # Python's exact product, floor-shifted
+    np.testing.assert_array_equal(lax.mulhi(a, b), np.array([h % 2 ** width for h in high], np.uint64).astype(dtype))
+    assert lax.clz(a).dtype == dtype and lax.mulhi(a, b).dtype == dtype
+    grid = a[:21].reshape(3, 7)
+    np.testing.assert_array_equal(lax.reduce_xor(grid, (1,)), np.bitwise_xor.reduce(grid, axis=1))
+    np.testing.assert_array_equal(lax.reduce_xor(grid, (0, 1)), np.bitwise_xor.reduce(grid.ravel()))
+
+
+def test_reduce_precision_rounds_as_the_narrow_formats_and_bitcasts_reshape():
+    import ml_dtypes
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(400) * 10.0 ** rng.integers(-6, 6, 400)).astype(np.float32)
+    for (e, m), narrow in [((8, 7), ml_dtypes.bfloat16), ((5, 10), np.float16), ((5, 2), ml_dtypes.float8_e5m2)]:
+        normal = np.abs(x) >= float(ml_dtypes.finfo(narrow).smallest_normal)  # XLA flushes the narrow format's subnormals
+        with np.errstate(over="ignore"):  # past the narrow format's largest: inf, as reduce_precision's
+            expected = x[normal].astype(narrow).astype(np.float32)
+        np.testing.assert_array_equal(np.asarray(lax.reduce_precision(x, e, m))[normal], expected)
+    edges = np.array([1e-6, -1e-6, 70000.0, -1e30, np.inf, np.nan, -0.0], np.float32)
+    np.testing.assert_array_equal(lax.reduce_precision(edges, 5, 10), [0.0, -0.0, np.inf, -np.inf, np.inf, np.nan, -0.0])
+    assert np.signbit(np.asarray(lax.reduce_precision(edges, 5, 10))[1])
+    np.testing.assert_array_equal(lax.reduce_precision(np.float64(1 + 2 ** -30), 11, 23), 1.0)  # a tie goes to even
+    parts = lax.bitcast_convert_type(np.array([1.0, -2.0], np.float32), np.uint16)
+    assert parts.shape == (2, 2)
+    np.testing.assert_array_equal(parts, np.array([1.0, -2.0], np.float32).view(np.uint16).reshape(2, 2))
+    np.testing.assert_array_equal(lax.bitcast_convert_type(parts, np.float32), [1.0, -2.0])
+    with pytest.raises(ValueError, match="needs a last axis of 2"):
+        lax.bitcast_convert_type(np.ones(3, np.uint16), np.float32)
+
+
+def test_array_helpers_as_jax_lax():
+    x = np.arange(24).reshape(2, 3, 4)
+    np.testing.assert_array_equal(lax.index_take(x, (np.array([0, 1, -1]), np.array([1, 5, 2])), (0, 2)),
+                                  [x[0, :, 1], x[1, :, 1], x[1, :, 2]])
+    first, rest = lax.split(np.arange(10), [3, 7])
+    np.testing.assert_array_equal(rest, np.arange(3, 10))
+    with pytest.raises(ValueError, match="add up to 10"):
+        lax.split(np.arange(10), [3, 3])
+    v = np.array([[3.0, 1, 4, 1, 5], [9, 2, 6, 5, 3]])
+    values, indices = lax.approx_min_k(v, 1, reduction_dimension=0)
+    np.testing.assert_array_equal(values, v.min(0, keepdims=True))
+    np.testing.assert_array_equal(indices, v.argmin(0)[None])
+    values, indices = lax.approx_max_k(v, 2)
+    np.testing.assert_array_equal(values, [[5, 4], [9, 6]])
+    np.testing.assert_array_equal(lax.broadcasted_iota(np.int32, (2, 3), 1), [[0, 1, 2], [0, 1, 2]])
+    assert lax.broadcast_to_rank(np.ones(3), 3).shape == (1, 1, 3)
+    np.testing.assert_array_equal(lax.unstack(x, axis=2)[3], x[:, :, 3])
+    assert lax.optimization_barrier((1.0, x))[1] is not None

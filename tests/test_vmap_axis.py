@@ -59,6 +59,10 @@ def test_point_to_point():
     T = RNG.standard_normal((N, 2, 2 * N))  # tiled: member s's tile d goes to d, concatenated along axis 0
     expected = np.stack([np.concatenate([T[s][:, 2 * d:2 * d + 2] for s in range(N)], axis=0) for d in range(N)])
     assert_close(named(lambda v: lax.all_to_all(v, "i", 1, 0, tiled=True))(T), expected)
+    assert_close(named(lambda v: lax.pswapaxes(v, "i", 0))(A), np.swapaxes(A, 0, 1))
+    assert_close(named(lambda v: lax.pshuffle(v, "i", [2, 0, 3, 1]))(X), X[[2, 0, 3, 1]])
+    with pytest.raises(ValueError, match="not a permutation"):
+        named(lambda v: lax.pshuffle(v, "i", [0, 0, 1, 2]))(X)
 
 
 def test_gradients_differentiate_the_sum_over_members():

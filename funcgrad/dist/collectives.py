@@ -35,7 +35,8 @@ from ..vmap import axis_trace
 from . import mesh as M
 from . import vmap_axis as V
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "pshuffle", "pswapaxes",
+           "all_to_all", "axis_index",
            "axis_size", "pvary", "psum_invariant", "all_gather_invariant"]
 
 def _names(axis_name) -> tuple[str, ...]:
@@ -439,6 +440,23 @@ def ppermute(x, axis_name, perm: Sequence[tuple[int, int]]):
     process nothing is sent to gets zeros."""
     names = _names(axis_name)
     return ppermute_p(_array(x), axis_name=names, perm=_checked_perm(perm, axis_size(names)))
+
+
+def pshuffle(x, axis_name, perm: Sequence[int]):
+    """Each index i receives x from index perm[i] (jax.lax.pshuffle: ppermute by a full permutation)."""
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(axis_size(_names(axis_name)))):
+        raise ValueError(f"pshuffle: perm {perm} is not a permutation of the axis's {axis_size(_names(axis_name))} "
+                         f"indices")
+    return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+def pswapaxes(x, axis_name, axis: int, *, axis_index_groups=None):
+    """x's axis swapped with the mesh (or vmap) axis: all_to_all with that axis split and
+    concatenated (jax.lax.pswapaxes); its length must be the axis size."""
+    if axis_index_groups is not None:
+        raise ValueError("pswapaxes: axis_index_groups is not supported; make a mesh axis of the groups instead")
+    return all_to_all(x, axis_name, axis, axis)
 
 
 def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import operator
 
 import numpy as np
 
@@ -23,11 +22,14 @@ from ..ops import prng
 from ..trace import bind
 from ..scipy import special as _special
 from ..tree import tree_flatten
+from ._arrays import (approx_max_k, approx_min_k, broadcast_shapes, broadcast_to_rank, broadcasted_iota, empty,  # noqa: F401
+                      index_take, optimization_barrier, split, stack, tile, top_k, unstack)
+from ._bits import bitcast_convert_type, clz, mulhi, population_count, reduce_precision, reduce_xor  # noqa: F401
 from ._padding import pad
 from ._windows import (ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,  # noqa: F401
                        conv_general_permutations, conv_transpose, conv_with_general_padding, padtype_to_pads,
                        reduce, reduce_window)
-from . import _windows
+from . import _arrays, _bits, _windows
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gradient", "select", "select_n", "rsqrt",
            "square", "integer_pow", "exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "erf", "max", "min",
@@ -43,24 +45,15 @@ __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gra
            "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "sort",
            "sort_key_val", "associative_scan", "lgamma", "digamma", "polygamma", "erfc", "erf_inv", "igamma",
            "igammac", "igamma_grad_a", "random_gamma_grad", "betainc", *_windows.__all__, "psum", "pmean", "pmax",
-           "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index", "axis_size", "pvary"]
-
-_COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
-                "axis_size", "pvary")
+           "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index", "axis_size", "pvary",
+           "pshuffle", "pswapaxes", *_arrays.__all__, *_bits.__all__, "reciprocal", "zeta", "bessel_i0e", "bessel_i1e"]
 
 
-def __getattr__(name: str):
-    """jax.lax's collectives, over mesh axes or a vmap's axis_name (funcgrad.dist.collectives),
-    imported on first use so that `import funcgrad` does not load the process machinery."""
-    if name in _COLLECTIVES:
-        from ..dist import collectives
-        return getattr(collectives, name)
-    raise AttributeError(f"module 'funcgrad.lax' has no attribute {name!r}")
 erf, erfc, erf_inv = _special.erf, _special.erfc, _special.erfinv
 lgamma, digamma, polygamma = _special.gammaln, _special.digamma, _special.polygamma
 igamma, igammac, igamma_grad_a, random_gamma_grad = (_special.gammainc, _special.gammaincc, _special.igamma_grad_a,
                                                      _special.random_gamma_grad)
-betainc = _special.betainc
+betainc, zeta, bessel_i0e, bessel_i1e = _special.betainc, _special.zeta, _special.i0e, _special.i1e
 
 
 def complex(x, y):  # noqa: A001  (lax's name; torch.complex)
@@ -100,20 +93,6 @@ def concatenate(operands, dimension: int):
     return fnp.concatenate(operands, axis=dimension)
 
 
-def top_k(operand, k: int):
-    """(values, indices) of the k largest entries along the last axis, largest first, equal values
-    in index order (jax.lax.top_k, torch.topk); the values are differentiable."""
-    operand = fnp.asarray(operand)
-    n = operand.shape[-1] if operand.ndim else 0
-    k = operator.index(k)
-    if not operand.ndim or not 0 <= k <= n:
-        raise ValueError(f"top_k: k = {k} must be in [0, {n}] for an operand of shape {operand.shape}")
-    # a stable ascending sort of the reversed axis, reversed, is descending with ties in index order
-    order = fnp.flip(fnp.argsort(fnp.flip(operand, -1), axis=-1), -1)
-    indices = (n - 1) - order[..., :k]
-    return fnp.take_along_axis(operand, indices, axis=-1), indices
-
-
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
     """operand's axes placed at broadcast_dimensions of the new shape, then broadcast."""
     operand = fnp.asarray(operand)
@@ -125,7 +104,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
 
 square, exp, log, tanh, abs, sign = fnp.square, fnp.exp, fnp.log, fnp.tanh, fnp.abs, fnp.sign  # noqa: A001
 max, min, dot, expand_dims = fnp.maximum, fnp.minimum, fnp.dot, fnp.expand_dims  # noqa: A001
-batch_matmul = fnp.matmul
+batch_matmul, reciprocal = fnp.matmul, fnp.reciprocal
 
 
 # ---- elementwise, under lax's names ----------------------------------------------------------------
@@ -493,3 +472,16 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         [c for i, c in enumerate(rhs_sub) if i not in rb and i not in rc]
     result = fnp.einsum(f"{''.join(lhs_sub)},{''.join(rhs_sub)}->{''.join(out)}", lhs, rhs)
     return result if preferred_element_type is None else fnp.astype(result, preferred_element_type)
+
+
+_COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
+                "axis_size", "pvary", "pshuffle", "pswapaxes")
+
+
+def __getattr__(name: str):
+    """jax.lax's collectives, over mesh axes or a vmap's axis_name (funcgrad.dist.collectives),
+    imported on first use so that `import funcgrad` does not load the process machinery."""
+    if name in _COLLECTIVES:
+        from ..dist import collectives
+        return getattr(collectives, name)
+    raise AttributeError(f"module 'funcgrad.lax' has no attribute {name!r}")
