@@ -29,7 +29,7 @@ from ._padding import pad
 from ._windows import (ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,  # noqa: F401
                        conv_general_permutations, conv_transpose, conv_with_general_padding, padtype_to_pads,
                        reduce, reduce_window)
-from . import _arrays, _bits, _windows
+from . import _arrays, _bits, _windows, linalg  # noqa: F401  (jax.lax.linalg)
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gradient", "select", "select_n", "rsqrt",
            "square", "integer_pow", "exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "erf", "max", "min",
