@@ -74,6 +74,12 @@ class custom_jvp:
         self._reverse = None
         return rule
 
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        """A reverse-mode rule of its own (after defjvp), where the tangent map's transpose is not
+        the way: the inverse of a linear map, whose transpose is another solve (lax.custom_linear_solve)."""
+        self._reverse = custom_vjp(self.fun, self.nondiff_argnums)
+        self._reverse.defvjp(fwd, bwd)
+
     diff_args = custom_vjp.diff_args
 
     def __call__(self, *args):

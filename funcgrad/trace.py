@@ -167,14 +167,28 @@ def _check_nans(prim, out):
 
 
 class Hooks:
-    """Observers higher layers install: the profiler (funcgrad.profiler) watches every bind."""
-    __slots__ = ("profiler",)
+    """Observers higher layers install: the profiler (funcgrad.profiler) watches every bind;
+    closed_over_as_constants lets finished reverse-mode traces' values be read."""
+    __slots__ = ("profiler", "dead_as_constants")
 
     def __init__(self):
         self.profiler = None
+        self.dead_as_constants = False
 
 
 hooks = Hooks()
+
+
+@contextlib.contextmanager
+def closed_over_as_constants():
+    """Within it, a tracer of a finished reverse-mode trace reads as its value, a constant, instead
+    of raising TracerLeakError: for derivative rules that run in the backward pass and call user
+    functions closing over the values being differentiated (lax.custom_linear_solve's transpose)."""
+    before, hooks.dead_as_constants = hooks.dead_as_constants, True
+    try:
+        yield
+    finally:
+        hooks.dead_as_constants = before
 
 
 def device_impl(prim, args):

@@ -18,7 +18,7 @@ from .array import CPU, Array, to_numpy
 from .devices import full
 from .errors import ShapeError
 from .ops import elementwise as E
-from .trace import Trace, Tracer, annotate, apply, bind
+from .trace import Trace, Tracer, annotate, apply, bind, hooks
 from .tree import tree_flatten, tree_map, tree_structure
 
 __all__ = ["vjp", "grad", "value_and_grad", "jacrev", "linear_transpose"]
@@ -88,8 +88,10 @@ class VJPTrace(Trace):
     __slots__ = ()
 
     def process(self, prim, args, params):
-        if not self.alive:
-            self.check_alive()
+        if not self.alive:  # used after grad returned: a leak, or a rule reading a closed-over value
+            if not hooks.dead_as_constants:
+                self.check_alive()
+            return bind(prim, *[a._value if type(a) is VJPTracer and a._trace is self else a for a in args], **params)
         vals, parents = [], []
         nested = False  # a tracer of a lower level among the values (ours may hold one): bind one level down
         i = 0
