@@ -12,8 +12,8 @@ from .array import Array, Device
 from .check_grads import check_grads
 from .config import config
 from .devices import device_put, devices
-from .dtypes import (bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,
-                     uint8, uint16, uint32, uint64)
+from .dtypes import (bfloat16, bool_, complex64, complex128, float0, float16, float32, float64, int8, int16, int32,
+                     int64, uint8, uint16, uint32, uint64)
 from . import errors  # noqa: F401
 from .errors import (AxisError, ConcretizationError, DeviceMismatchError, GradientCutWarning, NonFiniteError,
                      ShapeError, TracerLeakError)
@@ -24,7 +24,7 @@ from .tree import (register_dataclass, register_pytree_node, static_field, tree_
 from .control import cond, fori_loop, scan, switch, while_loop
 from .jit import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_program
 from .vmap import vmap
-from .custom import checkpoint as remat, custom_jvp, custom_vjp
+from .custom import checkpoint as remat, custom_gradient, custom_jvp, custom_vjp
 from .jvp import hessian, jacfwd, jvp, linearize
 from .vjp import grad, jacrev, linear_transpose, value_and_grad, vjp
 
@@ -40,7 +40,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array", "Device", "config", "check_grads",
-    "bfloat16", "bool_", "complex64", "complex128", "float16", "float32", "float64", "int8", "int16", "int32",
+    "bfloat16", "bool_", "complex64", "complex128", "float0", "float16", "float32", "float64", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64",
     "AxisError", "ConcretizationError", "DeviceMismatchError", "GradientCutWarning", "NonFiniteError", "ShapeError",
     "TracerLeakError",
@@ -48,7 +48,7 @@ __all__ = [
     "stop_gradient", "zeros", "zeros_like",
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
-    "remat", "custom_vjp", "custom_jvp", "linearize", "linear_transpose", "jacobian", "eval_shape", "ShapeDtypeStruct", "disable_jit",
+    "remat", "custom_vjp", "custom_jvp", "custom_gradient", "linearize", "linear_transpose", "jacobian", "eval_shape", "ShapeDtypeStruct", "disable_jit",
     "block_until_ready", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
     "jit", "make_program", "cond", "switch", "fori_loop", "while_loop", "scan", "lax", "tree_util", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
     "amp", "checkpoint", "cuda", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",

@@ -13,7 +13,7 @@ from .trace import find_top_trace
 from .tree import tree_leaves, tree_map
 from .vjp import vjp
 
-__all__ = ["custom_vjp", "custom_jvp", "checkpoint"]
+__all__ = ["custom_vjp", "custom_jvp", "custom_gradient", "checkpoint"]
 
 
 class custom_vjp:
@@ -112,6 +112,23 @@ class custom_jvp:
             self._reverse = custom_vjp(self.fun, nondiff_argnums)
             self._reverse.defvjp(fwd, bwd)
         return self._reverse
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """fun returning (value, vjp) made a function whose reverse-mode derivative is that vjp
+    (jax.custom_gradient, tf.custom_gradient): vjp(g) gives a cotangent per argument (a tuple, or
+    one cotangent for a function of one argument)."""
+    def value_only(*args):
+        return fun(*args)[0]
+
+    def bwd(pullback, g):
+        cts = pullback(g)
+        return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+
+    rule = custom_vjp(value_only)
+    rule.defvjp(lambda *args: fun(*args), bwd)
+    functools.update_wrapper(rule, fun)
+    return rule
 
 
 def checkpoint(fun: Callable) -> Callable:

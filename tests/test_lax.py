@@ -166,3 +166,33 @@ def test_array_helpers_as_jax_lax():
     assert lax.broadcast_to_rank(np.ones(3), 3).shape == (1, 1, 3)
     np.testing.assert_array_equal(lax.unstack(x, axis=2)[3], x[:, :, 3])
     assert lax.optimization_barrier((1.0, x))[1] is not None
+
+
+def test_fft_kinds_and_patches():
+    x = np.arange(6.0).reshape(2, 3)
+    assert_close(lax.fft(x.astype(np.complex128), "fft", (3,)), np.fft.fft(x))
+    assert_close(lax.fft(x.astype(np.complex128), lax.FftType.IFFT, (2, 3)), np.fft.ifft2(x))
+    assert_close(lax.fft(x, lax.FftType.RFFT, (3,)), np.fft.rfft(x))
+    assert_close(lax.fft(np.fft.rfft(x), lax.FftType.IRFFT, (3,)), x)
+    with pytest.raises(ValueError, match=r"needs trailing axes \(4,\)"):
+        lax.fft(x.astype(np.complex128), "fft", (4,))
+    img = np.random.default_rng(6).standard_normal((2, 3, 4, 5))
+    patches = np.asarray(lax.conv_general_dilated_patches(img, (2, 3), (1, 2), "VALID"))
+    assert patches.shape == (2, 3 * 6, 3, 2)
+    for c, i, j, oy, ox in [(0, 0, 0, 0, 0), (2, 1, 2, 2, 1), (1, 0, 1, 1, 0)]:  # feature c*6 + (i*3 + j)
+        np.testing.assert_allclose(patches[:, c * 6 + i * 3 + j, oy, ox], img[:, c, oy + i, 2 * ox + j])
+
+
+def test_custom_gradient_gives_the_hand_written_vjp():
+    @fg.custom_gradient
+    def clipped_product(x, y):
+        return x * y, lambda g: (fnp.clip(g * y, -1.0, 1.0), g * x)
+    assert float(clipped_product(2.0, 5.0)) == 10.0
+    gx, gy = fg.grad(clipped_product, argnums=(0, 1))(2.0, 5.0)
+    assert (float(gx), float(gy)) == (1.0, 2.0)  # 5 clipped to 1
+
+    @fg.custom_gradient
+    def square(x):
+        return x ** 2, lambda g: g * x  # a deliberately halved derivative, one cotangent
+    assert float(fg.grad(square)(3.0)) == 3.0
+    assert float(fg.grad(fg.grad(lambda x: square(x) * x))(3.0)) == 12.0  # d/dx (x * x + x^2)

@@ -152,8 +152,8 @@ _extremes = {"max": fnp.max, "min": fnp.min}
 def _reduction(op: str) -> Primitive:
     name = f"p{op}"
     named = V.psum if op == "sum" else V.extreme(_extremes[op])
-    return _Collective(name, _reducer(op), shape_rule=_reducer_shape(name), batch_rule=_batching(_keep_batch, named, True),
-                       cuda="through_host", fresh=True, ordered=True)
+    return _Collective(name, _reducer(op), shape_rule=_reducer_shape(name),
+                       batch_rule=_batching(_keep_batch, named, True), cuda="through_host", fresh=True, ordered=True)
 
 
 psum_p, pmax_p, pmin_p = _reduction("sum"), _reduction("max"), _reduction("min")

@@ -10,8 +10,8 @@ from .. import numpy as fnp
 from ..errors import ShapeError
 from ..tree import tree_map
 
-__all__ = ["top_k", "broadcasted_iota", "broadcast_to_rank", "broadcast_shapes", "split", "tile", "stack", "unstack", "empty",
-           "index_take", "optimization_barrier", "approx_max_k", "approx_min_k"]
+__all__ = ["top_k", "broadcasted_iota", "broadcast_to_rank", "broadcast_shapes", "split", "tile", "stack", "unstack",
+           "empty", "index_take", "optimization_barrier", "approx_max_k", "approx_min_k"]
 
 
 def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):

@@ -10,6 +10,7 @@ interior zeros."""
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from typing import NamedTuple
 
@@ -23,7 +24,8 @@ from ..trace import bind
 from ._padding import pad
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations", "padtype_to_pads",
-           "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose", "reduce_window", "reduce"]
+           "conv_general_dilated", "conv_general_dilated_patches", "conv", "conv_with_general_padding",
+           "conv_transpose", "reduce_window", "reduce"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -171,6 +173,24 @@ def _conv(x, w, strides, pads, dilation, groups: int):
         total = part if total is None else total + part
     out = fnp.reshape(total, (n, out_depth) + total.shape[1:])
     return fnp.swapaxes(out, 1, 2)
+
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                                 dimension_numbers=None, precision=None, preferred_element_type=None):
+    """The patches a convolution with a kernel of filter_shape would see, flattened into the
+    output's feature axis (channel-major: feature c * prod(filter_shape) + tap), as jax.lax's: a
+    grouped convolution with one identity kernel per channel."""
+    lhs = fnp.asarray(lhs)
+    filter_shape = tuple(int(n) for n in filter_shape)
+    dn = conv_dimension_numbers(lhs.shape, (1, 1) + filter_shape, dimension_numbers)
+    taps = math.prod(filter_shape)
+    channels = lhs.shape[dn.lhs_spec[1]]
+    identity = fnp.broadcast_to(fnp.eye(taps, dtype=lhs.dtype), (channels, taps, taps))
+    rhs = fnp.reshape(identity, (channels * taps, 1) + filter_shape)  # (O, I, *spatial), O = channel-major taps
+    rhs = fnp.transpose(rhs, tuple(np.argsort(dn.rhs_spec)))  # into the layout rhs_spec reads
+    out = conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dn,
+                               feature_group_count=channels)
+    return out if preferred_element_type is None else fnp.astype(out, preferred_element_type)
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
