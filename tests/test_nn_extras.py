@@ -5,6 +5,7 @@ import pytest
 import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import nn
+from funcgrad.nn import functional as F
 
 from .helpers import assert_close
 
@@ -378,3 +379,23 @@ def test_jax_nn_softmax_where_one_hot_axis_and_logsumexp_weights():
     assert_close(nn.one_hot(np.array([0, 2, 1]), 3, axis=0), np.eye(3)[[0, 2, 1]].T)
     b = np.array([[1.0, 0.5, 2.0], [0.0, 1.0, 1.0]])
     assert_close(nn.logsumexp(x, axis=1, b=b), np.log((b * np.exp(x)).sum(1)), rtol=1e-12)
+
+
+def test_volume_padding_layers_and_the_with_indices_forms():
+    x = np.arange(36.0).reshape(1, 2, 3, 3, 2)
+
+    def np_pad(pads, mode, **kw):  # torch's (left, right, top, bottom, front, back) as np.pad's widths
+        widths = [(0, 0), (0, 0), (pads[4], pads[5]), (pads[2], pads[3]), (pads[0], pads[1])]
+        return np.pad(x, widths, mode, **kw)
+    assert_close(nn.ReflectionPad3d((1, 1, 0, 2, 1, 0))(x), np_pad((1, 1, 0, 2, 1, 0), "reflect"))
+    assert_close(nn.ReplicationPad3d(1)(x), np_pad((1,) * 6, "edge"))
+    assert_close(nn.CircularPad3d((0, 1, 1, 0, 1, 1))(x), np_pad((0, 1, 1, 0, 1, 1), "wrap"))
+    assert_close(nn.ConstantPad3d((1, 0, 0, 0, 0, 1), 3.5)(x), np_pad((1, 0, 0, 0, 0, 1), "constant", constant_values=3.5))
+    assert_close(nn.ZeroPad3d((0, 0, 1, 0, 0, 0))(x), np_pad((0, 0, 1, 0, 0, 0), "constant"))
+    with pytest.raises(ValueError, match=r"6 ints \(left, right, top, bottom, front, back\)"):
+        nn.ZeroPad3d((1, 2))
+    values, indices = F.max_pool2d_with_indices(np.arange(16.0).reshape(1, 1, 4, 4)[..., ::-1], 2)
+    np.testing.assert_array_equal(np.asarray(values).ravel(), [7, 5, 15, 13])
+    np.testing.assert_array_equal(np.asarray(indices).ravel(), [4, 6, 12, 14])  # torch 2.13's
+    values, indices = F.adaptive_max_pool1d_with_indices(np.array([[[3.0, 1, 4, 1, 5, 9]]]), 2)
+    np.testing.assert_array_equal(np.asarray(indices).ravel(), [2, 5])

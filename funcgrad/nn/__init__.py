@@ -21,10 +21,11 @@ from ._activations import *  # noqa: F401,F403  (glu, softmin, the shrinkages, t
 from ._activations import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, PReLU, ReLU6,
                            Softmin, Softshrink, Softsign, Tanhshrink, Threshold)
 from ._pixels import *  # noqa: F401,F403  (pixel_shuffle, unfold, fold, channel dropout, instance_norm, ...)
-from ._pixels import (AdaptiveAvgPool1d, AdaptiveMaxPool2d, CircularPad1d, CircularPad2d, ConstantPad1d,
-                      ConstantPad2d, CosineSimilarity, Dropout1d, Dropout2d, Fold, InstanceNorm1d, InstanceNorm2d,
-                      PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
-                      ReplicationPad1d, ReplicationPad2d, Unflatten, Unfold, ZeroPad1d, ZeroPad2d)
+from ._pixels import (AdaptiveAvgPool1d, AdaptiveMaxPool2d, CircularPad1d, CircularPad2d, CircularPad3d,
+                      ConstantPad1d, ConstantPad2d, ConstantPad3d, CosineSimilarity, Dropout1d, Dropout2d, Fold,
+                      InstanceNorm1d, InstanceNorm2d, PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
+                      ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
+                      Unflatten, Unfold, ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from ._vision import *  # noqa: F401,F403  (affine_grid, grid_sample, local_response_norm, lp_pool, unpooling)
 from ._vision import (AdaptiveMaxPool1d, ChannelShuffle, LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d,
                       MaxUnpool2d, MaxUnpool3d, Softmax2d, UpsamplingBilinear2d, UpsamplingNearest2d)

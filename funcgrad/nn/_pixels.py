@@ -19,7 +19,8 @@ __all__ = ["pixel_shuffle", "pixel_unshuffle", "unfold", "fold", "dropout1d", "d
 LAYERS = ["PixelShuffle", "PixelUnshuffle", "Unfold", "Fold", "Dropout1d", "Dropout2d", "InstanceNorm1d",
           "InstanceNorm2d", "AdaptiveMaxPool2d", "AdaptiveAvgPool1d", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d",
           "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
-          "CircularPad1d", "CircularPad2d", "Unflatten", "CosineSimilarity", "PairwiseDistance"]
+          "CircularPad1d", "CircularPad2d", "ZeroPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d",
+          "CircularPad3d", "Unflatten", "CosineSimilarity", "PairwiseDistance"]
 
 
 def pixel_shuffle(x, upscale_factor: int):
@@ -262,8 +263,8 @@ def _pad_widths(padding, dims: int) -> tuple:
         return (padding,) * (2 * dims)
     padding = tuple(padding)
     if len(padding) != 2 * dims:
-        raise ValueError(f"padding must be an int or {2 * dims} ints (left, right{', top, bottom' * (dims - 1)}), "
-                         f"got {padding}")
+        sides = ", ".join(["left, right", "top, bottom", "front, back"][:dims])
+        raise ValueError(f"padding must be an int or {2 * dims} ints ({sides}), got {padding}")
     return padding
 
 
@@ -286,12 +287,20 @@ class ZeroPad2d(ZeroPad1d):
     dims = 2
 
 
+class ZeroPad3d(ZeroPad1d):
+    dims = 3
+
+
 class ReflectionPad1d(_Pad):
     mode = "reflect"
 
 
 class ReflectionPad2d(ReflectionPad1d):
     dims = 2
+
+
+class ReflectionPad3d(ReflectionPad1d):
+    dims = 3
 
 
 class ReplicationPad1d(_Pad):
@@ -302,12 +311,20 @@ class ReplicationPad2d(ReplicationPad1d):
     dims = 2
 
 
+class ReplicationPad3d(ReplicationPad1d):
+    dims = 3
+
+
 class CircularPad1d(_Pad):
     mode = "circular"
 
 
 class CircularPad2d(CircularPad1d):
     dims = 2
+
+
+class CircularPad3d(CircularPad1d):
+    dims = 3
 
 
 class ConstantPad1d(_Pad):
@@ -321,6 +338,10 @@ class ConstantPad1d(_Pad):
 
 class ConstantPad2d(ConstantPad1d):
     dims = 2
+
+
+class ConstantPad3d(ConstantPad1d):
+    dims = 3
 
 
 class Unflatten(Module):

@@ -27,5 +27,27 @@ from .batchnorm import batch_norm  # noqa: F401
 from .losses import *  # noqa: F401,F403
 from .losses import __all__ as _losses
 
+
+
+def _with_indices(pool):
+    """torch's *_with_indices form of a max pooling: (values, indices), always."""
+    def pooled(*args, **kwargs):
+        return pool(*args, **{**kwargs, "return_indices": True})
+    pooled.__name__ = f"{pool.__name__}_with_indices"
+    pooled.__doc__ = f"{pool.__name__}(..., return_indices=True): (values, indices)."
+    return pooled
+
+
+max_pool1d_with_indices = _with_indices(max_pool1d)  # noqa: F405
+max_pool2d_with_indices = _with_indices(max_pool2d)  # noqa: F405
+max_pool3d_with_indices = _with_indices(max_pool3d)  # noqa: F405
+adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d)  # noqa: F405
+adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d)  # noqa: F405
+adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d)  # noqa: F405
+native_channel_shuffle = channel_shuffle  # noqa: F405
+
 __all__ = sorted(["batch_norm", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "ctc_loss",
-                   *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])
+                  "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+                  "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+                  "adaptive_max_pool3d_with_indices", "native_channel_shuffle",
+                  *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])
