@@ -40,7 +40,8 @@ def assert_close(actual, expected, rtol=1e-6, atol=1e-6):
     actual = np.asarray(actual)
     expected = np.asarray(expected)
     assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
-    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=atol)
+    wide = np.complex128 if np.iscomplexobj(actual) or np.iscomplexobj(expected) else np.float64  # both parts
+    np.testing.assert_allclose(actual.astype(wide), expected.astype(wide), rtol=rtol, atol=atol)
 
 
 def numeric_grad(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
