@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad import nn
 from funcgrad.nn import functional as F
 
@@ -160,3 +161,63 @@ def test_image_layers():
     assert_close(nn.LocalResponseNorm(2)(x), F.local_response_norm(x, 2))
     assert_close(nn.LPPool2d(2, 3)(np.abs(x)), F.lp_pool2d(np.abs(x), 2, 3))
     assert_close(nn.ChannelShuffle(2)(x), F.channel_shuffle(x, 2))
+
+
+def _fractional_reference(x, pool, out, samples):
+    """Window loops with PyTorch's interval rule written out in float32 arithmetic."""
+    def starts(u, size, n, k):
+        if n == 1:
+            return [size - k]
+        alpha = np.float32(size - k) / np.float32(n - 1)
+        return [int(np.float32(i + u) * alpha) - int(u * alpha) for i in range(n - 1)] + [size - k]
+    batch, channels = x.shape[:2]
+    values, indices = np.zeros((batch, channels) + out), np.zeros((batch, channels) + out, np.int64)
+    spatial = x.shape[2:]
+    order = (1, 0) if len(out) == 2 else (0, 1, 2)
+    for b, c in np.ndindex(batch, channels):
+        per_axis = [starts(samples[b, c, order[a]], spatial[a], out[a], pool[a]) for a in range(len(out))]
+        for o in np.ndindex(*out):
+            best, where = -np.inf, None
+            for tap in np.ndindex(*pool):
+                point = tuple(per_axis[a][o[a]] + tap[a] for a in range(len(out)))
+                if x[(b, c) + point] > best:
+                    best, where = x[(b, c) + point], np.ravel_multi_index(point, spatial)
+            values[(b, c) + o], indices[(b, c) + o] = best, where
+    return values, indices
+
+
+@pytest.mark.parametrize("shape,pool,kw", [((2, 3, 7, 9), (2, 3), {"output_size": (4, 3)}),
+                                           ((2, 3, 7, 9), 3, {"output_ratio": 0.5}),
+                                           ((1, 2, 6, 6), 2, {"output_size": 3}),
+                                           ((1, 2, 5, 6, 7), (1, 2, 3), {"output_size": (3, 4, 2)})])
+def test_fractional_max_pool_against_window_loops(shape, pool, kw):
+    rng = np.random.default_rng(sum(shape))
+    x = rng.integers(0, 4, shape).astype(np.float32) + rng.random(shape).astype(np.float32) * (len(shape) == 4)
+    samples = rng.random(shape[:2] + (len(shape) - 2,)).astype(np.float32)
+    fn = F.fractional_max_pool2d if len(shape) == 4 else F.fractional_max_pool3d
+    values, indices = fn(x, pool, return_indices=True, _random_samples=samples, **kw)
+    dims = len(shape) - 2
+    out = tuple(values.shape[2:])
+    ref_values, ref_indices = _fractional_reference(x, (pool,) * dims if isinstance(pool, int) else pool, out, samples)
+    assert_close(values, ref_values)
+    np.testing.assert_array_equal(indices, ref_indices)
+    weights = np.arange(values.size, dtype=np.float32).reshape(values.shape)  # each window's weight, at its maximum
+    grad = fg.grad(lambda z: fnp.sum(fn(z, pool, _random_samples=samples, **kw) * weights))(x)
+    expected = np.zeros(x.size, np.float32).reshape(shape[:2] + (-1,))
+    np.add.at(expected, (np.arange(shape[0])[:, None, None], np.arange(shape[1])[None, :, None],
+                         ref_indices.reshape(shape[:2] + (-1,))), weights.reshape(shape[:2] + (-1,)))
+    assert_close(grad, expected.reshape(shape))
+
+
+def test_fractional_max_pool_draws_from_its_key_and_checks_sizes():
+    x = np.random.default_rng(1).standard_normal((1, 2, 8, 8)).astype(np.float32)
+    layer = nn.FractionalMaxPool2d(2, output_size=5)
+    a, b = layer(x, key=fg.random.key(0)), layer(x, key=fg.random.key(0))
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (1, 2, 5, 5)
+    with pytest.raises(ValueError, match="places its windows at random: pass key="):
+        layer(x)
+    with pytest.raises(ValueError, match="does not fit input size 8"):
+        F.fractional_max_pool2d(x, 3, output_size=7, key=fg.random.key(0))
+    with pytest.raises(ValueError, match="exactly one of output_size and output_ratio"):
+        F.fractional_max_pool2d(x, 3, key=fg.random.key(0))

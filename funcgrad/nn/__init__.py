@@ -37,9 +37,11 @@ from ._stochastic import AlphaDropout, FeatureAlphaDropout, RReLU
 from ._bags import *  # noqa: F401,F403  (embedding_bag, bilinear)
 from ._bags import Bilinear, EmbeddingBag
 from ._ctc import CTCLoss, ctc_loss
+from ._fractional import FractionalMaxPool2d, FractionalMaxPool3d, fractional_max_pool2d, fractional_max_pool3d
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
-from . import _activations, _convolution, _functional, _pixels, _vision, _volumes, _stochastic, _bags, _ctc, losses
+from . import (_activations, _convolution, _functional, _pixels, _vision, _volumes, _stochastic, _bags, _ctc,
+               _fractional, losses)
 from ._functional import dot_product_attention  # jax.nn's layout (B, T, N, H); not in torch's F
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, batch_norm
 from .module import Module
@@ -58,5 +60,5 @@ __all__ = [
     "TransformerDecoder", "Transformer",
     *_functional.__all__, *_convolution.__all__, *losses.__all__, *losses.LOSSES, *_activations.__all__,
     *_activations.LAYERS, *_pixels.__all__, *_pixels.LAYERS, *_vision.__all__, *_vision.LAYERS, *_volumes.__all__, *_volumes.LAYERS, *_stochastic.__all__, *_stochastic.LAYERS,
-    *_bags.__all__, *_bags.LAYERS, *_ctc.__all__, *_ctc.LAYERS,
+    *_bags.__all__, *_bags.LAYERS, *_ctc.__all__, *_ctc.LAYERS, *_fractional.__all__, *_fractional.LAYERS,
 ]

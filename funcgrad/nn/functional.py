@@ -23,6 +23,7 @@ from ._stochastic import __all__ as _stochastic
 from ._bags import *  # noqa: F401,F403
 from ._bags import __all__ as _bags
 from ._ctc import ctc_loss  # noqa: F401
+from ._fractional import fractional_max_pool2d, fractional_max_pool3d  # noqa: F401
 from .batchnorm import batch_norm  # noqa: F401
 from .losses import *  # noqa: F401,F403
 from .losses import __all__ as _losses
@@ -44,10 +45,13 @@ max_pool3d_with_indices = _with_indices(max_pool3d)  # noqa: F405
 adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d)  # noqa: F405
 adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d)  # noqa: F405
 adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d)  # noqa: F405
+fractional_max_pool2d_with_indices = _with_indices(fractional_max_pool2d)
+fractional_max_pool3d_with_indices = _with_indices(fractional_max_pool3d)
 native_channel_shuffle = channel_shuffle  # noqa: F405
 
 __all__ = sorted(["batch_norm", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "ctc_loss",
                   "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
                   "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-                  "adaptive_max_pool3d_with_indices", "native_channel_shuffle",
+                  "adaptive_max_pool3d_with_indices", "native_channel_shuffle", "fractional_max_pool2d",
+                  "fractional_max_pool3d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
                   *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])
