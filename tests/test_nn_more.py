@@ -362,3 +362,66 @@ def test_host_constants_follow_device_data_through_losses_and_the_new_functions(
         on_device = f(fg.device_put(x, "cuda"), fg.device_put(scores, "cuda"))
         assert on_device.device == "cuda:0", name
         assert_close(on_device.numpy(), f(fg.asarray(x), fg.asarray(scores)), rtol=1e-5, atol=1e-6)
+
+
+def _reference_mha(q, k, v, wq, wk, wv, bq, bk_, bv_, w_out, b_out, heads, add=None, extra_k=None, extra_v=None,
+                   zero_attn=False):
+    """One head and one batch element at a time: scores + add (N, H or 1, L or 1, S'), keys and values extended."""
+    e = wq.shape[0]
+    d = e // heads
+    out = np.zeros(q.shape[:2] + (e,))
+    weights = np.zeros((q.shape[1], heads, q.shape[0], k.shape[0] + (extra_k is not None) + zero_attn))
+    for n in range(q.shape[1]):
+        qp, kp, vp = q[:, n] @ wq.T + bq, k[:, n] @ wk.T + bk_, v[:, n] @ wv.T + bv_
+        if extra_k is not None:
+            kp, vp = np.vstack([kp, extra_k]), np.vstack([vp, extra_v])
+        for h in range(heads):
+            qh, kh, vh = qp[:, h * d:(h + 1) * d], kp[:, h * d:(h + 1) * d], vp[:, h * d:(h + 1) * d]
+            if zero_attn:
+                kh, vh = np.vstack([kh, np.zeros(d)]), np.vstack([vh, np.zeros(d)])
+            scores = qh @ kh.T / math.sqrt(d) + (0 if add is None else add[n, min(h, add.shape[1] - 1)])
+            w = np.exp(scores - scores.max(-1, keepdims=True))
+            w /= w.sum(-1, keepdims=True)
+            weights[n, h] = w
+            out[:, n, h * d:(h + 1) * d] = w @ vh
+    return out @ w_out.T + b_out, weights
+
+
+def test_multi_head_attention_forward_with_bias_kv_zero_attention_and_separate_projections():
+    e, heads, length, source, batch = 8, 2, 5, 6, 3
+    q, k, v = RNG.standard_normal((length, batch, e)), RNG.standard_normal((source, batch, 4)), \
+        RNG.standard_normal((source, batch, 6))
+    wq, wk, wv = RNG.standard_normal((e, e)), RNG.standard_normal((e, 4)), RNG.standard_normal((e, 6))
+    b_in, w_out, b_out = RNG.standard_normal(3 * e), RNG.standard_normal((e, e)), RNG.standard_normal(e)
+    bias_k, bias_v = RNG.standard_normal((1, 1, e)), RNG.standard_normal((1, 1, e))
+    padding = RNG.random((batch, source)) > 0.7
+    padding[:, 0] = False
+    out, weights = F.multi_head_attention_forward(
+        q, k, v, e, heads, None, b_in, bias_k, bias_v, True, 0.0, w_out, b_out, key_padding_mask=padding,
+        use_separate_proj_weight=True, q_proj_weight=wq, k_proj_weight=wk, v_proj_weight=wv,
+        average_attn_weights=False)
+    add = np.where(np.concatenate([padding, np.zeros((batch, 2), bool)], 1), -np.inf, 0.0)[:, None, None, :]
+    expected, expected_weights = _reference_mha(q, k, v, wq, wk, wv, *np.split(b_in, 3), w_out, b_out, heads, add,
+                                                bias_k[0, 0], bias_v[0, 0], zero_attn=True)
+    assert_close(out, expected)
+    assert_close(weights, expected_weights)
+    w_in = RNG.standard_normal((3 * e, e))
+    kk = RNG.standard_normal((source, batch, e))
+    mask = RNG.standard_normal((batch * heads, length, source))  # a float mask per (batch, head), added
+    out, weights = F.multi_head_attention_forward(q, kk, kk, e, heads, w_in, b_in, None, None, False, 0.0, w_out,
+                                                  b_out, attn_mask=mask)
+    expected, expected_weights = _reference_mha(q, kk, kk, *np.split(w_in, 3), *np.split(b_in, 3), w_out, b_out,
+                                                heads, mask.reshape(batch, heads, length, source))
+    assert_close(out, expected)
+    assert_close(weights, expected_weights.mean(1))
+    with pytest.raises(ValueError, match="is_causal is a hint that attn_mask is the causal mask"):
+        F.multi_head_attention_forward(q, kk, kk, e, heads, w_in, b_in, None, None, False, 0.0, w_out, b_out,
+                                       is_causal=True)
+    with pytest.raises(ValueError, match="bias_k and bias_v go together"):
+        F.multi_head_attention_forward(q, kk, kk, e, heads, w_in, b_in, bias_k, None, False, 0.0, w_out, b_out)
+    mha = nn.MultiheadAttention(e, heads, kdim=4, vdim=6, add_bias_kv=True, add_zero_attn=True,
+                                key=fg.random.key(2), dtype=fnp.float64)
+    assert [n for n, _ in mha.named_parameters(pytorch_names=True)] == [
+        "q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "bias_k", "bias_v", "out_proj.weight",
+        "out_proj.bias"]  # torch.nn.MultiheadAttention's
+    assert mha(q, k, v)[0].shape == (length, batch, e)

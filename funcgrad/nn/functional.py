@@ -24,6 +24,7 @@ from ._bags import *  # noqa: F401,F403
 from ._bags import __all__ as _bags
 from ._ctc import ctc_loss  # noqa: F401
 from ._fractional import fractional_max_pool2d, fractional_max_pool3d  # noqa: F401
+from .transformer import multi_head_attention_forward  # noqa: F401
 from .batchnorm import batch_norm  # noqa: F401
 from .losses import *  # noqa: F401,F403
 from .losses import __all__ as _losses
@@ -54,4 +55,5 @@ __all__ = sorted(["batch_norm", "interpolate", "upsample", "upsample_nearest", "
                   "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
                   "adaptive_max_pool3d_with_indices", "native_channel_shuffle", "fractional_max_pool2d",
                   "fractional_max_pool3d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices",
+                  "multi_head_attention_forward",
                   *_core, *_convolution, *_activations, *_pixels, *_vision, *_volumes, *_stochastic, *_bags, *_losses])

@@ -18,7 +18,7 @@ from . import init
 from .layers import LayerNorm, Linear, _split
 from .module import Module
 
-__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+__all__ = ["multi_head_attention_forward", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer"]
 
 
@@ -35,21 +35,131 @@ def _additive(mask, scores, name: str):
     return fnp.astype(mask, dtype)
 
 
+def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float, out_proj_weight,
+                                 out_proj_bias, training: bool = True, key_padding_mask=None, need_weights: bool = True,
+                                 attn_mask=None, use_separate_proj_weight: bool = False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None, static_v=None,
+                                 average_attn_weights: bool = True, is_causal: bool = False, *, dropout_key=None):
+    """torch.nn.functional.multi_head_attention_forward: inputs (L, N, E) and (S, N, kdim / vdim), or
+    unbatched (L, E); returns (output, weights), the weights (after dropout) averaged over heads
+    (N, L, S) or per head, None without need_weights. PyTorch's masks (True = not attended, or
+    added). Dropout only when training with a dropout_key (funcgrad's rule: a key means training);
+    is_causal is PyTorch's hint that attn_mask is causal, so attn_mask is still required."""
+    query, key, value = (fnp.asarray(t) for t in (query, key, value))
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = (fnp.expand_dims(t, 1) for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = fnp.expand_dims(fnp.asarray(key_padding_mask), 0)
+    if query.ndim != 3 or key.ndim != 3 or value.ndim != 3:
+        raise ValueError(f"multi_head_attention_forward: query, key and value must be all 3-D (L, N, E) or all 2-D, "
+                         f"got shapes {query.shape}, {key.shape}, {value.shape}")
+    length, batch, e = query.shape
+    if e != embed_dim_to_check:
+        raise ValueError(f"multi_head_attention_forward: query's embedding size {e} is not embed_dim {embed_dim_to_check}")
+    if e % num_heads:
+        raise ValueError(f"multi_head_attention_forward: embed_dim {e} must be divisible by num_heads {num_heads}")
+    if key.shape[:2] != value.shape[:2] or key.shape[1] != batch:
+        raise ValueError(f"multi_head_attention_forward: key {key.shape} and value {value.shape} do not fit query "
+                         f"{query.shape} (same batch, key and value of one length)")
+    if is_causal and attn_mask is None:
+        raise ValueError("multi_head_attention_forward: is_causal is a hint that attn_mask is the causal mask; "
+                         "pass attn_mask too")
+    h, head = num_heads, e // num_heads
+    if use_separate_proj_weight:
+        weights_in = (q_proj_weight, k_proj_weight, v_proj_weight)
+        if any(w is None for w in weights_in):
+            raise ValueError("multi_head_attention_forward: use_separate_proj_weight needs q_, k_ and v_proj_weight")
+    else:
+        weights_in = tuple(in_proj_weight[i * e:(i + 1) * e] for i in range(3))
+    biases_in = (None,) * 3 if in_proj_bias is None else tuple(in_proj_bias[i * e:(i + 1) * e] for i in range(3))
+    q, k, v = (F.linear(t, w, b) for t, w, b in zip((query, key, value), weights_in, biases_in))
+    mask = None if attn_mask is None else _additive(attn_mask, q, "attn_mask")
+    padding = None if key_padding_mask is None else _additive(key_padding_mask, q, "key_padding_mask")
+    if mask is not None and tuple(mask.shape) not in ((length, key.shape[0]), (batch * h, length, key.shape[0])):
+        raise ValueError(f"multi_head_attention_forward: attn_mask of shape {tuple(mask.shape)} must be (L, S) = "
+                         f"{(length, key.shape[0])} or (N * num_heads, L, S) = {(batch * h, length, key.shape[0])}")
+    if padding is not None and tuple(padding.shape) != (batch, key.shape[0]):
+        given, named, expected = ((tuple(padding.shape[1:]), "(S,)", (key.shape[0],)) if unbatched else
+                                  (tuple(padding.shape), "(N, S)", (batch, key.shape[0])))
+        raise ValueError(f"multi_head_attention_forward: key_padding_mask of shape {given} must be {named} = {expected}")
+
+    def one_more_key(m):  # a mask grows a column where a key is appended (bias_k, the zero key)
+        return None if m is None else fnp.pad(m, [(0, 0)] * (m.ndim - 1) + [(0, 1)])
+    if bias_k is not None or bias_v is not None:
+        if bias_k is None or bias_v is None or static_k is not None or static_v is not None:
+            raise ValueError("multi_head_attention_forward: bias_k and bias_v go together, without static_k / static_v")
+        k = fnp.concatenate([k, fnp.broadcast_to(fnp.reshape(bias_k, (1, 1, e)), (1, batch, e))], axis=0)
+        v = fnp.concatenate([v, fnp.broadcast_to(fnp.reshape(bias_v, (1, 1, e)), (1, batch, e))], axis=0)
+        mask, padding = one_more_key(mask), one_more_key(padding)
+
+    def heads(t):  # (S, N, E) -> (N * H, S, E / H), PyTorch's order of batch and heads
+        return fnp.swapaxes(fnp.reshape(t, (t.shape[0], batch * h, head)), 0, 1)
+    q = heads(q)
+    k = heads(k) if static_k is None else fnp.asarray(static_k)
+    v = heads(v) if static_v is None else fnp.asarray(static_v)
+    for name, t in (("static_k", k), ("static_v", v)):
+        if t.ndim != 3 or t.shape[0] != batch * h or t.shape[2] != head:
+            raise ValueError(f"multi_head_attention_forward: {name} of shape {tuple(t.shape)} must be "
+                             f"(N * num_heads, S, E / num_heads) = {(batch * h, '_', head)}")
+    if add_zero_attn:
+        k = fnp.concatenate([k, fnp.zeros((batch * h, 1, head), k.dtype)], axis=1)
+        v = fnp.concatenate([v, fnp.zeros((batch * h, 1, head), v.dtype)], axis=1)
+        mask, padding = one_more_key(mask), one_more_key(padding)
+    source = k.shape[1]
+    scores = fnp.matmul(q * math.sqrt(1.0 / head), fnp.swapaxes(k, 1, 2))  # (N * H, L, S)
+    if mask is not None:
+        scores = scores + mask
+    if padding is not None:
+        scores = scores + fnp.reshape(fnp.broadcast_to(fnp.reshape(padding, (batch, 1, 1, source)),
+                                                       (batch, h, 1, source)), (batch * h, 1, source))
+    weights = F.softmax(scores, axis=-1)
+    if training and dropout_p > 0.0 and dropout_key is not None:
+        weights = F.dropout(weights, dropout_p, dropout_key)
+    out = fnp.reshape(fnp.swapaxes(fnp.matmul(weights, v), 0, 1), (length, batch, e))
+    out = F.linear(out, out_proj_weight, out_proj_bias)
+    out = out[:, 0] if unbatched else out
+    if not need_weights:
+        return out, None
+    weights = fnp.reshape(weights, (batch, h, length, source))
+    weights = fnp.mean(weights, axis=1) if average_attn_weights else weights
+    return out, weights[0] if unbatched else weights
+
+
 class MultiheadAttention(Module):
-    """torch.nn.MultiheadAttention (kdim = vdim = embed_dim): in_proj_weight (3E, E) and
-    in_proj_bias, out_proj; inputs (L, N, E), or (N, L, E) with batch_first, or unbatched (L, E).
-    Returns (output, weights): weights averaged over heads (N, L, S), per head with
-    average_attn_weights=False, None without need_weights. Dropout on the weights when called with
-    a key (training)."""
+    """torch.nn.MultiheadAttention: in_proj_weight (3E, E) and in_proj_bias, or q_, k_ and
+    v_proj_weight when kdim or vdim differ from embed_dim; bias_k and bias_v with add_bias_kv; a
+    zero key and value with add_zero_attn; out_proj. Inputs (L, N, E), or (N, L, E) with
+    batch_first, or unbatched (L, E). Returns (output, weights): weights averaged over heads
+    (N, L, S), per head with average_attn_weights=False, None without need_weights. Dropout on
+    the weights when called with a key (training); is_causal alone makes the causal mask."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 batch_first: bool = False, *, key, dtype=dtypes.float32):
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, *, key, dtype=dtypes.float32):
         if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim {embed_dim} must be divisible by num_heads {num_heads}")
-        k_in, k_out = random.split(key)
+        k_in, k_out, k_bias = random.split(key, 3)
+        kdim, vdim = kdim or embed_dim, vdim or embed_dim
         self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
-        self.in_proj_weight = init.xavier_uniform(k_in, (3 * embed_dim, embed_dim), dtype)
+        self.add_zero_attn = add_zero_attn
+        if kdim == vdim == embed_dim:
+            self.in_proj_weight = init.xavier_uniform(k_in, (3 * embed_dim, embed_dim), dtype)
+            self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+        else:
+            kq, kk, kv = random.split(k_in, 3)
+            self.in_proj_weight = None
+            self.q_proj_weight = init.xavier_uniform(kq, (embed_dim, embed_dim), dtype)
+            self.k_proj_weight = init.xavier_uniform(kk, (embed_dim, kdim), dtype)
+            self.v_proj_weight = init.xavier_uniform(kv, (embed_dim, vdim), dtype)
         self.in_proj_bias = fnp.zeros((3 * embed_dim,), dtype) if bias else None
+        if add_bias_kv:
+            kb, vb = random.split(k_bias)
+            self.bias_k = init.xavier_normal(kb, (1, 1, embed_dim), dtype)
+            self.bias_v = init.xavier_normal(vb, (1, 1, embed_dim), dtype)
+        else:
+            self.bias_k = self.bias_v = None
         self.out_proj = Linear(embed_dim, embed_dim, bias, key=k_out, dtype=dtype)
         if bias:
             self.out_proj = self.out_proj.replace(bias=fnp.zeros((embed_dim,), dtype))
@@ -59,53 +169,21 @@ class MultiheadAttention(Module):
         key_input = query if key_input is None else key_input
         value = key_input if value is None else value
         query, key_input, value = (fnp.asarray(t) for t in (query, key_input, value))
-        unbatched = query.ndim == 2
-        if unbatched:
-            query, key_input, value = (fnp.expand_dims(t, 1) for t in (query, key_input, value))
-        elif self.batch_first:  # work in PyTorch's (L, N, E)
+        if self.batch_first and query.ndim == 3:  # work in PyTorch's (L, N, E)
             query, key_input, value = (fnp.swapaxes(t, 0, 1) for t in (query, key_input, value))
-        if query.ndim != 3 or query.shape[-1] != self.embed_dim:
-            raise ValueError(f"MultiheadAttention({self.embed_dim}): query of shape {query.shape}")
-        if key_input.shape[:2] != value.shape[:2] or key_input.shape[1] != query.shape[1]:
-            raise ValueError(f"MultiheadAttention: key {key_input.shape} and value {value.shape} do not fit query "
-                             f"{query.shape} (same batch, key and value of one length)")
-        e, h = self.embed_dim, self.num_heads
-        w, b = self.in_proj_weight, self.in_proj_bias
-        q, k, v = (F.linear(t, w[i * e:(i + 1) * e], None if b is None else b[i * e:(i + 1) * e])
-                   for i, t in enumerate((query, key_input, value)))
-        length, batch, source = q.shape[0], q.shape[1], k.shape[0]
-
-        def heads(t):  # (L, N, E) -> (N, H, L, E / H)
-            return fnp.transpose(fnp.reshape(t, (t.shape[0], batch, h, e // h)), (1, 2, 0, 3))
-
-        q, k, v = heads(q), heads(k), heads(v)
-        scores = fnp.einsum("nhld,nhsd->nhls", q, k) * (1.0 / math.sqrt(e // h))
         if is_causal and attn_mask is None:
-            attn_mask = ~fnp.tri(length, source, dtype=dtypes.bool_, device=scores.device)
-        if attn_mask is not None:
-            mask = _additive(attn_mask, scores, "attn_mask")
-            if tuple(mask.shape) not in ((length, source), (batch * h, length, source)):
-                raise ValueError(f"MultiheadAttention: attn_mask of shape {tuple(mask.shape)} must be (L, S) = "
-                                 f"{(length, source)} or (N * num_heads, L, S) = {(batch * h, length, source)}")
-            scores = scores + (fnp.reshape(mask, (batch, h, length, source)) if mask.ndim == 3 else mask)
-        if key_padding_mask is not None:
-            padding = _additive(key_padding_mask, scores, "key_padding_mask")
-            expected = (source,) if unbatched else (batch, source)
-            if tuple(padding.shape) != expected:
-                named = "(S,)" if unbatched else "(N, S)"
-                raise ValueError(f"MultiheadAttention: key_padding_mask of shape {tuple(padding.shape)} must be "
-                                 f"{named} = {expected}")
-            scores = scores + fnp.reshape(padding, (batch, 1, 1, source))
-        weights = F.softmax(scores, axis=-1)
-        if key is not None and self.dropout:
-            weights = F.dropout(weights, self.dropout, key)
-        out = fnp.einsum("nhls,nhsd->lnhd", weights, v)
-        out = self.out_proj(fnp.reshape(out, (length, batch, e)))
-        out = out[:, 0] if unbatched else fnp.swapaxes(out, 0, 1) if self.batch_first else out
-        if not need_weights:
-            return out, None
-        weights = fnp.mean(weights, axis=1) if average_attn_weights else weights
-        return out, weights[0] if unbatched else weights
+            attn_mask = ~fnp.tri(query.shape[0], key_input.shape[0], dtype=dtypes.bool_, device=query.device)
+        separate = self.in_proj_weight is None
+        out, weights = multi_head_attention_forward(
+            query, key_input, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+            self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=key is not None, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=separate,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, dropout_key=key)
+        if self.batch_first and query.ndim == 3:
+            out = fnp.swapaxes(out, 0, 1)
+        return out, weights
 
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
