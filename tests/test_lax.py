@@ -196,3 +196,41 @@ def test_custom_gradient_gives_the_hand_written_vjp():
         return x ** 2, lambda g: g * x  # a deliberately halved derivative, one cotangent
     assert float(fg.grad(square)(3.0)) == 3.0
     assert float(fg.grad(fg.grad(lambda x: square(x) * x))(3.0)) == 12.0  # d/dx (x * x + x^2)
+
+
+def test_gather_and_scatter_by_dimension_numbers():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 6, 4))
+    G, S = lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers
+    rows = np.array([[1], [4], [0]])
+    take_rows = G(offset_dims=(1, 2), collapsed_slice_dims=(0,), start_index_map=(0,))
+    assert_close(lax.gather(x, rows, take_rows, (1, 6, 4)), x[[1, 4, 0]])
+    starts = np.array([[1, 2], [3, 5]])  # (row, column) starts of 2 x 3 windows in plane 0 of axis 2
+    windows = G(offset_dims=(1, 2), collapsed_slice_dims=(2,), start_index_map=(0, 1))
+    clipped = [x[1:3, 2:5, 0], x[3:5, 3:6, 0]]  # column 5 + 3 runs past 6: the window moves back to 3
+    assert_close(lax.gather(x, starts, windows, (2, 3, 1), mode="clip"), np.stack(clipped))
+    filled = np.asarray(lax.gather(x, starts, windows, (2, 3, 1), mode="fill"))
+    assert_close(filled[0], clipped[0])
+    assert np.isnan(filled[1]).all()
+    assert_close(fg.jit(lambda s: lax.gather(x, s, windows, (2, 3, 1), mode="clip"))(starts), np.stack(clipped))
+    per_row = G(offset_dims=(1,), collapsed_slice_dims=(1,), start_index_map=(1,), operand_batching_dims=(0,),
+                start_indices_batching_dims=(0,))
+    cols = np.array([[2], [0], [3], [1], [2]])
+    assert_close(lax.gather(x, cols, per_row, (1, 1, 4)), x[np.arange(5), cols[:, 0]])
+    upd = rng.standard_normal((3, 6, 4))
+    into_rows = S(update_window_dims=(1, 2), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+    expected = x.copy()
+    np.add.at(expected, [1, 4, 1], upd)
+    assert_close(lax.scatter_add(x, np.array([[1], [4], [1]]), upd, into_rows), expected)
+    expected = x.copy()
+    np.maximum.at(expected, [1, 4, 1], upd)
+    assert_close(lax.scatter_max(x, np.array([[1], [4], [1]]), upd, into_rows), expected)
+    assert_close(fg.grad(lambda u: fnp.sum(lax.scatter_add(x, np.array([[1], [4], [1]]), u, into_rows) ** 2))(upd),
+                 2 * np.asarray(lax.scatter_add(x, np.array([[1], [4], [1]]), upd, into_rows))[[1, 4, 1]])
+    spans = S(update_window_dims=(1,), inserted_window_dims=(), scatter_dims_to_operand_dims=(0,))
+    starts = np.array([[4], [-1], [1]])  # windows of 3 in a length-6 axis: two run off it
+    weights = np.ones((3, 3)) * np.array([[1.0], [10.0], [100.0]])
+    assert_close(lax.scatter_add(np.zeros(6), starts, weights, spans), [0, 100, 100, 100, 0, 0])  # dropped
+    assert_close(lax.scatter_add(np.zeros(6), starts, weights, spans, mode="clip"), [10, 110, 110, 101, 1, 1])
+    twice = lax.scatter_apply(x, np.array([[1], [4], [1]]), lambda v: v * 10, into_rows, update_shape=(3, 6, 4))
+    assert_close(np.asarray(twice) / x, np.broadcast_to(np.array([1, 100, 1, 1, 10.0])[:, None, None], x.shape))

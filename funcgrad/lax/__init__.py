@@ -25,6 +25,8 @@ from ..tree import tree_flatten
 from ._arrays import (approx_max_k, approx_min_k, broadcast_shapes, broadcast_to_rank,  # noqa: F401
                       broadcasted_iota, empty, index_take, optimization_barrier, split, stack, tile, top_k, unstack)
 from ._fft import FftType, fft  # noqa: F401
+from ._gather import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, scatter,  # noqa: F401
+                      scatter_add, scatter_apply, scatter_max, scatter_min, scatter_mul, scatter_sub)
 from ._bits import bitcast_convert_type, clz, mulhi, population_count, reduce_precision, reduce_xor  # noqa: F401
 from ._padding import pad
 from ._solvers import custom_linear_solve, custom_root  # noqa: F401
@@ -32,7 +34,7 @@ from ._windows import (ConvDimensionNumbers, conv, conv_dimension_numbers, conv_
                        conv_general_dilated_patches,
                        conv_general_permutations, conv_transpose, conv_with_general_padding, padtype_to_pads,
                        reduce, reduce_window)
-from . import _arrays, _bits, _windows, linalg  # noqa: F401  (jax.lax.linalg)
+from . import _arrays, _bits, _gather, _windows, linalg  # noqa: F401  (jax.lax.linalg)
 
 __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gradient", "select", "select_n", "rsqrt",
            "square", "integer_pow", "exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "erf", "max", "min",
@@ -50,7 +52,8 @@ __all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "stop_gra
            "igammac", "igamma_grad_a", "random_gamma_grad", "betainc", *_windows.__all__, "psum", "pmean", "pmax",
            "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index", "axis_size", "pvary",
            "pshuffle", "pswapaxes", *_arrays.__all__, *_bits.__all__, "reciprocal", "zeta", "bessel_i0e", "bessel_i1e",
-           "custom_linear_solve", "custom_root", "conv_general_dilated_patches", "FftType", "fft"]
+           "custom_linear_solve", "custom_root", "conv_general_dilated_patches", "FftType", "fft",
+           *_gather.__all__]
 
 
 erf, erfc, erf_inv = _special.erf, _special.erfc, _special.erfinv
