@@ -6,6 +6,8 @@ import funcgrad as fg
 from funcgrad import random
 from funcgrad.cpu.threefry import threefry2x32
 
+from .helpers import assert_close
+
 
 def test_threefry_known_answer_vectors():
     # Random123's known-answer tests for Threefry-2x32, 20 rounds.
@@ -16,6 +18,23 @@ def test_threefry_known_answer_vectors():
     assert run([0, 0], [0, 0]) == (0x6B200159, 0x99BA4EFE)
     assert run([0xFFFFFFFF, 0xFFFFFFFF], [0xFFFFFFFF, 0xFFFFFFFF]) == (0x1CB996FC, 0xBB002BE7)
     assert run([0x13198A2E, 0x03707344], [0x243F6A88, 0x85A308D3]) == (0xC4923A9C, 0x483DF7A0)
+
+
+def test_the_streams_are_jaxs():
+    """Values jax 0.10.2 printed (jax.random with its default partitionable Threefry)."""
+    k = fg.random.key(42)
+    np.testing.assert_array_equal(fg.random.split(k), [[1832780943, 270669613], [64467757, 2916123636]])
+    np.testing.assert_array_equal(fg.random.fold_in(k, 7), [2547012911, 1371500959])
+    np.testing.assert_array_equal(fg.random.bits(k, (4,)), [2098992034, 2919706841, 2646866425, 2409546199])
+    np.testing.assert_array_equal(fg.random.bits(k, (3,), fg.uint8), [162, 217, 249])
+    np.testing.assert_array_equal(fg.random.bits(k, (2,), fg.uint64), [7871734211187709741, 276886910877598708])
+    np.testing.assert_array_equal(fg.random.uniform(k, (4,)), np.array(
+        [0.48870956897735596, 0.6797971725463867, 0.6162714958190918, 0.5610160827636719], np.float32))
+    np.testing.assert_array_equal(np.asarray(fg.random.uniform(k, (3,), fg.bfloat16), np.float64),
+                                  [0.6328125, 0.84375, 0.96875])
+    np.testing.assert_array_equal(fg.random.uniform(k, (2,), fg.float64), [0.4267275666499091, 0.015010069515314584])
+    assert_close(fg.random.normal(k, (4,)), [-0.02830461598932743, 0.4671318531036377, 0.2957029640674591,
+                                             0.15354591608047485], rtol=1e-6, atol=1e-7)
 
 
 def test_keys_are_reproducible_and_split_is_independent():
@@ -110,7 +129,7 @@ def test_jax_signatures_split_shapes_bits_dtypes_and_truncated_normal_broadcasti
     assert np.array_equal(random.split(k, (2, 2)).reshape(4, 2), random.split(k, 4))
     assert random.bits(k, (5,), dtype=np.uint8).dtype == np.uint8 and random.bits(k, (2,), np.uint64).dtype == np.uint64
     words = np.asarray(random.bits(k, (6,)))
-    assert np.array_equal(np.asarray(random.bits(k, (6,), np.uint16)), (words >> 16).astype(np.uint16))
+    assert np.array_equal(np.asarray(random.bits(k, (6,), np.uint16)), words.astype(np.uint16))  # the low bits
     with pytest.raises(TypeError, match="uint8, uint16, uint32 or uint64"):
         random.bits(k, (2,), dtype=np.int32)
     lower, upper = np.array([-1.0, 0.5]), np.array([[1.0], [2.0]])

@@ -3,7 +3,11 @@
 A key is a uint32 Array of shape (2,). Functions never mutate a key: split it to get fresh
 ones. The numbers depend only on (key, shape, dtype), so every backend reproduces them, and
 since the generator is a primitive, sampling works under jit with traced keys.
-Counter domains: 0 for sampling, 1 for split, 2 for fold_in, so they never collide.
+
+The streams are JAX's (its default, partitionable Threefry): key(seed), split, fold_in and bits
+are bit for bit jax.random's, uniform too (to the last bit but for a fused multiply-add when
+minval and maxval are given), and normal, gumbel, laplace, logistic, cauchy, exponential,
+categorical and rademacher use JAX's formulas on those draws, so they agree to float rounding.
 """
 from ._gamma import (GAMMA_ROUNDS, ball, beta, binomial, chisquare, dirichlet, f, gamma, generalized_normal, loggamma,
                      multinomial, t)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import math
 
+import ml_dtypes
 import numpy as np
 
 from .. import devices, dtypes
@@ -15,9 +16,6 @@ from ..scipy import special
 from ..ops import prng
 from ..trace import bind
 
-_SAMPLE, _SPLIT, _FOLD_IN = 0, 1, 2
-
-
 def _key(key):
     key = fnp.asarray(key)
     if key.shape != (2,) or key.dtype != dtypes.uint32:
@@ -26,14 +24,16 @@ def _key(key):
     return key
 
 
-def _blocks(key, domain: int, counters) -> Array:
-    """Encrypt the counter pairs (domain, c) for c in counters: shape (len(counters), 2).
-    counters: an Array, or a count n for 0..n-1 (made on the key's device, like the domain)."""
+def _blocks(key, counters) -> Array:
+    """Encrypt the counters c (as the 64-bit pairs (0, c), JAX's partitionable Threefry) under key:
+    shape (len(counters), 2). counters: an Array, or a count n for 0..n-1 (made on the key's device)."""
     key = _key(key)
     if isinstance(counters, int):
+        if counters > 2 ** 32:
+            raise ValueError(f"cannot draw {counters} random words from one key (at most 2**32): split the key")
         counters = devices.arange(counters, dtypes.uint32, key.device)
     counters = fnp.asarray(counters, dtype=dtypes.uint32)
-    return bind(prng.threefry2x32_p, key, devices.full(counters.shape, domain, dtypes.uint32, key.device), counters)
+    return bind(prng.threefry2x32_p, key, devices.full(counters.shape, 0, dtypes.uint32, key.device), counters)
 
 
 def key(seed: int) -> Array:
@@ -84,7 +84,7 @@ def _key_batch(keys) -> Array:
 def split(key, num: int | tuple = 2) -> Array:
     """num new independent keys, shape (num, 2); a tuple num gives them that shape, (*num, 2)."""
     shape = _shape(num)
-    return fnp.reshape(_blocks(key, _SPLIT, math.prod(shape)), shape + (2,))
+    return fnp.reshape(_blocks(key, math.prod(shape)), shape + (2,))
 
 
 def fold_in(key, data) -> Array:
@@ -93,7 +93,7 @@ def fold_in(key, data) -> Array:
         counter = fnp.reshape(fnp.astype(data, dtypes.uint32), (1,))  # wraps modulo 2**32
     else:
         counter = devices.full((1,), int(data) & 0xFFFFFFFF, dtypes.uint32, fnp.asarray(key).device)
-    return fnp.reshape(_blocks(key, _FOLD_IN, counter), (2,))
+    return fnp.reshape(_blocks(key, counter), (2,))
 
 
 def _shape(shape) -> tuple[int, ...]:
@@ -101,33 +101,42 @@ def _shape(shape) -> tuple[int, ...]:
 
 
 def random_bits(key, shape=(), dtype=None) -> Array:
-    """Uniform random unsigned integers (uint32 by default; uint8, uint16 and uint64 too): uint32
-    words are both words of counters 0..ceil(n/2)-1 of the sampling domain; narrower ones their top
-    bits."""
+    """Uniform random unsigned integers (uint32 by default; uint8, uint16 and uint64 too), JAX's
+    exactly: element i encrypts counter i; uint32 is the xor of the two words, narrower types its
+    low bits, uint64 the two words."""
     shape = _shape(shape)
     dtype = dtypes.uint32 if dtype is None else dtypes.canonicalize(dtype)
-    if dtype == dtypes.uint64:
-        return _bits64(key, shape)
-    if dtype not in (dtypes.uint32, dtypes.uint16, dtypes.uint8):
+    if dtype not in (dtypes.uint32, dtypes.uint16, dtypes.uint8, dtypes.uint64):
         raise TypeError(f"random bits come as uint8, uint16, uint32 or uint64, not {dtype}")
-    n = math.prod(shape)
-    blocks = _blocks(key, _SAMPLE, (n + 1) // 2)
-    words = fnp.reshape(fnp.reshape(fnp.transpose(blocks), (-1,))[:n], shape)
-    return words if dtype == dtypes.uint32 else fnp.astype(words >> (32 - 8 * dtype.itemsize), dtype)
+    blocks = _blocks(key, math.prod(shape))
+    high, low = blocks[:, 0], blocks[:, 1]
+    if dtype == dtypes.uint64:
+        words = (fnp.astype(high, dtypes.uint64) << 32) | fnp.astype(low, dtypes.uint64)
+    else:
+        words = fnp.astype(high ^ low, dtype)  # narrower: the low bits (a wrapping conversion)
+    return fnp.reshape(words, shape)
 
 
 def _bits64(key, shape) -> Array:
-    words = fnp.astype(random_bits(key, (2,) + shape), dtypes.uint64)
-    return (words[0] << 32) | words[1]
+    return random_bits(key, shape, dtypes.uint64)
+
+
+_ONE_BITS = {dtypes.float16: 0x3C00, dtypes.bfloat16: 0x3F80, dtypes.float32: 0x3F800000,
+             dtypes.float64: 0x3FF0000000000000}
+_WORDS = {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
 
 
 def _unit_float(key, shape, dtype) -> Array:
-    """Uniform in [0, 1): the top mantissa bits of random words under a fixed exponent."""
-    if dtype == dtypes.float64:
-        mantissa = (_bits64(key, shape) >> 12) | 0x3FF0000000000000
-        return bind(prng.bitcast_p, mantissa, dtype=dtypes.float64) - 1.0
-    mantissa = (random_bits(key, shape) >> 9) | 0x3F800000
-    return bind(prng.bitcast_p, mantissa, dtype=dtypes.float32) - 1.0
+    """Uniform in [0, 1) in dtype, as JAX draws it: the top mantissa bits of random words of the
+    dtype's width (8 bits widened for bfloat16) under the exponent of 1, minus 1."""
+    dtype = dtypes.canonicalize(dtype)
+    mantissa_bits = ml_dtypes.finfo(dtype).nmant
+    word = _WORDS[dtype.itemsize]
+    drawn = dtypes.uint8 if mantissa_bits < 8 else word
+    words = fnp.astype(random_bits(key, shape, drawn), word)
+    shift = 8 * drawn.itemsize - mantissa_bits
+    mantissa = (words >> np.asarray(shift, word)) | np.asarray(_ONE_BITS[dtype], word)
+    return bind(prng.bitcast_p, mantissa, dtype=dtype) - np.asarray(1.0, dtype)
 
 
 def _float_dtype(dtype):
@@ -138,23 +147,19 @@ def _float_dtype(dtype):
 
 
 def uniform(key, shape=(), dtype=dtypes.float32, minval=0.0, maxval=1.0) -> Array:
-    """Uniform samples in [minval, maxval)."""
-    dtype, compute = _float_dtype(dtype)
-    u = _unit_float(key, _shape(shape), compute)
-    return fnp.astype(fnp.maximum(u * (maxval - minval) + minval, minval), dtype)
+    """Uniform samples in [minval, maxval), computed in dtype as JAX's (the same numbers)."""
+    dtype = _float_dtype(dtype)[0]
+    u = _unit_float(key, _shape(shape), dtype)
+    lo, hi = (v if isinstance(v, ArrayBase) else np.asarray(v, dtype) for v in (minval, maxval))
+    return fnp.astype(fnp.maximum(u * (hi - lo) + lo, lo), dtype)
 
 
 def normal(key, shape=(), dtype=dtypes.float32) -> Array:
-    """Standard normal samples (Box-Muller on pairs of uniforms)."""
+    """Standard normal samples, sqrt(2) erfinv(u) for u uniform in (-1, 1), as JAX's."""
     dtype, compute = _float_dtype(dtype)
-    shape = _shape(shape)
-    n = math.prod(shape)
-    m = (n + 1) // 2
-    u = _unit_float(key, (2, m), compute)
-    radius = fnp.sqrt(-2.0 * fnp.log1p(-u[0]))  # 1 - u is in (0, 1]: the log is finite
-    angle = (2 * np.pi) * u[1]
-    z = fnp.concatenate([radius * fnp.cos(angle), radius * fnp.sin(angle)])[:n]
-    return fnp.astype(fnp.reshape(z, shape), dtype)
+    lowest = np.nextafter(np.asarray(-1.0, dtype), np.asarray(0.0, dtype))
+    u = fnp.astype(uniform(key, shape, dtype, lowest, 1.0), compute)
+    return fnp.astype(np.sqrt(2.0).astype(compute) * special.erfinv(u), dtype)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=dtypes.float32) -> Array:
@@ -207,9 +212,10 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
 
 
 def gumbel(key, shape=(), dtype=dtypes.float32) -> Array:
-    dtype, _ = _float_dtype(dtype)
-    u = _unit_float(key, _shape(shape), dtypes.float64)
-    return fnp.astype(-fnp.log(-fnp.log1p(-u) + 1e-300), dtype)
+    """Standard Gumbel samples, -log(-log(u)) for u uniform in [tiny, 1), as JAX's."""
+    dtype, compute = _float_dtype(dtype)
+    u = uniform(key, shape, compute, np.finfo(compute).tiny, 1.0)
+    return fnp.astype(-fnp.log(-fnp.log(u)), dtype)
 
 
 def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True) -> Array:
@@ -245,25 +251,24 @@ def exponential(key, shape=(), dtype=dtypes.float32) -> Array:
 
 
 def laplace(key, shape=(), dtype=dtypes.float32) -> Array:
-    """Laplace(0, 1) samples by inverting the CDF of u in (-1, 1)."""
+    """Laplace(0, 1) samples by inverting the CDF of u in (-1, 1), as JAX's."""
     dtype, compute = _float_dtype(dtype)
-    u = 2.0 * _unit_float(key, _shape(shape), compute) - 1.0
-    return fnp.astype(-fnp.sign(u) * fnp.log1p(-fnp.abs(u)), dtype)
+    u = uniform(key, shape, compute, -1.0 + np.finfo(compute).epsneg, 1.0)
+    return fnp.astype(fnp.sign(u) * fnp.log1p(-fnp.abs(u)), dtype)
 
 
 def logistic(key, shape=(), dtype=dtypes.float32) -> Array:
-    """Standard logistic samples: log(u / (1 - u)), u kept away from 0."""
+    """Standard logistic samples: log(u / (1 - u)), u uniform in [tiny, 1), as JAX's."""
     dtype, compute = _float_dtype(dtype)
-    u = _unit_float(key, _shape(shape), compute)
-    tiny = np.finfo(compute).tiny
-    return fnp.astype(fnp.log(fnp.maximum(u, tiny)) - fnp.log1p(-u), dtype)
+    u = uniform(key, shape, compute, np.finfo(compute).tiny, 1.0)
+    return fnp.astype(fnp.log(u) - fnp.log1p(-u), dtype)
 
 
 def cauchy(key, shape=(), dtype=dtypes.float32) -> Array:
-    """Standard Cauchy samples: tan(pi (u - 1/2))."""
+    """Standard Cauchy samples: tan(pi (u - 1/2)), u uniform in [eps, 1), as JAX's."""
     dtype, compute = _float_dtype(dtype)
-    u = _unit_float(key, _shape(shape), compute)
-    return fnp.astype(fnp.tan(np.pi * (u - 0.5)), dtype)
+    u = uniform(key, shape, compute, np.finfo(compute).eps, 1.0)
+    return fnp.astype(fnp.tan(np.asarray(np.pi, compute) * (u - 0.5)), dtype)
 
 
 def lognormal(key, sigma=1.0, shape=None, dtype=dtypes.float32) -> Array:
