@@ -173,3 +173,48 @@ def test_comb_boxcox_and_erfcx():
     assert_close(S.erfcx(moderate), [math.exp(v * v) * math.erfc(v) for v in moderate], rtol=1e-13)
     assert_close(S.erfcx(np.array([30.0, 100.0])), [0.018795888861416754, 0.005641613782989433], rtol=1e-14)
     assert_close(S.erfcx(np.array([np.inf, -np.inf])), [0.0, np.inf])
+
+
+def _simpson(f, upper, panels: int = 20000):
+    """int_0^upper f by Simpson's rule, for each upper limit."""
+    t = np.linspace(0.0, 1.0, panels + 1)[:, None] * upper
+    weights = np.ones(panels + 1)
+    weights[1:-1:2], weights[2:-1:2] = 4, 2
+    return (weights[:, None] * f(t)).sum(0) * upper / (3 * panels)
+
+
+def test_spence_sici_fresnel_against_closed_forms_quadrature_and_their_integrands():
+    assert_close(S.spence(np.array([0.5, 2.0, 1.0, 0.0])),
+                 [np.pi ** 2 / 12 - np.log(2) ** 2 / 2, -np.pi ** 2 / 12, 0.0, np.pi ** 2 / 6], rtol=1e-14, atol=1e-15)
+    assert np.isnan(np.asarray(S.spence(np.array([-1.0, np.inf, np.nan])))).all()
+    x = np.array([0.3, 1.0, 1.99, 2.01, 3.0, 10.0, 40.0])
+    si_quad = _simpson(lambda t: np.sinc(t / np.pi), x)
+    si, ci = S.sici(x)
+    assert_close(si, si_quad, rtol=1e-9, atol=1e-9)
+    assert_close(S.sici(np.array([1.0, 10.0]))[1], [0.33740392290096816, -0.04545643300445537], rtol=1e-13)
+    assert_close(S.sici(-x)[0], -np.asarray(si))
+    fx = np.array([0.5, 1.0, 1.49, 1.51, 2.0, 5.0])
+    s_quad, c_quad = (_simpson(lambda t, f=f: f(np.pi * t ** 2 / 2), fx) for f in (np.sin, np.cos))
+    s, c = S.fresnel(fx)
+    assert_close(s, s_quad, rtol=1e-9, atol=1e-10)
+    assert_close(c, c_quad, rtol=1e-9, atol=1e-10)
+    # the derivatives are the integrands
+    with np.errstate(invalid="ignore"):
+        integrand = np.where(x == 1, -1.0, np.log(x) / (1 - x))  # its limit -1 at x = 1
+    assert_close(fg.vmap(fg.grad(S.spence))(x), integrand, rtol=1e-12)
+    assert_close(fg.vmap(fg.grad(lambda v: S.sici(v)[1]))(x), np.cos(x) / x, rtol=1e-12)
+    assert_close(fg.vmap(fg.grad(lambda v: S.fresnel(v)[0]))(fx), np.sin(np.pi * fx ** 2 / 2), rtol=1e-12)
+    edges = S.sici(np.array([0.0, np.inf, -np.inf, np.nan]))
+    np.testing.assert_array_equal(edges[0], [0.0, np.pi / 2, -np.pi / 2, np.nan])
+    np.testing.assert_array_equal(edges[1], [-np.inf, 0.0, np.nan, np.nan])
+
+
+def test_bessel_jn_against_the_power_series():
+    z = np.array([-1.5, 0.3, 1.0, 4.0, 9.0])
+    got = np.asarray(S.bessel_jn(z, v=3))
+    assert got.shape == (4, 5)
+    for n in range(4):
+        series = sum((-1) ** k * (z / 2) ** (2 * k + n) / (math.factorial(k) * math.factorial(k + n)) for k in range(40))
+        assert_close(got[n], series, rtol=1e-12, atol=1e-14)
+    with pytest.raises(TypeError, match="integers 0 <= v < n_iter"):
+        S.bessel_jn(z, v=1.5)

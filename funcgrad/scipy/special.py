@@ -17,13 +17,15 @@ from .. import numpy as fnp
 from ..array import ArrayBase
 from ..ops import elementwise as E
 from ..ops import special as S
+from ._integral_functions import bessel_jn, fresnel, sici, spence  # noqa: F401
 from ..trace import bind
 
 __all__ = ["gammaln", "lgamma", "digamma", "psi", "polygamma", "gamma", "beta", "betaln", "multigammaln", "gammainc",
            "gammaincc", "igamma_grad_a", "random_gamma_grad", "betainc", "erf", "erfc", "erfinv", "ndtr", "ndtri",
            "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr", "log1mexp", "i0", "i0e", "i1",
            "i1e", "expn", "exp1", "expi", "zeta", "bernoulli", "gammasgn", "rgamma", "factorial", "poch", "kl_div",
-           "rel_entr", "softmax", "log_softmax", "comb", "boxcox", "boxcox1p", "erfcx"]
+           "rel_entr", "softmax", "log_softmax", "comb", "boxcox", "boxcox1p", "erfcx", "spence", "sici", "fresnel",
+           "bessel_jn"]
 
 
 def gammaln(x):
