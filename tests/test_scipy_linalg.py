@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad.ops.decompositions import triangular_solve_p
 from funcgrad.scipy import linalg as L
 
-from .helpers import assert_close
+from .helpers import assert_close, numeric_grad
 
 RNG = np.random.default_rng(0)
 N = 6
@@ -180,3 +181,31 @@ def test_special_matrices():
     les = np.asarray(L.leslie(c, c[1:]))
     assert_close(les[0], c)
     assert_close(np.diag(les, -1), c[1:])
+
+
+def test_hessenberg_sylvester_tridiagonal_eigh_and_qr_multiply():
+    rng = np.random.default_rng(12)
+    for a in (rng.standard_normal((5, 5)), rng.standard_normal((6, 6)) + 1j * rng.standard_normal((6, 6))):
+        h, q = (np.asarray(t) for t in L.hessenberg(a, calc_q=True))
+        np.testing.assert_allclose(q @ h @ q.conj().T, a, atol=1e-12)
+        np.testing.assert_allclose(q.conj().T @ q, np.eye(len(a)), atol=1e-12)
+        assert not np.tril(h, -2).any() and np.all(np.diag(h, -1).imag == 0)  # LAPACK's real subdiagonal
+    a, b, c = rng.standard_normal((3, 3)), rng.standard_normal((4, 4)), rng.standard_normal((3, 4))
+    x = np.asarray(L.solve_sylvester(a, b, c))
+    np.testing.assert_allclose(a @ x + x @ b, c, atol=1e-12)
+    loss = lambda m: fnp.sum(L.solve_sylvester(m, b, c) ** 2)  # noqa: E731
+    np.testing.assert_allclose(fg.grad(loss)(a), numeric_grad(loss, a), rtol=1e-6, atol=1e-8)
+    d, e = np.array([1.0, 2, 3, 4]), np.array([0.5, -0.3, 0.2])
+    dense = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    w, v = (np.asarray(t) for t in L.eigh_tridiagonal(d, e))
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(dense), atol=1e-12)
+    np.testing.assert_allclose(dense @ v, v * w, atol=1e-12)
+    np.testing.assert_allclose(L.eigh_tridiagonal(d, e, eigvals_only=True, select="i", select_range=(1, 2)),
+                               np.linalg.eigvalsh(dense)[1:3], atol=1e-12)
+    tall = rng.standard_normal((5, 3))
+    q, r = np.linalg.qr(tall)
+    right = rng.standard_normal((2, 5))
+    product, r_got = L.qr_multiply(tall, right)
+    np.testing.assert_allclose(product, right @ q, atol=1e-12)
+    np.testing.assert_allclose(r_got, r, atol=1e-12)
+    np.testing.assert_allclose(L.qr_multiply(tall, right[0, :3], mode="left")[0], q @ right[0, :3], atol=1e-12)

@@ -4,7 +4,8 @@ the GPU, differentiable in both operands); cho_solve, generalized eigh and the r
 from it and funcgrad.numpy.linalg, and expm is Higham's scaling and squaring with the [13/13] Pade
 approximant; lu is a primitive too (LAPACK's blocked getrf on the CPU, an elimination kernel on
 the GPU, differentiable). SciPy's overwrite_*/check_finite flags are accepted and have no effect
-(Arrays are immutable). schur, sqrtm and funm are not provided."""
+(Arrays are immutable). hessenberg, solve_sylvester, eigh_tridiagonal and qr_multiply are composed
+(_reductions.py); schur, sqrtm and funm are not provided."""
 from __future__ import annotations
 
 import math
@@ -19,9 +20,11 @@ from ..ops import decompositions as D
 from ..trace import bind
 from ._matrices import *  # noqa: F401,F403  (the special matrices)
 from ._matrices import __all__ as _matrices
+from ._reductions import eigh_tridiagonal, hessenberg, qr_multiply, solve_sylvester  # noqa: F401
 
 __all__ = ["solve_triangular", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "solve", "inv",
-           *_matrices, "det", "eigh", "svd", "qr", "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar"]
+           *_matrices, "det", "eigh", "svd", "qr", "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar",
+           "hessenberg", "solve_sylvester", "eigh_tridiagonal", "qr_multiply"]
 
 inv, det = _linalg.inv, _linalg.det
 
