@@ -218,3 +218,17 @@ def test_bessel_jn_against_the_power_series():
         assert_close(got[n], series, rtol=1e-12, atol=1e-14)
     with pytest.raises(TypeError, match="integers 0 <= v < n_iter"):
         S.bessel_jn(z, v=1.5)
+
+
+def test_hyp1f1_against_closed_forms_and_its_derivative():
+    x = np.array([-120.0, -30.0, -2.5, -0.1, 0.3, 4.0, 60.0, 150.0])
+    assert_close(S.hyp1f1(1.0, 2.0, x), np.expm1(x) / x, rtol=1e-12)  # (e^x - 1) / x
+    assert_close(S.hyp1f1(2.5, 2.5, x), np.exp(x), rtol=1e-12)
+    t = np.array([0.2, 1.0, 3.0, 7.0])  # erf: 1F1(1/2; 3/2; -t^2) = sqrt(pi) erf(t) / (2 t)
+    erf = np.array([math.erf(v) for v in t])
+    assert_close(S.hyp1f1(0.5, 1.5, -t ** 2), np.sqrt(np.pi) * erf / (2 * t), rtol=1e-12)
+    assert_close(S.hyp1f1(-2.0, 1.0, x), (x ** 2 - 4 * x + 2) / 2, rtol=1e-12)  # the Laguerre polynomial L_2
+    assert np.isinf(np.asarray(S.hyp1f1(1.0, -2.0, 0.5)))
+    small = x[np.abs(x) < 100]
+    derivative = (small * np.exp(small) - np.expm1(small)) / small ** 2
+    assert_close(fg.vmap(fg.grad(lambda v: S.hyp1f1(1.0, 2.0, v)))(small), derivative, rtol=1e-10)

@@ -17,6 +17,7 @@ from .. import numpy as fnp
 from ..array import ArrayBase
 from ..ops import elementwise as E
 from ..ops import special as S
+from ._hypergeometric import hyp1f1  # noqa: F401
 from ._integral_functions import bessel_jn, fresnel, sici, spence  # noqa: F401
 from ..trace import bind
 
@@ -25,7 +26,7 @@ __all__ = ["gammaln", "lgamma", "digamma", "psi", "polygamma", "gamma", "beta", 
            "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr", "log1mexp", "i0", "i0e", "i1",
            "i1e", "expn", "exp1", "expi", "zeta", "bernoulli", "gammasgn", "rgamma", "factorial", "poch", "kl_div",
            "rel_entr", "softmax", "log_softmax", "comb", "boxcox", "boxcox1p", "erfcx", "spence", "sici", "fresnel",
-           "bessel_jn"]
+           "bessel_jn", "hyp1f1"]
 
 
 def gammaln(x):
