@@ -11,7 +11,7 @@ from . import amp, checkpoint, cuda, data, distributions, flatten_util, lax, nn,
 from .array import Array, Device
 from .check_grads import check_grads
 from .config import config
-from .devices import device_put, devices
+from .devices import default_backend, device_count, device_get, device_put, devices, local_devices
 from .dtypes import (bfloat16, bool_, complex64, complex128, float0, float16, float32, float64, int8, int16, int32,
                      int64, uint8, uint16, uint32, uint64)
 from . import errors  # noqa: F401
@@ -48,7 +48,8 @@ __all__ = [
     "stop_gradient", "zeros", "zeros_like",
     "register_dataclass", "register_pytree_node", "static_field", "tree_flatten", "tree_flatten_with_path",
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
-    "remat", "custom_vjp", "custom_jvp", "custom_gradient", "linearize", "linear_transpose", "jacobian", "eval_shape", "ShapeDtypeStruct", "disable_jit",
+    "device_get", "device_count", "local_devices", "default_backend", "remat", "custom_vjp", "custom_jvp",
+    "custom_gradient", "linearize", "linear_transpose", "jacobian", "eval_shape", "ShapeDtypeStruct", "disable_jit",
     "block_until_ready", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
     "jit", "make_program", "cond", "switch", "fori_loop", "while_loop", "scan", "lax", "tree_util", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
     "amp", "checkpoint", "cuda", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",

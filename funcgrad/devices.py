@@ -68,3 +68,24 @@ def device_put(tree: Any, device: "str | Device" = "cpu") -> Any:
         data = host(x._value) if type(x) is Array else to_numpy(x)  # device data copies back here
         return Array(data) if target.platform == "cpu" else Array(buffer.from_host(data))
     return tree_map(put, tree)
+
+
+def device_get(tree: Any) -> Any:
+    """Every array leaf of tree as a NumPy array on the host (jax.device_get); other leaves as they are."""
+    return tree_map(lambda x: host(x._value) if type(x) is Array else x, tree)
+
+
+def local_devices() -> list[Device]:
+    """The devices of the default backend (jax.local_devices): the GPUs where there are, else the CPU."""
+    return devices()[1:] or [CPU]
+
+
+def device_count() -> int:
+    """How many devices the default backend has in this process (jax.device_count)."""
+    return len(local_devices())
+
+
+def default_backend() -> str:
+    """'gpu' where a CUDA device is present, else 'cpu' (jax.default_backend). funcgrad still makes
+    arrays on the CPU until they are moved (device_put)."""
+    return "gpu" if len(devices()) > 1 else "cpu"

@@ -150,3 +150,9 @@ def test_dlpack_export_shares_read_only_memory_and_copies_for_legacy_consumers()
     with pytest.raises(BufferError, match="cannot mark an export read-only"):
         a.__dlpack__(copy=False)
     a.__dlpack__(max_version=(1, 0), copy=False)
+
+
+def test_device_get_gives_numpy_leaves():
+    tree = fg.device_get({"a": fg.ones(2), "b": (3, fnp.zeros(1))})
+    assert type(tree["a"]) is np.ndarray and tree["b"][0] == 3 and type(tree["b"][1]) is np.ndarray
+    assert fg.default_backend() in ("cpu", "gpu") and fg.device_count() == len(fg.local_devices())

@@ -386,3 +386,12 @@ def test_jit_fuses_an_optimisers_scalar_chain_on_the_device():
     np.testing.assert_allclose(loss.numpy(), closs.numpy(), rtol=1e-5)
     for a, b in zip(fg.tree_leaves(m), fg.tree_leaves(cm)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_device_get_and_the_device_queries():
+    on_device = fg.device_put({"w": np.arange(3.0, dtype=np.float32), "n": 7}, "cuda")
+    host = fg.device_get(on_device)
+    assert type(host["w"]) is np.ndarray and host["n"] == 7
+    np.testing.assert_array_equal(host["w"], [0.0, 1.0, 2.0])
+    assert fg.default_backend() == "gpu" and fg.device_count() == len(fg.local_devices()) >= 1
+    assert all(d.platform == "cuda" for d in fg.local_devices())
