@@ -399,3 +399,14 @@ def test_volume_padding_layers_and_the_with_indices_forms():
     np.testing.assert_array_equal(np.asarray(indices).ravel(), [4, 6, 12, 14])  # torch 2.13's
     values, indices = F.adaptive_max_pool1d_with_indices(np.array([[[3.0, 1, 4, 1, 5, 9]]]), 2)
     np.testing.assert_array_equal(np.asarray(indices).ravel(), [2, 5])
+
+
+def test_conv_tbc_is_conv1d_in_time_batch_channel_layout():
+    rng = np.random.default_rng(9)
+    x, w, b = rng.standard_normal((7, 2, 3)), rng.standard_normal((3, 3, 4)), rng.standard_normal(4)
+    for pad in (0, 2):
+        padded = np.pad(x, ((pad, pad), (0, 0), (0, 0)))
+        expected = np.stack([sum(padded[t + k] @ w[k] for k in range(3)) + b for t in range(len(padded) - 2)])
+        assert_close(F.conv_tbc(x, w, b, pad), expected)
+    with pytest.raises(fg.errors.ShapeError, match=r"conv_tbc expects input \(T, B, in\)"):
+        F.conv_tbc(x, w[:, :2], b)

@@ -16,7 +16,7 @@ from ._functional import _bias_like
 
 __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
-    "avg_pool2d", "adaptive_avg_pool2d", "pad",
+    "avg_pool2d", "adaptive_avg_pool2d", "pad", "conv_tbc",
 ]
 
 
@@ -131,6 +131,17 @@ def _single(v, name: str) -> int:
             raise ValueError(f"{name} must be an int or a 1-tuple, got {v!r}")
         v = v[0]
     return v
+
+
+def conv_tbc(x, weight, bias, pad: int = 0):
+    """torch.nn.functional.conv_tbc: conv1d in (time, batch, channels) layout, weight (k, in, out),
+    bias (out,), pad zeros on both ends of time."""
+    x, weight = fnp._arrays(x, weight)
+    if x.ndim != 3 or weight.ndim != 3 or weight.shape[1] != x.shape[2]:
+        raise fg_errors.ShapeError(f"conv_tbc expects input (T, B, in) and weight (k, in, out), got {tuple(x.shape)} "
+                                   f"and {tuple(weight.shape)}")
+    out = conv1d(fnp.transpose(x, (1, 2, 0)), fnp.transpose(weight, (2, 1, 0)), bias, padding=int(pad))
+    return fnp.transpose(out, (2, 0, 1))
 
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
