@@ -71,6 +71,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         weights_in = (q_proj_weight, k_proj_weight, v_proj_weight)
         if any(w is None for w in weights_in):
             raise ValueError("multi_head_attention_forward: use_separate_proj_weight needs q_, k_ and v_proj_weight")
+    elif in_proj_weight is None:
+        raise ValueError("multi_head_attention_forward: in_proj_weight is None; pass it, or use_separate_proj_weight "
+                         "with q_, k_ and v_proj_weight")
     else:
         weights_in = tuple(in_proj_weight[i * e:(i + 1) * e] for i in range(3))
     biases_in = (None,) * 3 if in_proj_bias is None else tuple(in_proj_bias[i * e:(i + 1) * e] for i in range(3))
