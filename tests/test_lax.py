@@ -132,12 +132,13 @@ def test_reduce_precision_rounds_as_the_narrow_formats_and_bitcasts_reshape():
     rng = np.random.default_rng(4)
     x = (rng.standard_normal(400) * 10.0 ** rng.integers(-6, 6, 400)).astype(np.float32)
     for (e, m), narrow in [((8, 7), ml_dtypes.bfloat16), ((5, 10), np.float16), ((5, 2), ml_dtypes.float8_e5m2)]:
-        normal = np.abs(x) >= float(ml_dtypes.finfo(narrow).smallest_normal)  # XLA flushes the narrow format's subnormals
+        normal = np.abs(x) >= float(ml_dtypes.finfo(narrow).smallest_normal)  # XLA flushes narrow subnormals
         with np.errstate(over="ignore"):  # past the narrow format's largest: inf, as reduce_precision's
             expected = x[normal].astype(narrow).astype(np.float32)
         np.testing.assert_array_equal(np.asarray(lax.reduce_precision(x, e, m))[normal], expected)
     edges = np.array([1e-6, -1e-6, 70000.0, -1e30, np.inf, np.nan, -0.0], np.float32)
-    np.testing.assert_array_equal(lax.reduce_precision(edges, 5, 10), [0.0, -0.0, np.inf, -np.inf, np.inf, np.nan, -0.0])
+    np.testing.assert_array_equal(lax.reduce_precision(edges, 5, 10),
+                                  [0.0, -0.0, np.inf, -np.inf, np.inf, np.nan, -0.0])
     assert np.signbit(np.asarray(lax.reduce_precision(edges, 5, 10))[1])
     np.testing.assert_array_equal(lax.reduce_precision(np.float64(1 + 2 ** -30), 11, 23), 1.0)  # a tie goes to even
     parts = lax.bitcast_convert_type(np.array([1.0, -2.0], np.float32), np.uint16)

@@ -390,7 +390,8 @@ def test_volume_padding_layers_and_the_with_indices_forms():
     assert_close(nn.ReflectionPad3d((1, 1, 0, 2, 1, 0))(x), np_pad((1, 1, 0, 2, 1, 0), "reflect"))
     assert_close(nn.ReplicationPad3d(1)(x), np_pad((1,) * 6, "edge"))
     assert_close(nn.CircularPad3d((0, 1, 1, 0, 1, 1))(x), np_pad((0, 1, 1, 0, 1, 1), "wrap"))
-    assert_close(nn.ConstantPad3d((1, 0, 0, 0, 0, 1), 3.5)(x), np_pad((1, 0, 0, 0, 0, 1), "constant", constant_values=3.5))
+    assert_close(nn.ConstantPad3d((1, 0, 0, 0, 0, 1), 3.5)(x),
+                 np_pad((1, 0, 0, 0, 0, 1), "constant", constant_values=3.5))
     assert_close(nn.ZeroPad3d((0, 0, 1, 0, 0, 0))(x), np_pad((0, 0, 1, 0, 0, 0), "constant"))
     with pytest.raises(ValueError, match=r"6 ints \(left, right, top, bottom, front, back\)"):
         nn.ZeroPad3d((1, 2))

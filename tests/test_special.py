@@ -214,7 +214,8 @@ def test_bessel_jn_against_the_power_series():
     got = np.asarray(S.bessel_jn(z, v=3))
     assert got.shape == (4, 5)
     for n in range(4):
-        series = sum((-1) ** k * (z / 2) ** (2 * k + n) / (math.factorial(k) * math.factorial(k + n)) for k in range(40))
+        series = sum((-1) ** k * (z / 2) ** (2 * k + n) / (math.factorial(k) * math.factorial(k + n))
+                     for k in range(40))
         assert_close(got[n], series, rtol=1e-12, atol=1e-14)
     with pytest.raises(TypeError, match="integers 0 <= v < n_iter"):
         S.bessel_jn(z, v=1.5)

@@ -46,7 +46,8 @@ class GatherScatterMode(enum.Enum):
     def from_any(mode) -> "GatherScatterMode":
         if isinstance(mode, GatherScatterMode):
             return mode
-        names = {"clip": "CLIP", "fill": "FILL_OR_DROP", "drop": "FILL_OR_DROP", "promise_in_bounds": "PROMISE_IN_BOUNDS"}
+        names = {"clip": "CLIP", "fill": "FILL_OR_DROP", "drop": "FILL_OR_DROP",
+                 "promise_in_bounds": "PROMISE_IN_BOUNDS"}
         if mode not in names:
             raise ValueError(f"unknown gather/scatter mode {mode!r}; use one of {sorted(names)}")
         return GatherScatterMode[names[mode]]
@@ -156,35 +157,23 @@ def _scatter(operand, scatter_indices, updates, dimension_numbers, mode, combine
     return getattr(operand.at[tuple(per_axis)], combine)(fnp.astype(updates, operand.dtype), mode="drop")
 
 
-def scatter(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
-            indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    """XLA's Scatter that writes the updates' windows into operand (of repeated positions, one wins)."""
-    return _scatter(operand, scatter_indices, updates, dimension_numbers, mode, "set")
+def _combining(name: str, combine: str, doc: str, negate: bool = False):
+    """One of XLA's scatters, combining each update with what it lands on by `combine` (an .at[] method)."""
+    def scattered(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
+                  indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+        updates = fnp.negative(updates) if negate else updates
+        return _scatter(operand, scatter_indices, updates, dimension_numbers, mode, combine)
+    scattered.__name__ = scattered.__qualname__ = name
+    scattered.__doc__ = doc
+    return scattered
 
 
-def scatter_add(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _scatter(operand, scatter_indices, updates, dimension_numbers, mode, "add")
-
-
-def scatter_sub(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _scatter(operand, scatter_indices, fnp.negative(updates), dimension_numbers, mode, "add")
-
-
-def scatter_mul(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _scatter(operand, scatter_indices, updates, dimension_numbers, mode, "multiply")
-
-
-def scatter_min(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _scatter(operand, scatter_indices, updates, dimension_numbers, mode, "min")
-
-
-def scatter_max(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
-                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    return _scatter(operand, scatter_indices, updates, dimension_numbers, mode, "max")
+scatter = _combining("scatter", "set", "XLA's Scatter that writes the updates' windows (one wins where they repeat).")
+scatter_add = _combining("scatter_add", "add", "XLA's Scatter that adds the updates' windows in.")
+scatter_sub = _combining("scatter_sub", "add", "XLA's Scatter that subtracts the updates' windows.", negate=True)
+scatter_mul = _combining("scatter_mul", "multiply", "XLA's Scatter that multiplies by the updates' windows.")
+scatter_min = _combining("scatter_min", "min", "XLA's Scatter that keeps the minimum with the updates' windows.")
+scatter_max = _combining("scatter_max", "max", "XLA's Scatter that keeps the maximum with the updates' windows.")
 
 
 def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers: ScatterDimensionNumbers, *,

@@ -18,7 +18,8 @@ from . import init
 from .layers import LayerNorm, Linear, _split
 from .module import Module
 
-__all__ = ["multi_head_attention_forward", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+__all__ = ["multi_head_attention_forward", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer"]
 
 
@@ -57,7 +58,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
                          f"got shapes {query.shape}, {key.shape}, {value.shape}")
     length, batch, e = query.shape
     if e != embed_dim_to_check:
-        raise ValueError(f"multi_head_attention_forward: query's embedding size {e} is not embed_dim {embed_dim_to_check}")
+        raise ValueError(f"multi_head_attention_forward: query's embedding size {e} is not embed_dim "
+                         f"{embed_dim_to_check}")
     if e % num_heads:
         raise ValueError(f"multi_head_attention_forward: embed_dim {e} must be divisible by num_heads {num_heads}")
     if key.shape[:2] != value.shape[:2] or key.shape[1] != batch:
@@ -86,7 +88,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     if padding is not None and tuple(padding.shape) != (batch, key.shape[0]):
         given, named, expected = ((tuple(padding.shape[1:]), "(S,)", (key.shape[0],)) if unbatched else
                                   (tuple(padding.shape), "(N, S)", (batch, key.shape[0])))
-        raise ValueError(f"multi_head_attention_forward: key_padding_mask of shape {given} must be {named} = {expected}")
+        raise ValueError(f"multi_head_attention_forward: key_padding_mask of shape {given} must be {named} = "
+                         f"{expected}")
 
     def one_more_key(m):  # a mask grows a column where a key is appended (bias_k, the zero key)
         return None if m is None else fnp.pad(m, [(0, 0)] * (m.ndim - 1) + [(0, 1)])

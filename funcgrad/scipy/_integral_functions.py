@@ -28,10 +28,22 @@ def _float(x, name: str):
     return x
 
 
-def _in_float64(fn, x):
-    """fn on x widened to float64, back in x's dtype (each result of a tuple)."""
-    out = fn(fnp.astype(x, np.float64))
-    return tuple(fnp.astype(o, x.dtype) for o in out) if isinstance(out, tuple) else fnp.astype(out, x.dtype)
+def _with_derivative(evaluate, slope):
+    """x -> evaluate(x) computed in float64 and returned in x's dtype, whose derivative is slope(x)
+    (one per output): the exact integrand, not the derivative of the approximation."""
+    def in_float64(x):
+        out = evaluate(fnp.astype(x, np.float64))
+        return tuple(fnp.astype(o, x.dtype) for o in out) if isinstance(out, tuple) else fnp.astype(out, x.dtype)
+    fn = custom_jvp(in_float64)
+
+    @fn.defjvp
+    def _jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        slopes = slope(x)
+        tangent = tuple(t * fnp.astype(s, x.dtype) for s in slopes) if isinstance(slopes, tuple) else \
+            t * fnp.astype(slopes, x.dtype)
+        return fn(x), tangent
+    return fn
 
 
 # ---- spence: the dilogarithm of scipy, int_1^x log(t) / (1 - t) dt ----------------------------------
@@ -64,17 +76,12 @@ def _spence64(x):
     return fnp.where((x < 0) | ~fnp.isfinite(x), np.nan, value)  # NaN at inf too, as scipy
 
 
-@custom_jvp
-def _spence(x):
-    return _in_float64(_spence64, x)
-
-
-@_spence.defjvp
-def _spence_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
+def _spence_slope(x):
     apart = fnp.where(x == 1, 2.0, x)
-    slope = fnp.where(x == 1, -1.0, fnp.log(apart) / (1 - apart))  # the integrand; its limit -1 at x = 1
-    return _spence(x), t * fnp.astype(slope, x.dtype)
+    return fnp.where(x == 1, -1.0, fnp.log(apart) / (1 - apart))  # the integrand; its limit -1 at x = 1
+
+
+_spence = _with_derivative(_spence64, _spence_slope)
 
 
 def spence(x):
@@ -117,17 +124,12 @@ def _sici64(x):
     return fnp.sign(x) * si, fnp.where(fnp.isnan(x) | (x == -np.inf), np.nan, ci)  # scipy's NaN at -inf
 
 
-@custom_jvp
-def _sici(x):
-    return _in_float64(_sici64, x)
-
-
-@_sici.defjvp
-def _sici_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
+def _sici_slopes(x):
     nonzero = fnp.where(x == 0, 1.0, x)
-    si_slope = fnp.where(x == 0, 1.0, fnp.sin(nonzero) / nonzero)  # sin(x) / x, 1 at 0
-    return _sici(x), (t * si_slope, t * fnp.cos(x) / fnp.abs(nonzero))
+    return fnp.where(x == 0, 1.0, fnp.sin(nonzero) / nonzero), fnp.cos(x) / fnp.abs(nonzero)  # sin(x)/x is 1 at 0
+
+
+_sici = _with_derivative(_sici64, _sici_slopes)
 
 
 def sici(x):
@@ -173,16 +175,12 @@ def _fresnel64(x):
     return fnp.sign(x) * s, fnp.sign(x) * c
 
 
-@custom_jvp
-def _fresnel(x):
-    return _in_float64(_fresnel64, x)
-
-
-@_fresnel.defjvp
-def _fresnel_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
+def _fresnel_slopes(x):
     phase = (math.pi / 2) * x * x
-    return _fresnel(x), (t * fnp.sin(phase), t * fnp.cos(phase))
+    return fnp.sin(phase), fnp.cos(phase)
+
+
+_fresnel = _with_derivative(_fresnel64, _fresnel_slopes)
 
 
 def fresnel(x):
