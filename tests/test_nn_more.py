@@ -244,6 +244,21 @@ def test_transformer_encoder_layer_post_and_pre_norm():
     assert not np.allclose(trained.layers[0].linear1.weight, trained.layers[2].linear1.weight)  # copies train apart
 
 
+def test_transformer_layers_batch_first_transpose_the_sequence_layout():
+    """batch_first reaches the attention (it once landed in add_bias_kv): the same parameters give
+    the (L, N, E) layer's outputs with the first two axes swapped, and no bias_k / bias_v."""
+    x, memory = RNG.standard_normal((5, 2, 8)), RNG.standard_normal((4, 2, 8))
+    for cls, args in ((nn.TransformerEncoderLayer, (x,)), (nn.TransformerDecoderLayer, (x, memory))):
+        seq_first = cls(8, 2, 16, dropout=0.0, key=fg.random.key(2), dtype=fnp.float64)
+        batch_first = cls(8, 2, 16, dropout=0.0, batch_first=True, key=fg.random.key(3), dtype=fnp.float64)
+        names = [n for n, _ in batch_first.named_parameters(pytorch_names=True)]
+        assert names == [n for n, _ in seq_first.named_parameters(pytorch_names=True)]
+        assert not any("bias_k" in n or "bias_v" in n for n in names)
+        batch_first = batch_first.load_state_dict(seq_first.state_dict())
+        assert_close(batch_first(*(a.transpose(1, 0, 2) for a in args)), seq_first(*args).numpy().transpose(1, 0, 2),
+                     atol=1e-12)
+
+
 def test_transformer_decoder_and_full_model_compose_the_layers():
     mask = np.asarray(nn.Transformer.generate_square_subsequent_mask(4))
     assert np.array_equal(np.isinf(mask), np.triu(np.ones((4, 4), bool), 1)) and (mask[np.tril_indices(4)] == 0).all()

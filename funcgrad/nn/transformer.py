@@ -227,7 +227,8 @@ class TransformerEncoderLayer(_Sublayers):
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
                  bias: bool = True, *, key, dtype=dtypes.float32):
         k_attn, k1, k2 = random.split(key, 3)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, key=k_attn, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=batch_first, key=k_attn,
+                                            dtype=dtype)
         self._build(d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias, 2, (k1, k2), dtype)
 
     def __call__(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False, *, key=None):
@@ -249,8 +250,9 @@ class TransformerDecoderLayer(_Sublayers):
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
                  bias: bool = True, *, key, dtype=dtypes.float32):
         k_self, k_cross, k1, k2 = random.split(key, 4)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, key=k_self, dtype=dtype)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, key=k_cross, dtype=dtype)
+        attention = dict(dropout=dropout, bias=bias, batch_first=batch_first, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, key=k_self, **attention)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, key=k_cross, **attention)
         self._build(d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias, 3, (k1, k2), dtype)
 
     def __call__(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
