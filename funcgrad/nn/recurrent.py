@@ -1,5 +1,6 @@
 """Recurrent layers with PyTorch's equations, parameter layout and names (so torch state_dicts load):
-LSTMCell, GRUCell, RNNCell, and the sequence layers LSTM, GRU and RNN (stacked, batch_first).
+LSTMCell, GRUCell, RNNCell, and the sequence layers LSTM, GRU and RNN (stacked, batch_first,
+bidirectional, dropout between layers, an LSTM's proj_size).
 
 A sequence layer runs its cell with fg.scan over time, so it differentiates like any code and
 unrolls under jit.
@@ -23,17 +24,20 @@ def _init(key, shape, hidden: int, dtype):
     return random.uniform(key, shape, dtype, -bound, bound)
 
 
-def _cell_params(key, input_size: int, hidden_size: int, gates: int, bias: bool, dtype):
+def _cell_params(key, input_size: int, hidden_size: int, gates: int, bias: bool, dtype,
+                 recurrent_size: int | None = None):
+    """PyTorch's weight_ih, weight_hh, bias_ih, bias_hh; recurrent_size is the width of the state
+    fed back (an LSTM's proj_size), hidden_size by default."""
     k1, k2, k3, k4 = random.split(key, 4)
     weights = (_init(k1, (gates * hidden_size, input_size), hidden_size, dtype),
-               _init(k2, (gates * hidden_size, hidden_size), hidden_size, dtype))
+               _init(k2, (gates * hidden_size, recurrent_size or hidden_size), hidden_size, dtype))
     biases = (_init(k3, (gates * hidden_size,), hidden_size, dtype),
               _init(k4, (gates * hidden_size,), hidden_size, dtype)) if bias else (None, None)
     return weights + biases
 
 
-def _step(mode: str, x, state, w_ih, w_hh, b_ih, b_hh):
-    """One time step of the cell: (new state, output)."""
+def _step(mode: str, x, state, w_ih, w_hh, b_ih, b_hh, w_hr=None):
+    """One time step of the cell: (new state, output); an LSTM with w_hr projects its h (proj_size)."""
     h = state[0] if mode == "lstm" else state
     gi = F.linear(x, w_ih, b_ih)
     gh = F.linear(h, w_hh, b_hh)
@@ -41,6 +45,8 @@ def _step(mode: str, x, state, w_ih, w_hh, b_ih, b_hh):
         i, f, g, o = fnp.split(gi + gh, 4, axis=-1)
         c = F.sigmoid(f) * state[1] + F.sigmoid(i) * fnp.tanh(g)
         h = F.sigmoid(o) * fnp.tanh(c)
+        if w_hr is not None:
+            h = F.linear(h, w_hr)
         return (h, c), h
     if mode == "gru":
         ir, iz, i_n = fnp.split(gi, 3, axis=-1)
@@ -96,57 +102,107 @@ class RNNCell(_Cell):
 
 
 class _Recurrent(Module):
-    """A stack of cells run over time; each subclass names its equations as `mode`."""
+    """A stack of cells run over time, each layer forward or both ways (bidirectional); each
+    subclass names its equations as `mode`."""
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, *, key, dtype=dtypes.float32):
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0, *,
+                 key, dtype=dtypes.float32):
+        name = type(self).__name__
+        for what, value, low in (("input_size", input_size, 1), ("hidden_size", hidden_size, 1),
+                                 ("num_layers", num_layers, 1), ("proj_size", proj_size, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name}: {what} must be an integer >= {low}, got {value!r}")
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"{name}: dropout must be a probability in [0, 1], got {dropout}")
+        if proj_size and self.mode != "lstm":
+            raise ValueError(f"{name}: proj_size is an LSTM option (got {proj_size})")
+        if proj_size >= hidden_size:
+            raise ValueError(f"{name}: proj_size {proj_size} must be smaller than hidden_size {hidden_size}")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
-        self.bias, self.batch_first = bias, batch_first
-        for layer, k in enumerate(random.split(key, num_layers)):
-            params = _cell_params(k, input_size if layer == 0 else hidden_size, hidden_size, _GATES[self.mode],
-                                  bias, dtype)
-            for name, value in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), params):
-                if value is not None:
-                    setattr(self, f"{name}_l{layer}", value)
+        self.bias, self.batch_first, self.dropout = bias, batch_first, dropout
+        self.bidirectional, self.proj_size = bidirectional, proj_size
+        out_size, directions = proj_size or hidden_size, 2 if bidirectional else 1
+        keys = random.split(key, num_layers * directions)
+        for layer in range(num_layers):
+            for direction, suffix in enumerate(self._suffixes()):
+                k = keys[layer * directions + direction]
+                params = _cell_params(k, input_size if layer == 0 else out_size * directions, hidden_size,
+                                      _GATES[self.mode], bias, dtype, recurrent_size=out_size)
+                for what, value in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), params):
+                    if value is not None:
+                        setattr(self, f"{what}_l{layer}{suffix}", value)
+                if proj_size:
+                    setattr(self, f"weight_hr_l{layer}{suffix}",
+                            _init(random.fold_in(k, 1), (proj_size, hidden_size), hidden_size, dtype))
 
-    def _layer(self, layer: int):
-        get = lambda name: getattr(self, f"{name}_l{layer}", None)  # noqa: E731
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+    def _suffixes(self) -> tuple[str, ...]:
+        return ("", "_reverse") if self.bidirectional else ("",)
+
+    def _cell(self, layer: int, suffix: str):
+        get = lambda name: getattr(self, f"{name}_l{layer}{suffix}", None)  # noqa: E731
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
     def __call__(self, x, state=None, *, key=None):
         """x: (L, N, input) or (N, L, input) with batch_first, or unbatched (L, input). Returns
-        (outputs of the last layer for every step, final state (h_n, c_n) for LSTM or h_n),
-        each final state of shape (num_layers, N, hidden)."""
+        (outputs of the last layer for every step, both directions' side by side; final state
+        (h_n, c_n) for LSTM or h_n), each final state of shape (num_layers * directions, N, size),
+        layer by layer with the forward direction first. With a key (training) dropout zeroes
+        each layer's outputs but the last's, as PyTorch's dropout option."""
         x = fnp.asarray(x)
+        name = type(self).__name__
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
-            raise ValueError(f"{type(self).__name__}: expected input (L, N, {self.input_size}) (or batch_first, or "
+            raise ValueError(f"{name}: expected input (L, N, {self.input_size}) (or batch_first, or "
                              f"unbatched (L, {self.input_size})), got shape {x.shape}")
         unbatched = x.ndim == 2
         seq = fnp.expand_dims(x, 1) if unbatched else (fnp.swapaxes(x, 0, 1) if self.batch_first else x)
-        batch = seq.shape[1]
-        lstm = self.mode == "lstm"
-        if state is None:
-            zeros = fnp.zeros((self.num_layers, batch, self.hidden_size), seq.dtype, device=seq.device)
-            state = (zeros, zeros) if lstm else zeros
-        elif unbatched:
-            state = tuple(fnp.expand_dims(s, 1) for s in state) if lstm else fnp.expand_dims(state, 1)
+        lstm, suffixes = self.mode == "lstm", self._suffixes()
+        h, c = self._initial_state(state, seq, unbatched, len(suffixes))
+        layer_keys = random.split(key, self.num_layers) if key is not None and self.dropout else None
         finals = []
         for layer in range(self.num_layers):
-            params = self._layer(layer)
-            start = (state[0][layer], state[1][layer]) if lstm else state[layer]
-            last, seq = scan(lambda carry, xt, p=params: _step(self.mode, xt, carry, *p), start, seq)
-            finals.append(last)
-        if lstm:
-            final = (fnp.stack([f[0] for f in finals]), fnp.stack([f[1] for f in finals]))
-        else:
-            final = fnp.stack(finals)
+            outputs = []
+            for direction, suffix in enumerate(suffixes):
+                i = layer * len(suffixes) + direction
+                params = self._cell(layer, suffix)
+                last, ys = scan(lambda carry, xt, p=params: _step(self.mode, xt, carry, *p),
+                                (h[i], c[i]) if lstm else h[i], seq, reverse=direction == 1)
+                finals.append(last)
+                outputs.append(ys)
+            seq = outputs[0] if len(outputs) == 1 else fnp.concatenate(outputs, axis=-1)
+            if layer_keys is not None and layer < self.num_layers - 1:
+                seq = F.dropout(seq, self.dropout, layer_keys[layer])
+        final = ((fnp.stack([f[0] for f in finals]), fnp.stack([f[1] for f in finals])) if lstm
+                 else fnp.stack(finals))
         if unbatched:
             return fnp.squeeze(seq, 1), (tuple(fnp.squeeze(f, 1) for f in final) if lstm else fnp.squeeze(final, 1))
         return (fnp.swapaxes(seq, 0, 1) if self.batch_first else seq), final
 
+    def _initial_state(self, state, seq, unbatched: bool, directions: int):
+        """(h_0, c_0) as (layers * directions, N, size) arrays (c_0 None but for LSTM): zeros
+        without a state, else the given one, whose shapes must be PyTorch's."""
+        lstm, batch = self.mode == "lstm", seq.shape[1]
+        stacked = self.num_layers * directions
+        h_shape, c_shape = (stacked, batch, self.proj_size or self.hidden_size), (stacked, batch, self.hidden_size)
+        if state is None:
+            h = fnp.zeros(h_shape, seq.dtype, device=seq.device)
+            return h, (fnp.zeros(c_shape, seq.dtype, device=seq.device) if lstm else None)
+        name = type(self).__name__
+        if lstm and not (isinstance(state, (tuple, list)) and len(state) == 2):
+            raise TypeError(f"{name}: the initial state is a pair (h_0, c_0), got {type(state).__name__}")
+        given = [fnp.asarray(s) for s in (state if lstm else (state,))]
+        for what, s, shape in zip(("h_0", "c_0"), given, (h_shape, c_shape)):
+            expected = (shape[0], shape[2]) if unbatched else shape
+            if tuple(s.shape) != expected:
+                raise ValueError(f"{name}: expected {what} of shape {expected}, got {tuple(s.shape)}")
+        if unbatched:
+            given = [fnp.expand_dims(s, 1) for s in given]
+        return given[0], (given[1] if lstm else None)
+
 
 class LSTM(_Recurrent):
-    """torch.nn.LSTM: parameters weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k}."""
+    """torch.nn.LSTM: parameters weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k}
+    (and weight_hr_l{k} with proj_size), each with a _reverse twin when bidirectional."""
     mode = "lstm"
 
 
@@ -156,8 +212,10 @@ class GRU(_Recurrent):
 
 class RNN(_Recurrent):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
-                 bias: bool = True, batch_first: bool = False, *, key, dtype=dtypes.float32):
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, *,
+                 key, dtype=dtypes.float32):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         self.mode = f"rnn_{nonlinearity}"
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, key=key, dtype=dtype)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, key=key,
+                         dtype=dtype)
