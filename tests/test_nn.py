@@ -317,6 +317,11 @@ def test_layer_norm_against_formula():
     layer = nn.LayerNorm((4, 5))
     assert_close(layer(x), (x - x.mean((1, 2), keepdims=True)) / np.sqrt(x.var((1, 2), keepdims=True) + 1e-5),
                  atol=1e-6)
+    unbiased = nn.LayerNorm(5, bias=False, dtype=fg.float64).replace(weight=fg.asarray(w))  # PyTorch's bias=False
+    assert unbiased.bias is None and list(unbiased.state_dict()) == ["weight"]
+    assert_close(unbiased(x), (x - mean) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w, atol=1e-10)
+    encoder = nn.TransformerEncoderLayer(8, 2, 16, bias=False, key=fg.random.key(0))  # its norms follow bias
+    assert not any(n.endswith("bias") for n in encoder.state_dict())
 
 
 def test_float32_norms_accumulate_accurately_in_float32():

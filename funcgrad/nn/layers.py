@@ -53,12 +53,14 @@ class Embedding(Module):
 
 
 class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, *, key=None,
-                 dtype=dtypes.float32):
+    """torch.nn.LayerNorm: weight and (unless bias=False) bias over normalized_shape."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True, *,
+                 key=None, dtype=dtypes.float32):
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
         self.weight = fnp.ones(shape, dtype) if elementwise_affine else None
-        self.bias = fnp.zeros(shape, dtype) if elementwise_affine else None
+        self.bias = fnp.zeros(shape, dtype) if elementwise_affine and bias else None
 
     def __call__(self, x, *, key=None):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)

@@ -207,7 +207,7 @@ class _Sublayers(Module):
         self.linear1 = Linear(d_model, dim_feedforward, bias, key=keys[0], dtype=dtype)
         self.linear2 = Linear(dim_feedforward, d_model, bias, key=keys[1], dtype=dtype)
         for i in range(1, count + 1):
-            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype))
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
         self.dropout, self.norm_first = dropout, norm_first
         self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
 
@@ -319,9 +319,11 @@ class Transformer(Module):
                        layer_norm_eps=layer_norm_eps, batch_first=batch_first, norm_first=norm_first, bias=bias,
                        dtype=dtype)
         self.encoder = TransformerEncoder(TransformerEncoderLayer(d_model, nhead, key=k_enc, **options),
-                                          num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype))
+                                          num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias,
+                                                                        dtype=dtype))
         self.decoder = TransformerDecoder(TransformerDecoderLayer(d_model, nhead, key=k_dec, **options),
-                                          num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype))
+                                          num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias,
+                                                                        dtype=dtype))
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
 
     def __call__(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
