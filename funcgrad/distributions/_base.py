@@ -51,6 +51,16 @@ class Distribution:
     def stddev(self) -> Array:
         return fnp.sqrt(self.variance)
 
+    def expand(self, batch_shape) -> "Distribution":
+        """This distribution broadcast to batch_shape (torch's expand): its parameters broadcast, each
+        element of the new batch drawn independently."""
+        batch_shape = tuple(batch_shape)
+        if not self.PARAMETERS or self.event_shape:
+            raise TypeError(f"{type(self).__name__}.expand: broadcast its parameters to the batch shape "
+                            f"{batch_shape} instead")
+        return dataclasses.replace(self, **{name: fnp.broadcast_to(getattr(self, name), batch_shape)
+                                            for name in self.PARAMETERS})
+
     def sample(self, key, sample_shape=()) -> Array:
         """A draw of shape sample_shape + batch_shape + event_shape, without gradient."""
         return fnp.stop_gradient(self._draw(key, tuple(sample_shape)))

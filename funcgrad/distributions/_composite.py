@@ -33,7 +33,13 @@ class Independent(Distribution):
     event_shape = property(lambda self: tuple(self.base_dist.batch_shape)[len(self.batch_shape):]
                            + tuple(self.base_dist.event_shape))
     mean = property(lambda self: self.base_dist.mean)
+    mode = property(lambda self: self.base_dist.mode)
     variance = property(lambda self: self.base_dist.variance)
+
+    def expand(self, batch_shape) -> "Independent":
+        n = self.reinterpreted_batch_ndims
+        inner = tuple(self.base_dist.batch_shape)[len(self.base_dist.batch_shape) - n:]
+        return Independent(self.base_dist.expand(tuple(batch_shape) + inner), n, self.validate_args)
 
     def _draw(self, key, sample_shape):
         return self.base_dist._draw(key, sample_shape)
@@ -100,3 +106,11 @@ class MixtureSameFamily(Distribution):
         expanded = fnp.expand_dims(value, -1 - event)  # broadcast against the components' axis
         log_p = self.component_distribution.log_prob(expanded)
         return fnp.logsumexp(self.mixture_distribution.logits + log_p, axis=-1)
+
+    def cdf(self, value):
+        """sum_k w_k F_k(x), for univariate components (as PyTorch's)."""
+        if self.event_shape:
+            raise TypeError(f"MixtureSameFamily.cdf: the components have events of shape {self.event_shape}; "
+                            f"a cdf needs univariate ones")
+        cdf = self.component_distribution.cdf(fnp.expand_dims(fnp.asarray(value), -1))
+        return fnp.sum(cdf * self.mixture_distribution.probs, axis=-1)

@@ -9,6 +9,7 @@ import numpy as np
 from .. import numpy as fnp
 from .. import random
 from ..array import Array
+from ..nn import _functional as F
 from ..numpy import linalg
 from ..scipy import special, stats
 from ..tree import static_field
@@ -28,6 +29,7 @@ class _LocationScale(Distribution):
         return self.scale > 0, "scale must be positive"
 
     mean = property(lambda self: self._batch(self.loc))
+    mode = mean
 
     def _draw(self, key, sample_shape):
         return self.loc + self.scale * type(self).STANDARD(key, self._shape(sample_shape), self.loc.dtype)
@@ -63,6 +65,7 @@ class Uniform(Distribution):
         return self.low < self.high, "low must be below high"
 
     mean = property(lambda self: self._batch((self.low + self.high) / 2))
+    mode = property(lambda self: self._batch(self.high * math.nan))
     variance = property(lambda self: self._batch((self.high - self.low) ** 2 / 12))
 
     def _draw(self, key, sample_shape):
@@ -95,6 +98,7 @@ class Exponential(Distribution):
         return self.rate > 0, "rate must be positive"
 
     mean = property(lambda self: 1 / self.rate)
+    mode = property(lambda self: fnp.zeros_like(self.rate))
     variance = property(lambda self: self.rate ** -2)
 
     def _draw(self, key, sample_shape):
@@ -137,6 +141,7 @@ class Laplace(_LocationScale):
 class Cauchy(_LocationScale):
     STANDARD = staticmethod(random.cauchy)
     mean = property(lambda self: fnp.full(self.batch_shape, math.nan, self.loc.dtype))
+    mode = property(lambda self: self._batch(self.loc))
     variance = property(lambda self: fnp.full(self.batch_shape, math.inf, self.loc.dtype))
 
     def log_prob(self, value):
@@ -156,6 +161,7 @@ class Cauchy(_LocationScale):
 class LogNormal(_LocationScale):
     """exp of Normal(loc, scale)."""
     mean = property(lambda self: self._batch(fnp.exp(self.loc + self.scale ** 2 / 2)))
+    mode = property(lambda self: self._batch(fnp.exp(self.loc - self.scale ** 2)))
     variance = property(lambda self: self._batch(fnp.expm1(self.scale ** 2) * fnp.exp(2 * self.loc + self.scale ** 2)))
 
     def _draw(self, key, sample_shape):
@@ -188,6 +194,7 @@ class HalfNormal(Distribution):
         return self.scale > 0, "scale must be positive"
 
     mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
+    mode = property(lambda self: fnp.zeros_like(self.scale))
     variance = property(lambda self: self.scale ** 2 * (1 - 2 / math.pi))
 
     def _draw(self, key, sample_shape):
@@ -223,6 +230,8 @@ class StudentT(Distribution):
     def mean(self):
         return self._batch(fnp.where(self.df > 1, self.loc, math.nan))
 
+    mode = property(lambda self: self._batch(self.loc))
+
     @property
     def variance(self):
         df = self.df
@@ -254,6 +263,7 @@ class _GammaFamily(Distribution):
 
     mean = property(lambda self: self._batch(self.concentration / self.rate))
     variance = property(lambda self: self._batch(self.concentration / self.rate ** 2))
+    mode = property(lambda self: self._batch(fnp.maximum((self.concentration - 1) / self.rate, 0.0)))
 
     def _draw(self, key, sample_shape):
         a = fnp.broadcast_to(self.concentration, self._shape(sample_shape))
@@ -295,6 +305,17 @@ class Chi2(_GammaFamily):
     rate = property(lambda self: fnp.full_like(self.df, 0.5))
 
 
+def _dirichlet_mode(concentration):
+    """PyTorch's: the normalised concentrations above 1, or, where every concentration is below 1,
+    the corner of the largest (the first, as every ratio is then 0 / 0)."""
+    above = fnp.maximum(concentration - 1, 0.0)
+    total = fnp.sum(above, -1, keepdims=True)
+    corner = F.one_hot(fnp.argmax(fnp.where(total > 0, above, 0.0), axis=-1), concentration.shape[-1],
+                       concentration.dtype)
+    mode = above / fnp.where(total > 0, total, 1.0)
+    return fnp.where(fnp.all(concentration < 1, -1, keepdims=True), corner, mode)
+
+
 @_distribution
 class Beta(Distribution):
     concentration1: Array
@@ -307,6 +328,8 @@ class Beta(Distribution):
         return (self.concentration1 > 0) & (self.concentration0 > 0), "concentrations must be positive"
 
     mean = property(lambda self: self.concentration1 / (self.concentration1 + self.concentration0))
+    mode = property(lambda self: _dirichlet_mode(fnp.stack(fnp.broadcast_arrays(self.concentration1,
+                                                                                  self.concentration0), -1))[..., 0])
 
     @property
     def variance(self):
@@ -347,6 +370,7 @@ class Dirichlet(Distribution):
     batch_shape = property(lambda self: tuple(self.concentration.shape[:-1]))
     event_shape = property(lambda self: tuple(self.concentration.shape[-1:]))
     mean = property(lambda self: self.concentration / fnp.sum(self.concentration, -1, keepdims=True))
+    mode = property(lambda self: _dirichlet_mode(self.concentration))
 
     @property
     def variance(self):
@@ -409,6 +433,7 @@ class MultivariateNormal(Distribution):
                                                             tuple(self.scale_tril.shape[:-2])))
     event_shape = property(lambda self: tuple(self.loc.shape[-1:]))
     mean = property(lambda self: fnp.broadcast_to(self.loc, self.batch_shape + self.event_shape))
+    mode = mean
     variance = property(lambda self: fnp.broadcast_to(fnp.sum(self.scale_tril ** 2, -1),
                                                       self.batch_shape + self.event_shape))
 

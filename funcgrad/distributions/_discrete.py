@@ -1,4 +1,5 @@
-"""Discrete distributions: Bernoulli, Categorical, Poisson."""
+"""Discrete distributions: Bernoulli, Categorical, OneHotCategorical, Poisson, Binomial, NegativeBinomial,
+Geometric, Multinomial."""
 from __future__ import annotations
 
 import math
@@ -51,6 +52,8 @@ class Bernoulli(Distribution):
 
     batch_shape = property(lambda self: tuple(self.logits.shape))
     mean = property(lambda self: self.probs)
+    mode = property(lambda self: fnp.where(self.probs == 0.5, math.nan,
+                                           fnp.astype(self.probs >= 0.5, self.probs.dtype)))
     variance = property(lambda self: self.probs * (1 - self.probs))
 
     def _draw(self, key, sample_shape):
@@ -82,6 +85,7 @@ class Categorical(Distribution):
         return fnp.full(self.batch_shape, math.nan, self.logits.dtype)
 
     variance = mean
+    mode = property(lambda self: fnp.argmax(self.probs, axis=-1))
 
     def _draw(self, key, sample_shape):
         return random.categorical(key, self.logits, axis=-1, shape=self._shape(sample_shape))
@@ -111,6 +115,7 @@ class Poisson(Distribution):
         return self.rate >= 0, "rate must be non-negative"
 
     mean = property(lambda self: self.rate)
+    mode = property(lambda self: fnp.floor(self.rate))
     variance = property(lambda self: self.rate)
 
     def _draw(self, key, sample_shape):
@@ -147,6 +152,7 @@ class Binomial(_Trials):
 
     batch_shape = property(lambda self: np.broadcast_shapes(tuple(self.total_count.shape),
                                                             tuple(self.logits.shape)))
+    mode = property(lambda self: fnp.minimum(fnp.floor((self.total_count + 1) * self.probs), self.total_count))
 
     def _draw(self, key, sample_shape):
         return random.binomial(key, self.total_count, self.probs, self._shape(sample_shape), self.logits.dtype)
@@ -185,6 +191,7 @@ class Geometric(Distribution):
 
     batch_shape = property(lambda self: tuple(self.logits.shape))
     mean = property(lambda self: 1 / self.probs - 1)
+    mode = property(lambda self: fnp.zeros_like(self.probs))
     variance = property(lambda self: (1 / self.probs - 1) / self.probs)
 
     def _draw(self, key, sample_shape):
@@ -220,3 +227,91 @@ class Multinomial(_Trials):
         n = fnp.asarray(self.total_count + 1.0, dtype=self.logits.dtype)
         return (special.gammaln(n) - fnp.sum(special.gammaln(value + 1), -1)
                 + fnp.sum(value * _finite(self.logits), -1))
+
+    def entropy(self):
+        """PyTorch's: n H(categorical) - log n! + sum over coordinates and k = 1 .. n of
+        Binomial(n, p_i)(k) log k! (total_count must be concrete)."""
+        n = int(self.total_count)
+        p = self.probs
+        k = fnp.asarray(np.arange(1, n + 1, dtype=np.float64).reshape((-1,) + (1,) * p.ndim), dtype=p.dtype)
+        log_binomial = (math.lgamma(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+                        + special.xlogy(k, p) + special.xlog1py(n - k, -p))
+        weighted = fnp.sum(fnp.exp(log_binomial) * special.gammaln(k + 1), axis=(0, -1))
+        categorical = -fnp.sum(p * _finite(self.logits), axis=-1)
+        return n * categorical - math.lgamma(n + 1) + weighted
+
+
+@_distribution
+class OneHotCategorical(Distribution):
+    """A Categorical whose values are one-hot vectors over the last axis."""
+    probs: Array | None = None
+    logits: Array | None = None
+    validate_args: bool = static_field(default=True)
+
+    def __post_init__(self):
+        _set_categorical(self)
+
+    batch_shape = property(lambda self: tuple(self.logits.shape[:-1]))
+    event_shape = property(lambda self: tuple(self.logits.shape[-1:]))
+    mean = property(lambda self: self.probs)
+    variance = property(lambda self: self.probs * (1 - self.probs))
+    mode = property(lambda self: F.one_hot(fnp.argmax(self.probs, axis=-1), self.probs.shape[-1], self.probs.dtype))
+    _categorical = property(lambda self: Categorical(logits=self.logits, validate_args=False))
+
+    def _draw(self, key, sample_shape):
+        return F.one_hot(self._categorical._draw(key, sample_shape), self.logits.shape[-1], self.logits.dtype)
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: ((v == 0) | (v == 1)) & (fnp.sum(v, -1) == 1)[..., None], "one-hot")
+        return self._categorical.log_prob(fnp.argmax(value, axis=-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+
+@_distribution
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample passes gradients straight through to probs (the draw plus
+    probs minus stop_gradient(probs))."""
+    has_rsample = True
+
+    def _draw(self, key, sample_shape):
+        return super()._draw(key, sample_shape) + (self.probs - fnp.stop_gradient(self.probs))
+
+
+@_distribution
+class NegativeBinomial(Distribution):
+    """The number of successes before total_count failures, each trial a success with probs:
+    a Poisson of a Gamma(total_count, exp(-logits)) rate."""
+    total_count: Array
+    probs: Array | None = None
+    logits: Array | None = None
+    validate_args: bool = static_field(default=True)
+
+    def __post_init__(self):
+        if self.probs is not None and self.validate_args:
+            _check(fnp._float_arg(self.probs) < 1, "NegativeBinomial: probs must lie in [0, 1)")
+        _set_binary(self)
+        count, logits = fnp._float_args(self.total_count, self.logits)
+        if self.validate_args:
+            _check(count >= 0, "NegativeBinomial: total_count must be non-negative")
+        for name, value in (("total_count", count), ("logits", logits), ("probs", special.expit(logits))):
+            object.__setattr__(self, name, value)
+
+    batch_shape = property(lambda self: np.broadcast_shapes(tuple(self.total_count.shape), tuple(self.logits.shape)))
+    mean = property(lambda self: self.total_count * fnp.exp(self.logits))
+    mode = property(lambda self: fnp.maximum(fnp.floor((self.total_count - 1) * fnp.exp(self.logits)), 0.0))
+    variance = property(lambda self: self.mean / F.sigmoid(-self.logits))
+
+    def _draw(self, key, sample_shape):
+        k_rate, k_count = random.split(key)
+        shape = self._shape(sample_shape)
+        rate = random.gamma(k_rate, fnp.broadcast_to(self.total_count, shape), dtype=self.logits.dtype)
+        return fnp.astype(random.poisson(k_count, rate * fnp.exp(self.logits)), self.logits.dtype)
+
+    def log_prob(self, value):
+        value = self._checked(value, lambda v: (v >= 0) & (v == fnp.floor(v)), "non-negative integers")
+        n = self.total_count
+        unnormalised = n * F.log_sigmoid(-self.logits) + value * F.log_sigmoid(self.logits)
+        normalisation = -special.gammaln(n + value) + special.gammaln(1.0 + value) + special.gammaln(n)
+        return unnormalised - fnp.where(n + value == 0.0, 0.0, normalisation)

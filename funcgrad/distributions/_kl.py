@@ -10,9 +10,12 @@ from ..nn import _functional as F
 from ..numpy import linalg
 from ..scipy import special
 from ._base import Distribution, _finite
-from ._continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, MultivariateNormal, Normal, Uniform
 from ._composite import Independent
-from ._discrete import Bernoulli, Categorical, Poisson
+from ._continuous import (Beta, Cauchy, Dirichlet, Exponential, Gamma, HalfNormal, Laplace, MultivariateNormal,
+                          Normal, Uniform)
+from ._discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
+from ._families import ContinuousBernoulli, LowRankMultivariateNormal
+from ._transformed import EULER, Gumbel, Pareto, TransformedDistribution
 
 _KL: dict[tuple[type, type], Callable] = {}
 
@@ -98,7 +101,11 @@ def _kl_poisson(p, q):
 
 
 @register_kl(MultivariateNormal, MultivariateNormal)
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
 def _kl_mvn(p, q):
+    p, q = (MultivariateNormal(d.loc, scale_tril=d.scale_tril, validate_args=False) for d in (p, q))
     d = p.loc.shape[-1]
     inv_q = linalg.inv(q.scale_tril)
     m = inv_q @ p.scale_tril
@@ -113,3 +120,62 @@ def _kl_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise ValueError("kl_divergence: Independent distributions with different reinterpreted_batch_ndims")
     return p._summed(kl_divergence(p.base_dist, q.base_dist))
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_half_normal(p, q):
+    ratio = (p.scale / q.scale) ** 2
+    return 0.5 * (ratio - 1 - fnp.log(ratio))
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy(p, q):
+    return fnp.log((p.scale + q.scale) ** 2 + (p.loc - q.loc) ** 2) - fnp.log(4 * p.scale * q.scale)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel(p, q):
+    ratio, q_loc, p_loc = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    return (-fnp.log(ratio) - q_loc + p_loc + ratio * EULER + fnp.exp(q_loc + special.gammaln(1 + ratio) - p_loc)
+            - (1 + EULER))
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto(p, q):
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * fnp.log(p.scale / q.scale) - fnp.log(alpha_ratio) + alpha_ratio - 1
+    return fnp.where(p.scale < q.scale, math.inf, result)  # p has mass below q's support
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric(p, q):
+    return -p.entropy() - fnp.log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial(p, q):
+    known = fnp.concrete_or_none(p.total_count < q.total_count)
+    if known is not None and known.any():
+        raise ValueError("kl_divergence: Binomial || Binomial with q.total_count above p.total_count has no "
+                         "closed form (PyTorch's refusal too)")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + fnp.log1p(-p.probs) - fnp.log1p(-q.probs))
+    return fnp.where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_one_hot(p, q):
+    return _kl_categorical(p._categorical, q._categorical)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli(p, q):
+    return (p.mean * (p.logits - q.logits) + p._log_norm() + fnp.log1p(-p.probs) - q._log_norm()
+            - fnp.log1p(-q.probs))
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed(p, q):
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise TypeError("kl_divergence: TransformedDistributions have a closed form only with the same transforms "
+                        "and event shape")
+    return kl_divergence(p.base_dist, q.base_dist)
