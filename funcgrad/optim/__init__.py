@@ -10,12 +10,13 @@ model. Every algorithm follows the update rule in PyTorch's documentation step f
 Learning rates are floats or schedules (functions of the step count, starting at 0).
 
 _base.py the interface and chain, _transforms.py the update rules as building blocks,
-_optimizers.py PyTorch's optimisers by name, _wrappers.py accumulation and skipping, _schedules.py
-the learning-rate schedules.
+_optimizers.py PyTorch's optimisers by name, _wrappers.py accumulation, skipping, masks and
+parameter groups, _schedules.py the learning-rate schedules, _plateau.py reduce_on_plateau.
 """
 
 from ._base import (  # noqa: F401
-    GradientTransformation, ScalarOrSchedule, Schedule, apply_updates, chain, over_shards, sharded)
+    GradientTransformation, GradientTransformationExtraArgs, ScalarOrSchedule, Schedule, apply_updates, chain,
+    over_shards, sharded)
 from ._transforms import (  # noqa: F401
     AdadeltaState, AdagradState, AdamState, AdamaxState, CountState, LionState, NadamState, RMSState,
     RpropState, TraceState, add_decayed_weights, clip, clip_by_global_norm, global_norm, scale,
@@ -24,7 +25,11 @@ from ._transforms import (  # noqa: F401
 from ._optimizers import (  # noqa: F401
     adadelta, adagrad, adam, adamax, adamw, lion, nadam, radam, rmsprop, rprop, sgd)
 from ._wrappers import (  # noqa: F401
-    FiniteState, MultiStepsState, apply_if_finite, multi_steps)
+    FiniteState, MaskedState, MultiStepsState, MultiTransformState, apply_if_finite, masked, multi_steps,
+    multi_transform)
+from ._plateau import ReduceLROnPlateauState, reduce_on_plateau  # noqa: F401
 from ._schedules import (  # noqa: F401
-    constant_schedule, cosine_schedule, exponential_schedule, join_schedules, linear_schedule,
-    piecewise_constant_schedule, polynomial_schedule, step_schedule, warmup_cosine_schedule)
+    constant_schedule, cosine_decay_schedule, cosine_onecycle_schedule, cosine_restarts_schedule, cosine_schedule,
+    cyclic_schedule, exponential_decay, exponential_schedule, join_schedules, linear_onecycle_schedule,
+    linear_schedule, onecycle_schedule, piecewise_constant_schedule, polynomial_schedule, sgdr_schedule,
+    step_schedule, warmup_cosine_decay_schedule, warmup_cosine_schedule, warmup_exponential_decay_schedule)

@@ -22,6 +22,16 @@ class GradientTransformation(NamedTuple):
     update: Callable[..., tuple[Any, Any]]
 
 
+class GradientTransformationExtraArgs(GradientTransformation):
+    """A transformation whose update takes keyword arguments beyond (updates, state, params), such
+    as reduce_on_plateau's value= (optax's); chain hands them to these alone."""
+
+
+def _update(t: GradientTransformation, updates, state, params, extra: dict):
+    return t.update(updates, state, params, **extra) if isinstance(t, GradientTransformationExtraArgs) else \
+        t.update(updates, state, params)
+
+
 _over_shards: Callable[[Any], Any] = lambda x: x  # noqa: E731  (the identity: whole gradients)
 
 
@@ -96,11 +106,11 @@ def apply_updates(params, updates):
     return tree_map(lambda p, u: fnp.add(p, fnp.astype(u, p.dtype)), params, updates)
 
 
-def chain(*transforms: GradientTransformation) -> GradientTransformation:
+def chain(*transforms: GradientTransformation) -> GradientTransformationExtraArgs:
     def init(params):
         return tuple(t.init(params) for t in transforms)
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         if state is None:
             raise TypeError("opt.update(grads, state, params) needs the optimiser's state: opt.init(params) "
                             "for the first step, then the state each update returns")
@@ -108,8 +118,8 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
             _check_fits(updates, params)
         new_state = []
         for t, s in zip(transforms, state):
-            updates, s = t.update(updates, s, params)
+            updates, s = _update(t, updates, s, params, extra_args)
             new_state.append(s)
         return updates, tuple(new_state)
 
-    return GradientTransformation(init, update)
+    return GradientTransformationExtraArgs(init, update)
