@@ -3,7 +3,7 @@
     model = nn.Sequential([nn.Linear(64, 128, key=k1), nn.relu, nn.Linear(128, 10, key=k2)])
     loss, grads = fg.value_and_grad(lambda m, x, y: nn.cross_entropy(m(x), y))(model, x, y)
 """
-from . import functional, init, initializers
+from . import functional, init, initializers, utils
 from ._functional import *  # noqa: F401,F403  (activations, softmax, linear, norms, dropout, embedding, attention)
 from ._convolution import *  # noqa: F401,F403  (conv, pooling, pad)
 from ._resize import interpolate

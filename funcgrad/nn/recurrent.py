@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import dtypes
 from .. import numpy as fnp
 from .. import random
 from ..control import scan
+from ..tree import tree_map
 from . import _functional as F
 from .module import Module
+from .utils.rnn import PackedSequence, pad_packed_sequence, repack
 
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
@@ -57,6 +61,17 @@ def _step(mode: str, x, state, w_ih, w_hh, b_ih, b_hh, w_hr=None):
         return h, h
     h = fnp.tanh(gi + gh) if mode == "rnn_tanh" else F.relu(gi + gh)
     return h, h
+
+
+def _masked_step(mode: str, step, carry, params):
+    """_step where the step lies inside the sequence (valid None: every step does); past a
+    sequence's end its state is carried through unchanged, so a packed sequence ends at its length
+    (and the reverse direction starts there)."""
+    xt, valid = step
+    new, y = _step(mode, xt, carry, *params)
+    if valid is None:
+        return new, y
+    return tree_map(lambda n, old: fnp.where(valid, n, old), new, carry), y
 
 
 class _Cell(Module):
@@ -144,18 +159,25 @@ class _Recurrent(Module):
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
     def __call__(self, x, state=None, *, key=None):
-        """x: (L, N, input) or (N, L, input) with batch_first, or unbatched (L, input). Returns
-        (outputs of the last layer for every step, both directions' side by side; final state
-        (h_n, c_n) for LSTM or h_n), each final state of shape (num_layers * directions, N, size),
-        layer by layer with the forward direction first. With a key (training) dropout zeroes
-        each layer's outputs but the last's, as PyTorch's dropout option."""
+        """x: (L, N, input) or (N, L, input) with batch_first, unbatched (L, input), or a
+        PackedSequence (each sequence run to its own length). Returns (outputs of the last layer for
+        every step, both directions' side by side, packed like a packed input; final state (h_n, c_n)
+        for LSTM or h_n), each final state of shape (num_layers * directions, N, size), layer by layer
+        with the forward direction first, batch in the input's original order. With a key (training)
+        dropout zeroes each layer's outputs but the last's, as PyTorch's dropout option."""
+        packed = x if isinstance(x, PackedSequence) else None
+        if packed is not None:
+            x, lengths = pad_packed_sequence(packed)
         x = fnp.asarray(x)
         name = type(self).__name__
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             raise ValueError(f"{name}: expected input (L, N, {self.input_size}) (or batch_first, or "
                              f"unbatched (L, {self.input_size})), got shape {x.shape}")
         unbatched = x.ndim == 2
-        seq = fnp.expand_dims(x, 1) if unbatched else (fnp.swapaxes(x, 0, 1) if self.batch_first else x)
+        seq = (fnp.expand_dims(x, 1) if unbatched else
+               (fnp.swapaxes(x, 0, 1) if self.batch_first and packed is None else x))
+        valid = None if packed is None else fnp.asarray(
+            (np.arange(seq.shape[0])[:, None] < lengths[None, :])[..., None])  # (L, N, 1): inside each sequence
         lstm, suffixes = self.mode == "lstm", self._suffixes()
         h, c = self._initial_state(state, seq, unbatched, len(suffixes))
         layer_keys = random.split(key, self.num_layers) if key is not None and self.dropout else None
@@ -165,8 +187,8 @@ class _Recurrent(Module):
             for direction, suffix in enumerate(suffixes):
                 i = layer * len(suffixes) + direction
                 params = self._cell(layer, suffix)
-                last, ys = scan(lambda carry, xt, p=params: _step(self.mode, xt, carry, *p),
-                                (h[i], c[i]) if lstm else h[i], seq, reverse=direction == 1)
+                last, ys = scan(lambda carry, step, p=params: _masked_step(self.mode, step, carry, p),
+                                (h[i], c[i]) if lstm else h[i], (seq, valid), reverse=direction == 1)
                 finals.append(last)
                 outputs.append(ys)
             seq = outputs[0] if len(outputs) == 1 else fnp.concatenate(outputs, axis=-1)
@@ -174,6 +196,8 @@ class _Recurrent(Module):
                 seq = F.dropout(seq, self.dropout, layer_keys[layer])
         final = ((fnp.stack([f[0] for f in finals]), fnp.stack([f[1] for f in finals])) if lstm
                  else fnp.stack(finals))
+        if packed is not None:
+            return repack(seq, packed), final
         if unbatched:
             return fnp.squeeze(seq, 1), (tuple(fnp.squeeze(f, 1) for f in final) if lstm else fnp.squeeze(final, 1))
         return (fnp.swapaxes(seq, 0, 1) if self.batch_first else seq), final
