@@ -246,3 +246,53 @@ def test_iterable_only_datasets_stream_in_their_order_and_resume():
         data.DataLoader(Stream(), num_workers=2)
     with pytest.raises(TypeError, match="without __len__"):
         len(loader)
+
+
+def test_streams_stacks_custom_samplers_and_unbatched_loading():
+    """PyTorch's IterableDataset (+ chains streams), StackDataset, Dataset + Dataset, a Sampler
+    subclass, batch_size=None (examples one at a time, uncollated) and default_collate's
+    structure rules (named tuples kept, lists transposed, strings gathered)."""
+    import collections
+
+    class Count(data.IterableDataset):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(np.arange(self.n, dtype=np.float32))
+
+    assert [b.numpy().tolist() for b in data.DataLoader(Count(3) + Count(2), batch_size=2)] == [
+        [0.0, 1.0], [2.0, 0.0], [1.0]]
+    scalars = list(data.DataLoader(Count(3), batch_size=None))
+    assert [s.shape for s in scalars] == [()] * 3 and [float(s) for s in scalars] == [0.0, 1.0, 2.0]
+    with pytest.raises(TypeError):
+        data.IterableDataset()  # __iter__ is abstract
+    stacked = data.StackDataset(x=data.ArrayDataset(np.arange(3)), y=data.ArrayDataset(np.arange(3) * 2))
+    assert stacked[2] == {"x": (2,), "y": (4,)} and len(stacked) == 3
+    with pytest.raises(ValueError, match="differ in length"):
+        data.StackDataset(data.ArrayDataset(np.arange(3)), data.ArrayDataset(np.arange(4)))
+    both = data.ArrayDataset(np.arange(3)) + data.ArrayDataset(np.arange(10, 14))
+    assert len(both) == 7 and both[4] == (11,)
+
+    class Backwards(data.Sampler):
+        def __iter__(self):
+            return iter([4, 0, 2])
+
+    loader = data.DataLoader(data.ArrayDataset(np.arange(5) * 10), batch_size=2, sampler=Backwards())
+    assert [b[0].numpy().tolist() for b in loader] == [[40, 0], [20]]
+    Pair = collections.namedtuple("Pair", "x extra")
+
+    class Named(data.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return Pair(np.float32(i), [i, f"s{i}"])
+
+    batch = next(iter(data.DataLoader(Named(), batch_size=3)))
+    assert type(batch) is Pair and batch.x.numpy().tolist() == [0.0, 1.0, 2.0]
+    assert batch.extra[0].numpy().tolist() == [0, 1, 2] and list(batch.extra[1]) == ["s0", "s1", "s2"]
+    one = next(iter(data.DataLoader(Named(), batch_size=None)))
+    assert type(one) is Pair and one.x.shape == () and one.extra == [0, "s0"]
+    with pytest.raises(ValueError, match="mutually exclusive with drop_last"):
+        data.DataLoader(Named(), batch_size=None, drop_last=True)

@@ -4,11 +4,13 @@
     loader = data.DataLoader(data.ArrayDataset(x_train, y_train), batch_size=64, shuffle=True, seed=0)
 """
 from .datasets import IGNORE, NAMES, SEQUENCE_VOCAB, data_dir, load, read_idx
-from .dataset import ArrayDataset, ConcatDataset, Dataset, Subset, TensorDataset, random_split
-from .loader import (BatchSampler, DataLoader, DistributedSampler, RandomSampler, SequentialSampler,
+from .dataset import (ArrayDataset, ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset,
+                      TensorDataset, random_split)
+from .loader import (BatchSampler, DataLoader, DistributedSampler, RandomSampler, Sampler, SequentialSampler,
                      SubsetRandomSampler, WeightedRandomSampler, default_collate)
 
-__all__ = ["ArrayDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "DataLoader", "Dataset",
+__all__ = ["ArrayDataset", "TensorDataset", "Subset", "ConcatDataset", "StackDataset", "IterableDataset",
+           "ChainDataset", "random_split", "DataLoader", "Dataset", "Sampler",
            "DistributedSampler", "RandomSampler", "SequentialSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler", "default_collate", "load", "read_idx",
            "data_dir", "NAMES", "IGNORE", "SEQUENCE_VOCAB"]

@@ -1,8 +1,10 @@
 """Datasets: the protocol, datasets over arrays, and the ways PyTorch users combine them (Subset,
-ConcatDataset, random_split)."""
+ConcatDataset, StackDataset, random_split); streams (IterableDataset, ChainDataset)."""
 from __future__ import annotations
 
+import abc
 import bisect
+import itertools
 import math
 import operator
 from typing import Any, Protocol, Sequence
@@ -13,14 +15,43 @@ from .. import random
 
 
 class Dataset(Protocol):
-    """Anything with __len__ and __getitem__(int) -> example (an array or a tuple of them)."""
+    """Anything with __len__ and __getitem__(int) -> example (an array or a tuple of them); a
+    subclass (PyTorch's way) also concatenates with +."""
 
     def __len__(self) -> int: ...
 
     def __getitem__(self, index: int) -> Any: ...
 
+    def __add__(self, other: "Dataset") -> "ConcatDataset":
+        return ConcatDataset([self, other])
 
-class ArrayDataset:
+
+class IterableDataset(abc.ABC):
+    """A stream of examples (torch.utils.data.IterableDataset): subclass it and define __iter__;
+    the DataLoader reads it in its own order, batch_size examples at a time. + chains streams."""
+
+    @abc.abstractmethod
+    def __iter__(self):
+        """The examples, one after another."""
+
+    def __add__(self, other: "IterableDataset") -> "ChainDataset":
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """Streams one after another (torch.utils.data.ChainDataset)."""
+
+    def __init__(self, datasets: Sequence):
+        self.datasets = list(datasets)
+
+    def __iter__(self):
+        return itertools.chain.from_iterable(self.datasets)
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self.datasets)
+
+
+class ArrayDataset(Dataset):
     """Examples are the rows of equally long arrays: ArrayDataset(x, y)[i] == (x[i], y[i])
     (PyTorch's TensorDataset, which is the same class here)."""
 
@@ -60,7 +91,7 @@ def checked_index(index, length: int, kind: str = "index", of: str = "dataset") 
     return i
 
 
-class Subset:
+class Subset(Dataset):
     """The examples of `dataset` at `indices`, in that order (torch.utils.data.Subset)."""
 
     def __init__(self, dataset: Dataset, indices: Sequence[int]):
@@ -80,7 +111,7 @@ class Subset:
         return self.dataset.get_batch(np.asarray(self.indices, dtype=np.int64)[indices])
 
 
-class ConcatDataset:
+class ConcatDataset(Dataset):
     """Datasets one after another (torch.utils.data.ConcatDataset)."""
 
     def __init__(self, datasets: Sequence[Dataset]):
@@ -96,6 +127,32 @@ class ConcatDataset:
         i = checked_index(index, len(self), of="ConcatDataset")
         part = bisect.bisect_right(self.ends, i)
         return self.datasets[part][i - (self.ends[part - 1] if part else 0)]
+
+
+class StackDataset(Dataset):
+    """Datasets of one length read side by side: StackDataset(a, b)[i] == (a[i], b[i]), or with
+    keywords a dict (torch.utils.data.StackDataset)."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset):
+        if args and kwargs:
+            raise ValueError("StackDataset takes either datasets as arguments (tuple examples) or as keywords "
+                             "(dict examples), not both")
+        if not args and not kwargs:
+            raise ValueError("StackDataset needs at least one dataset")
+        self.datasets: Any = args or kwargs
+        lengths = [len(d) for d in (args or kwargs.values())]
+        if len(set(lengths)) != 1:
+            raise ValueError(f"StackDataset: the datasets differ in length: {lengths}")
+        self.length = lengths[0]
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index):
+        i = checked_index(index, self.length, of="StackDataset")
+        if isinstance(self.datasets, dict):
+            return {k: d[i] for k, d in self.datasets.items()}
+        return tuple(d[i] for d in self.datasets)
 
 
 def random_split(dataset: Dataset, lengths: Sequence[float], seed: int = 0) -> list[Subset]:

@@ -1,6 +1,8 @@
 """Samplers and the DataLoader (PyTorch's shapes of these ideas, reproducible by seed)."""
 from __future__ import annotations
 
+import abc
+import itertools
 import math
 import queue
 import threading
@@ -37,7 +39,16 @@ class _EpochSampler:
         return _epoch_key(self.seed, self.epoch)
 
 
-class SequentialSampler:
+class Sampler(abc.ABC):
+    """The base of samplers (torch.utils.data.Sampler): subclass it and define __iter__ over
+    dataset indices (and __len__ if the loader's len() is wanted)."""
+
+    @abc.abstractmethod
+    def __iter__(self):
+        """The indices, in the order to read them."""
+
+
+class SequentialSampler(Sampler):
     def __init__(self, data_source: "Dataset | int"):
         self.n = _size(data_source)
 
@@ -48,7 +59,7 @@ class SequentialSampler:
         return self.n
 
 
-class RandomSampler(_EpochSampler):
+class RandomSampler(_EpochSampler, Sampler):
     """A fresh permutation every epoch, determined by (seed, epoch); with replacement, num_samples
     uniform draws (PyTorch's arguments, a seed for its generator)."""
 
@@ -72,7 +83,7 @@ class RandomSampler(_EpochSampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(_EpochSampler):
+class SubsetRandomSampler(_EpochSampler, Sampler):
     """The given indices in a fresh random order every epoch (torch's SubsetRandomSampler)."""
 
     def __init__(self, indices: Sequence[int], seed: int = 0):
@@ -86,7 +97,7 @@ class SubsetRandomSampler(_EpochSampler):
         return len(self.indices)
 
 
-class WeightedRandomSampler(_EpochSampler):
+class WeightedRandomSampler(_EpochSampler, Sampler):
     """num_samples indices drawn with probability proportional to weights (with replacement by
     default), fresh every epoch: PyTorch's answer to imbalanced classes."""
 
@@ -110,7 +121,7 @@ class WeightedRandomSampler(_EpochSampler):
         return self.num_samples
 
 
-class BatchSampler:
+class BatchSampler(Sampler):
     """Lists of batch_size indices from a sampler (the last shorter unless drop_last)."""
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool):
@@ -137,7 +148,7 @@ class BatchSampler:
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
 
-class DistributedSampler:
+class DistributedSampler(Sampler):
     """The shard of the data one of num_replicas processes reads (torch's DistributedSampler):
     without drop_last the indices are padded by wrapping around so every rank gets as many;
     with it the tail is dropped. Shards are disjoint and, together, cover the data."""
@@ -174,21 +185,39 @@ class DistributedSampler:
 
 
 def default_collate(examples: Sequence) -> Any:
-    """Stack a list of examples field by field (tuples, dicts and arrays nest)."""
+    """Stack a list of examples field by field, as PyTorch's default_collate: tuples (named ones
+    keep their type), lists and dicts nest; strings and None are gathered into a list."""
     first = examples[0]
-    if isinstance(first, tuple):
-        return tuple(default_collate([e[i] for e in examples]) for i in range(len(first)))
+    if isinstance(first, (str, bytes)) or first is None:
+        return examples if isinstance(examples, (list, tuple)) else list(examples)
+    if isinstance(first, (tuple, list)):
+        if any(len(e) != len(first) for e in examples):
+            raise ValueError(f"default_collate: each element in the list of batch should be of equal size, got "
+                             f"sizes {sorted({len(e) for e in examples})}")
+        fields = [default_collate(tuple(e[i] for e in examples)) for i in range(len(first))]
+        if isinstance(first, list):
+            return fields
+        return type(first)(*fields) if hasattr(first, "_fields") else tuple(fields)
     if isinstance(first, dict):
         return {k: default_collate([e[k] for e in examples]) for k in first}
     return np.stack([np.asarray(e.numpy() if isinstance(e, ArrayBase) else e) for e in examples])
 
 
 def _to_arrays(batch, device):
+    """Host arrays as Arrays on device, through the collated structure; strings, Python numbers and
+    None stay as they are (PyTorch's default_convert)."""
     if isinstance(batch, tuple):
-        return tuple(_to_arrays(b, device) for b in batch)
+        converted = [_to_arrays(b, device) for b in batch]
+        return type(batch)(*converted) if hasattr(batch, "_fields") else tuple(converted)
+    if isinstance(batch, list):
+        return [_to_arrays(b, device) for b in batch]
     if isinstance(batch, dict):
         return {k: _to_arrays(v, device) for k, v in batch.items()}
-    out = batch if isinstance(batch, ArrayBase) else Array(np.ascontiguousarray(batch))
+    if batch is None or type(batch) in (str, bytes, bool, int, float, complex) or (
+            isinstance(batch, np.ndarray) and batch.dtype.kind in "USO"):
+        return batch
+    out = batch if isinstance(batch, ArrayBase) else Array(np.ascontiguousarray(batch) if np.ndim(batch) else
+                                                           np.asarray(batch))  # (ascontiguousarray makes 0-d 1-d)
     if device is not None:
         out = device_put(out, device)
     return out
@@ -219,8 +248,10 @@ class DataLoader:
                  num_workers: int = 0, worker_init_fn: Callable[[int], None] | None = None, timeout: float = 0.0,
                  multiprocessing_context: str | None = None, *, batch_sampler: Iterable[list] | None = None,
                  pin_memory: bool = False, persistent_workers: bool = False, prefetch_factor: int | None = None):
-        if batch_size is None or batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 (or None: no batching), got {batch_size}")
+        if batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
         if sampler is not None and shuffle:
             raise ValueError("give either shuffle=True or a sampler, not both")
         if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
@@ -255,7 +286,8 @@ class DataLoader:
             n = len(self.dataset)
         else:
             n = len(self.sampler)
-        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+        size = self.batch_size or 1  # None: one example at a time
+        return n // size if self.drop_last else math.ceil(n / size)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -273,6 +305,8 @@ class DataLoader:
         if self.batch_sampler is not None:
             return [self._checked_order(list(batch)) for batch in self.batch_sampler]
         order = self._checked_order(list(self.sampler))
+        if self.batch_size is None:
+            return [np.asarray(i) for i in order]  # 0-d: one example, uncollated
         stop = len(order) - len(order) % self.batch_size if self.drop_last else len(order)
         return [order[i:i + self.batch_size] for i in range(0, stop, self.batch_size)]
 
@@ -280,6 +314,10 @@ class DataLoader:
         """Batches of the iterable-only dataset, in its order (the first `skip`, consumed before a
         resume, are read and dropped)."""
         examples = iter(self.dataset)
+        if self.batch_size is None:  # no batching: each example converted as it is
+            for example in itertools.islice(examples, skip, None):
+                yield _to_arrays(example, self.device)
+            return
         while True:
             chunk = [example for _, example in zip(range(self.batch_size), examples)]
             if not chunk or (self.drop_last and len(chunk) < self.batch_size):
@@ -307,7 +345,11 @@ class DataLoader:
         return order
 
     def _host_batch(self, indices: np.ndarray):
-        """The batch as host arrays (what a worker process builds)."""
+        """The batch as host arrays (what a worker process builds); a 0-d index: one example,
+        through collate_fn only if one was given (PyTorch's batch_size=None)."""
+        if indices.ndim == 0:
+            example = self.dataset[int(indices)]
+            return example if self.collate_fn is None else self.collate_fn(example)
         if self.collate_fn is None and hasattr(self.dataset, "get_batch"):
             return self.dataset.get_batch(indices)
         return (self.collate_fn or default_collate)([self.dataset[int(i)] for i in indices])
