@@ -168,7 +168,8 @@ def _check_nans(prim, out):
 
 class Hooks:
     """Observers higher layers install: the profiler (funcgrad.profiler) watches every bind;
-    closed_over_as_constants lets finished reverse-mode traces' values be read."""
+    dead_as_constants (set by closed_over_as_constants) lets finished reverse-mode traces' values
+    be read."""
     __slots__ = ("profiler", "dead_as_constants")
 
     def __init__(self):
