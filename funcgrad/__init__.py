@@ -7,7 +7,7 @@
 from . import numpy  # noqa: F401
 from . import _methods  # noqa: F401  (Array's operators and methods: funcgrad.numpy's functions)
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
-from . import amp, checkpoint, cuda, data, distributions, flatten_util, lax, nn, optim, profiler, random, scipy, tree  # noqa: F401
+from . import amp, checkpoint, cuda, data, debug, distributions, flatten_util, lax, nn, optim, profiler, random, scipy, tree  # noqa: F401
 from .array import Array, Device
 from .check_grads import check_grads
 from .config import config

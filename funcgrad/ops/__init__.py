@@ -1,6 +1,6 @@
 """Every primitive, each one definition carrying all its rules (see core.py), registered on import."""
 from . import (core, layout, shape, elementwise, reductions, linalg, decompositions, conv, attention,  # noqa: F401
-               normalization, fft, prng, special)
+               normalization, fft, prng, special, host_callback)
 from .core import Primitive, incomplete, registry
 from .elementwise import stop_gradient_p
 
