@@ -121,3 +121,40 @@ def test_muon_orthogonalises_nesterov_momentum():
     assert 0.5 < singular.min() and singular.max() < 1.5  # Muon's quintic: singular values near 1, not at it
     with pytest.raises(ValueError, match="only supports 2D parameters"):
         optim.muon().init({"b": np.zeros(3)})
+
+
+def _rosenbrock(p):
+    x = p["x"]
+    return fnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_first_iteration_is_scaled_steepest_descent_and_it_converges(line_search_fn):
+    x0 = {"x": np.array([-1.2, 1.0, 0.5])}
+    g0 = fg.grad(_rosenbrock)(x0)["x"].numpy()
+    one = optim.lbfgs(max_iter=1, learning_rate=0.7)  # PyTorch's first step: lr * min(1, 1 / |g|_1) along -g
+    p, state, loss = one.step(fg.value_and_grad(_rosenbrock), x0, one.init(x0))
+    assert_close(p["x"], x0["x"] - 0.7 * min(1.0, 1 / np.abs(g0).sum()) * g0, rtol=1e-12)
+    assert loss == pytest.approx(float(_rosenbrock(x0))) and state.func_evals == 1 and state.n_iter == 1
+    opt = optim.lbfgs(line_search_fn=line_search_fn, max_iter=50, history_size=10)
+    p, state = x0, opt.init(x0)
+    for _ in range(10):
+        p, state, loss = opt.step(fg.value_and_grad(_rosenbrock), p, state)
+    assert_close(p["x"], np.ones(3), atol=1e-5)  # the minimum of Rosenbrock's function
+    assert len(state.old_dirs) <= 10
+    at_minimum, after, _ = opt.step(fg.value_and_grad(_rosenbrock), {"x": np.ones(3)}, opt.init(x0))
+    assert after.func_evals == 1 and after.n_iter == 0  # a zero gradient: one evaluation, no step
+    with pytest.raises(ValueError, match="only 'strong_wolfe'"):
+        optim.lbfgs(line_search_fn="backtracking")
+
+
+def test_lbfgs_solves_a_quadratic_in_as_many_steps_as_dimensions():
+    """With exact curvature pairs and the strong-Wolfe search, L-BFGS on a convex quadratic in n
+    dimensions reaches the minimiser A^-1 b in about n iterations."""
+    a = RNG.standard_normal((5, 5))
+    a = a @ a.T + 5 * np.eye(5)
+    b = RNG.standard_normal(5)
+    opt = optim.lbfgs(line_search_fn="strong_wolfe", max_iter=12, tolerance_grad=1e-12, tolerance_change=1e-14)
+    x, state, _ = opt.step(fg.value_and_grad(lambda v: 0.5 * v @ a @ v - b @ v), np.zeros(5), opt.init(np.zeros(5)))
+    assert_close(x, np.linalg.solve(a, b), rtol=1e-8)
+    assert state.n_iter <= 12

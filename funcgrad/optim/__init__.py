@@ -12,7 +12,8 @@ Learning rates are floats or schedules (functions of the step count, starting at
 _base.py the interface and chain, _transforms.py the update rules as building blocks,
 _optimizers.py PyTorch's optimisers by name, _wrappers.py accumulation, skipping, masks and
 parameter groups, _schedules.py the learning-rate schedules, _plateau.py reduce_on_plateau,
-_whole_step.py the optimisers whose rule holds the learning rate (ASGD, Adafactor, Muon).
+_whole_step.py the optimisers whose rule holds the learning rate (ASGD, Adafactor, Muon),
+_lbfgs.py L-BFGS, whose step evaluates the function itself.
 """
 
 from ._base import (  # noqa: F401
@@ -29,6 +30,7 @@ from ._wrappers import (  # noqa: F401
     FiniteState, MaskedState, MultiStepsState, MultiTransformState, apply_if_finite, masked, multi_steps,
     multi_transform)
 from ._plateau import ReduceLROnPlateauState, reduce_on_plateau  # noqa: F401
+from ._lbfgs import LBFGS, LBFGSState, lbfgs  # noqa: F401
 from ._whole_step import (  # noqa: F401
     AdafactorState, ASGDState, MuonState, adafactor, asgd, muon, orthogonalize)
 from ._schedules import (  # noqa: F401
