@@ -1,6 +1,8 @@
 """The second test run, without the simulator: every CUDA kernel, for every dtype it supports,
 compiles to PTX for compute capability 9.0 (the simulator does no type checking).
-tests/test_cuda_ptx.py starts it: NUMBA_ENABLE_CUDASIM=0 pytest tests/ptx_check.py"""
+tests/test_cuda_ptx.py starts it: NUMBA_ENABLE_CUDASIM=0 pytest tests/ptx_check.py, split over the
+cores: FUNCGRAD_PTX_SHARD=i/n takes every n-th kernel case from the i-th (compiling is
+single-threaded: the shards run side by side; the other tests run with shard 0)."""
 from __future__ import annotations
 
 import os
@@ -17,7 +19,9 @@ from numba import types  # noqa: E402
 from funcgrad.cuda import ptx, runtime  # noqa: E402
 from funcgrad.ops.scalar import LOOPS  # noqa: E402
 
+SHARD, SHARDS = (int(part) for part in os.environ.get("FUNCGRAD_PTX_SHARD", "0/1").split("/"))
 CASES = list(ptx.cases())
+MINE = CASES[SHARD::SHARDS]
 HOT = ("matmul", "fused", "sum[", "logsumexp", "softmax", "layer_norm", "rms_norm", "attention", "cumsum", "argsort",
        "take along", "put along")
 NARROW = (types.float32, types.float16, types.uint16, types.int64, types.int32, types.uint32, types.uint8,
@@ -52,7 +56,7 @@ def computes_in_float32(sig) -> bool:
             and types.float64 not in sig)
 
 
-@pytest.mark.parametrize("name,kernel,sig", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name,kernel,sig", MINE, ids=[c[0] for c in MINE])
 def test_compiles_to_ptx(name, kernel, sig):
     code = ptx.compile_case(kernel, sig)
     assert ".target sm_90" in code and ".entry" in code

@@ -1,5 +1,6 @@
-"""Runs tests/ptx_check.py in a second pytest process without the simulator (numba reads
-NUMBA_ENABLE_CUDASIM once, at import): every kernel compiled to PTX for a real GPU."""
+"""Runs tests/ptx_check.py in further pytest processes without the simulator (numba reads
+NUMBA_ENABLE_CUDASIM once, at import): every kernel compiled to PTX for a real GPU, the kernel
+cases split into one shard per core, compiled side by side."""
 from __future__ import annotations
 
 import os
@@ -18,9 +19,20 @@ def _nvvm_available() -> bool:
 
 @pytest.mark.skipif(not _nvvm_available(), reason="NVVM is missing: pip install 'funcgrad[cuda]'")
 def test_every_kernel_compiles_to_ptx_without_the_simulator():
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
     check = Path(__file__).with_name("ptx_check.py")
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", str(check)],
-                            env=env, capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout and "skipped" not in result.stdout.splitlines()[-1]
+    shards = max(1, min(os.cpu_count() or 1, 4))
+    runs = []
+    for shard in range(shards):
+        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "FUNCGRAD_PTX_SHARD": f"{shard}/{shards}"}
+        only_cases = ["-k", "test_compiles_to_ptx"] if shard else []  # shard 0 also runs the other checks
+        runs.append(subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+                                      str(check), *only_cases], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True))
+    try:
+        results = [(run, *run.communicate(timeout=1200)) for run in runs]
+    finally:
+        for run in runs:
+            run.kill()
+    for run, out, err in results:
+        assert run.returncode == 0, out[-4000:] + err[-2000:]
+        assert " passed" in out and "skipped" not in out.splitlines()[-1]
