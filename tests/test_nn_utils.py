@@ -32,7 +32,8 @@ def test_clip_grad_norm_and_value_are_pytorchs_formulas():
     vec = utils.parameters_to_vector(grads)
     assert_close(vec, np.concatenate([grads["a"].ravel(), grads["b"]]))  # flattening order: keys sorted
     back = utils.vector_to_parameters(vec * 2, grads)
-    assert_close(back["a"], 2 * grads["a"]) and assert_close(back["b"], 2 * grads["b"])
+    assert_close(back["a"], 2 * grads["a"])
+    assert_close(back["b"], 2 * grads["b"])
     with pytest.raises(ValueError, match="hold 17 values"):
         utils.vector_to_parameters(np.zeros(16), grads)
 

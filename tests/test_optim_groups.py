@@ -121,7 +121,8 @@ def test_multi_transform_gives_each_group_its_optimiser():
         return fg.tree_map(lambda x: "matrix" if np.ndim(x) == 2 else "vector", tree)
     by_shape = optim.multi_transform({"matrix": optim.sgd(1.0), "vector": optim.sgd(0.0)}, by_rank)
     updates, _ = by_shape.update(grads[0], by_shape.init(params), params)
-    assert_close(updates["w"], -grads[0]["w"]) and assert_close(updates["b"], np.zeros(2))
+    assert_close(updates["w"], -grads[0]["w"])
+    assert_close(updates["b"], np.zeros(2))
     with pytest.raises(KeyError, match=r"labels \['plain'\] have no transformation"):
         optim.multi_transform({"decay": optim.sgd(0.1)}, labels).init(params)
     with pytest.raises(ValueError, match="does not have the parameters' structure"):
