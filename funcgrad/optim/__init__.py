@@ -13,12 +13,14 @@ _base.py the interface and chain, _transforms.py the update rules as building bl
 _optimizers.py PyTorch's optimisers by name, _wrappers.py accumulation, skipping, masks and
 parameter groups, _schedules.py the learning-rate schedules, _plateau.py reduce_on_plateau,
 _whole_step.py the optimisers whose rule holds the learning rate (ASGD, Adafactor, Muon),
-_lbfgs.py L-BFGS, whose step evaluates the function itself.
+_lbfgs.py L-BFGS, whose step evaluates the function itself; optax's own: _optax_rules.py its update
+rules that PyTorch lacks, _optax_optimizers.py its optimisers by name, _edits.py the edits of the
+updates (zeroing, clipping per unit, noise), _hyperparams.py inject_hyperparams.
 """
 
 from ._base import (  # noqa: F401
     GradientTransformation, GradientTransformationExtraArgs, ScalarOrSchedule, Schedule, apply_updates, chain,
-    over_shards, sharded)
+    named_chain, over_shards, sharded)
 from ._transforms import (  # noqa: F401
     AdadeltaState, AdagradState, AdamState, AdamaxState, CountState, LionState, NadamState, RMSState,
     RpropState, TraceState, add_decayed_weights, clip, clip_by_global_norm, global_norm, scale,
@@ -27,8 +29,21 @@ from ._transforms import (  # noqa: F401
 from ._optimizers import (  # noqa: F401
     adadelta, adagrad, adam, adamax, adamw, lion, nadam, radam, rmsprop, rprop, sgd)
 from ._wrappers import (  # noqa: F401
-    FiniteState, MaskedState, MultiStepsState, MultiTransformState, apply_if_finite, masked, multi_steps,
-    multi_transform)
+    ApplyEveryState, EmaState, FiniteState, LookaheadParams, LookaheadState, MaskedState, MultiStepsState,
+    MultiTransformState, apply_every, apply_if_finite, ema, flatten, freeze, lookahead, masked, multi_steps,
+    multi_transform, partition)
+from ._edits import (  # noqa: F401
+    AddNoiseState, ZeroNansState, adaptive_grad_clip, add_noise, centralize, clip_by_block_rms, identity,
+    keep_params_nonnegative, set_to_zero, zero_nans)
+from ._optax_rules import (  # noqa: F401
+    AdanState, AmsgradState, OptimisticState, RssState, SM3State, StdDevState, scale_by_adan, scale_by_amsgrad,
+    scale_by_belief, scale_by_novograd, scale_by_optimistic_gradient, scale_by_param_block_norm,
+    scale_by_param_block_rms, scale_by_polyak, scale_by_rss, scale_by_schedule, scale_by_sign, scale_by_sm3,
+    scale_by_stddev, scale_by_trust_ratio, scale_by_yogi)
+from ._optax_optimizers import (  # noqa: F401
+    adabelief, adamaxw, adan, amsgrad, fromage, lamb, lars, nadamw, noisy_sgd, novograd, optimistic_gradient_descent,
+    polyak_sgd, sign_sgd, sm3, yogi)
+from ._hyperparams import InjectHyperparamsState, inject_hyperparams  # noqa: F401
 from ._plateau import ReduceLROnPlateauState, reduce_on_plateau  # noqa: F401
 from ._lbfgs import LBFGS, LBFGSState, lbfgs  # noqa: F401
 from ._whole_step import (  # noqa: F401

@@ -9,8 +9,9 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 
 from .. import numpy as fnp
-from ..array import Array
+from ..array import Array, ArrayBase
 from ..control import concrete_int
+from ..errors import ConcretizationError
 from ..tree import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
 Schedule = Callable[[int], float]
@@ -61,23 +62,61 @@ def _tree_zeros_like(tree):
     return tree_map(lambda p: fnp.zeros_like(p), tree)
 
 
+def _concrete_float(x) -> "float | None":
+    """x as a Python float, or None where x is traced (a hyperparameter that inject_hyperparams
+    keeps in the state, inside jit)."""
+    try:
+        return float(x)
+    except ConcretizationError:
+        return None
+
+
+def _nonzero(x) -> bool:
+    """Whether hyperparameter x may be nonzero. One held as an array (inject_hyperparams' state)
+    may change between steps, so the rule it switches on stays in, and the state's structure with it."""
+    return isinstance(x, ArrayBase) or float(x) != 0.0
+
+
 def _value(lr: ScalarOrSchedule, count):
     """The learning rate at step count: a float eagerly, a traced scalar inside jit."""
+    if isinstance(lr, ArrayBase):  # a hyperparameter held in inject_hyperparams' state
+        value = _concrete_float(lr)
+        return lr if value is None else value
     if not callable(lr):
         return float(lr)
     count = concrete_int(count)
     return float(lr(count)) if isinstance(count, int) else lr(count)
 
 
+def _step_number(count):
+    """count + 1: a Python int eagerly (PyTorch's exact arithmetic), a float64 scalar under jit (an
+    int64 one would combine with Python floats in float32)."""
+    t = concrete_int(count)
+    return t + 1 if isinstance(t, int) else fnp.astype(count, np.float64) + 1
+
+
+def _in_dtype(x, leaf):
+    """A Python float stays one; a traced scalar takes the leaf's dtype (optax's cast)."""
+    return x if isinstance(x, (int, float)) else fnp.astype(x, leaf.dtype)
+
+
+def _debiased(moments, decay, t):
+    """optax's bias_correction: m / (1 - decay^t)."""
+    return tree_map(lambda m: m / _in_dtype(1 - decay ** t, m), moments)
+
+
 def _at_least(value: float, lowest: float, what: str) -> None:
-    """PyTorch's check and message for a hyperparameter that must not fall below `lowest`."""
-    if not float(value) >= lowest:  # NaN fails too
+    """PyTorch's check and message for a hyperparameter that must not fall below `lowest` (a traced
+    one, unknown until it runs, is not checked)."""
+    number = _concrete_float(value)
+    if number is not None and not number >= lowest:  # NaN fails too
         raise ValueError(f"Invalid {what}: {value}")
 
 
 def _betas(b1: float, b2: float) -> None:
     for index, beta in enumerate((b1, b2)):
-        if not 0.0 <= float(beta) < 1.0:
+        number = _concrete_float(beta)
+        if number is not None and not 0.0 <= number < 1.0:
             raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
 
 
@@ -123,3 +162,17 @@ def chain(*transforms: GradientTransformation) -> GradientTransformationExtraArg
         return updates, tuple(new_state)
 
     return GradientTransformationExtraArgs(init, update)
+
+
+def named_chain(*transforms: tuple[str, GradientTransformation]) -> GradientTransformationExtraArgs:
+    """chain whose state is a dict by the given names (optax.named_chain), so a step's state reads
+    state["adam"] rather than state[1]."""
+    names = [name for name, _ in transforms]
+    if len(set(names)) != len(names):
+        raise ValueError(f"named_chain: the names {names} repeat")
+    inner = chain(*(t for _, t in transforms))
+
+    def update(updates, state, params=None, **extra_args):
+        updates, states = inner.update(updates, tuple(state[name] for name in names), params, **extra_args)
+        return updates, dict(zip(names, states))
+    return GradientTransformationExtraArgs(lambda params: dict(zip(names, inner.init(params))), update)

@@ -2,7 +2,7 @@
 update rules step for step)."""
 from __future__ import annotations
 
-from ._base import GradientTransformation, ScalarOrSchedule, _at_least, chain
+from ._base import GradientTransformation, ScalarOrSchedule, _at_least, _nonzero, chain
 from ._transforms import (add_decayed_weights, scale, scale_by_adadelta, scale_by_adagrad, scale_by_adam,
                           scale_by_adamax, scale_by_learning_rate, scale_by_lion, scale_by_nadam, scale_by_radam,
                           scale_by_rms, scale_by_rprop, trace)
@@ -21,7 +21,7 @@ def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, dampening: float
         weight_decay: float = 0.0, maximize: bool = False) -> GradientTransformation:
     _at_least(momentum, 0.0, "momentum value")
     parts = [add_decayed_weights(weight_decay)]
-    if momentum or nesterov:  # trace refuses nesterov without momentum, as PyTorch's SGD
+    if _nonzero(momentum) or nesterov:  # trace refuses nesterov without momentum, as PyTorch's SGD
         parts.append(trace(momentum, dampening, nesterov))
     return _torch_optimizer([*parts, scale_by_learning_rate(learning_rate)], maximize)
 

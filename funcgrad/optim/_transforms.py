@@ -8,10 +8,10 @@ import numpy as np
 
 from .. import numpy as fnp
 from ..array import Array
-from ..control import concrete_int, cond
+from ..control import cond
 from ..tree import tree_leaves, tree_map
-from ._base import (GradientTransformation, ScalarOrSchedule, _at_least, _betas, _count, _need_params,
-                    _tree_zeros_like, _value, over_shards)
+from ._base import (GradientTransformation, ScalarOrSchedule, _at_least, _betas, _count, _need_params, _nonzero,
+                    _step_number, _tree_zeros_like, _value, over_shards)
 
 class CountState(NamedTuple):
     count: Array
@@ -34,16 +34,24 @@ def scale(factor: float) -> GradientTransformation:
         tree_map(lambda u: u * factor, updates), state))
 
 
-def add_decayed_weights(weight_decay: float) -> GradientTransformation:
-    """updates + weight_decay * params: L2 before a scaling rule, decoupled decay after one."""
-    _at_least(weight_decay, 0.0, "weight_decay value")
+def add_decayed_weights(weight_decay: ScalarOrSchedule, mask=None) -> GradientTransformation:
+    """updates + weight_decay * params: L2 before a scaling rule, decoupled decay after one.
+    weight_decay may be a schedule of the step count; mask (optax's: a pytree of bools or a function
+    of the parameters) limits the decay to some parameters."""
+    if mask is not None:
+        from ._wrappers import masked  # the wrappers build on these rules
+        return masked(add_decayed_weights(weight_decay), mask)
+    if not callable(weight_decay):
+        _at_least(weight_decay, 0.0, "weight_decay value")
 
     def update(updates, state, params=None):
-        if not weight_decay:
-            return updates, state
+        decay = _value(weight_decay, state.count if callable(weight_decay) else 0)
+        new_state = CountState(state.count + 1) if callable(weight_decay) else state
+        if isinstance(decay, float) and not decay:
+            return updates, new_state
         params = _need_params(params, "add_decayed_weights")
-        return tree_map(lambda u, p: u + weight_decay * p, updates, params), state
-    return GradientTransformation(lambda params: (), update)
+        return tree_map(lambda u, p: u + decay * p, updates, params), new_state
+    return GradientTransformation(lambda params: CountState(_count()) if callable(weight_decay) else (), update)
 
 
 class TraceState(NamedTuple):
@@ -71,8 +79,11 @@ class AdamState(NamedTuple):
     nu: Any
 
 
-def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad: bool = False) -> GradientTransformation:
-    """m_hat / (sqrt(v_hat) + eps) with bias-corrected moments (torch.optim.Adam)."""
+def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad: bool = False, *,
+                  eps_root: float = 0.0, nesterov: bool = False) -> GradientTransformation:
+    """m_hat / (sqrt(v_hat) + eps) with bias-corrected moments (torch.optim.Adam); optax's eps_root
+    goes inside the root, sqrt(v_hat + eps_root), and nesterov takes the next step's momentum,
+    b1 m_hat(t + 1) + (1 - b1) g_hat(t) (optax's NAdamW)."""
     _betas(b1, b2)
     _at_least(eps, 0.0, "epsilon value")
 
@@ -81,13 +92,21 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad
         return AdamState(_count(), _tree_zeros_like(params), (nu, _tree_zeros_like(params)) if amsgrad else nu)
 
     def update(updates, state, params=None):
-        t = concrete_int(state.count) + 1  # exact Python arithmetic eagerly, as PyTorch
+        t = _step_number(state.count)  # exact Python arithmetic eagerly, as PyTorch; float64 under jit
         mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
         nu_raw = state.nu[0] if amsgrad else state.nu
         nu = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), nu_raw, updates)
         nu_max = tree_map(fnp.maximum, state.nu[1], nu) if amsgrad else nu
         c1, c2 = 1 - b1 ** t, (1 - b2 ** t) ** 0.5
-        out = tree_map(lambda m, v: (m * (1 / c1)) / (fnp.sqrt(v) * (1 / c2) + eps), mu, nu_max)
+        if nesterov:
+            c1_next = 1 - b1 ** (t + 1)
+            mu_hat = tree_map(lambda m, g: b1 * (m * (1 / c1_next)) + (1 - b1) * (g * (1 / c1)), mu, updates)
+        else:
+            mu_hat = tree_map(lambda m: m * (1 / c1), mu)
+        if _nonzero(eps_root):
+            out = tree_map(lambda m, v: m / (fnp.sqrt(v * (1 / (c2 * c2)) + eps_root) + eps), mu_hat, nu_max)
+        else:
+            out = tree_map(lambda m, v: m / (fnp.sqrt(v) * (1 / c2) + eps), mu_hat, nu_max)
         return out, AdamState(state.count + 1, mu, (nu, nu_max) if amsgrad else nu)
     return GradientTransformation(init, update)
 
@@ -107,7 +126,7 @@ def scale_by_adamax(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gr
         return AdamaxState(_count(), _tree_zeros_like(params), _tree_zeros_like(params))
 
     def update(updates, state, params=None):
-        t = concrete_int(state.count) + 1
+        t = _step_number(state.count)
         mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
         u = tree_map(lambda u, g: fnp.maximum(b2 * u, fnp.abs(g) + eps), state.inf_norm, updates)
         out = tree_map(lambda m, n: m * (1 / (1 - b1 ** t)) / n, mu, u)
@@ -135,7 +154,7 @@ def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
                           _tree_zeros_like(params))
 
     def update(updates, state, params=None):
-        t = concrete_int(state.count) + 1
+        t = _step_number(state.count)
         mu_t = b1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))
         mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
         product = state.mu_product * mu_t
@@ -160,7 +179,7 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gra
     rho_inf = 2 / (1 - b2) - 1
 
     def update(updates, state, params=None):
-        t = concrete_int(state.count) + 1
+        t = _step_number(state.count)
         mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
         nu = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), state.nu, updates)
         decay = b2 ** t
@@ -202,7 +221,7 @@ def scale_by_rms(alpha: float = 0.99, eps: float = 1e-8, centered: bool = False,
             tree_map(lambda s: fnp.sqrt(s) + eps, sq)
         step = tree_map(lambda g, a: g / a, updates, avg)
         buf = state.momentum
-        if momentum:
+        if _nonzero(momentum):
             buf = tree_map(lambda b, s: momentum * b + s, buf, step)
             step = buf
         return step, RMSState(sq, ga, buf)
@@ -225,7 +244,7 @@ def scale_by_adagrad(lr_decay: float = 0.0, eps: float = 1e-10,
         return AdagradState(_count(), tree_map(lambda p: fnp.full_like(p, initial_accumulator_value), params))
 
     def update(updates, state, params=None):
-        decay = 1.0 / (1.0 + concrete_int(state.count) * lr_decay)
+        decay = 1.0 / (1.0 + (_step_number(state.count) - 1) * lr_decay)
         acc = tree_map(lambda s, g: s + g * g, state.sum_of_squares, updates)
         out = tree_map(lambda g, s: g / (fnp.sqrt(s) + eps) * decay, updates, acc)
         return out, AdagradState(state.count + 1, acc)

@@ -11,16 +11,8 @@ import numpy as np
 from .. import dtypes
 from .. import numpy as fnp
 from ..array import Array
-from ..control import concrete_int
 from ..tree import tree_flatten, tree_leaves, tree_map
-from ._base import GradientTransformation, ScalarOrSchedule, _at_least, _count, _need_params, _value
-
-
-def _step_number(count):
-    """count + 1: a Python int eagerly (PyTorch's exact arithmetic), a float64 scalar under jit (an
-    int64 one would combine with Python floats in float32)."""
-    t = concrete_int(count)
-    return t + 1 if isinstance(t, int) else fnp.astype(count, np.float64) + 1
+from ._base import GradientTransformation, ScalarOrSchedule, _at_least, _count, _need_params, _step_number, _value
 
 
 def _signed(updates, maximize: bool):

@@ -1,5 +1,7 @@
-"""Wrappers around an optimiser: gradient accumulation over steps, skipping non-finite steps, and
-applying transformations to some parameters (masked) or each group its own (multi_transform)."""
+"""Wrappers around an optimiser: gradient accumulation over steps, skipping non-finite steps,
+applying transformations to some parameters (masked, freeze) or each group its own
+(multi_transform), and optax's running averages and accumulators (ema, apply_every), lookahead and
+flatten."""
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -10,7 +12,8 @@ from .. import numpy as fnp
 from ..array import Array
 from ..control import concrete_int, cond
 from ..tree import tree_flatten, tree_leaves, tree_map
-from ._base import GradientTransformation, _count, _tree_zeros_like, over_shards
+from ._base import (GradientTransformation, GradientTransformationExtraArgs, _count, _debiased, _step_number,
+                    _tree_zeros_like, _update, over_shards)
 
 class MultiStepsState(NamedTuple):
     mini_step: Array
@@ -133,7 +136,10 @@ class MaskedState(NamedTuple):
 def masked(inner: GradientTransformation, mask) -> GradientTransformation:
     """inner applied to the leaves where mask is True; the others' updates pass through unchanged
     (optax.masked: weight decay on weights but not on biases or norms). mask: a pytree of bools
-    shaped like the parameters, or a function of them."""
+    shaped like the parameters, or a function of them, or one bool for every parameter."""
+    if isinstance(mask, (bool, np.bool_)):
+        mask = (lambda flag: lambda tree: tree_map(lambda _: flag, tree))(bool(mask))
+
     def init(params):
         leaves, flags = tree_leaves(params), [bool(m) for m in _labelled(mask, params, "masked: the mask")]
         return MaskedState(inner.init(_pick(leaves, flags, True)))
@@ -146,3 +152,116 @@ def masked(inner: GradientTransformation, mask) -> GradientTransformation:
         return structure.unflatten(_put(leaves, flags, True, out)), MaskedState(inner_state)
 
     return GradientTransformation(init, update)
+
+
+partition = multi_transform  # optax's newer name for it
+
+
+def freeze(mask) -> GradientTransformation:
+    """Zero updates for the parameters where mask is True (a pytree of bools, a function of the
+    parameters, or one bool for all): they stay as they are."""
+    from ._edits import set_to_zero
+    return masked(set_to_zero(), mask)
+
+
+class EmaState(NamedTuple):
+    count: Array
+    ema: Any
+
+
+def ema(decay: float, debias: bool = True, accumulator_dtype=None) -> GradientTransformation:
+    """The exponential moving average of the updates, decay * ema + (1 - decay) * g, divided by
+    1 - decay^t where debias; kept in accumulator_dtype where one is given."""
+    def init(params):
+        return EmaState(_count(), tree_map(lambda p: fnp.zeros_like(p, dtype=accumulator_dtype), params))
+
+    def update(updates, state, params=None):
+        new = tree_map(lambda g, m: (1 - decay) * g + decay * m, updates, state.ema)
+        t = _step_number(state.count)
+        out = _debiased(new, decay, t) if debias else new
+        kept = new if accumulator_dtype is None else tree_map(lambda m: fnp.astype(m, accumulator_dtype), new)
+        return out, EmaState(state.count + 1, kept)
+    return GradientTransformation(init, update)
+
+
+class ApplyEveryState(NamedTuple):
+    count: Array
+    grad_acc: Any
+
+
+def apply_every(k: int = 1) -> GradientTransformation:
+    """Sum the updates of k steps and emit the sum on the k-th, zeros in between (optax's; compare
+    multi_steps, which averages and steps an inner optimiser)."""
+    if k < 1:
+        raise ValueError(f"apply_every: k must be >= 1, got {k}")
+
+    def update(updates, state, params=None):
+        phase = state.count % k
+        acc = tree_map(lambda g, a: fnp.where(phase != 0, a, 0.0) + g, updates, state.grad_acc)
+        emit = phase == k - 1
+        return tree_map(lambda a: fnp.where(emit, a, 0.0), acc), ApplyEveryState((state.count + 1) % k, acc)
+    return GradientTransformation(lambda params: ApplyEveryState(_count(), _tree_zeros_like(params)), update)
+
+
+class LookaheadParams(NamedTuple):
+    """Lookahead's two copies of the parameters: the fast ones the gradients are taken at, and the
+    slow ones they are pulled back to every sync_period steps (evaluate with slow)."""
+    fast: Any
+    slow: Any
+
+    @classmethod
+    def init_synced(cls, params) -> "LookaheadParams":
+        return cls(fast=params, slow=params)
+
+
+class LookaheadState(NamedTuple):
+    fast_state: Any
+    steps_since_sync: Array
+
+
+def lookahead(fast_optimizer: GradientTransformation, sync_period: int, slow_step_size: float,
+              reset_state: bool = False) -> GradientTransformation:
+    """Lookahead (Zhang et al. 2019): fast_optimizer steps the fast parameters; every sync_period-th
+    step the slow ones move slow_step_size of the way to the fast ones, and the fast ones restart
+    there (and the fast optimiser's state, with reset_state). update takes the gradients at the fast
+    parameters and LookaheadParams, and returns LookaheadParams of updates."""
+    if sync_period < 1:
+        raise ValueError(f"lookahead: sync_period must be >= 1, got {sync_period}")
+
+    def init(params):  # the fast parameters alone do too: the state depends on nothing else
+        return LookaheadState(fast_optimizer.init(params.fast if isinstance(params, LookaheadParams) else params),
+                              _count())
+
+    def update(updates, state, params=None):
+        if not isinstance(params, LookaheadParams):
+            raise TypeError("lookahead.update needs params=LookaheadParams(fast=..., slow=...): "
+                            "optim.LookaheadParams.init_synced(params) to start")
+        updates, fast_state = fast_optimizer.update(updates, state.fast_state, params.fast)
+        sync = state.steps_since_sync == sync_period - 1
+        difference = tree_map(lambda f, u, s: f + u - s, params.fast, updates, params.slow)
+        slow = tree_map(lambda d: fnp.where(sync, slow_step_size * d, 0.0), difference)
+        fast = tree_map(lambda u, d: u - fnp.where(sync, (1 - slow_step_size) * d, 0.0), updates, difference)
+        if reset_state:
+            fast_state = tree_map(lambda now, fresh: fnp.where(sync, fresh, now), fast_state,
+                                  fast_optimizer.init(params.fast))
+        return LookaheadParams(fast, slow), LookaheadState(fast_state, (state.steps_since_sync + 1) % sync_period)
+    return GradientTransformation(init, update)
+
+
+def flatten(inner: GradientTransformation) -> GradientTransformationExtraArgs:
+    """inner applied to all parameters raveled into one vector (fewer, larger operations for a
+    model of many small arrays), the result split back into the parameters' shapes."""
+    def ravel(tree):
+        leaves = tree_leaves(tree)
+        return fnp.concatenate([fnp.reshape(x, (-1,)) for x in leaves]) if leaves else fnp.zeros((0,))
+
+    def unravel(like, flat):
+        leaves, structure = tree_flatten(like)
+        sizes = np.cumsum([int(np.prod(x.shape)) for x in leaves])[:-1]
+        parts = fnp.split(flat, [int(s) for s in sizes]) if leaves else []
+        return structure.unflatten([fnp.reshape(p, x.shape) for p, x in zip(parts, leaves)])
+
+    def update(updates, state, params=None, **extra_args):
+        flat, state = _update(inner, ravel(updates), state, None if params is None else ravel(params), extra_args)
+        return unravel(updates, flat), state
+    return GradientTransformationExtraArgs(lambda params: inner.init(ravel(params)), update)
