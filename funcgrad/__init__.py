@@ -27,6 +27,7 @@ from .vmap import vmap
 from .custom import checkpoint as remat, custom_gradient, custom_jvp, custom_vjp
 from .jvp import hessian, jacfwd, jvp, linearize
 from .vjp import grad, jacrev, linear_transpose, value_and_grad, vjp
+from .callback import io_callback, pure_callback
 
 tree_util = tree  # jax.tree_util's name for the same functions
 jacobian = jacrev
@@ -50,7 +51,7 @@ __all__ = [
     "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
     "device_get", "device_count", "local_devices", "default_backend", "remat", "custom_vjp", "custom_jvp",
     "custom_gradient", "linearize", "linear_transpose", "jacobian", "eval_shape", "ShapeDtypeStruct", "disable_jit",
-    "block_until_ready", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
+    "block_until_ready", "pure_callback", "io_callback", "grad", "hessian", "jacfwd", "jacrev", "jvp", "value_and_grad", "vjp",
     "jit", "make_program", "cond", "switch", "fori_loop", "while_loop", "scan", "lax", "tree_util", "vmap", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
     "amp", "checkpoint", "cuda", "data", "nn", "profiler", "numpy", "optim", "random", "device_put", "devices",
 ]
