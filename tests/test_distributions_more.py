@@ -130,7 +130,7 @@ def test_discrete_families_are_their_formulas():
     draws = one_hot.sample(KEY, (N,)).numpy()
     assert set(np.unique(draws)) == {0.0, 1.0} and (draws.sum(-1) == 1).all()
     assert np.abs(draws.mean(0) - probs).max() < 0.01
-    with pytest.raises(ValueError, match="one-hot"):
+    with pytest.raises(ValueError, match=r"support \(OneHot\(\)\)"):
         one_hot.log_prob(np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]))
     straight = D.OneHotCategoricalStraightThrough(probs=probs[0])
     grad = fg.grad(lambda q: fnp.sum(D.OneHotCategoricalStraightThrough(probs=q).rsample(KEY) * np.arange(3.0)))(
@@ -323,9 +323,9 @@ def test_reparameterised_draws_differentiate_and_families_trace():
 def test_parameters_are_checked():
     for make, message in [(lambda: D.Gumbel(0.0, -1.0), "scale must be positive"),
                           (lambda: D.Weibull(1.0, 0.0), "positive"), (lambda: D.VonMises(0.0, -2.0), "concentration"),
-                          (lambda: D.FisherSnedecor(-1.0, 2.0), "df1 and df2"),
+                          (lambda: D.FisherSnedecor(-1.0, 2.0), "df1 must be positive"),
                           (lambda: D.NegativeBinomial(2.0, probs=1.0), r"\[0, 1\)"),
-                          (lambda: D.Pareto(1.0, 2.0).log_prob(0.5), "x >= scale")]:
+                          (lambda: D.Pareto(1.0, 2.0).log_prob(0.5), r"GreaterThanEq\(lower_bound=1.0\)")]:
         with pytest.raises(ValueError, match=message):
             make()
     with pytest.raises(TypeError, match="broadcast its parameters"):

@@ -11,6 +11,7 @@ from .. import numpy as fnp
 from ..array import Array
 from ..scipy import special
 from ..tree import register_dataclass
+from . import constraints
 
 
 
@@ -23,18 +24,35 @@ def _check(condition, message: str) -> None:
 
 class Distribution:
     """What every distribution has: shapes, sample, and the moments derived from variance. A
-    subclass names its PARAMETERS (converted to Arrays of one float dtype when it is made) and the
-    check they must pass (valid -> (condition, message))."""
+    subclass names its PARAMETERS (converted to Arrays of one float dtype when it is made), their
+    arg_constraints and its support (constraints.py, PyTorch's), and any check across parameters
+    (valid -> (condition, message) or None)."""
     has_rsample = False
     PARAMETERS: tuple = ()
+    arg_constraints: dict = {}
+    support = constraints.dependent
 
     def __post_init__(self):
         values = _params(*(getattr(self, name) for name in self.PARAMETERS))
         for name, value in zip(self.PARAMETERS, values):
             object.__setattr__(self, name, value)
         if self.validate_args:
-            condition, message = self.valid()
-            _check(condition, f"{type(self).__name__}: {message}")
+            self._validate_parameters()
+
+    def _validate_parameters(self) -> None:
+        """Each parameter against its constraint (PyTorch's validate_args), then valid()."""
+        for name in self.PARAMETERS:
+            constraint = self.arg_constraints.get(name)
+            if constraint is not None and not constraints.is_dependent(constraint):
+                _check(constraint.check(getattr(self, name)),
+                       f"{type(self).__name__}: {name} must be {constraint.describe()}")
+        extra = self.valid()
+        if extra is not None:
+            _check(extra[0], f"{type(self).__name__}: {extra[1]}")
+
+    def valid(self):
+        """A condition across parameters that their constraints do not state, with its message."""
+        return None
 
     @property
     def batch_shape(self) -> tuple:
@@ -85,12 +103,19 @@ class Distribution:
                 return value.dtype
         return fnp.float32
 
-    def _checked(self, value, inside, support: str):
+    def _checked(self, value, check=None, support: str | None = None):
+        """value as the parameters' float dtype, checked against the support (or `check`, described
+        as `support`, where log_prob needs more than PyTorch's support asks) when validating."""
         # a Python number is weak, as elsewhere: it takes the parameters' precision
         value = fnp.asarray(value, dtype=self._dtype) if type(value) in (bool, int, float) else fnp._float_arg(value)
-        if self.validate_args:
-            _check(inside(value), f"{type(self).__name__}.log_prob: a value lies outside the support ({support})")
+        self._check_sample(value, check, support)
         return value
+
+    def _check_sample(self, value, check=None, support: str | None = None) -> None:
+        if self.validate_args:
+            inside = (check or self.support.check)(value)
+            _check(inside, f"{type(self).__name__}.log_prob: a value lies outside the support "
+                           f"({support or repr(self.support)})")
 
 
 def _params(*values):

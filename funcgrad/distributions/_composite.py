@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import numpy as fnp
 from .. import random
 from ..tree import static_field
+from . import constraints
 from ._base import Distribution, _distribution
 from ._discrete import Categorical
 
@@ -35,6 +36,12 @@ class Independent(Distribution):
     mean = property(lambda self: self.base_dist.mean)
     mode = property(lambda self: self.base_dist.mode)
     variance = property(lambda self: self.base_dist.variance)
+    arg_constraints = {}
+
+    @constraints.dependent_property
+    def support(self):
+        n, base = self.reinterpreted_batch_ndims, self.base_dist.support
+        return constraints.independent(base, n) if n else base
 
     def expand(self, batch_shape) -> "Independent":
         n = self.reinterpreted_batch_ndims
@@ -73,6 +80,8 @@ class MixtureSameFamily(Distribution):
 
     batch_shape = property(lambda self: tuple(self.component_distribution.batch_shape)[:-1])
     event_shape = property(lambda self: tuple(self.component_distribution.event_shape))
+    arg_constraints = {}
+    support = constraints.dependent_property(lambda self: self.component_distribution.support)
 
     def _weights(self):
         """The mixture weights shaped to broadcast against the components' per-event values."""

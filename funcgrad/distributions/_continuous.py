@@ -13,6 +13,7 @@ from ..nn import _functional as F
 from ..numpy import linalg
 from ..scipy import special, stats
 from ..tree import static_field
+from . import constraints
 from ._base import Distribution, _check, _distribution
 
 
@@ -24,9 +25,8 @@ class _LocationScale(Distribution):
     validate_args: bool = static_field(default=True)
     has_rsample = True
     PARAMETERS = ("loc", "scale")
-
-    def valid(self):
-        return self.scale > 0, "scale must be positive"
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     mean = property(lambda self: self._batch(self.loc))
     mode = mean
@@ -41,7 +41,7 @@ class Normal(_LocationScale):
     variance = property(lambda self: self._batch(self.scale ** 2))
 
     def log_prob(self, value):
-        return stats.norm.logpdf(self._checked(value, lambda v: v == v, "real"), self.loc, self.scale)
+        return stats.norm.logpdf(self._checked(value), self.loc, self.scale)
 
     def cdf(self, value):
         return stats.norm.cdf(value, self.loc, self.scale)
@@ -60,9 +60,12 @@ class Uniform(Distribution):
     validate_args: bool = static_field(default=True)
     has_rsample = True
     PARAMETERS = ("low", "high")
+    arg_constraints = property(lambda self: {"low": constraints.less_than(self.high),
+                                             "high": constraints.greater_than(self.low)})
 
-    def valid(self):
-        return self.low < self.high, "low must be below high"
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
 
     mean = property(lambda self: self._batch((self.low + self.high) / 2))
     mode = property(lambda self: self._batch(self.high * math.nan))
@@ -73,7 +76,7 @@ class Uniform(Distribution):
         return self.low + (self.high - self.low) * u
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: (v >= self.low) & (v < self.high), "[low, high)")
+        value = self._checked(value)
         inside = (value >= self.low) & (value < self.high)
         return fnp.where(inside, -fnp.log(self.high - self.low), -math.inf)
 
@@ -93,9 +96,8 @@ class Exponential(Distribution):
     validate_args: bool = static_field(default=True)
     has_rsample = True
     PARAMETERS = ("rate",)
-
-    def valid(self):
-        return self.rate > 0, "rate must be positive"
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
 
     mean = property(lambda self: 1 / self.rate)
     mode = property(lambda self: fnp.zeros_like(self.rate))
@@ -105,7 +107,7 @@ class Exponential(Distribution):
         return random.exponential(key, self._shape(sample_shape), self.rate.dtype) / self.rate
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: v >= 0, "x >= 0")
+        value = self._checked(value)
         return stats.expon.logpdf(value, scale=1 / self.rate)
 
     def cdf(self, value):
@@ -124,7 +126,7 @@ class Laplace(_LocationScale):
     variance = property(lambda self: self._batch(2 * self.scale ** 2))
 
     def log_prob(self, value):
-        return stats.laplace.logpdf(self._checked(value, lambda v: v == v, "real"), self.loc, self.scale)
+        return stats.laplace.logpdf(self._checked(value), self.loc, self.scale)
 
     def cdf(self, value):
         return stats.laplace.cdf(value, self.loc, self.scale)
@@ -145,7 +147,7 @@ class Cauchy(_LocationScale):
     variance = property(lambda self: fnp.full(self.batch_shape, math.inf, self.loc.dtype))
 
     def log_prob(self, value):
-        return stats.cauchy.logpdf(self._checked(value, lambda v: v == v, "real"), self.loc, self.scale)
+        return stats.cauchy.logpdf(self._checked(value), self.loc, self.scale)
 
     def cdf(self, value):
         return stats.cauchy.cdf(value, self.loc, self.scale)
@@ -160,6 +162,7 @@ class Cauchy(_LocationScale):
 @_distribution
 class LogNormal(_LocationScale):
     """exp of Normal(loc, scale)."""
+    support = constraints.positive
     mean = property(lambda self: self._batch(fnp.exp(self.loc + self.scale ** 2 / 2)))
     mode = property(lambda self: self._batch(fnp.exp(self.loc - self.scale ** 2)))
     variance = property(lambda self: self._batch(fnp.expm1(self.scale ** 2) * fnp.exp(2 * self.loc + self.scale ** 2)))
@@ -168,7 +171,7 @@ class LogNormal(_LocationScale):
         return fnp.exp(self.loc + self.scale * random.normal(key, self._shape(sample_shape), self.loc.dtype))
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: v > 0, "x > 0")
+        value = self._checked(value)
         log = fnp.log(value)
         return stats.norm.logpdf(log, self.loc, self.scale) - log
 
@@ -189,9 +192,8 @@ class HalfNormal(Distribution):
     validate_args: bool = static_field(default=True)
     has_rsample = True
     PARAMETERS = ("scale",)
-
-    def valid(self):
-        return self.scale > 0, "scale must be positive"
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
 
     mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
     mode = property(lambda self: fnp.zeros_like(self.scale))
@@ -201,7 +203,7 @@ class HalfNormal(Distribution):
         return fnp.abs(self.scale * random.normal(key, self._shape(sample_shape), self.scale.dtype))
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: v >= 0, "x >= 0")
+        value = self._checked(value)
         return fnp.where(value >= 0, math.log(2) + stats.norm.logpdf(value, 0.0, self.scale), -math.inf)
 
     def cdf(self, value):
@@ -222,9 +224,8 @@ class StudentT(Distribution):
     validate_args: bool = static_field(default=True)
     has_rsample = True
     PARAMETERS = ("df", "loc", "scale")
-
-    def valid(self):
-        return (self.df > 0) & (self.scale > 0), "df and scale must be positive"
+    arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     @property
     def mean(self):
@@ -246,7 +247,7 @@ class StudentT(Distribution):
         return self.loc + self.scale * random.normal(k_normal, shape, half.dtype) * fnp.sqrt(self.df / chi2)
 
     def log_prob(self, value):
-        return stats.t.logpdf(self._checked(value, lambda v: v == v, "real"), self.df, self.loc, self.scale)
+        return stats.t.logpdf(self._checked(value), self.df, self.loc, self.scale)
 
     def cdf(self, value):
         return stats.t.cdf(value, self.df, self.loc, self.scale)
@@ -260,6 +261,7 @@ class StudentT(Distribution):
 class _GammaFamily(Distribution):
     """The Gamma(concentration, rate) formulas, for Gamma and Chi2 (a gamma of df / 2 and rate 1/2)."""
     has_rsample = True
+    support = constraints.nonnegative
 
     mean = property(lambda self: self._batch(self.concentration / self.rate))
     variance = property(lambda self: self._batch(self.concentration / self.rate ** 2))
@@ -270,7 +272,7 @@ class _GammaFamily(Distribution):
         return random.gamma(key, a, dtype=a.dtype) / self.rate
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: v >= 0, "x >= 0")
+        value = self._checked(value)
         return stats.gamma.logpdf(value, self.concentration, scale=1 / self.rate)
 
     def cdf(self, value):
@@ -287,9 +289,7 @@ class Gamma(_GammaFamily):
     rate: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("concentration", "rate")
-
-    def valid(self):
-        return (self.concentration > 0) & (self.rate > 0), "concentration and rate must be positive"
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
 
 
 @_distribution
@@ -297,9 +297,7 @@ class Chi2(_GammaFamily):
     df: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("df",)
-
-    def valid(self):
-        return self.df > 0, "df must be positive"
+    arg_constraints = {"df": constraints.positive}
 
     concentration = property(lambda self: self.df / 2)
     rate = property(lambda self: fnp.full_like(self.df, 0.5))
@@ -323,9 +321,8 @@ class Beta(Distribution):
     validate_args: bool = static_field(default=True)
     has_rsample = True
     PARAMETERS = ("concentration1", "concentration0")
-
-    def valid(self):
-        return (self.concentration1 > 0) & (self.concentration0 > 0), "concentrations must be positive"
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
 
     mean = property(lambda self: self.concentration1 / (self.concentration1 + self.concentration0))
     mode = property(lambda self: _dirichlet_mode(fnp.stack(fnp.broadcast_arrays(self.concentration1,
@@ -342,7 +339,7 @@ class Beta(Distribution):
                            fnp.broadcast_to(self.concentration0, shape), dtype=self.concentration1.dtype)
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: (v >= 0) & (v <= 1), "[0, 1]")
+        value = self._checked(value)
         return stats.beta.logpdf(value, self.concentration1, self.concentration0)
 
     def entropy(self):
@@ -358,14 +355,13 @@ class Dirichlet(Distribution):
     has_rsample = True
 
     PARAMETERS = ("concentration",)
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
+    support = constraints.simplex
 
     def __post_init__(self):
         super().__post_init__()
         if self.concentration.ndim < 1:
             raise ValueError("Dirichlet: concentration needs a last axis of categories")
-
-    def valid(self):
-        return self.concentration > 0, "concentration must be positive"
 
     batch_shape = property(lambda self: tuple(self.concentration.shape[:-1]))
     event_shape = property(lambda self: tuple(self.concentration.shape[-1:]))
@@ -383,8 +379,7 @@ class Dirichlet(Distribution):
         return random.dirichlet(key, alpha, dtype=alpha.dtype)
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: (v >= 0) & (fnp.abs(fnp.sum(v, -1) - 1) < 1e-5)[..., None],
-                              "the simplex")
+        value = self._checked(value)
         alpha = self.concentration
         return (fnp.sum(special.xlogy(alpha - 1, value), -1) + special.gammaln(fnp.sum(alpha, -1))
                 - fnp.sum(special.gammaln(alpha), -1))
@@ -407,6 +402,9 @@ class MultivariateNormal(Distribution):
     precision_matrix: Array | None = None
     validate_args: bool = static_field(default=True)
     has_rsample = True
+    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
 
     def __post_init__(self):
         given = [m is not None for m in (self.covariance_matrix, self.scale_tril, self.precision_matrix)]

@@ -12,6 +12,7 @@ from ..array import Array
 from ..nn import _functional as F
 from ..scipy import special
 from ..tree import static_field
+from . import constraints
 from ._base import Distribution, _check, _clamped_logit, _distribution, _finite, _probs_or_logits
 
 
@@ -46,6 +47,8 @@ class Bernoulli(Distribution):
     probs: Array | None = None
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
 
     def __post_init__(self):
         _set_binary(self)
@@ -60,7 +63,7 @@ class Bernoulli(Distribution):
         return fnp.astype(random.bernoulli(key, self.probs, self._shape(sample_shape)), self.logits.dtype)
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: (v == 0) | (v == 1), "{0, 1}")
+        value = self._checked(value)
         return value * self.logits - F.softplus(self.logits)
 
     def entropy(self):
@@ -73,6 +76,11 @@ class Categorical(Distribution):
     probs: Array | None = None
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self.logits.shape[-1] - 1)
 
     def __post_init__(self):
         _set_categorical(self)
@@ -93,9 +101,7 @@ class Categorical(Distribution):
     def log_prob(self, value):
         n = self.logits.shape[-1]
         value = fnp.asarray(value)
-        if self.validate_args:
-            _check((value >= 0) & (value < n) & (value == fnp.floor(value)),
-                   f"Categorical.log_prob: a value is not a category in 0 .. {n - 1}")
+        self._check_sample(value)
         index = fnp.astype(value, fnp.int64)
         shape = np.broadcast_shapes(tuple(index.shape), self.batch_shape)
         logits = fnp.broadcast_to(self.logits, shape + (n,))
@@ -110,9 +116,8 @@ class Poisson(Distribution):
     rate: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("rate",)
-
-    def valid(self):
-        return self.rate >= 0, "rate must be non-negative"
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
 
     mean = property(lambda self: self.rate)
     mode = property(lambda self: fnp.floor(self.rate))
@@ -122,7 +127,7 @@ class Poisson(Distribution):
         return fnp.astype(random.poisson(key, self.rate, self._shape(sample_shape)), self.rate.dtype)
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: (v >= 0) & (v == fnp.floor(v)), "non-negative integers")
+        value = self._checked(value)
         return special.xlogy(value, self.rate) - self.rate - special.gammaln(value + 1)
 
 
@@ -141,6 +146,12 @@ class _Trials(Distribution):
 @_distribution
 class Binomial(_Trials):
     """Binomial(total_count, probs=... or logits=...)."""
+    arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
+                       "logits": constraints.real}
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self.total_count)
 
     def __post_init__(self):
         _set_binary(self)
@@ -158,9 +169,7 @@ class Binomial(_Trials):
         return random.binomial(key, self.total_count, self.probs, self._shape(sample_shape), self.logits.dtype)
 
     def log_prob(self, value):
-        n = self.total_count
-        return self._log_pmf(self._checked(value, lambda v: (v >= 0) & (v <= n) & (v == fnp.floor(v)),
-                                           "0 .. total_count"))
+        return self._log_pmf(self._checked(value))
 
     def _log_pmf(self, k):
         n = self.total_count
@@ -185,6 +194,8 @@ class Geometric(Distribution):
     probs: Array | None = None
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.nonnegative_integer
 
     def __post_init__(self):
         _set_binary(self, positive=True)
@@ -199,7 +210,7 @@ class Geometric(Distribution):
         return fnp.floor(fnp.log1p(-u) / -F.softplus(self.logits))  # log(1 - p) = -softplus(logits)
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: (v >= 0) & (v == fnp.floor(v)), "non-negative integers")
+        value = self._checked(value)
         return -value * F.softplus(self.logits) - F.softplus(-self.logits)
 
     def entropy(self):
@@ -209,6 +220,11 @@ class Geometric(Distribution):
 @_distribution
 class Multinomial(_Trials):
     """Multinomial(total_count, probs=... or logits=...) over the last axis; total_count an int."""
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
+
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
+    def support(self):
+        return constraints.multinomial(self.total_count)
 
     def __post_init__(self):
         _set_categorical(self)
@@ -221,8 +237,8 @@ class Multinomial(_Trials):
         return random.multinomial(key, float(self.total_count), probs, dtype=self.logits.dtype)
 
     def log_prob(self, value):
-        def counts(v):
-            return (v >= 0) & (v == fnp.floor(v)) & (fnp.sum(v, -1) == self.total_count)[..., None]
+        def counts(v):  # PyTorch's support asks for a sum up to total_count; the formula needs it exact
+            return fnp.all((v >= 0) & (v == fnp.floor(v)), axis=-1) & (fnp.sum(v, -1) == self.total_count)
         value = self._checked(value, counts, "counts summing to total_count")
         n = fnp.asarray(self.total_count + 1.0, dtype=self.logits.dtype)
         return (special.gammaln(n) - fnp.sum(special.gammaln(value + 1), -1)
@@ -247,6 +263,8 @@ class OneHotCategorical(Distribution):
     probs: Array | None = None
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
+    support = constraints.one_hot
 
     def __post_init__(self):
         _set_categorical(self)
@@ -262,7 +280,7 @@ class OneHotCategorical(Distribution):
         return F.one_hot(self._categorical._draw(key, sample_shape), self.logits.shape[-1], self.logits.dtype)
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: ((v == 0) | (v == 1)) & (fnp.sum(v, -1) == 1)[..., None], "one-hot")
+        value = self._checked(value)
         return self._categorical.log_prob(fnp.argmax(value, axis=-1))
 
     def entropy(self):
@@ -287,6 +305,9 @@ class NegativeBinomial(Distribution):
     probs: Array | None = None
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
+    arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
+                       "logits": constraints.real}
+    support = constraints.nonnegative_integer
 
     def __post_init__(self):
         if self.probs is not None and self.validate_args:
@@ -310,7 +331,7 @@ class NegativeBinomial(Distribution):
         return fnp.astype(random.poisson(k_count, rate * fnp.exp(self.logits)), self.logits.dtype)
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: (v >= 0) & (v == fnp.floor(v)), "non-negative integers")
+        value = self._checked(value)
         n = self.total_count
         unnormalised = n * F.log_sigmoid(-self.logits) + value * F.log_sigmoid(self.logits)
         normalisation = -special.gammaln(n + value) + special.gammaln(1.0 + value) + special.gammaln(n)

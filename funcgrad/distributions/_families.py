@@ -14,6 +14,7 @@ from ..nn import _functional as F
 from ..numpy import linalg
 from ..scipy import special
 from ..tree import static_field
+from . import constraints
 from ._base import Distribution, _check, _distribution
 from ._discrete import _set_binary
 
@@ -34,12 +35,11 @@ class VonMises(Distribution):
     concentration: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("loc", "concentration")
-
-    def valid(self):
-        return self.concentration > 0, "concentration must be positive"
+    arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
+    support = constraints.real
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: v == v, "real")
+        value = self._checked(value)
         return self.concentration * fnp.cos(value - self.loc) - math.log(2 * math.pi) - _log_i0(self.concentration)
 
     mean = property(lambda self: self._batch(self.loc))
@@ -80,9 +80,8 @@ class FisherSnedecor(Distribution):
     validate_args: bool = static_field(default=True)
     has_rsample = True
     PARAMETERS = ("df1", "df2")
-
-    def valid(self):
-        return (self.df1 > 0) & (self.df2 > 0), "df1 and df2 must be positive"
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
 
     mean = property(lambda self: self._batch(fnp.where(self.df2 > 2, self.df2 / (self.df2 - 2), math.nan)))
 
@@ -106,7 +105,7 @@ class FisherSnedecor(Distribution):
         return fnp.maximum(x1 / x2, tiny)
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: v > 0, "x > 0")
+        value = self._checked(value)
         h1, h2, ratio = self.df1 / 2, self.df2 / 2, self.df1 / self.df2
         return (special.gammaln(h1 + h2) - special.gammaln(h1) - special.gammaln(h2) + h1 * fnp.log(ratio)
                 + (h1 - 1) * fnp.log(value) - (h1 + h2) * fnp.log1p(ratio * value))
@@ -122,9 +121,12 @@ class GeneralizedPareto(Distribution):
     validate_args: bool = static_field(default=True)
     has_rsample = True
     PARAMETERS = ("loc", "scale", "concentration")
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive, "concentration": constraints.real}
 
-    def valid(self):
-        return self.scale > 0, "scale must be positive"
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.loc, fnp.where(self.concentration < 0, self.loc - self.scale / fnp.where(
+            self.concentration < 0, self.concentration, -1.0), math.inf))
 
     def _safe(self):
         """(concentration is 0, the concentration with its zeros replaced by 1)."""
@@ -184,6 +186,8 @@ class ContinuousBernoulli(Distribution):
     lims: tuple = static_field(default=(0.499, 0.501))
     validate_args: bool = static_field(default=True)
     has_rsample = True
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
 
     def __post_init__(self):
         _set_binary(self)
@@ -224,7 +228,7 @@ class ContinuousBernoulli(Distribution):
         return self.icdf(random.uniform(key, self._shape(sample_shape), self.logits.dtype))
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: (v >= 0) & (v <= 1), "[0, 1]")
+        value = self._checked(value)
         return value * self.logits - F.softplus(self.logits) + self._log_norm()  # minus the logits' BCE
 
     def cdf(self, value):
@@ -257,6 +261,9 @@ class LowRankMultivariateNormal(Distribution):
     cov_diag: Array
     validate_args: bool = static_field(default=True)
     has_rsample = True
+    arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
+                       "cov_diag": constraints.independent(constraints.positive, 1)}
+    support = constraints.real_vector
 
     def __post_init__(self):
         loc, factor, diag = fnp._float_args(self.loc, self.cov_factor, self.cov_diag)

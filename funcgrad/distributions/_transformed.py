@@ -14,6 +14,7 @@ from .. import random
 from ..array import Array
 from ..scipy import special
 from ..tree import static_field
+from . import constraints
 from ._base import Distribution, _distribution
 from ._composite import Independent
 from ._continuous import Cauchy, Exponential, Gamma, Normal, Uniform
@@ -32,6 +33,15 @@ class _Pushforward(Distribution):
     @property
     def has_rsample(self) -> bool:
         return self.base_dist.has_rsample
+
+    @constraints.dependent_property
+    def support(self):
+        """The last transform's codomain over the event axes (the base's support with none)."""
+        if not self.transforms:
+            return self.base_dist.support
+        codomain = self.transforms[-1].codomain
+        extra = len(self.event_shape) - codomain.event_dim
+        return constraints.independent(codomain, extra) if extra > 0 else codomain
 
     def _layout(self):
         """(the base, broadcast to what the transforms produce and with the events they need, the
@@ -123,9 +133,8 @@ class Gumbel(_Pushforward):
     scale: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("loc", "scale")
-
-    def valid(self):
-        return self.scale > 0, "scale must be positive"
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     @property
     def base_dist(self):
@@ -139,7 +148,7 @@ class Gumbel(_Pushforward):
                 AffineTransform(self.loc, -self.scale))
 
     def log_prob(self, value):
-        y = (self.loc - self._checked(value, lambda v: v == v, "real")) / self.scale
+        y = (self.loc - self._checked(value)) / self.scale
         return (y - fnp.exp(y)) - fnp.log(self.scale)
 
     mean = property(lambda self: self._batch(self.loc + self.scale * EULER))
@@ -157,9 +166,8 @@ class HalfCauchy(_Pushforward):
     scale: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("scale",)
-
-    def valid(self):
-        return self.scale > 0, "scale must be positive"
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
 
     base_dist = property(lambda self: Cauchy(fnp.zeros_like(self.scale), self.scale, validate_args=False))
     transforms = (AbsTransform(),)
@@ -168,7 +176,7 @@ class HalfCauchy(_Pushforward):
     variance = property(lambda self: _full(self.scale, math.inf))
 
     def log_prob(self, value):
-        value = self._checked(value, lambda v: v >= 0, "x >= 0")
+        value = self._checked(value)
         return fnp.where(value >= 0, self.base_dist.log_prob(value) + math.log(2), -math.inf)
 
     def cdf(self, value):
@@ -188,9 +196,8 @@ class Weibull(_Pushforward):
     concentration: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("scale", "concentration")
-
-    def valid(self):
-        return (self.scale > 0) & (self.concentration > 0), "scale and concentration must be positive"
+    arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
+    support = constraints.positive
 
     base_dist = property(lambda self: Exponential(fnp.ones(self.batch_shape, self.scale.dtype), validate_args=False))
     transforms = property(lambda self: (PowerTransform(1 / self.concentration), AffineTransform(0.0, self.scale)))
@@ -214,15 +221,17 @@ class Pareto(_Pushforward):
     alpha: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("scale", "alpha")
+    arg_constraints = {"scale": constraints.positive, "alpha": constraints.positive}
 
-    def valid(self):
-        return (self.scale > 0) & (self.alpha > 0), "scale and alpha must be positive"
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.greater_than_eq(self.scale)
 
     base_dist = property(lambda self: Exponential(self._batch(self.alpha), validate_args=False))
     transforms = property(lambda self: (ExpTransform(), AffineTransform(0.0, self.scale)))
 
     def log_prob(self, value):
-        return super().log_prob(self._checked(value, lambda v: v >= self.scale, "x >= scale"))
+        return super().log_prob(self._checked(value))
 
     @property
     def mean(self):
@@ -247,15 +256,14 @@ class InverseGamma(_Pushforward):
     rate: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("concentration", "rate")
-
-    def valid(self):
-        return (self.concentration > 0) & (self.rate > 0), "concentration and rate must be positive"
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.positive
 
     base_dist = property(lambda self: Gamma(self.concentration, self.rate, validate_args=False))
     transforms = property(lambda self: (PowerTransform(-fnp.ones((), self.rate.dtype)),))
 
     def log_prob(self, value):
-        return super().log_prob(self._checked(value, lambda v: v > 0, "x > 0"))
+        return super().log_prob(self._checked(value))
 
     @property
     def mean(self):
@@ -285,9 +293,8 @@ class Kumaraswamy(_Pushforward):
     concentration0: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("concentration1", "concentration0")
-
-    def valid(self):
-        return (self.concentration1 > 0) & (self.concentration0 > 0), "concentrations must be positive"
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
 
     @property
     def base_dist(self):
@@ -324,9 +331,8 @@ class LogisticNormal(_Pushforward):
     scale: Array
     validate_args: bool = static_field(default=True)
     PARAMETERS = ("loc", "scale")
-
-    def valid(self):
-        return self.scale > 0, "scale must be positive"
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
 
     @property
     def base_dist(self):
@@ -346,6 +352,8 @@ class LogitRelaxedBernoulli(Distribution):
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
     has_rsample = True
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.real
 
     def __post_init__(self):
         _set_binary(self)
@@ -373,6 +381,8 @@ class RelaxedBernoulli(_Pushforward):
     probs: Array | None = None
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
 
     def __post_init__(self):
         _set_binary(self)
@@ -392,6 +402,8 @@ class ExpRelaxedCategorical(Distribution):
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
     has_rsample = True
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.real_vector
 
     def __post_init__(self):
         _set_categorical(self)
@@ -420,6 +432,8 @@ class RelaxedOneHotCategorical(_Pushforward):
     probs: Array | None = None
     logits: Array | None = None
     validate_args: bool = static_field(default=True)
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.simplex
 
     def __post_init__(self):
         _set_categorical(self)

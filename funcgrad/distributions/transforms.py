@@ -3,8 +3,9 @@ log |det dy/dx| for TransformedDistribution's change of variables. Each is a fro
 parameters are leaves), so distributions built from them pass through jit, grad and vmap.
 
 A transform says how many rightmost axes make one of its inputs and outputs (domain_event_dim,
-codomain_event_dim: torch's domain.event_dim and codomain.event_dim); log_abs_det_jacobian sums
-over them. sign is +1 or -1 for a monotone elementwise map (cdf and icdf use it).
+codomain_event_dim: torch's domain.event_dim and codomain.event_dim), and where they lie (domain,
+codomain: constraints); log_abs_det_jacobian sums over the event axes. sign is +1 or -1 for a
+monotone elementwise map (cdf and icdf use it).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .. import numpy as fnp
 from ..array import Array
 from ..nn import _functional as F
 from ..tree import register_dataclass, static_field
+from . import constraints
 
 __all__ = ["Transform", "ComposeTransform", "identity_transform", "ExpTransform", "PowerTransform",
            "SigmoidTransform", "TanhTransform", "SoftplusTransform", "AbsTransform", "AffineTransform",
@@ -44,13 +46,30 @@ def sum_rightmost(value, dims: int):
     return fnp.sum(value, axis=tuple(range(-dims, 0))) if dims > 0 else value
 
 
+def _widened(constraint, event_dim: int):
+    """constraint over events of event_dim axes (independent over the extra ones)."""
+    extra = event_dim - constraint.event_dim
+    return constraints.independent(constraint, extra) if extra > 0 else constraint
+
+
 class Transform:
     """The interface: _forward, _inverse and log_abs_det_jacobian(x, y); the event dims and the
-    shape maps default to an elementwise bijection."""
+    shape maps default to an elementwise bijection of the reals (_domain and _codomain: where one
+    element, or one event of the transform's own, lies)."""
     domain_event_dim = 0
     codomain_event_dim = 0
     bijective = True
     sign = 1
+    _domain = constraints.real
+    _codomain = constraints.real
+
+    @property
+    def domain(self):
+        return _widened(self._domain, self.domain_event_dim)
+
+    @property
+    def codomain(self):
+        return _widened(self._codomain, self.codomain_event_dim)
 
     def __eq__(self, other) -> bool:
         """The same map: the same type and equal parameters (torch compares transforms so)."""
@@ -94,6 +113,8 @@ class _Inverse(Transform):
 
     domain_event_dim = property(lambda self: self.base.codomain_event_dim)
     codomain_event_dim = property(lambda self: self.base.domain_event_dim)
+    domain = property(lambda self: self.base.codomain)
+    codomain = property(lambda self: self.base.domain)
     bijective = property(lambda self: self.base.bijective)
     sign = property(lambda self: self.base.sign)
     inv = property(lambda self: self.base)
@@ -144,6 +165,8 @@ class ComposeTransform(Transform):
         return dim
 
     bijective = property(lambda self: all(p.bijective for p in self.parts))
+    _domain = property(lambda self: self.parts[0].domain if self.parts else constraints.real)
+    _codomain = property(lambda self: self.parts[-1].codomain if self.parts else constraints.real)
     sign = property(lambda self: functools.reduce(lambda s, p: s * p.sign, self.parts, 1))
     inv = property(lambda self: ComposeTransform(tuple(p.inv for p in reversed(self.parts))))
 
@@ -186,6 +209,8 @@ identity_transform = ComposeTransform(())
 
 @_transform
 class ExpTransform(Transform):
+    _codomain = constraints.positive
+
     def _forward(self, x):
         return fnp.exp(x)
 
@@ -203,6 +228,7 @@ def _shape_with(shape, *params) -> tuple:
 @_transform
 class PowerTransform(Transform):
     """y = x ** exponent on the positive reals."""
+    _domain = _codomain = constraints.positive
     exponent: Array
 
     def __post_init__(self):
@@ -235,6 +261,7 @@ def _clipped_sigmoid(x):
 
 @_transform
 class SigmoidTransform(Transform):
+    _codomain = constraints.unit_interval
     def _forward(self, x):
         return _clipped_sigmoid(x)
 
@@ -250,6 +277,7 @@ class SigmoidTransform(Transform):
 @_transform
 class TanhTransform(Transform):
     """y = tanh(x) (a squashed Gaussian policy's last step)."""
+    _codomain = constraints.interval(-1.0, 1.0)
 
     def _forward(self, x):
         return fnp.tanh(x)
@@ -263,6 +291,7 @@ class TanhTransform(Transform):
 
 @_transform
 class SoftplusTransform(Transform):
+    _codomain = constraints.positive
     def _forward(self, x):
         return F.softplus(x)
 
@@ -276,6 +305,7 @@ class SoftplusTransform(Transform):
 @_transform
 class AbsTransform(Transform):
     """y = |x|: not injective; its inverse picks the positive root, as PyTorch's."""
+    _codomain = constraints.positive
     bijective = False
 
     def _forward(self, x):
@@ -330,6 +360,7 @@ def _needs_axis(shape, name: str):
 @_transform
 class SoftmaxTransform(Transform):
     """Vectors to the simplex: not injective (shifts of x map alike); its inverse is log."""
+    _codomain = constraints.simplex
     domain_event_dim = codomain_event_dim = 1
     bijective = False
 
@@ -350,6 +381,7 @@ class SoftmaxTransform(Transform):
 class StickBreakingTransform(Transform):
     """R^(K-1) to the K-simplex by breaking a stick, bijective (PyTorch's offsets, so x = 0 maps to
     the uniform point)."""
+    _codomain = constraints.simplex
     domain_event_dim = codomain_event_dim = 1
 
     @staticmethod
@@ -383,6 +415,7 @@ class StickBreakingTransform(Transform):
 @_transform
 class LowerCholeskyTransform(Transform):
     """Square matrices to lower-triangular ones with a positive diagonal (exp of the diagonal)."""
+    _codomain = constraints.lower_cholesky
     domain_event_dim = codomain_event_dim = 2
     bijective = False
 
@@ -396,6 +429,8 @@ class LowerCholeskyTransform(Transform):
 @_transform
 class IndependentTransform(Transform):
     """base_transform with reinterpreted_batch_ndims more rightmost axes read as one event."""
+    _domain = property(lambda self: self.base_transform.domain)
+    _codomain = property(lambda self: self.base_transform.codomain)
     base_transform: Transform
     reinterpreted_batch_ndims: int = static_field(default=0)
 
@@ -467,6 +502,8 @@ def _reshaped(shape, old: tuple, new: tuple) -> tuple:
 @_transform
 class CumulativeDistributionTransform(Transform):
     """y = distribution.cdf(x), into [0, 1] (a copula's marginals)."""
+    _domain = property(lambda self: self.distribution.support)
+    _codomain = constraints.unit_interval
     distribution: object
 
     def _forward(self, x):

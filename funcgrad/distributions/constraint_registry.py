@@ -1,0 +1,72 @@
+"""From unconstrained reals to a constraint's region (torch.distributions.constraint_registry):
+biject_to(c) is a bijection onto c (for optimising or sampling a parameter freely, as HMC does);
+transform_to(c) is any map onto it (Softmax onto the simplex, not a bijection). Register more with
+biject_to.register(constraint_type_or_instance, factory)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from . import constraints, transforms
+
+__all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
+
+
+class ConstraintRegistry:
+    """Transforms by constraint type: a factory(constraint) -> Transform for each."""
+
+    def __init__(self):
+        self._registry: dict[type, Callable] = {}
+
+    def register(self, constraint, factory: Callable | None = None):
+        """register(constraint, factory), or @register(constraint) over the factory."""
+        if factory is None:
+            return lambda f: self.register(constraint, f)
+        kind = type(constraint) if isinstance(constraint, constraints.Constraint) else constraint
+        if not (isinstance(kind, type) and issubclass(kind, constraints.Constraint)):
+            raise TypeError(f"register: expected a Constraint subclass or instance, got {constraint!r}")
+        self._registry[kind] = factory
+        return factory
+
+    def __call__(self, constraint) -> transforms.Transform:
+        factory = self._registry.get(type(constraint))
+        if factory is None:
+            raise NotImplementedError(f"Cannot transform {type(constraint).__name__} constraints")
+        return factory(constraint)
+
+
+biject_to = ConstraintRegistry()
+transform_to = ConstraintRegistry()
+
+
+def _both(constraint_type, factory, *, bijective: bool = True) -> None:
+    if bijective:
+        biject_to.register(constraint_type, factory)
+    transform_to.register(constraint_type, factory)
+
+
+_both(type(constraints.real), lambda c: transforms.identity_transform)
+biject_to.register(constraints.independent, lambda c: transforms.IndependentTransform(
+    biject_to(c.base_constraint), c.reinterpreted_batch_ndims))
+transform_to.register(constraints.independent, lambda c: transforms.IndependentTransform(
+    transform_to(c.base_constraint), c.reinterpreted_batch_ndims))
+for _kind in (constraints.greater_than, constraints.greater_than_eq):
+    _both(_kind, lambda c: transforms.ComposeTransform((transforms.ExpTransform(),
+                                                       transforms.AffineTransform(c.lower_bound, 1.0))))
+_both(constraints.less_than, lambda c: transforms.ComposeTransform((transforms.ExpTransform(),
+                                                                   transforms.AffineTransform(c.upper_bound, -1.0))))
+
+
+def _onto_interval(c) -> transforms.Transform:
+    unit = isinstance(c.lower_bound, (int, float)) and isinstance(c.upper_bound, (int, float)) and \
+        c.lower_bound == 0 and c.upper_bound == 1
+    if unit:
+        return transforms.SigmoidTransform()
+    return transforms.ComposeTransform((transforms.SigmoidTransform(),
+                                        transforms.AffineTransform(c.lower_bound, c.upper_bound - c.lower_bound)))
+
+
+for _kind in (constraints.interval, constraints.half_open_interval):
+    _both(_kind, _onto_interval)
+biject_to.register(constraints.simplex, lambda c: transforms.StickBreakingTransform())
+transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform())
+transform_to.register(constraints.lower_cholesky, lambda c: transforms.LowerCholeskyTransform())
