@@ -325,3 +325,53 @@ class LowRankMultivariateNormal(Distribution):
         d = self.loc.shape[-1]
         value = 0.5 * (d * (1.0 + math.log(2 * math.pi)) + self._log_det(self._capacitance_tril()))
         return fnp.broadcast_to(value, self.batch_shape)
+
+
+@_distribution
+class LKJCholesky(Distribution):
+    """The LKJ law over the Cholesky factors L of dim x dim correlation matrices: density
+    proportional to det(L L^T)^(concentration - 1) (Lewandowski, Kurowicka and Joe 2009), PyTorch's
+    log_prob, sampled by the onion method: row i's squared length off the diagonal ~ Beta(i / 2,
+    concentration + (dim - 1 - i) / 2), its direction uniform. (torch 2.13 draws it from
+    Beta(i - 1/2, ...) for i >= 2, so its rows past the second correlate too strongly: E r^2 of 0.30
+    where the law, and this sampler, give 0.25 for dim 3 and concentration 1.)"""
+    dim: int = static_field()
+    concentration: Array = 1.0
+    validate_args: bool = static_field(default=True)
+    PARAMETERS = ("concentration",)
+    arg_constraints = {"concentration": constraints.positive}
+    support = constraints.corr_cholesky
+
+    def __post_init__(self):
+        if int(self.dim) != self.dim or self.dim < 2:
+            raise ValueError(f"LKJCholesky: dim must be an integer of at least 2, got {self.dim}")
+        super().__post_init__()
+
+    event_shape = property(lambda self: (self.dim, self.dim))
+
+    def _draw(self, key, sample_shape):
+        k_beta, k_normal = random.split(key)
+        dtype = self.concentration.dtype
+        row = np.arange(self.dim, dtype=np.float64)
+        previous = fnp.asarray(np.maximum(row - 1, 0.0), dtype=dtype)  # row 0 has nothing off the diagonal
+        marginal = self.concentration + 0.5 * (self.dim - 2)
+        shape = tuple(sample_shape) + tuple(self.batch_shape)
+        y = random.beta(k_beta, fnp.asarray(np.maximum(row, 1.0) / 2, dtype=dtype),
+                        fnp.expand_dims(marginal, -1) - 0.5 * previous, shape + (self.dim,), dtype)[..., None]
+        u = fnp.tril(random.normal(k_normal, shape + (self.dim, self.dim), dtype), -1)
+        norms = fnp.linalg.norm(u, axis=-1, keepdims=True)
+        u = fnp.where(fnp.arange(self.dim)[:, None] == 0, 0.0, u / fnp.where(norms > 0, norms, 1.0))  # row 0: none
+        w = fnp.sqrt(y) * u
+        diagonal = fnp.sqrt(fnp.maximum(1 - fnp.sum(w * w, -1), float(fnp.finfo(dtype).tiny)))
+        return w + diagonal[..., None] * fnp.eye(self.dim, dtype=dtype)
+
+    def log_prob(self, value):
+        value = self._checked(value)
+        diagonal = fnp.diagonal(value, 0, -2, -1)[..., 1:]
+        order = 2 * (fnp.expand_dims(self.concentration, -1) - 1) + self.dim - np.arange(2, self.dim + 1)
+        unnormalised = fnp.sum(order * fnp.log(diagonal), -1)
+        dm1 = self.dim - 1
+        alpha = self.concentration + 0.5 * dm1
+        normaliser = (0.5 * dm1 * math.log(math.pi) + special.multigammaln(alpha - 0.5, dm1)
+                      - special.gammaln(alpha) * dm1)
+        return unnormalised - normaliser

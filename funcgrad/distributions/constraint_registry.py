@@ -70,3 +70,10 @@ for _kind in (constraints.interval, constraints.half_open_interval):
 biject_to.register(constraints.simplex, lambda c: transforms.StickBreakingTransform())
 transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform())
 transform_to.register(constraints.lower_cholesky, lambda c: transforms.LowerCholeskyTransform())
+transform_to.register(constraints.positive_definite, lambda c: transforms.PositiveDefiniteTransform())
+_both(constraints.corr_cholesky, lambda c: transforms.CorrCholeskyTransform())
+biject_to.register(constraints.cat, lambda c: transforms.CatTransform([biject_to(p) for p in c.cseq], c.dim, c.lengths))
+transform_to.register(constraints.cat, lambda c: transforms.CatTransform([transform_to(p) for p in c.cseq], c.dim,
+                                                                         c.lengths))
+biject_to.register(constraints.stack, lambda c: transforms.StackTransform([biject_to(p) for p in c.cseq], c.dim))
+transform_to.register(constraints.stack, lambda c: transforms.StackTransform([transform_to(p) for p in c.cseq], c.dim))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from .. import numpy as fnp
 
-__all__ = ["Constraint", "boolean", "corr_cholesky", "dependent", "dependent_property", "greater_than",
+__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval", "is_dependent",
            "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer",
            "one_hot", "positive", "positive_definite", "positive_integer", "positive_semidefinite", "real",
-           "real_vector", "simplex", "square", "symmetric", "unit_interval"]
+           "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -245,6 +245,41 @@ class _IndependentConstraint(Constraint):
         return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
+class _Cat(Constraint):
+    """constraints[i] on the i-th run of lengths[i] entries along axis dim (CatTransform's)."""
+
+    def __init__(self, cseq, dim: int = 0, lengths=None):
+        self.cseq, self.dim = list(cseq), dim
+        self.lengths = [1] * len(self.cseq) if lengths is None else [int(n) for n in lengths]
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"cat: {len(self.cseq)} constraints but {len(self.lengths)} lengths")
+
+    is_discrete = property(lambda self: any(c.is_discrete for c in self.cseq))
+    event_dim = property(lambda self: max((c.event_dim for c in self.cseq), default=0))
+
+    def check(self, value):
+        bounds = [sum(self.lengths[:i + 1]) for i in range(len(self.lengths) - 1)]
+        pieces = fnp.split(value, bounds, axis=self.dim)
+        return fnp.concatenate([c.check(p) for c, p in zip(self.cseq, pieces)], axis=self.dim)
+
+
+class _Stack(Constraint):
+    """constraints[i] on value[..., i, ...] along axis dim (StackTransform's)."""
+
+    def __init__(self, cseq, dim: int = 0):
+        self.cseq, self.dim = list(cseq), dim
+
+    is_discrete = property(lambda self: any(c.is_discrete for c in self.cseq))
+    event_dim = property(lambda self: max((c.event_dim for c in self.cseq), default=0))
+
+    def check(self, value):
+        if value.shape[self.dim] != len(self.cseq):
+            raise ValueError(f"stack: axis {self.dim} has {value.shape[self.dim]} entries for {len(self.cseq)} "
+                             f"constraints")
+        return fnp.stack([c.check(fnp.take(value, i, axis=self.dim)) for i, c in enumerate(self.cseq)],
+                         axis=self.dim)
+
+
 def _named(cls, name: str):
     """PyTorch's class names in reprs (GreaterThan, not _GreaterThan)."""
     cls.__name__ = cls.__qualname__ = name
@@ -253,7 +288,7 @@ def _named(cls, name: str):
 
 for _cls in (_Real, _Boolean, _GreaterThan, _GreaterThanEq, _LessThan, _Interval, _HalfOpenInterval, _IntegerInterval,
              _IntegerGreaterThan, _Simplex, _OneHot, _Multinomial, _LowerTriangular, _LowerCholesky, _CorrCholesky,
-             _Square, _Symmetric, _PositiveSemidefinite, _PositiveDefinite, _Dependent):
+             _Square, _Symmetric, _PositiveSemidefinite, _PositiveDefinite, _Dependent, _Cat, _Stack):
     _named(_cls, _cls.__name__[1:])
 
 dependent = _Dependent()
@@ -282,3 +317,5 @@ square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack

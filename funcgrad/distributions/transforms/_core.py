@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 
-from .. import numpy as fnp
-from ..array import Array
-from ..nn import _functional as F
-from ..tree import register_dataclass, static_field
-from . import constraints
+from ... import numpy as fnp
+from ...array import Array
+from ...nn import _functional as F
+from ...tree import register_dataclass, static_field
+from .. import constraints
 
 __all__ = ["Transform", "ComposeTransform", "identity_transform", "ExpTransform", "PowerTransform",
            "SigmoidTransform", "TanhTransform", "SoftplusTransform", "AbsTransform", "AffineTransform",
