@@ -104,3 +104,41 @@ def test_lkj_cholesky_samples_are_correlation_factors_with_the_lkj_marginals():
         D.LKJCholesky(1)
     with pytest.raises(ValueError, match="concentration must be positive"):
         D.LKJCholesky(3, -1.0)
+
+
+def _wishart_log_density(x, df, cov):
+    p = cov.shape[-1]
+    log_gamma_p = p * (p - 1) / 4 * math.log(math.pi) + sum(math.lgamma(df / 2 - i / 2) for i in range(p))
+    return ((df - p - 1) / 2 * np.linalg.slogdet(x)[1] - np.trace(np.linalg.solve(cov, x), axis1=-2, axis2=-1) / 2
+            - df * p / 2 * math.log(2) - df / 2 * np.linalg.slogdet(cov)[1] - log_gamma_p)
+
+
+@pytest.mark.parametrize("given", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart_density_moments_and_bartlett_samples(given):
+    a = RNG.standard_normal((3, 3))
+    cov = a @ a.T + np.eye(3)
+    matrix = {"covariance_matrix": cov, "precision_matrix": np.linalg.inv(cov), "scale_tril": np.linalg.cholesky(cov)}
+    dist = D.Wishart(np.float64(5.0), **{given: matrix[given]})
+    assert_close(dist.covariance_matrix, cov, rtol=1e-10)
+    x = np.asarray(dist.sample(fg.random.key(0), (20000,)))
+    assert x.shape == (20000, 3, 3) and np.all(np.asarray(C.positive_definite.check(fnp.asarray(x[:50]))))
+    assert_close(dist.log_prob(x[:5]), _wishart_log_density(x[:5], 5.0, cov), rtol=1e-10)
+    assert_close(dist.mean, 5 * cov, rtol=1e-12)
+    assert_close(dist.variance, 5 * (cov ** 2 + np.outer(np.diag(cov), np.diag(cov))), rtol=1e-12)
+    assert_close(dist.mode, (5 - 3 - 1) * cov, rtol=1e-12)
+    standard_error = np.sqrt(np.asarray(dist.variance) / len(x))
+    assert np.all(np.abs(x.mean(0) - 5 * cov) < 5 * standard_error)
+    log_p = np.asarray(dist.log_prob(x))
+    assert abs(float(dist.entropy()) + log_p.mean()) < 5 * log_p.std() / math.sqrt(len(x))
+
+
+def test_wishart_checks_df_and_differentiates_its_samples():
+    with pytest.raises(ValueError, match="df must be greater than dim - 1 = 2"):
+        D.Wishart(2.0, covariance_matrix=np.eye(3))
+    with pytest.raises(ValueError, match="exactly one"):
+        D.Wishart(4.0)
+    # d/d sigma of a draw: the draw is L A A^T L^T, linear in the covariance for a 1 x 1 matrix
+    draw = D.Wishart(4.0, covariance_matrix=np.array([[2.0]])).rsample(fg.random.key(3))
+    grad = fg.grad(lambda c: fnp.sum(D.Wishart(4.0, covariance_matrix=c).rsample(fg.random.key(3))))(
+        np.array([[2.0]]))
+    assert_close(grad, np.asarray(draw) / 2.0, rtol=1e-6)

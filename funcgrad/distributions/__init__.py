@@ -15,7 +15,7 @@ from ._continuous import (Beta, Cauchy, Chi2, Dirichlet, Exponential, Gamma, Hal
 from ._discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial, NegativeBinomial, OneHotCategorical,
                         OneHotCategoricalStraightThrough, Poisson)
 from ._families import (ContinuousBernoulli, FisherSnedecor, GeneralizedPareto, LKJCholesky, LowRankMultivariateNormal,
-                        VonMises)
+                        VonMises, Wishart)
 from ._kl import kl_divergence, register_kl
 from ._transformed import (ExpRelaxedCategorical, Gumbel, HalfCauchy, InverseGamma, Kumaraswamy, LogisticNormal,
                            LogitRelaxedBernoulli, Pareto, RelaxedBernoulli, RelaxedOneHotCategorical,
@@ -27,7 +27,7 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Cauch
            "NegativeBinomial", "Geometric", "Multinomial", "Independent", "MixtureSameFamily",
            "TransformedDistribution", "Gumbel", "HalfCauchy", "Weibull", "Pareto", "InverseGamma", "Kumaraswamy",
            "LogisticNormal", "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical",
-           "RelaxedOneHotCategorical", "VonMises", "FisherSnedecor", "GeneralizedPareto", "ContinuousBernoulli", "LKJCholesky",
+           "RelaxedOneHotCategorical", "VonMises", "FisherSnedecor", "GeneralizedPareto", "ContinuousBernoulli", "LKJCholesky", "Wishart",
            "transforms", "kl_divergence", "register_kl", "constraints", "biject_to", "transform_to",
            *transforms.__all__]
 from .transforms import *  # noqa: E402,F401,F403  (torch.distributions names the transforms at the top too)

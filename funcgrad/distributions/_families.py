@@ -12,6 +12,7 @@ from .. import random
 from ..array import Array
 from ..nn import _functional as F
 from ..numpy import linalg
+from ..scipy import linalg as scipy_linalg
 from ..scipy import special
 from ..tree import static_field
 from . import constraints
@@ -375,3 +376,85 @@ class LKJCholesky(Distribution):
         normaliser = (0.5 * dm1 * math.log(math.pi) + special.multigammaln(alpha - 0.5, dm1)
                       - special.gammaln(alpha) * dm1)
         return unnormalised - normaliser
+
+
+@_distribution
+class Wishart(Distribution):
+    """Wishart(df, covariance_matrix | precision_matrix | scale_tril): the law of X^T X for df rows X
+    drawn from N(0, covariance); df > dim - 1. Sampled by the Bartlett decomposition as PyTorch's
+    (rsample differentiates through its chi-square draws' implicit gradients)."""
+    df: Array
+    covariance_matrix: Array | None = None
+    precision_matrix: Array | None = None
+    scale_tril: Array | None = None
+    validate_args: bool = static_field(default=True)
+    has_rsample = True
+    support = constraints.positive_definite
+
+    def __post_init__(self):
+        given = [m for m in (self.covariance_matrix, self.precision_matrix, self.scale_tril) if m is not None]
+        if len(given) != 1:
+            raise ValueError("Wishart: give exactly one of covariance_matrix, precision_matrix, scale_tril")
+        df, matrix = fnp._float_args(self.df, given[0])
+        if matrix.ndim < 2 or matrix.shape[-1] != matrix.shape[-2]:
+            raise ValueError(f"Wishart: the matrix must be square (..., p, p), got shape {tuple(matrix.shape)}")
+        if self.scale_tril is not None:
+            tril = matrix
+        elif self.covariance_matrix is not None:
+            tril = linalg.cholesky(matrix)
+        else:
+            tril = linalg.cholesky(linalg.inv(matrix))
+        p = matrix.shape[-1]
+        if self.validate_args:
+            _check(df > p - 1, f"Wishart: df must be greater than dim - 1 = {p - 1}")
+            _check(fnp.diagonal(tril, 0, -2, -1) > 0, "Wishart: the matrix must be positive definite")
+        for name, value in (("df", df), ("scale_tril", tril), ("covariance_matrix", tril @ fnp.swapaxes(tril, -1, -2)),
+                            ("precision_matrix", None)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def arg_constraints(self):
+        return {"covariance_matrix": constraints.positive_definite, "precision_matrix": constraints.positive_definite,
+                "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(self.event_shape[-1] - 1)}
+
+    batch_shape = property(lambda self: tuple(np.broadcast_shapes(tuple(self.df.shape),
+                                                                  tuple(self.scale_tril.shape[:-2]))))
+    event_shape = property(lambda self: tuple(self.scale_tril.shape[-2:]))
+    _df = property(lambda self: fnp.reshape(fnp.broadcast_to(self.df, self.batch_shape), self.batch_shape + (1, 1)))
+    mean = property(lambda self: self._df * self.covariance_matrix)
+    mode = property(lambda self: fnp.where(self._df > self.event_shape[-1] + 1,
+                                           (self._df - self.event_shape[-1] - 1) * self.covariance_matrix, math.nan))
+
+    @property
+    def variance(self):
+        v = self.covariance_matrix
+        d = fnp.diagonal(v, 0, -2, -1)
+        return self._df * (v * v + d[..., :, None] * d[..., None, :])
+
+    def _draw(self, key, sample_shape):
+        k_chi2, k_normal = random.split(key)
+        p, dtype = self.event_shape[-1], self.scale_tril.dtype
+        shape = tuple(sample_shape) + tuple(self.batch_shape)
+        df = fnp.broadcast_to(fnp.expand_dims(self.df, -1) - np.arange(p), shape + (p,))
+        eps = float(fnp.finfo(dtype).eps)
+        diagonal = fnp.maximum(fnp.sqrt(random.chisquare(k_chi2, df, dtype=dtype)), eps)
+        noise = fnp.tril(random.normal(k_normal, shape + (p, p), dtype), -1) + diagonal[..., None] * fnp.eye(p,
+                                                                                                         dtype=dtype)
+        factor = self.scale_tril @ noise
+        return factor @ fnp.swapaxes(factor, -1, -2)
+
+    def _log_det_scale(self):
+        return fnp.sum(fnp.log(fnp.diagonal(self.scale_tril, 0, -2, -1)), -1)
+
+    def log_prob(self, value):
+        value = self._checked(value)
+        nu, p = self.df, self.event_shape[-1]
+        solved = scipy_linalg.cho_solve((self.scale_tril, True), value)  # covariance^-1 value
+        return (-nu * (p * math.log(2) / 2 + self._log_det_scale()) - special.multigammaln(nu / 2, p)
+                + (nu - p - 1) / 2 * linalg.slogdet(value)[1] - fnp.trace(solved, axis1=-2, axis2=-1) / 2)
+
+    def entropy(self):
+        nu, p = self.df, self.event_shape[-1]
+        mvdigamma = sum(special.digamma(nu / 2 - i / 2) for i in range(p))
+        return ((p + 1) * (p * math.log(2) / 2 + self._log_det_scale()) + special.multigammaln(nu / 2, p)
+                - (nu - p - 1) / 2 * mvdigamma + nu * p / 2)
