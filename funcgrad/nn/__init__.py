@@ -39,6 +39,7 @@ from ._bags import Bilinear, EmbeddingBag
 from ._ctc import CTCLoss, ctc_loss
 from ._fractional import FractionalMaxPool2d, FractionalMaxPool3d, fractional_max_pool2d, fractional_max_pool3d
 from .utils.weight_norms import SpectralNorm, WeightNorm  # equinox's names for the wrappers
+from ._adaptive import AdaptiveLogSoftmaxWithLoss
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 from . import (_activations, _convolution, _functional, _pixels, _vision, _volumes, _stochastic, _bags, _ctc,
