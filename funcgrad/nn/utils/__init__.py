@@ -1,7 +1,7 @@
 """torch.nn.utils, functionally: gradient clipping returns the clipped gradients with the norm
 (nothing is changed in place), parameters convert to and from one vector, nn.utils.rnn packs
-variable-length sequences for the recurrent layers, and weight_norm / spectral_norm wrap a layer
-(weight_norms.py)."""
+variable-length sequences for the recurrent layers, weight_norm / spectral_norm wrap a layer
+(weight_norms.py), and fusion.py folds an evaluation-mode batch norm into the layer before it."""
 from __future__ import annotations
 
 import math
@@ -13,13 +13,15 @@ from ... import numpy as fnp
 from ...array import Array
 from ...flatten_util import ravel_pytree
 from ...tree import tree_leaves, tree_map
-from . import parametrizations, rnn
+from . import fusion, parametrizations, rnn
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights
 from .weight_norms import (SpectralNorm, WeightNorm, remove_spectral_norm, remove_weight_norm, spectral_norm,
                            weight_norm)
 
 __all__ = ["clip_grad_norm", "clip_grad_value", "get_total_norm", "parameters_to_vector", "vector_to_parameters",
            "rnn", "parametrizations", "SpectralNorm", "WeightNorm", "remove_spectral_norm", "remove_weight_norm",
-           "spectral_norm", "weight_norm"]
+           "spectral_norm", "weight_norm", "fusion", "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
+           "fuse_linear_bn_weights"]
 
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Array:
