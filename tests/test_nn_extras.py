@@ -411,3 +411,22 @@ def test_conv_tbc_is_conv1d_in_time_batch_channel_layout():
         assert_close(F.conv_tbc(x, w, b, pad), expected)
     with pytest.raises(fg.errors.ShapeError, match=r"conv_tbc expects input \(T, B, in\)"):
         F.conv_tbc(x, w[:, :2], b)
+
+
+def test_parameter_list_and_dict_hold_arrays_under_pytorchs_names():
+    class Holder(nn.Module):
+        def __init__(self):
+            self.scales = nn.ParameterList([np.ones(2), np.zeros(3)])
+            self.table = nn.ParameterDict({"b": np.ones(2), "a": np.zeros(1)})
+
+    holder = Holder()
+    assert [n for n, _ in holder.named_parameters(pytorch_names=True)] == ["scales.0", "scales.1", "table.a",
+                                                                           "table.b"]
+    assert len(holder.scales) == 2 and holder.scales[1].shape == (3,) and isinstance(holder.scales[:1],
+                                                                                      nn.ParameterList)
+    loaded = holder.load_state_dict({"scales.0": np.full(2, 5.0), "scales.1": np.zeros(3), "table.a": np.ones(1),
+                                     "table.b": np.ones(2)})
+    np.testing.assert_array_equal(loaded.scales[0], [5.0, 5.0])
+    grads = fg.grad(lambda m: fnp.sum(m.scales[0] * 3) + fnp.sum(m.table["a"]))(holder)
+    np.testing.assert_array_equal(grads.scales[0], [3.0, 3.0])
+    assert nn.NLLLoss2d is nn.NLLLoss

@@ -10,13 +10,15 @@ from ._resize import interpolate
 from .layers import (ELU, GELU, MLP, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose1d,
                      ConvTranspose2d, Dropout, Embedding, Flatten, GroupNorm, Identity, Lambda,
                      LayerNorm, LeakyReLU, Linear, LogSoftmax, MaxPool1d, MaxPool2d, Mish, ModuleDict, ModuleList,
-                     MultiHeadAttention, ReLU, RMSNorm, Sequential, Sigmoid, SiLU, Softmax, Softplus, Tanh,
+                     MultiHeadAttention, ParameterDict, ParameterList, ReLU, RMSNorm, Sequential, Sigmoid, SiLU, Softmax, Softplus, Tanh,
                      TransformerBlock, Upsample)
 from .losses import *  # noqa: F401,F403  (the loss functions)
 from .losses import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,
                      HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
                      MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
                      TripletMarginLoss, TripletMarginWithDistanceLoss, MultiLabelMarginLoss)
+
+NLLLoss2d = NLLLoss  # PyTorch's deprecated name for the same loss over (N, C, H, W)
 from ._activations import *  # noqa: F401,F403  (glu, softmin, the shrinkages, threshold, prelu)
 from ._activations import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, PReLU, ReLU6,
                            Softmin, Softshrink, Softsign, Tanhshrink, Threshold)

@@ -355,7 +355,7 @@ class ModuleList(Module):
         self.layers = list(modules)
 
     def __getitem__(self, i):
-        return ModuleList(self.layers[i]) if isinstance(i, slice) else self.layers[i]
+        return type(self)(self.layers[i]) if isinstance(i, slice) else self.layers[i]
 
     def __len__(self) -> int:
         return len(self.layers)
@@ -366,6 +366,13 @@ class ModuleList(Module):
     def append(self, module):
         raise TypeError("ModuleList is immutable once built (modules are values): make it from the whole list, "
                         "nn.ModuleList([...]), or use a plain Python list attribute")
+
+
+class ParameterList(ModuleList):
+    """torch.nn.ParameterList: arrays in a list, named '0', '1', ... as PyTorch names them."""
+
+    def __init__(self, values=()):
+        super().__init__(fnp.asarray(v) for v in values)
 
 
 class ModuleDict(Module):
@@ -469,3 +476,10 @@ class TransformerBlock(Module):
         x = x + F.dropout(self.attn(self.ln1(x), causal=self.causal, key=k_attn), self.dropout, k_res1)
         h = self.fc2(F.gelu(self.fc1(self.ln2(x))))
         return x + F.dropout(h, self.dropout, k_res2)
+
+
+class ParameterDict(ModuleDict):
+    """torch.nn.ParameterDict: arrays by name, named by their keys as PyTorch names them."""
+
+    def __init__(self, values=None):
+        super().__init__({k: fnp.asarray(v) for k, v in dict(values or {}).items()})
