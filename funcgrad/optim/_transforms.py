@@ -12,6 +12,7 @@ from ..control import cond
 from ..tree import tree_leaves, tree_map
 from ._base import (GradientTransformation, ScalarOrSchedule, _at_least, _betas, _count, _need_params, _nonzero,
                     _step_number, _tree_zeros_like, _value, over_shards)
+from ._wrappers import masked
 
 class CountState(NamedTuple):
     count: Array
@@ -39,7 +40,6 @@ def add_decayed_weights(weight_decay: ScalarOrSchedule, mask=None) -> GradientTr
     weight_decay may be a schedule of the step count; mask (optax's: a pytree of bools or a function
     of the parameters) limits the decay to some parameters."""
     if mask is not None:
-        from ._wrappers import masked  # the wrappers build on these rules
         return masked(add_decayed_weights(weight_decay), mask)
     if not callable(weight_decay):
         _at_least(weight_decay, 0.0, "weight_decay value")

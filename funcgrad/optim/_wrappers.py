@@ -14,6 +14,7 @@ from ..control import concrete_int, cond
 from ..tree import tree_flatten, tree_leaves, tree_map
 from ._base import (GradientTransformation, GradientTransformationExtraArgs, _count, _debiased, _step_number,
                     _tree_zeros_like, _update, over_shards)
+from ._edits import set_to_zero
 
 class MultiStepsState(NamedTuple):
     mini_step: Array
@@ -160,7 +161,6 @@ partition = multi_transform  # optax's newer name for it
 def freeze(mask) -> GradientTransformation:
     """Zero updates for the parameters where mask is True (a pytree of bools, a function of the
     parameters, or one bool for all): they stay as they are."""
-    from ._edits import set_to_zero
     return masked(set_to_zero(), mask)
 
 
