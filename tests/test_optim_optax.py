@@ -399,3 +399,22 @@ def test_adam_under_jit_corrects_bias_in_float64():
     eager, _ = _run(optim.adam(0.05))
     jitted, _ = _run(optim.adam(0.05), jit=True)
     assert_close(jitted["w"], eager["w"], rtol=1e-13)
+
+
+@pytest.mark.parametrize("make", [optim.adam, optim.adamax, optim.nadam, optim.radam, optim.adagrad, optim.yogi,
+                                  optim.adabelief, optim.nadamw, optim.lamb,
+                                  lambda lr: optim.inject_hyperparams(optim.adamw)(learning_rate=lr)])
+def test_float32_steps_stay_float32_under_jit(make):
+    # the step count is a float64 scalar under jit; each rule casts its scalars to the leaf's dtype, so
+    # float32 parameters' updates are float32 and equal to the eager ones (not computed in float64)
+    params = {k: v.astype(np.float32) for k, v in PARAMS.items()}
+    grads = [{k: v.astype(np.float32) for k, v in g.items()} for g in GRADS]
+    opt = make(0.05)
+    eager, jitted = opt.update, fg.jit(opt.update)
+    state_e = state_j = opt.init(params)
+    for g in grads:
+        u_e, state_e = eager(g, state_e, params)
+        u_j, state_j = jitted(g, state_j, params)
+        for k in params:
+            assert u_j[k].dtype == np.float32 and u_e[k].dtype == np.float32
+            assert_close(u_j[k], u_e[k], rtol=2e-5, atol=1e-7)

@@ -10,8 +10,8 @@ from .. import numpy as fnp
 from ..array import Array
 from ..control import cond
 from ..tree import tree_leaves, tree_map
-from ._base import (GradientTransformation, ScalarOrSchedule, _at_least, _betas, _count, _need_params, _nonzero,
-                    _step_number, _tree_zeros_like, _value, over_shards)
+from ._base import (GradientTransformation, ScalarOrSchedule, _at_least, _betas, _count, _in_dtype, _need_params,
+                    _nonzero, _step_number, _tree_zeros_like, _value, over_shards)
 from ._wrappers import masked
 
 class CountState(NamedTuple):
@@ -25,7 +25,7 @@ def scale_by_learning_rate(learning_rate: ScalarOrSchedule) -> GradientTransform
 
     def update(updates, state, params=None):
         lr = _value(learning_rate, state.count)
-        return tree_map(lambda u: u * -lr, updates), CountState(state.count + 1)
+        return tree_map(lambda u: u * _in_dtype(-lr, u), updates), CountState(state.count + 1)
     return GradientTransformation(lambda params: CountState(_count()), update)
 
 
@@ -50,7 +50,7 @@ def add_decayed_weights(weight_decay: ScalarOrSchedule, mask=None) -> GradientTr
         if isinstance(decay, float) and not decay:
             return updates, new_state
         params = _need_params(params, "add_decayed_weights")
-        return tree_map(lambda u, p: u + decay * p, updates, params), new_state
+        return tree_map(lambda u, p: u + _in_dtype(decay, p) * p, updates, params), new_state
     return GradientTransformation(lambda params: CountState(_count()) if callable(weight_decay) else (), update)
 
 
@@ -98,15 +98,18 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad
         nu = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), nu_raw, updates)
         nu_max = tree_map(fnp.maximum, state.nu[1], nu) if amsgrad else nu
         c1, c2 = 1 - b1 ** t, (1 - b2 ** t) ** 0.5
+        root = _nonzero(eps_root)
+
+        def step(m_hat, v):  # the step's scalars (float64 under jit) in each leaf's dtype
+            if root:
+                return m_hat / (fnp.sqrt(v * _in_dtype(1 / (c2 * c2), v) + eps_root) + eps)
+            return m_hat / (fnp.sqrt(v) * _in_dtype(1 / c2, v) + eps)
         if nesterov:
             c1_next = 1 - b1 ** (t + 1)
-            mu_hat = tree_map(lambda m, g: b1 * (m * (1 / c1_next)) + (1 - b1) * (g * (1 / c1)), mu, updates)
-        else:
-            mu_hat = tree_map(lambda m: m * (1 / c1), mu)
-        if _nonzero(eps_root):
-            out = tree_map(lambda m, v: m / (fnp.sqrt(v * (1 / (c2 * c2)) + eps_root) + eps), mu_hat, nu_max)
-        else:
-            out = tree_map(lambda m, v: m / (fnp.sqrt(v) * (1 / c2) + eps), mu_hat, nu_max)
+            out = tree_map(lambda m, g, v: step(b1 * (m * _in_dtype(1 / c1_next, m))
+                                                + (1 - b1) * (g * _in_dtype(1 / c1, g)), v), mu, updates, nu_max)
+        else:  # one pass over the tree: each tree_map of a model costs its flattening
+            out = tree_map(lambda m, v: step(m * _in_dtype(1 / c1, m), v), mu, nu_max)
         return out, AdamState(state.count + 1, mu, (nu, nu_max) if amsgrad else nu)
     return GradientTransformation(init, update)
 
@@ -129,7 +132,7 @@ def scale_by_adamax(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gr
         t = _step_number(state.count)
         mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, updates)
         u = tree_map(lambda u, g: fnp.maximum(b2 * u, fnp.abs(g) + eps), state.inf_norm, updates)
-        out = tree_map(lambda m, n: m * (1 / (1 - b1 ** t)) / n, mu, u)
+        out = tree_map(lambda m, n: m * _in_dtype(1 / (1 - b1 ** t), m) / n, mu, u)
         return out, AdamaxState(state.count + 1, mu, u)
     return GradientTransformation(init, update)
 
@@ -164,7 +167,7 @@ def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         grad_coef, mom_coef = (1 - mu_t) / (1 - product), mu_next / (1 - product * mu_next)
 
         def step(g, m, v):
-            denom = fnp.sqrt(v) * (1 / c2) + eps
+            denom = fnp.sqrt(v) * _in_dtype(1 / c2, v) + eps
             return (fnp.astype(grad_coef, g.dtype) * g + fnp.astype(mom_coef, g.dtype) * m) / denom
         out = tree_map(step, updates, mu, nu)
         return out, NadamState(state.count + 1, product, mu, nu)
@@ -190,8 +193,9 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gra
         c1, c2 = 1 - b1 ** t, (1 - decay) ** 0.5
 
         def step(m, v):
-            adaptive = m * (1 / c1) * fnp.astype(rect, m.dtype) * (c2 / (fnp.sqrt(v) + eps))  # PyTorch's eps
-            return fnp.where(usable, adaptive, m * (1 / c1))
+            corrected = m * _in_dtype(1 / c1, m)
+            adaptive = corrected * _in_dtype(rect, m) * (_in_dtype(c2, m) / (fnp.sqrt(v) + eps))  # PyTorch's eps
+            return fnp.where(usable, adaptive, corrected)
         out = tree_map(step, mu, nu)
         return out, AdamState(state.count + 1, mu, nu)
     return GradientTransformation(lambda params: AdamState(_count(), _tree_zeros_like(params),
@@ -246,7 +250,7 @@ def scale_by_adagrad(lr_decay: float = 0.0, eps: float = 1e-10,
     def update(updates, state, params=None):
         decay = 1.0 / (1.0 + (_step_number(state.count) - 1) * lr_decay)
         acc = tree_map(lambda s, g: s + g * g, state.sum_of_squares, updates)
-        out = tree_map(lambda g, s: g / (fnp.sqrt(s) + eps) * decay, updates, acc)
+        out = tree_map(lambda g, s: g / (fnp.sqrt(s) + eps) * _in_dtype(decay, g), updates, acc)
         return out, AdagradState(state.count + 1, acc)
     return GradientTransformation(init, update)
 
