@@ -14,7 +14,7 @@ from ..array import Array
 from ..tree import tree_flatten, tree_leaves, tree_map
 from ._base import (GradientTransformation, GradientTransformationExtraArgs, Schedule, _betas, _count, _debiased,
                     _in_dtype, _need_params, _step_number, _tree_zeros_like, _value)
-from ._transforms import AdamState, CountState
+from ._transforms import AdamState, CountState, _zero_moments
 
 
 def _abs_sq(g):
@@ -62,8 +62,7 @@ def scale_by_belief(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-16, eps_
         else:
             mu_hat = _debiased(mu, b1, t)
         return _adaptive(mu_hat, _debiased(nu, b2, t), eps, 0.0), AdamState(state.count + 1, mu, nu)
-    return GradientTransformation(lambda params: AdamState(_count(), _tree_zeros_like(params),
-                                                           _tree_zeros_like(params)), update)
+    return GradientTransformation(_zero_moments, update)
 
 
 class AmsgradState(NamedTuple):

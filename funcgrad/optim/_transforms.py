@@ -79,6 +79,11 @@ class AdamState(NamedTuple):
     nu: Any
 
 
+def _zero_moments(params) -> AdamState:
+    """A count and two moment trees of zeros: the state of Adam's relatives."""
+    return AdamState(_count(), _tree_zeros_like(params), _tree_zeros_like(params))
+
+
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, amsgrad: bool = False, *,
                   eps_root: float = 0.0, nesterov: bool = False) -> GradientTransformation:
     """m_hat / (sqrt(v_hat) + eps) with bias-corrected moments (torch.optim.Adam); optax's eps_root
@@ -198,8 +203,7 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gra
             return fnp.where(usable, adaptive, corrected)
         out = tree_map(step, mu, nu)
         return out, AdamState(state.count + 1, mu, nu)
-    return GradientTransformation(lambda params: AdamState(_count(), _tree_zeros_like(params),
-                                                           _tree_zeros_like(params)), update)
+    return GradientTransformation(_zero_moments, update)
 
 
 class RMSState(NamedTuple):
