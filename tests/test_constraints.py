@@ -120,3 +120,23 @@ def test_a_support_works_under_jit():
     def log_p(x):
         return D.Gamma(2.0, 1.0).log_prob(x)
     assert_close(fg.jit(log_p)(np.array([0.5, 2.0])), log_p(np.array([0.5, 2.0])))
+
+
+def test_finite_supports_enumerate_and_sum_to_one():
+    cases = [D.Bernoulli(probs=np.array([0.2, 0.7])), D.Categorical(probs=np.array([[0.2, 0.8, 0.0], [0.3, 0.3, 0.4]])),
+             D.Binomial(3, probs=np.array([0.2, 0.7])), D.OneHotCategorical(probs=np.array([[0.2, 0.8], [0.5, 0.5]]))]
+    for dist in cases:
+        assert dist.has_enumerate_support
+        values = dist.enumerate_support()
+        assert values.shape[1:] == tuple(dist.batch_shape) + tuple(dist.event_shape)
+        assert np.all(np.asarray(dist.support.check(values)))
+        assert_close(np.exp(np.asarray(dist.log_prob(values))).sum(0), np.ones(dist.batch_shape), rtol=1e-12)
+        compact = dist.enumerate_support(expand=False)
+        assert compact.shape[1:1 + len(dist.batch_shape)] == (1,) * len(dist.batch_shape)
+        assert_close(dist.perplexity(), np.exp(np.asarray(dist.entropy())))
+    assert_close(D.Binomial(3, probs=0.5).enumerate_support(), [0.0, 1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="one total_count"):
+        D.Binomial(np.array([2.0, 3.0]), probs=0.5).enumerate_support()
+    with pytest.raises(TypeError, match="no finite support"):
+        D.Normal(0.0, 1.0).enumerate_support()
+    assert not D.Normal(0.0, 1.0).has_enumerate_support

@@ -54,6 +54,23 @@ class Distribution:
         """A condition across parameters that their constraints do not state, with its message."""
         return None
 
+    has_enumerate_support = False
+
+    def enumerate_support(self, expand: bool = True) -> Array:
+        """Every value of a finite support along a new first axis: (cardinality,) + batch_shape +
+        event_shape (with expand=False, size-1 batch axes that broadcast)."""
+        values = self._support_values()  # (cardinality,) + event_shape
+        batch, event = tuple(self.batch_shape), tuple(self.event_shape)
+        values = fnp.reshape(values, (values.shape[0],) + (1,) * len(batch) + event)
+        return fnp.broadcast_to(values, (values.shape[0],) + batch + event) if expand else values
+
+    def _support_values(self):
+        raise TypeError(f"{type(self).__name__} has no finite support to enumerate")
+
+    def perplexity(self) -> Array:
+        """exp(entropy), over the batch."""
+        return fnp.exp(self.entropy())
+
     @property
     def batch_shape(self) -> tuple:
         return np.broadcast_shapes(*(tuple(getattr(self, name).shape) for name in self.PARAMETERS))

@@ -62,6 +62,11 @@ class Bernoulli(Distribution):
     def _draw(self, key, sample_shape):
         return fnp.astype(random.bernoulli(key, self.probs, self._shape(sample_shape)), self.logits.dtype)
 
+    has_enumerate_support = True
+
+    def _support_values(self):
+        return fnp.arange(2, dtype=self.logits.dtype)
+
     def log_prob(self, value):
         value = self._checked(value)
         return value * self.logits - F.softplus(self.logits)
@@ -94,6 +99,10 @@ class Categorical(Distribution):
 
     variance = mean
     mode = property(lambda self: fnp.argmax(self.probs, axis=-1))
+    has_enumerate_support = True
+
+    def _support_values(self):
+        return fnp.arange(self.logits.shape[-1])
 
     def _draw(self, key, sample_shape):
         return random.categorical(key, self.logits, axis=-1, shape=self._shape(sample_shape))
@@ -164,6 +173,14 @@ class Binomial(_Trials):
     batch_shape = property(lambda self: np.broadcast_shapes(tuple(self.total_count.shape),
                                                             tuple(self.logits.shape)))
     mode = property(lambda self: fnp.minimum(fnp.floor((self.total_count + 1) * self.probs), self.total_count))
+    has_enumerate_support = True
+
+    def _support_values(self):
+        known = fnp.concrete_or_none(self.total_count)
+        if known is None or np.min(known) != np.max(known):
+            raise ValueError("Binomial.enumerate_support needs one total_count for the whole batch, known (not "
+                             "traced): the supports differ otherwise")
+        return fnp.arange(int(np.max(known)) + 1, dtype=self.logits.dtype)
 
     def _draw(self, key, sample_shape):
         return random.binomial(key, self.total_count, self.probs, self._shape(sample_shape), self.logits.dtype)
@@ -275,6 +292,10 @@ class OneHotCategorical(Distribution):
     variance = property(lambda self: self.probs * (1 - self.probs))
     mode = property(lambda self: F.one_hot(fnp.argmax(self.probs, axis=-1), self.probs.shape[-1], self.probs.dtype))
     _categorical = property(lambda self: Categorical(logits=self.logits, validate_args=False))
+    has_enumerate_support = True
+
+    def _support_values(self):
+        return fnp.eye(self.logits.shape[-1], dtype=self.logits.dtype)
 
     def _draw(self, key, sample_shape):
         return F.one_hot(self._categorical._draw(key, sample_shape), self.logits.shape[-1], self.logits.dtype)
