@@ -17,8 +17,43 @@ __all__ = [
     "PyTreeDef", "Partial", "register_pytree_node", "register_pytree_node_class", "register_dataclass",
     "static_field", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
     "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path", "tree_reduce", "tree_all",
-    "tree_transpose", "keystr",
+    "tree_transpose", "keystr", "DictKey", "SequenceKey", "GetAttrKey", "FlattenedIndexKey",
 ]
+
+
+class DictKey(str):
+    """A dict entry of a path: the string "['a']" (what keystr joins), with .key the key itself
+    (jax.tree_util.DictKey)."""
+    def __new__(cls, key):
+        entry = super().__new__(cls, f"[{key!r}]")
+        entry.key = key
+        return entry
+
+
+class SequenceKey(str):
+    """A list or tuple position of a path: "[0]", with .idx the index (jax.tree_util.SequenceKey)."""
+    def __new__(cls, idx: int):
+        entry = super().__new__(cls, f"[{idx}]")
+        entry.idx = idx
+        return entry
+
+
+class GetAttrKey(str):
+    """A named field of a path (a namedtuple's, a dataclass's): ".name", with .name
+    (jax.tree_util.GetAttrKey)."""
+    def __new__(cls, name: str):
+        entry = super().__new__(cls, f".{name}")
+        entry.name = name
+        return entry
+
+
+class FlattenedIndexKey(str):
+    """The i-th child of a node registered without key names: "[i]", with .key the index
+    (jax.tree_util.FlattenedIndexKey)."""
+    def __new__(cls, key: int):
+        entry = super().__new__(cls, f"[{key}]")
+        entry.key = key
+        return entry
 
 
 class _NodeType(NamedTuple):
@@ -47,7 +82,8 @@ def register_pytree_node(nodetype: type, flatten: Callable, unflatten: Callable,
     if nodetype in _registry:
         raise ValueError(f"{nodetype.__name__} is already registered as a pytree node")
     _registry[nodetype] = _NodeType(flatten, unflatten,
-                                    keys or (lambda x, aux: [f"[{i}]" for i in range(len(flatten(x)[0]))]), match_for,
+                                    keys or (lambda x, aux: [FlattenedIndexKey(i) for i in range(len(flatten(x)[0]))]),
+                                    match_for,
                                     unflatten_for)
 
 
@@ -57,9 +93,15 @@ def _dict_flatten(d):
 
 
 register_pytree_node(dict, _dict_flatten, lambda keys, ch: dict(zip(keys, ch)),
-                     lambda d, keys: [f"[{k!r}]" for k in keys])
-register_pytree_node(list, lambda x: (x, None), lambda _, ch: list(ch))
-register_pytree_node(tuple, lambda x: (x, None), lambda _, ch: tuple(ch))
+                     lambda d, keys: [DictKey(k) for k in keys])
+
+
+def _positions(x, aux) -> list:
+    return [SequenceKey(i) for i in range(len(x))]
+
+
+register_pytree_node(list, lambda x: (x, None), lambda _, ch: list(ch), _positions)
+register_pytree_node(tuple, lambda x: (x, None), lambda _, ch: tuple(ch), _positions)
 register_pytree_node(type(None), lambda x: ((), None), lambda _, ch: None, lambda x, aux: [])
 
 
@@ -88,7 +130,7 @@ def register_dataclass(cls: type) -> type:
             object.__setattr__(obj, n, v)
         return obj
 
-    register_pytree_node(cls, flatten, unflatten, lambda x, aux: [f".{n}" for n in data])
+    register_pytree_node(cls, flatten, unflatten, lambda x, aux: [GetAttrKey(n) for n in data])
     return cls
 
 
@@ -102,7 +144,7 @@ def _node_type(x) -> _NodeType | None:
         node = _namedtuples.get(t)
         if node is None:
             node = _namedtuples[t] = _NodeType(lambda x: (tuple(x), None), lambda _, ch, t=t: t(*ch),
-                                               lambda x, aux: [f".{f}" for f in type(x)._fields])
+                                               lambda x, aux: [GetAttrKey(f) for f in type(x)._fields])
     return node
 
 
@@ -359,7 +401,8 @@ def _flatten(x, leaves, is_leaf):
 
 
 def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
-    """Like tree_flatten, but each leaf comes with its path: a tuple of key strings."""
+    """Like tree_flatten, but each leaf comes with its path: a tuple of key strings, JAX's key
+    entries (DictKey, SequenceKey, GetAttrKey, FlattenedIndexKey) where the node says what they are."""
     out: list[tuple[tuple[str, ...], Any]] = []
 
     def walk(x, path):

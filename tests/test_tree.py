@@ -219,3 +219,14 @@ def test_ravel_pytree_round_trip_dtypes_and_gradients():
     expected[np.arange(3, 7), np.arange(3, 7)] = 2 * params["a"][0]
     assert np.allclose(hessian, expected)
     assert ravel_pytree({})[0].shape == (0,)
+
+
+def test_path_entries_are_jax_key_entries_that_read_as_strings():
+    from funcgrad.tree import DictKey, GetAttrKey, SequenceKey
+    paths = [p for p, _ in fg.tree.tree_flatten_with_path({"a": [1, (2, 3)], "b": Point(4, 5)})[0]]
+    assert [type(e).__name__ for e in paths[1]] == ["DictKey", "SequenceKey", "SequenceKey"]
+    assert [type(e).__name__ for e in paths[3]] == ["DictKey", "GetAttrKey"]
+    assert paths[1][0].key == "a" and paths[1][2].idx == 0 and paths[3][1].name == "x"
+    assert paths[1] == ("['a']", "[1]", "[0]")  # still the strings they always were
+    assert [fg.tree.keystr(p) for p in paths] == ["['a'][0]", "['a'][1][0]", "['a'][1][1]", "['b'].x", "['b'].y"]
+    assert DictKey("a") == DictKey("a") and SequenceKey(2) == "[2]" and GetAttrKey("w") == ".w"
