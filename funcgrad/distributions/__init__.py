@@ -17,6 +17,7 @@ from ._discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial
 from ._families import (ContinuousBernoulli, FisherSnedecor, GeneralizedPareto, LKJCholesky, LowRankMultivariateNormal,
                         VonMises, Wishart)
 from ._kl import kl_divergence, register_kl
+from . import _kl_cross  # noqa: F401  (registers the pairs of different families)
 from ._transformed import (ExpRelaxedCategorical, Gumbel, HalfCauchy, InverseGamma, Kumaraswamy, LogisticNormal,
                            LogitRelaxedBernoulli, Pareto, RelaxedBernoulli, RelaxedOneHotCategorical,
                            TransformedDistribution, Weibull)
