@@ -21,39 +21,28 @@ __all__ = [
 ]
 
 
-class DictKey(str):
-    """A dict entry of a path: the string "['a']" (what keystr joins), with .key the key itself
-    (jax.tree_util.DictKey)."""
-    def __new__(cls, key):
-        entry = super().__new__(cls, f"[{key!r}]")
-        entry.key = key
+def _key_entry(name: str, field: str, text: Callable[[Any], str], doc: str) -> type:
+    """A path entry type of JAX's (DictKey, ...): a str whose text is what keystr joins ("['a']",
+    "[0]", ".x"), so string code sees what it always saw, with the key itself as an attribute."""
+    def __new__(cls, value):
+        entry = str.__new__(cls, text(value))
+        setattr(entry, field, value)
         return entry
 
-
-class SequenceKey(str):
-    """A list or tuple position of a path: "[0]", with .idx the index (jax.tree_util.SequenceKey)."""
-    def __new__(cls, idx: int):
-        entry = super().__new__(cls, f"[{idx}]")
-        entry.idx = idx
-        return entry
+    def __getnewargs__(self):  # pickle and copy rebuild it from its key, not its text
+        return (getattr(self, field),)
+    return type(name, (str,), {"__new__": __new__, "__getnewargs__": __getnewargs__, "__doc__": doc,
+                               "__module__": __name__})
 
 
-class GetAttrKey(str):
-    """A named field of a path (a namedtuple's, a dataclass's): ".name", with .name
-    (jax.tree_util.GetAttrKey)."""
-    def __new__(cls, name: str):
-        entry = super().__new__(cls, f".{name}")
-        entry.name = name
-        return entry
-
-
-class FlattenedIndexKey(str):
-    """The i-th child of a node registered without key names: "[i]", with .key the index
-    (jax.tree_util.FlattenedIndexKey)."""
-    def __new__(cls, key: int):
-        entry = super().__new__(cls, f"[{key}]")
-        entry.key = key
-        return entry
+DictKey = _key_entry("DictKey", "key", lambda k: f"[{k!r}]", "A dict entry: .key (jax.tree_util.DictKey).")
+SequenceKey = _key_entry("SequenceKey", "idx", lambda i: f"[{i}]",
+                         "A list or tuple position: .idx (jax.tree_util.SequenceKey).")
+GetAttrKey = _key_entry("GetAttrKey", "name", lambda n: f".{n}",
+                        "A namedtuple's or dataclass's field: .name (jax.tree_util.GetAttrKey).")
+FlattenedIndexKey = _key_entry("FlattenedIndexKey", "key", lambda i: f"[{i}]",
+                               "The i-th child of a node registered without names: .key "
+                               "(jax.tree_util.FlattenedIndexKey).")
 
 
 class _NodeType(NamedTuple):

@@ -230,3 +230,5 @@ def test_path_entries_are_jax_key_entries_that_read_as_strings():
     assert paths[1] == ("['a']", "[1]", "[0]")  # still the strings they always were
     assert [fg.tree.keystr(p) for p in paths] == ["['a'][0]", "['a'][1][0]", "['a'][1][1]", "['b'].x", "['b'].y"]
     assert DictKey("a") == DictKey("a") and SequenceKey(2) == "[2]" and GetAttrKey("w") == ".w"
+    restored = pickle.loads(pickle.dumps(paths[3]))
+    assert restored == paths[3] and restored[0].key == "b" and restored[1].name == "x"
