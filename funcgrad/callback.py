@@ -15,7 +15,7 @@ import numpy as np
 from . import numpy as fnp
 from .array import ArrayBase
 from .ops.core import ShapedArray
-from .ops.host_callback import io_callback_p, pure_callback_p
+from .ops.host_callback import host_callback_p, io_callback_p, pure_callback_p
 from .ops.prng import bitcast_p
 from .trace import bind
 from .tree import tree_flatten
@@ -76,8 +76,11 @@ def _call(prim, name: str, callback, result_shape_dtypes, args: tuple, kwargs: d
                              f"{out_structure.difference(got)}")
         return out_leaves[0] if len(results) == 1 else tuple(out_leaves)
 
-    packed = prim(*(fnp.asarray(leaves[i]) for i in positions), callback=call, results=results, lead=0,
-                  vmap_method=vmap_method, name=name)
+    arrays = [fnp.asarray(leaves[i]) for i in positions]
+    if not results:  # effects only (io_callback(f, None, x)): debug.callback's ordered primitive runs it
+        host_callback_p(*arrays, callback=call)
+        return out_structure.unflatten([])
+    packed = prim(*arrays, callback=call, results=results, lead=0, vmap_method=vmap_method, name=name)
     return out_structure.unflatten([packed] if len(results) == 1 else _unpacked(packed, results))
 
 

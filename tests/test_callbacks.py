@@ -134,3 +134,14 @@ def test_pure_callback_on_the_gpu_goes_through_the_host():
         out = transform(lambda x: f(x) + 1)(x)
         assert out.device == x.device
         np.testing.assert_allclose(np.asarray(fg.device_get(out)), np.sin([0.5, 1.5]) + 1, rtol=1e-6)
+
+
+def test_a_callback_without_results_runs_for_its_effects():
+    log = []
+    step = fg.jit(lambda x: (fg.io_callback(lambda v: log.append(float(v.sum())), None, x), x + 1)[1])
+    np.testing.assert_allclose(step(np.ones(3)), [2.0, 2.0, 2.0])
+    step(np.full(3, 2.0))
+    assert log == [3.0, 6.0]
+    assert fg.pure_callback(lambda v: (), (), np.ones(2)) == ()
+    with pytest.raises(ValueError, match="structure"):
+        fg.io_callback(lambda v: 5, None, np.ones(2))
