@@ -100,6 +100,8 @@ def test_lkj_cholesky_samples_are_correlation_factors_with_the_lkj_marginals():
         r = correlations[:, i, j]
         assert abs(r.mean()) < 4 * math.sqrt(1 / 3 / n)
         assert abs((r * r).mean() - 1 / 3) < 4 * math.sqrt((1 / 5 - 1 / 9) / n)
+    expanded = D.LKJCholesky(dim, eta).expand((4,))
+    assert expanded.batch_shape == (4,) and expanded.sample(fg.random.key(1)).shape == (4, dim, dim)
     with pytest.raises(ValueError, match="dim must be an integer of at least 2"):
         D.LKJCholesky(1)
     with pytest.raises(ValueError, match="concentration must be positive"):

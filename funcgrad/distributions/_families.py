@@ -3,6 +3,7 @@ GeneralizedPareto (tails), ContinuousBernoulli (a [0, 1] likelihood for images) 
 low-rank-plus-diagonal multivariate normal."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -349,6 +350,10 @@ class LKJCholesky(Distribution):
         super().__post_init__()
 
     event_shape = property(lambda self: (self.dim, self.dim))
+
+    def expand(self, batch_shape) -> "LKJCholesky":
+        """Its concentration broadcast to batch_shape (a batch parameter, though the events are matrices)."""
+        return dataclasses.replace(self, concentration=fnp.broadcast_to(self.concentration, tuple(batch_shape)))
 
     def _draw(self, key, sample_shape):
         k_beta, k_normal = random.split(key)
