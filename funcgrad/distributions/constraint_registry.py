@@ -38,17 +38,24 @@ biject_to = ConstraintRegistry()
 transform_to = ConstraintRegistry()
 
 
-def _both(constraint_type, factory, *, bijective: bool = True) -> None:
-    if bijective:
-        biject_to.register(constraint_type, factory)
+def _both(constraint_type, factory) -> None:
+    """The same map for both registries (a bijection, so transform_to may take it too)."""
+    biject_to.register(constraint_type, factory)
     transform_to.register(constraint_type, factory)
 
 
+def _structural(registry: ConstraintRegistry) -> None:
+    """Constraints built from others map through the registry's maps of their parts."""
+    registry.register(constraints.independent, lambda c: transforms.IndependentTransform(
+        registry(c.base_constraint), c.reinterpreted_batch_ndims))
+    registry.register(constraints.cat, lambda c: transforms.CatTransform([registry(p) for p in c.cseq], c.dim,
+                                                                         c.lengths))
+    registry.register(constraints.stack, lambda c: transforms.StackTransform([registry(p) for p in c.cseq], c.dim))
+
+
+for _registry in (biject_to, transform_to):
+    _structural(_registry)
 _both(type(constraints.real), lambda c: transforms.identity_transform)
-biject_to.register(constraints.independent, lambda c: transforms.IndependentTransform(
-    biject_to(c.base_constraint), c.reinterpreted_batch_ndims))
-transform_to.register(constraints.independent, lambda c: transforms.IndependentTransform(
-    transform_to(c.base_constraint), c.reinterpreted_batch_ndims))
 for _kind in (constraints.greater_than, constraints.greater_than_eq):
     _both(_kind, lambda c: transforms.ComposeTransform((transforms.ExpTransform(),
                                                        transforms.AffineTransform(c.lower_bound, 1.0))))
@@ -67,13 +74,8 @@ def _onto_interval(c) -> transforms.Transform:
 
 for _kind in (constraints.interval, constraints.half_open_interval):
     _both(_kind, _onto_interval)
+_both(constraints.corr_cholesky, lambda c: transforms.CorrCholeskyTransform())
 biject_to.register(constraints.simplex, lambda c: transforms.StickBreakingTransform())
-transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform())
+transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform())  # onto, not one-to-one
 transform_to.register(constraints.lower_cholesky, lambda c: transforms.LowerCholeskyTransform())
 transform_to.register(constraints.positive_definite, lambda c: transforms.PositiveDefiniteTransform())
-_both(constraints.corr_cholesky, lambda c: transforms.CorrCholeskyTransform())
-biject_to.register(constraints.cat, lambda c: transforms.CatTransform([biject_to(p) for p in c.cseq], c.dim, c.lengths))
-transform_to.register(constraints.cat, lambda c: transforms.CatTransform([transform_to(p) for p in c.cseq], c.dim,
-                                                                         c.lengths))
-biject_to.register(constraints.stack, lambda c: transforms.StackTransform([biject_to(p) for p in c.cseq], c.dim))
-transform_to.register(constraints.stack, lambda c: transforms.StackTransform([transform_to(p) for p in c.cseq], c.dim))
