@@ -1,7 +1,10 @@
 """From unconstrained reals to a constraint's region (torch.distributions.constraint_registry):
 biject_to(c) is a bijection onto c (for optimising or sampling a parameter freely, as HMC does);
 transform_to(c) is any map onto it (Softmax onto the simplex, not a bijection). Register more with
-biject_to.register(constraint_type_or_instance, factory)."""
+biject_to.register(constraint_type_or_instance, factory). A constraint with no map registered
+(boolean, the integer ones, positive_definite for biject_to, ...) raises NotImplementedError with
+PyTorch's message and exception type, which code written against torch catches: a documented limit
+of what the registries reach, not an unfinished path."""
 from __future__ import annotations
 
 from typing import Callable

@@ -7,7 +7,9 @@ A primitive returns one array, so a callback of several results returns them pac
 of each in turn along a last axis (per member of a batch: leading axes are batch axes), which
 callback.py views back as the declared arrays. Neither is differentiable: JAX's rule, a callback is
 opaque, and a zero derivative would be silently wrong, so its rules raise (custom_jvp/custom_vjp
-around the callback give it one)."""
+around the callback give it one). Under vmap without a vmap_method (or for an ordered io_callback)
+the batch rule raises NotImplementedError, JAX's exception type and meaning: how to batch an opaque
+function is the caller's statement to make, not something funcgrad can guess."""
 from __future__ import annotations
 
 import numpy as np
