@@ -205,8 +205,10 @@ def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.nd
     """Host data (list, scalar, ndarray) as an ndarray of a supported dtype.
 
     Python floats become float32, complex numbers complex64 and ints int64 (PyTorch's defaults);
-    NumPy arrays keep their dtype unless one is asked for.
+    NumPy arrays keep their dtype unless one is asked for. copy=True: the result never shares
+    memory with x (an array made here from a list or scalar is not copied again).
     """
+    fresh = False
     if isinstance(x, Array):
         value = np.asarray(host(x._value))
     elif isinstance(x, (np.ndarray, np.generic)):
@@ -214,6 +216,7 @@ def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.nd
     else:
         try:
             value = np.asarray(x)
+            fresh = value.base is None and value is not x  # not a view of x's buffer (a tensor, a memoryview)
         except (ValueError, TypeError) as e:
             raise TypeError(f"cannot make an array from {type(x).__name__}: {e}") from None
         if dtype is None and value.dtype == np.float64:
@@ -231,4 +234,4 @@ def to_numpy(x: Any, dtype: np.dtype | None = None, copy: bool = False) -> np.nd
                         f"of {value.dtype.name} cannot become one")
     else:
         dtypes.canonicalize(value.dtype)
-    return value.copy() if copy else value
+    return value.copy() if copy and not fresh else value

@@ -65,7 +65,8 @@ def device_put(tree: Any, device: "str | Device" = "cpu") -> Any:
                             f"move arrays to the device before calling grad/jit/vmap on them")
         if type(x) is Array and device_of(x) == target:
             return x
-        data = host(x._value) if type(x) is Array else to_numpy(x)  # device data copies back here
+        # device data copies back here; host data is copied so that writing to it cannot change the Array
+        data = host(x._value) if type(x) is Array else to_numpy(x, copy=target.platform == "cpu")
         return Array(data) if target.platform == "cpu" else Array(buffer.from_host(data))
     return tree_map(put, tree)
 

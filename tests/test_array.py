@@ -133,6 +133,22 @@ def test_array_copies_and_asarray_does_not():
     assert np.asarray(a).tolist() == [1.0, 1.0, 1.0]  # the original survives its copy's donation
 
 
+def test_host_data_is_copied_so_writing_to_it_never_changes_an_array():
+    """jnp.asarray semantics: an Array made from a NumPy array (asarray, device_put, a constant in
+    an operation or a jitted function) keeps its value when that NumPy array is written to."""
+    import funcgrad.numpy as fnp
+    source = np.arange(4, dtype=np.float32)
+    jitted = fg.jit(lambda t: t * source)
+    made = [fnp.asarray(source), fg.asarray(source), fg.device_put(source), fnp.ones(4) + source,
+            jitted(fnp.ones(4)), fnp.asarray(source[::2])]
+    source[:] = -1.0
+    expected = [[0, 1, 2, 3]] * 3 + [[1, 2, 3, 4], [0, 1, 2, 3], [0, 2]]
+    assert [m.tolist() for m in made] == expected
+    assert jitted(fnp.ones(4)).tolist() == [0, 1, 2, 3]  # the traced constant, as jax.jit keeps it
+    fresh = np.asarray([1.5, 2.5])  # made from a list: converted once, not copied twice
+    assert fnp.asarray([1.5, 2.5]).dtype == np.float32 and fnp.asarray(fresh).tolist() == [1.5, 2.5]
+
+
 def test_dlpack_export_shares_read_only_memory_and_copies_for_legacy_consumers():
     a = fg.asarray(np.arange(4.0))
     shared = np.from_dlpack(a)  # DLPack 1.0: a zero-copy view marked read-only

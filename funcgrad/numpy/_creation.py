@@ -32,24 +32,27 @@ __all__ = [
 
 
 def asarray(x: Any, dtype=None, *, device=None, copy: bool | None = None) -> Array:
-    """x as an Array (no copy when it already is one of the right dtype). A list holding arrays
-    (or values being differentiated) is stacked with primitives, so gradients flow through it.
-    The Array API's keywords: copy=True always copies, copy=False raises where a copy would be
-    needed, device places the result."""
+    """x as an Array (no copy when it already is one of the right dtype). Host data is copied, as
+    jnp.asarray copies it to the device: an Array is immutable, so writing to the NumPy array it
+    came from must not change it. A list holding arrays (or values being differentiated) is stacked
+    with primitives, so gradients flow through it. The Array API's keywords: copy=True always
+    copies, copy=False shares a NumPy array's memory (writing to it then shows through) and raises
+    where a copy would be needed, device places the result."""
     if copy is None and device is None:
         if isinstance(x, ArrayBase):
             return x if dtype is None else astype(x, dtype)
         if isinstance(x, (list, tuple)) and _holds_arrays(x):
             return _stacked(x, dtype)
-        return Array(to_numpy(x, dtype=dtype))
+        return Array(to_numpy(x, dtype=dtype, copy=True))
     if copy:
         return _placed(array(x, dtype), device)
-    out = asarray(x, dtype)
-    if copy is False:
-        shares = out is x or (isinstance(x, np.ndarray) and out.dtype == x.dtype)
-        if not shares or device is not None and parse_device(device) != out.device:
-            raise ValueError(f"asarray(copy=False): a {type(x).__name__} of dtype "
-                             f"{getattr(x, 'dtype', type(x).__name__)} cannot become this array without a copy")
+    if copy is None:
+        return _placed(asarray(x, dtype), device)
+    out = asarray(x, dtype) if isinstance(x, (ArrayBase, list, tuple)) else Array(to_numpy(x, dtype=dtype))
+    shares = out is x or (isinstance(x, np.ndarray) and out.dtype == x.dtype)
+    if not shares or device is not None and parse_device(device) != out.device:
+        raise ValueError(f"asarray(copy=False): a {type(x).__name__} of dtype "
+                         f"{getattr(x, 'dtype', type(x).__name__)} cannot become this array without a copy")
     return _placed(out, device)
 
 
