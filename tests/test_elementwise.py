@@ -250,3 +250,20 @@ def test_fused_vjp_keeps_pytorchs_relu_at_infinite_cotangents():
     x = fg.asarray(np.array([-1.0, 2.0], np.float32))
     _, pullback = fg.vjp(nn.relu, x)
     assert_close(pullback(fg.asarray(np.array([np.inf, 3.0], np.float32)))[0], np.array([0.0, 3.0], np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_integer_powers_with_negative_exponents_are_pytorchs_and_jaxs(dtype):
+    """NumPy refuses them; PyTorch and JAX give the truncated quotient (0 ** -1 is 0), and so do
+    the eager primitive, jit's fused kernel and the CUDA kernel (in the simulator)."""
+    from fractions import Fraction
+    base, exponent = np.meshgrid(np.arange(-3, 4), np.arange(-4, 4))
+    base, exponent = base.ravel().astype(dtype), exponent.ravel().astype(dtype)
+    expected = [0 if b == 0 and e < 0 else int(Fraction(int(b)) ** int(e)) for b, e in zip(base, exponent)]
+    x, y = fg.asarray(base), fg.asarray(exponent)
+    fused = fg.jit(lambda a, b: a ** b + 0)  # the + keeps power in a fused elementwise group
+    on_gpu = fg.device_put((x, y), "cuda")
+    for out in (x ** y, fnp.power(x, y), fused(x, y), on_gpu[0] ** on_gpu[1]):
+        assert out.dtype == dtype and out.tolist() == expected
+    with pytest.raises(ValueError, match="negative integer powers"):
+        x ** -1  # a negative Python exponent raises, as in NumPy, PyTorch and JAX

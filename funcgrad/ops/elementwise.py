@@ -138,9 +138,9 @@ def _first_order(fused: tuple[Primitive, str] | None, composed):
     return rule
 
 
-def _binary(name: str, impl, scalar, dx=None, dy=None, real_numbers: bool = False) -> Primitive:
+def _binary(name: str, impl, scalar, dx=None, dy=None, real_numbers: bool = False, shape_rule=None) -> Primitive:
     """dx(g, out, x, y) / dy(...) -> cotangent before un-broadcasting; None: not differentiable."""
-    prim = _elementwise(name, impl, scalar, differentiable=dx is not None, real_numbers=real_numbers)
+    prim = _elementwise(name, impl, scalar, shape_rule, differentiable=dx is not None, real_numbers=real_numbers)
     if dx is not None:
         defvjp(prim, lambda g, out, x, y: unbroadcast(dx(g, out, x, y), shape_of(x)),
                lambda g, out, x, y: unbroadcast(dy(g, out, x, y), shape_of(y)))
@@ -189,7 +189,33 @@ def _pow_dy(g, out, x, y):
     return mul_p(g, mul_p(out, select_p(x_is_zero, zero(dtype_of(out)), log_p(safe_x))))
 
 
-pow_p = _binary("pow", np.power, operator.pow, _pow_dx, _pow_dy)
+def _power(x, y):
+    """np.power, except integers to negative integer exponents, which NumPy refuses: PyTorch's and
+    JAX's values, as jit's fused kernels compute them (1 for a base of 1, +-1 by the exponent's
+    parity for -1, 0 for any other base, 0 included)."""
+    if np.result_type(x, y).kind == "i" and np.any(np.less(y, 0)):
+        negative = np.less(y, 0)
+        powers = np.power(x, np.where(negative, 0, y))
+        unit = np.where(np.equal(x, -1), np.where(np.equal(np.remainder(y, 2), 0), 1, -1), np.equal(x, 1))
+        return np.where(negative, unit, powers).astype(powers.dtype, copy=False)
+    return np.power(x, y)
+
+
+def _is_integer(a) -> bool:
+    dtype = a.dtype if isinstance(a, X.Expr) else None
+    return isinstance(a, int) if dtype is None else dtype.kind == "i"
+
+
+def _power_scalar(x, y):
+    """x ** y in jit's and the GPU's kernels, with _power's values for negative integer exponents."""
+    if not (_is_integer(x) and _is_integer(y)):
+        return x ** y
+    negative = y < 0
+    unit = X.where(x == -1, 1 - 2 * (y & 1), X.where(x == 1, 1, 0))
+    return X.where(negative, unit, x ** X.where(negative, 0, y))
+
+
+pow_p = _binary("pow", _power, _power_scalar, _pow_dx, _pow_dy, shape_rule=ufunc_shape(np.power))
 
 
 def _tie_mask(winner, tie, dtype):
