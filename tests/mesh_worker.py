@@ -177,6 +177,29 @@ try:
         gathered = np.stack([np.stack([all_shards(7, (4, 3))[q][b] for q in range(n)]) for b in range(4)])
         np.testing.assert_allclose(batched, gathered)
         assert int(dist.axis_index("i")) == rank and dist.axis_size("i") == n
+        # SyncBatchNorm over batches of unequal sizes (rank r holds r + 2 examples): BatchNorm1d of
+        # the whole batch at once, in values, input gradients of the ranks' summed losses, running statistics
+        from funcgrad.nn import parallel
+        sizes = [r + 2 for r in range(n)]
+        xs = [np.random.default_rng([11, r]).standard_normal((sizes[r], 3, 2)) for r in range(n)]
+        cs = [np.random.default_rng([12, r]).standard_normal((sizes[r], 3, 2)) for r in range(n)]
+
+        def trained(bn, x, c):
+            with fg.nn.collect_state(bn) as state:
+                y = bn(x, key=fg.random.key(0))
+            return fnp.sum(y * c), (y, state.updates())
+        sync = parallel.convert_sync_batchnorm(fg.nn.BatchNorm1d(3, dtype=fnp.float64), axis_name="i")
+        whole = fg.nn.BatchNorm1d(3, dtype=fnp.float64)
+        start = sum(sizes[:rank])
+        (_, (ys, ups)), g = fg.value_and_grad(trained, argnums=1, has_aux=True)(sync, fnp.asarray(xs[rank]), cs[rank])
+        (_, (y_all, ups_all)), g_all = fg.value_and_grad(trained, argnums=1, has_aux=True)(
+            whole, fnp.asarray(np.concatenate(xs)), np.concatenate(cs))
+        np.testing.assert_allclose(np.asarray(ys), np.asarray(y_all)[start:start + sizes[rank]], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(g_all)[start:start + sizes[rank]], rtol=1e-10, atol=1e-12)
+        jitted = fg.jit(fg.grad(trained, argnums=1, has_aux=True))(sync, fnp.asarray(xs[rank]), cs[rank])[0]
+        np.testing.assert_allclose(np.asarray(jitted), np.asarray(g), rtol=1e-12, atol=1e-14)
+        for k, v in ups_all.items():
+            np.testing.assert_allclose(np.asarray(ups[k]), np.asarray(v), rtol=1e-12)
         report("ok")
     elif scenario == "mesh2d":  # a dp x tp mesh: groups along each axis and both
         mesh = dist.make_mesh({"dp": 2, "tp": world // 2})

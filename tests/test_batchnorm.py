@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.dist
 import funcgrad.numpy as fnp
 from funcgrad import data, nn, optim
+from funcgrad.errors import ShapeError
 from funcgrad.train import fit
 
 from .helpers import assert_close
@@ -118,3 +120,59 @@ def test_functional_batch_norm_is_pytorchs(shape):
         F.batch_norm(x[(slice(1), slice(None)) + (slice(1),) * (len(shape) - 2)], None, None, training=True)
     with pytest.raises(fg.ShapeError, match=r"running_mean should have shape \(3,\)"):
         F.batch_norm(x, np.zeros(4), rv)
+
+
+def test_sync_batch_norm_over_a_vmap_axis_is_batch_norm_of_the_whole_batch():
+    """Four members of a vmap (as ranks of a mesh axis: tests/mesh_worker.py runs unequal batches on
+    processes) normalise with the whole batch's statistics, NumPy's formula; the input gradient of
+    the members' summed losses and the running statistics are those of one BatchNorm2d over the
+    concatenated batch."""
+    from funcgrad.nn import parallel
+    ranks, x, c = 4, RNG.standard_normal((4, 3, 2, 2, 3)), RNG.standard_normal((4, 3, 2, 2, 3))
+    sync = parallel.SyncBatchNorm(2, axis_name="r", dtype=fg.float64, momentum=0.3)
+    sync = sync.replace(weight=fnp.asarray([1.5, -0.5], dtype=fg.float64))
+
+    def member(bn, xi, ci):
+        with nn.collect_state(bn) as state:
+            y = bn(xi, key=fg.random.key(0))
+        return fnp.sum(y * ci), (y, state.updates())
+
+    def summed(bn, x, c):
+        losses, aux = fg.vmap(member, in_axes=(None, 0, 0), axis_name="r")(bn, x, c)
+        return fnp.sum(losses), aux
+    (_, (y, updates)), g = fg.value_and_grad(summed, argnums=1, has_aux=True)(sync, fnp.asarray(x), c)
+    whole = x.reshape(12, 2, 2, 3)
+    mean, var = whole.mean(axis=(0, 2, 3)), whole.var(axis=(0, 2, 3))
+    expected = (whole - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5) * np.array([1.5, -0.5])[:, None, None]
+    assert_close(np.asarray(y).reshape(whole.shape), expected, rtol=1e-12, atol=1e-12)
+    plain = nn.BatchNorm2d(2, dtype=fg.float64, momentum=0.3).replace(weight=sync.weight)
+    (_, (_, plain_updates)), g_plain = fg.value_and_grad(member, argnums=1, has_aux=True)(
+        plain, fnp.asarray(whole), c.reshape(whole.shape))
+    assert_close(np.asarray(g).reshape(whole.shape), g_plain, rtol=1e-10, atol=1e-12)
+    stats = nn.apply_state(sync, {k: v[0] for k, v in updates.items()})
+    assert_close(stats.running_mean, 0.3 * mean, rtol=1e-12)
+    assert_close(stats.running_var, 0.7 + 0.3 * var * 12 * 6 / (12 * 6 - 1), rtol=1e-12)
+    for k, v in plain_updates.items():
+        assert_close(updates[k][0], v, rtol=1e-12)
+
+
+def test_convert_sync_batch_norm_keeps_state_and_evaluation_needs_no_collective():
+    from funcgrad.nn import parallel
+    bn = nn.BatchNorm2d(3, dtype=fg.float64)
+    bn = bn.replace(running_mean=fnp.asarray([1.0, 2.0, 3.0], dtype=fg.float64))
+    model = nn.Sequential([nn.Conv2d(1, 3, 1, key=fg.random.key(0)), bn, nn.ReLU()])
+    synced = parallel.convert_sync_batchnorm(model, axis_name="dp")
+    layer = synced.layers[1]
+    assert type(layer) is parallel.SyncBatchNorm and layer.axis_name == "dp" and type(synced.layers[0]) is nn.Conv2d
+    assert np.asarray(layer.running_mean).tolist() == [1.0, 2.0, 3.0] and layer.momentum == bn.momentum
+    x = fnp.asarray(RNG.standard_normal((2, 1, 2, 2)))
+    assert_close(synced(x), model(x), rtol=1e-14)  # evaluation mode: the running statistics, no axis needed
+    with pytest.raises(fg.dist.DistError, match="no mesh"):
+        synced(x, key=fg.random.key(0))  # training outside a mesh or vmap naming the axis: not alone silently
+    with pytest.raises(ValueError, match="more than 1 value per channel .* on the only rank of axis 'dp'"):
+        fg.vmap(lambda x: layer(x, key=fg.random.key(0)), axis_name="dp")(fnp.ones((1, 1, 3)))
+    stateless = parallel.SyncBatchNorm(3, track_running_stats=False)
+    one_each = fg.vmap(lambda x: stateless(x, key=fg.random.key(0)), axis_name="dp")(fnp.asarray([[[1.0] * 3], [[3.0] * 3]]))
+    assert_close(one_each[:, 0, 0], [-1.0, 1.0], rtol=1e-4)  # one value on each of two members: a batch of two
+    with pytest.raises(ShapeError, match=r"rank 2 or more with 3 channels on axis 1, got shape \(3,\)"):
+        layer(fnp.ones(3))

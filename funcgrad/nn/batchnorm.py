@@ -35,25 +35,28 @@ class _BatchNorm(Module):
     def __call__(self, x, *, key=None):
         x = fnp.autocast_to_float32(fnp._float_arg(x))
         if x.ndim not in self.ranks or x.shape[1] != self.num_features:
-            raise ShapeError(f"{type(self).__name__}({self.num_features}) needs an input of rank "
-                             f"{' or '.join(map(str, self.ranks))} with {self.num_features} channels on axis 1, "
-                             f"got shape {x.shape}")
+            ranks = " or ".join(map(str, self.ranks)) if len(self.ranks) < 4 else f"{self.ranks[0]} or more"
+            raise ShapeError(f"{type(self).__name__}({self.num_features}) needs an input of rank {ranks} with "
+                             f"{self.num_features} channels on axis 1, got shape {x.shape}")
         training = key is not None if self.training is None else self.training
         if training or self.running_mean is None:
-            mean, var = _batch_statistics(x, type(self).__name__ if training else None)
+            mean, var, count = self._statistics(x, type(self).__name__ if training else None)
             if training and self.running_mean is not None:
-                self._record(mean, var, x.size // self.num_features)
+                self._record(mean, var * _bessel(count, var.dtype))
         else:
             mean, var = self.running_mean, self.running_var
         return _normalized(x, mean, var, self.weight, self.bias, self.eps)
 
-    def _record(self, mean, var, n: int) -> None:
+    def _statistics(self, x, training_caller: str | None):
+        """Each channel's mean and biased variance, and the number of values they are over."""
+        return _batch_statistics(x, training_caller) + (_per_channel_count(x),)
+
+    def _record(self, mean, unbiased_var) -> None:
         count = self.num_batches_tracked + 1.0
         factor = 1.0 / count if self.momentum is None else self.momentum
-        unbiased = var * (n / max(n - 1, 1))
         name = type(self).__name__
         record_state(name, self.running_mean, (1.0 - factor) * self.running_mean + factor * mean)
-        record_state(name, self.running_var, (1.0 - factor) * self.running_var + factor * unbiased)
+        record_state(name, self.running_var, (1.0 - factor) * self.running_var + factor * unbiased_var)
         record_state(name, self.num_batches_tracked, count)
 
 
@@ -72,16 +75,32 @@ class BatchNorm3d(_BatchNorm):
     ranks = (5,)
 
 
+def _per_channel_count(x) -> int:
+    return x.size // x.shape[1] if x.shape[1] else 0
+
+
 def _batch_statistics(x, training_caller: str | None):
     """The mean and biased variance (PyTorch's) of each channel of x (N, C, ...); a caller that
     trains needs two values per channel (the running variance is unbiased: it divides by n - 1)."""
-    n = x.size // x.shape[1] if x.shape[1] else 0
-    if training_caller is not None and n < 2:
+    if training_caller is not None and _per_channel_count(x) < 2:
         raise ValueError(f"{training_caller}: expected more than 1 value per channel when training, got input of "
                          f"shape {x.shape}")
-    axes = (0,) + tuple(range(2, x.ndim))
+    axes = channel_axes(x.ndim)
     mean = fnp.mean(x, axis=axes)
     return mean, fnp.mean(fnp.square(x - _per_channel(mean, x.ndim)), axis=axes)
+
+
+def _bessel(count, dtype):
+    """n / (n - 1), which makes a biased variance of n values unbiased: a Python float for an int n,
+    for an array n (a count summed over processes) an array of dtype."""
+    if isinstance(count, int):
+        return count / max(count - 1, 1)
+    return fnp.astype(count / fnp.maximum(count - 1.0, 1.0), dtype)
+
+
+def channel_axes(ndim: int) -> tuple[int, ...]:
+    """Every axis but the channel axis 1."""
+    return (0,) + tuple(range(2, ndim))
 
 
 def _per_channel(v, ndim: int):

@@ -1,4 +1,5 @@
-"""Tensor parallelism: Megatron-LM's layers over a mesh axis (import funcgrad.nn.parallel).
+"""Layers whose computation spans processes (import funcgrad.nn.parallel): Megatron-LM's
+tensor-parallel layers over a mesh axis, and SyncBatchNorm for data parallelism.
 
     mesh = dist.make_mesh({"dp": 2, "tp": 2})
     model = parallel.shard(GPT(...), axis="tp")   # this rank's slices of every split weight
@@ -13,6 +14,11 @@ forward, passed through backward): an MLP or an attention block costs one all-re
 one backward. Parameters outside the split layers (norms, biases of row layers) are held alike
 and get identical gradients on every rank.
 
+SyncBatchNorm is data parallelism's: each rank has its own batch and loss, the statistics are the
+whole batch's (psums), and psum's cotangent is psummed, so each rank's input gradient counts every
+rank's loss, as PyTorch's SyncBatchNorm backward all-reduces; the data-parallel mean of the weight
+gradients (all_reduce_tree) then gives the gradient of the mean loss.
+
 Modules here import funcgrad.dist (the collectives); funcgrad.nn itself does not import this.
 """
 from __future__ import annotations
@@ -21,11 +27,13 @@ from .. import dtypes
 from .. import numpy as fnp
 from ..dist import collectives as C
 from . import _functional as F
+from .batchnorm import _BatchNorm, _per_channel, _per_channel_count, channel_axes
 from .layers import Embedding, Linear, MultiHeadAttention, TransformerBlock
 from .module import Module, rebuilt
 
 __all__ = ["ColumnParallelLinear", "RowParallelLinear", "VocabParallelEmbedding", "ParallelMultiHeadAttention",
-           "vocab_parallel_cross_entropy", "shard", "unshard", "sequence_loss", "token_loss"]
+           "vocab_parallel_cross_entropy", "shard", "unshard", "sequence_loss", "token_loss", "SyncBatchNorm",
+           "convert_sync_batchnorm"]
 
 
 def _module(cls, **fields) -> Module:
@@ -233,3 +241,41 @@ def sequence_loss(model, batch, key=None):
 def token_loss(logits, targets, axis: str = "tp"):
     """funcgrad.models.gpt.token_loss of logits split over the vocabulary along axis."""
     return vocab_parallel_cross_entropy(fnp.reshape(logits, (-1, logits.shape[-1])), fnp.reshape(targets, (-1,)), axis)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """torch.nn.SyncBatchNorm: batch normalisation of inputs (N, C, ...) whose training statistics
+    are the whole batch's over the processes of a mesh axis (or the members of a vmap with that
+    axis_name): the count, sum and squared deviations of every rank's shard, summed. Ranks may hold
+    batches of different sizes (or none). Every rank normalises alike and records the same running
+    statistics; evaluation mode uses them and needs no collective."""
+    ranks = tuple(range(2, 33))
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, *, axis_name: str | tuple[str, ...] = "dp",
+                 training: bool | None = None, key=None, dtype=dtypes.float32):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, training=training, dtype=dtype)
+        self.axis_name = axis_name
+
+    def _statistics(self, x, training_caller: str | None):
+        n = _per_channel_count(x)
+        if training_caller is not None and n < 2 and C.axis_size(self.axis_name) == 1:
+            raise ValueError(f"{training_caller}: expected more than 1 value per channel when training, got input "
+                             f"of shape {x.shape} on the only rank of axis {self.axis_name!r}")
+        axes = channel_axes(x.ndim)
+        count = C.psum(fnp.asarray(float(n), dtypes.float64), self.axis_name)  # exact past float32's 2**24
+
+        def mean_of(values):
+            return fnp.astype(C.psum(fnp.sum(values, axis=axes), self.axis_name) / count, x.dtype)
+        mean = mean_of(x)
+        return mean, mean_of(fnp.square(x - _per_channel(mean, x.ndim))), count
+
+
+def convert_sync_batchnorm(model, axis_name: str | tuple[str, ...] = "dp"):
+    """model with every BatchNorm1d/2d/3d replaced by a SyncBatchNorm over axis_name that keeps its
+    parameters, running statistics and settings (torch.nn.SyncBatchNorm.convert_sync_batchnorm)."""
+    def synced(node):
+        if isinstance(node, _BatchNorm) and not isinstance(node, SyncBatchNorm):
+            return _module(SyncBatchNorm, **{**vars(node), "axis_name": axis_name})
+        return None
+    return rebuilt(model, synced)
