@@ -3,6 +3,7 @@ import os
 # CUDA kernels run in numba's simulator unless a run asks otherwise; set before numba loads.
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("ci", max_examples=12, deadline=None,
@@ -39,3 +40,22 @@ def _check_shape_rules() -> None:
 
 if os.environ.get("FUNCGRAD_CHECK_SHAPE_RULES"):
     _check_shape_rules()
+
+
+def _is_ptx_check(item) -> bool:
+    return item.path.name == "test_cuda_ptx.py"
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected
+def pytest_collection_modifyitems(session, config, items):
+    """The PTX check last, its shards started now, to compile beside the rest (tests/ptx_shards.py)."""
+    from . import ptx_shards
+    ptx = [item for item in items if _is_ptx_check(item)]
+    if ptx and ptx_shards.nvvm_available():
+        items[:] = [item for item in items if not _is_ptx_check(item)] + ptx
+        ptx_shards.start()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from . import ptx_shards
+    ptx_shards.stop()
