@@ -97,8 +97,8 @@ class custom_jvp:
         if self._reverse is None:
             nondiff_argnums = self.nondiff_argnums
 
-            def fwd(*args):
-                return self.fun(*args), args
+            def fwd(*args):  # through the rule again: a lower level (a Hessian's) must not differentiate fun
+                return self(*args), args
 
             def bwd(*rest):
                 *nondiff, args, g = rest

@@ -114,6 +114,25 @@ def test_custom_jvp_in_forward_and_reverse_mode():
         fg.grad(fg.custom_jvp(fnp.sin))(1.0)
 
 
+def test_custom_jvp_rules_serve_every_order_of_reverse_mode():
+    """A rule that calls the function again (its output in the derivative) is used at every level
+    of a nested grad: no level differentiates the body, whose derivative is NaN at 0 here."""
+    @fg.custom_jvp
+    def sine(x):
+        return fnp.sqrt(x * x) * 0.0 + fnp.sin(x)
+
+    @sine.defjvp
+    def sine_jvp(primals, tangents):
+        y = sine(primals[0])
+        return y, tangents[0] * fnp.sqrt(1.0 - y * y)  # cos x for |x| < pi / 2
+    derivative = fg.grad(sine)
+    for x in (0.0, 0.3):
+        x = np.float64(x)
+        third = [fg.grad(fg.grad(derivative))(x), fg.jacfwd(fg.grad(derivative))(x), fg.grad(fg.jacfwd(derivative))(x)]
+        assert_close(third, [-np.cos(x)] * 3, rtol=1e-12)
+        assert_close(fg.hessian(sine)(x), -np.sin(x), atol=1e-15)
+
+
 def test_linearize_eval_shape_disable_jit_and_aliases():
     out, f_jvp = fg.linearize(fnp.sin, 1.0)
     assert_close(out, np.sin(1.0))
