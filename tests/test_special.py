@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad import lax
 from funcgrad.scipy import special as S
 
@@ -64,8 +65,27 @@ def test_derivatives_of_every_order():
     assert_close(fg.grad(lambda v: S.gammaln(v).sum())(x), S.digamma(x), rtol=1e-14)
     assert_close(fg.grad(lambda v: fg.grad(lambda u: S.gammaln(u).sum())(v).sum())(x), S.polygamma(1, x), rtol=1e-14)
     fg.check_grads(S.erfc, (x,), order=2)
-    fg.check_grads(S.erfinv, (np.array([-0.9, -0.3, 0.2, 0.95]),), order=2)
+    fg.check_grads(S.erfinv, (np.array([-0.9, -0.3, 0.0, 0.2, 0.95]),), order=2)
     fg.check_grads(S.log_ndtr, (np.array([-30.0, -5.0, 0.5, 9.0]),), order=1)
+
+
+def test_erfinv_and_sinc_differentiate_at_zero_to_every_order():
+    """erfinv' = sqrt(pi) / 2 exp(erfinv^2), sqrt(pi) / 2 at 0 (autodiff through its Newton start
+    gave NaN there); sinc's derivatives at 0 are its Maclaurin series' (the where-guarded quotient
+    gave a zero second derivative, not -pi^2 / 3)."""
+    zero = np.float64(0.0)
+    d_erfinv = fg.grad(lambda v: S.erfinv(v))
+    assert_close(d_erfinv(zero), math.sqrt(math.pi) / 2, rtol=1e-15)
+    assert_close(fg.grad(d_erfinv)(zero), 0.0, atol=1e-15)
+    assert_close(fg.grad(fg.grad(d_erfinv))(zero), math.pi ** 1.5 / 4, rtol=1e-14)  # 2 erfinv'(0)^3
+    sinc = lambda v: fnp.sinc(v)  # noqa: E731
+    derivatives = [sinc]
+    for _ in range(4):
+        derivatives.append(fg.grad(derivatives[-1]))
+    assert_close([float(d(zero)) for d in derivatives], [1.0, 0.0, -math.pi ** 2 / 3, 0.0, math.pi ** 4 / 5], rtol=1e-14)
+    x = np.array([0.0, 0.5, -1.5])
+    fg.check_grads(lambda v: fnp.sinc(v), (x[1:],), order=2)
+    assert_close(fg.vmap(derivatives[2])(x)[1:], fg.vmap(fg.hessian(lambda v: fnp.sinc(v)))(x)[1:], rtol=1e-14)
 
 
 def test_error_functions_and_normal_quantiles():

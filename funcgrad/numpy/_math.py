@@ -2,6 +2,7 @@
 integer helpers that need concrete values (gcd, lcm, frexp)."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -11,6 +12,7 @@ import numpy as np
 from .. import dtypes
 from . import _base as fnp
 from ..array import Array, ArrayBase
+from ..custom import custom_jvp
 from ..ops import prng
 from ..trace import bind
 from ._scalar_types import ScalarType
@@ -209,11 +211,27 @@ def isneginf(x):
 
 
 def sinc(x):
-    """sin(pi x) / (pi x), 1 at 0 (and a zero derivative there)."""
+    """sin(pi x) / (pi x), 1 at 0, where its derivatives of every order are the Maclaurin
+    series' (JAX's rule: the quotient's would be 0 / 0)."""
     x = fnp._float_arg(x)
     zero = fnp.equal(x, 0)
     y = math.pi * fnp.where(zero, np.ones((), x.dtype), x)
-    return fnp.where(zero, np.ones((), x.dtype), fnp.sin(y) / y)
+    return fnp.where(zero, _sinc_at_zero(0, x), fnp.sin(y) / y)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _sinc_at_zero(k: int, x):
+    """sinc's k-th derivative at 0, shaped as x: (-1)^(k/2) pi^k / (k + 1) for even k, 0 for odd;
+    its derivative is the next one."""
+    return fnp.full_like(x, 0.0 if k % 2 else (-1) ** (k // 2) * math.pi ** k / (k + 1))
+
+
+def _sinc_at_zero_jvp(k, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _sinc_at_zero(k, x), _sinc_at_zero(k + 1, x) * t
+
+
+_sinc_at_zero.defjvp(_sinc_at_zero_jvp)
 
 
 def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
