@@ -172,7 +172,8 @@ def test_convert_sync_batch_norm_keeps_state_and_evaluation_needs_no_collective(
     with pytest.raises(ValueError, match="more than 1 value per channel .* on the only rank of axis 'dp'"):
         fg.vmap(lambda x: layer(x, key=fg.random.key(0)), axis_name="dp")(fnp.ones((1, 1, 3)))
     stateless = parallel.SyncBatchNorm(3, track_running_stats=False)
-    one_each = fg.vmap(lambda x: stateless(x, key=fg.random.key(0)), axis_name="dp")(fnp.asarray([[[1.0] * 3], [[3.0] * 3]]))
+    pair = fnp.asarray([[[1.0] * 3], [[3.0] * 3]])
+    one_each = fg.vmap(lambda x: stateless(x, key=fg.random.key(0)), axis_name="dp")(pair)
     assert_close(one_each[:, 0, 0], [-1.0, 1.0], rtol=1e-4)  # one value on each of two members: a batch of two
     with pytest.raises(ShapeError, match=r"rank 2 or more with 3 channels on axis 1, got shape \(3,\)"):
         layer(fnp.ones(3))

@@ -157,7 +157,8 @@ def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8, *, dim: int | No
     norm clamped alone: clamping their product turned small vectors' cosines toward 0)."""
     x1, x2 = fnp._common([fnp._float_arg(v) for v in fnp._arrays(x1, x2)])
     axis = _axis(axis, dim)
-    unit1, unit2 = (x / fnp.maximum(fnp.sqrt(fnp.sum(x * x, axis=axis, keepdims=True)), eps) for x in (x1, x2))
+    # vector_norm's gradient at a zero vector is 0 (a plain sqrt's would be NaN there, not PyTorch's y / eps)
+    unit1, unit2 = (x / fnp.maximum(fnp.linalg.vector_norm(x, axis=axis, keepdims=True), eps) for x in (x1, x2))
     return fnp.sum(unit1 * unit2, axis=axis)
 
 

@@ -29,7 +29,7 @@ def rrelu(x, lower: float = 1 / 8, upper: float = 1 / 3, training: bool = False,
         slope = (lower + upper) / 2
     else:
         slope = random.uniform(key, x.shape, x.dtype, lower, upper)
-    return fnp.where(x >= 0, x, x * slope)
+    return fnp.where(x > 0, x, x * slope)  # the slope's gradient at 0, as leaky_relu's and PyTorch's
 
 
 def _alpha_dropout(x, p: float, key, mask_shape):

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import numpy as fnp
+from ..custom import custom_jvp
 from ..errors import ShapeError
 from ..ops import reductions as R
 from ..trace import bind
@@ -187,12 +188,23 @@ def _elementwise_weight(weight, like, fname: str, name: str = "weight"):
     return weight
 
 
+def _clamp_min_0(x):
+    """max(x, 0) with PyTorch's clamp_min gradient, 1 at 0: its margin losses clamp (a hinge exactly
+    at the margin still pushes), where relu's is 0 there."""
+    return fnp.clip(x, 0.0, None)
+
+
 def binary_cross_entropy_with_logits(logits, targets, weight=None, reduction: str = "mean", pos_weight=None):
     """-w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], computed stably from logits, with
     PyTorch's weight (per element, broadcast) and pos_weight (p: per class, weighting positives)."""
     logits, targets = _matching(logits, targets, "binary_cross_entropy_with_logits", float_target=True)
     if pos_weight is None:
-        loss = relu(logits) - logits * targets + _softplus(-fnp.abs(logits))
+        # softplus(x) - x y, written for each sign so that no large terms cancel; relu(x) - x y +
+        # softplus(-|x|) did that too, but its kinks' zero gradients at x = 0 made a zero logit's
+        # gradient -y instead of sigmoid(0) - y = 1/2 - y (a zero-initialised head's first step)
+        positive = logits >= 0
+        loss = fnp.where(positive, (1.0 - targets) * logits + _softplus(-logits),
+                         _softplus(logits) - logits * targets)
     else:
         pos_weight = _elementwise_weight(pos_weight, logits, "binary_cross_entropy_with_logits",
                                          "pos_weight")
@@ -247,6 +259,27 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False):  #
     return _reduce(loss, reduction)
 
 
+def _clamped_logs(probs):
+    return fnp.maximum(fnp.log(probs), -100.0), fnp.maximum(fnp.log1p(-probs), -100.0)
+
+
+@custom_jvp
+def _binary_cross_entropy(probs, targets):
+    """-[y log p + (1 - y) log(1 - p)], each log clamped at -100 as PyTorch's."""
+    log_p, log_q = _clamped_logs(probs)
+    return -(targets * log_p + (1.0 - targets) * log_q)
+
+
+@_binary_cross_entropy.defjvp
+def _binary_cross_entropy_jvp(primals, tangents):
+    """PyTorch's derivatives: (p - y) / max(p (1 - p), 1e-12) for p, finite at p = 0 or 1 (where
+    the clamped logs' would be 0 * inf), and log(1 - p) - log p (unclamped) for y."""
+    (probs, targets), (t_probs, t_targets) = primals, tangents
+    slope = (probs - targets) / fnp.maximum(probs * (1.0 - probs), 1e-12)
+    log_odds_against = fnp.log1p(-probs) - fnp.log(probs)
+    return _binary_cross_entropy(probs, targets), t_probs * slope + t_targets * log_odds_against
+
+
 def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
     """-w [y log p + (1 - y) log(1 - p)] on probabilities, each log clamped at -100 as PyTorch."""
     probs, targets = _matching(probs, targets, "binary_cross_entropy", float_target=True)
@@ -255,9 +288,7 @@ def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
         bad = known[~((known >= 0) & (known <= 1))].ravel()[0]
         raise ValueError(f"binary_cross_entropy: every input must be a probability in [0, 1], got {bad} (for "
                          f"logits use binary_cross_entropy_with_logits)")
-    log_p = fnp.maximum(fnp.log(probs), -100.0)
-    log_q = fnp.maximum(fnp.log1p(-probs), -100.0)
-    loss = -(targets * log_p + (1.0 - targets) * log_q)
+    loss = _binary_cross_entropy(probs, targets)
     if weight is not None:
         loss = loss * _elementwise_weight(weight, probs, "binary_cross_entropy")
     return _reduce(loss, reduction)
@@ -312,14 +343,14 @@ def pdist(x, p: float = 2.0):
 def margin_ranking_loss(x1, x2, target, margin: float = 0.0, reduction: str = "mean"):
     """max(0, -y (x1 - x2) + margin): y = 1 wants x1 ranked above x2, y = -1 below."""
     x1, x2 = _same_shape("margin_ranking_loss", x1, x2)
-    return _reduce(relu(-_signs(target, x1, "margin_ranking_loss") * (x1 - x2) + margin), reduction)
+    return _reduce(_clamp_min_0(-_signs(target, x1, "margin_ranking_loss") * (x1 - x2) + margin), reduction)
 
 
 def hinge_embedding_loss(x, target, margin: float = 1.0, reduction: str = "mean"):
     """x where y = 1, max(0, margin - x) where y = -1 (PyTorch's: other labels count in both terms)."""
     x = fnp._float_arg(x)
     y = _signs(target, x, "hinge_embedding_loss")
-    return _reduce(fnp.where(y != 1, relu(margin - x), 0.0) + fnp.where(y != -1, x, 0.0), reduction)
+    return _reduce(fnp.where(y != 1, _clamp_min_0(margin - x), 0.0) + fnp.where(y != -1, x, 0.0), reduction)
 
 
 def cosine_embedding_loss(x1, x2, target, margin: float = 0.0, reduction: str = "mean"):
@@ -329,7 +360,7 @@ def cosine_embedding_loss(x1, x2, target, margin: float = 0.0, reduction: str = 
     squares = (fnp.sum(x1 * x1, axis=-1) + 1e-12) * (fnp.sum(x2 * x2, axis=-1) + 1e-12)
     cos = fnp.sum(x1 * x2, axis=-1) / fnp.sqrt(squares)
     y = _signs(target, cos, "cosine_embedding_loss")
-    return _reduce(fnp.where(y == 1, 1.0 - cos, 0.0) + fnp.where(y == -1, relu(cos - margin), 0.0), reduction)
+    return _reduce(fnp.where(y == 1, 1.0 - cos, 0.0) + fnp.where(y == -1, _clamp_min_0(cos - margin), 0.0), reduction)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
@@ -341,7 +372,7 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = fnp.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce(relu(d_pos - d_neg + margin), reduction)
+    return _reduce(_clamp_min_0(d_pos - d_neg + margin), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
@@ -354,7 +385,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
     if swap:
         d_neg = fnp.minimum(d_neg, distance(positive, negative))
-    return _reduce(relu(d_pos - d_neg + margin), reduction)
+    return _reduce(_clamp_min_0(d_pos - d_neg + margin), reduction)
 
 
 def multilabel_margin_loss(x, target, reduction: str = "mean"):

@@ -17,12 +17,14 @@ SERIES_TERMS, ASYMPTOTIC_TERMS = 50, 30
 
 
 def scaled_bessel_i(x, order: int):
-    """exp(-|x|) I_order(|x|) for order 0 or 1 (I_1's sign is the caller's)."""
-    ax = fnp.abs(fnp._float_arg(x))
+    """exp(-|x|) I_order(x) for order 0 or 1. I_1 is odd: its series starts from the signed x / 2,
+    so its derivative at 0 is 1/2 (a sign times I_1(|x|) would have a zero one there)."""
+    x = fnp._float_arg(x)
+    ax = fnp.abs(x)
     small = ax <= SERIES_LIMIT
     half = fnp.where(small, ax, 1.0) / 2
     quarter_square = half * half
-    term = half if order else fnp.ones_like(half)
+    term = fnp.where(small, x, 1.0) / 2 if order else fnp.ones_like(half)
     total = term
     for k in range(1, SERIES_TERMS + 1):
         term = term * quarter_square / (k * (k + order))
@@ -36,7 +38,7 @@ def scaled_bessel_i(x, order: int):
         term = term * (-(mu - (2 * k - 1) ** 2)) / (k * 8 * big)
         total = total + term
     asymptotic = total / fnp.sqrt(2 * math.pi * big)
-    return fnp.where(small, series, asymptotic)
+    return fnp.where(small, series, fnp.sign(x) * asymptotic if order else asymptotic)
 
 
 def i0(x):

@@ -358,8 +358,14 @@ def lstsq(a, b, rcond=None):
 
 def _safe_sqrt(s):
     """sqrt with a zero (not NaN) derivative at 0, as torch.linalg.norm."""
+    return _at_zero_flat(s, fnp.sqrt)
+
+
+def _at_zero_flat(s, power):
+    """power(s) for s >= 0, with the value and derivative 0 where s is 0 (torch.linalg.norm's
+    gradients: NaN or inf there otherwise, for roots and powers below 1)."""
     zero = fnp.equal(s, 0)
-    return fnp.where(zero, np.zeros((), s.dtype), fnp.sqrt(fnp.where(zero, np.ones((), s.dtype), s)))
+    return fnp.where(zero, np.zeros((), s.dtype), power(fnp.where(zero, np.ones((), s.dtype), s)))
 
 
 def vector_norm(x, ord=2, axis=None, keepdims: bool = False):  # noqa: A002
@@ -382,10 +388,19 @@ def vector_norm(x, ord=2, axis=None, keepdims: bool = False):  # noqa: A002
     elif isinstance(ord, str):
         raise ValueError(f"invalid norm order {ord!r} for vectors")
     else:
-        out = fnp.power(fnp.sum(fnp.power(mag, float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
+        out = _power_norm(mag, float(ord), axis, keepdims)
     if shape is not None and keepdims:
         out = fnp.reshape(out, (1,) * len(shape))
     return out
+
+
+def _power_norm(mag, p: float, axis, keepdims: bool):
+    """(sum |x|^p)^(1/p); for p > 0 with torch's zero gradient at zero entries and a zero norm (a
+    negative p's norm is 0 where an entry is: |0|^p is inf)."""
+    if p < 0:
+        return fnp.power(fnp.sum(fnp.power(mag, p), axis=axis, keepdims=keepdims), 1.0 / p)
+    powers = _at_zero_flat(mag, lambda m: fnp.power(m, p))
+    return _at_zero_flat(fnp.sum(powers, axis=axis, keepdims=keepdims), lambda t: fnp.power(t, 1.0 / p))
 
 
 def matrix_norm(x, ord="fro", keepdims: bool = False):  # noqa: A002

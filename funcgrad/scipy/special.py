@@ -190,16 +190,27 @@ def ndtr(x):
 
 def ndtri(p):
     """The standard normal quantile function, from erfc's inverse at 2 min(p, 1 - p) (exact), so
-    tails as deep as p = 1e-300 keep their precision."""
+    tails as deep as p = 1e-300 keep their precision. Its derivative is the inverse's,
+    sqrt(2 pi) exp(x^2 / 2), to every order (autodiff through the branch at 1/2 gave NaN there)."""
     p = fnp._float_arg(p)
-    q = fnp.astype(p, dtypes.float64)
+    return fnp.astype(_ndtri64(fnp.astype(p, dtypes.float64)), p.dtype)
+
+
+@custom_jvp
+def _ndtri64(q):
     lower = q < 0.5
     tail = fnp.where(lower, 2.0 * q, 2.0 * (1.0 - q))
     inside = (q > 0) & (q < 1)
     x = math.sqrt(2) * _inverse_erfc(fnp.where(inside, tail, 1.0))
     out = fnp.where(lower, -x, x)
     edge = fnp.where(q == 0, -math.inf, fnp.where(q == 1, math.inf, math.nan))
-    return fnp.astype(fnp.where(inside, out, edge), p.dtype)
+    return fnp.where(inside, out, edge)
+
+
+@_ndtri64.defjvp
+def _ndtri64_jvp(primals, tangents):
+    out = _ndtri64(primals[0])
+    return out, tangents[0] * math.sqrt(2 * math.pi) * fnp.exp(out * out / 2)
 
 
 def log_ndtr(x):
@@ -272,8 +283,7 @@ def i0(x):
 
 def i1e(x):
     """exp(-|x|) I_1(x), odd in x."""
-    x = fnp._float_arg(x)
-    return fnp.sign(x) * fnp._bessel.scaled_bessel_i(x, 1)
+    return fnp._bessel.scaled_bessel_i(x, 1)
 
 
 def i1(x):

@@ -1,0 +1,75 @@
+"""Gradients at kinks, zeros and saturated inputs, where a composed formula's conventions (a relu's
+or abs's zero slope at 0, 0 * inf) gave a value PyTorch's rules do not: each against the
+closed-form derivative PyTorch uses, written in NumPy."""
+import math
+
+import numpy as np
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import nn
+from funcgrad.scipy import special as S
+
+from .helpers import assert_close
+
+
+def _grads(f, *args):
+    return [np.asarray(g) for g in fg.grad(lambda *a: fnp.sum(f(*a)), argnums=tuple(range(len(args))))(
+        *[fnp.asarray(np.asarray(a, np.float64)) for a in args])]
+
+
+def test_binary_cross_entropy_with_logits_at_a_zero_logit_and_far_out():
+    """sigmoid(x) - y: 1/2 - y at x = 0 (it was -y: a zero-initialised head's first step); values
+    exact to the last bit of float64 at |x| = 30 and 100, against softplus(x) - x y in 60 digits."""
+    x, y = np.array([0.0, 0.0, 30.0, -30.0, 100.0, -100.0, 1e-3]), np.array([0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.5])
+    (g,) = _grads(lambda v: nn.binary_cross_entropy_with_logits(v, fnp.asarray(y), reduction="none"), x)
+    assert_close(g, (1 - y) / (1 + np.exp(-x)) - y / (1 + np.exp(x)), rtol=1e-15, atol=1e-16)
+    expected = [0.6931471805599453, 0.6931471805599453, 9.357622968840175e-14, 9.357622968840175e-14, 100.0, 100.0,
+                0.6931471807849453]  # log(1 + e^x) - x y, by Python's decimal at 60 digits
+    assert_close(nn.binary_cross_entropy_with_logits(x, y, reduction="none"), expected, rtol=1e-15)
+
+
+def test_binary_cross_entropy_is_finite_at_saturated_probabilities():
+    p, y = np.array([0.0, 0.5, 1.0, 1e-20]), np.array([0.0, 1.0, 1.0, 1.0])
+    g_p, g_y = _grads(lambda a, b: nn.binary_cross_entropy(a, b, reduction="none"), p, y)
+    assert_close(g_p, (p - y) / np.maximum(p * (1 - p), 1e-12), rtol=1e-15)  # PyTorch's formula
+    with np.errstate(divide="ignore"):
+        assert_close(g_y, np.log1p(-p) - np.log(p), rtol=1e-15)
+    losses = nn.binary_cross_entropy(p, y, reduction="none")
+    assert_close(losses, [0.0, math.log(2), 0.0, 20 * math.log(10)], rtol=1e-15)
+
+
+def test_margin_losses_clamp_as_pytorch_so_a_hinge_at_its_margin_still_pushes():
+    x1, x2, y = np.array([0.5, 1.0]), np.array([0.0, 0.5]), np.array([1.0, -1.0])
+    g1, g2 = _grads(lambda a, b: nn.margin_ranking_loss(a, b, fnp.asarray(y), margin=0.5, reduction="sum"), x1, x2)
+    assert_close(g1, -y) and assert_close(g2, y)  # both terms sit exactly at the margin: slope 1, not 0
+    (g,) = _grads(lambda a: nn.hinge_embedding_loss(a, fnp.asarray([1.0, -1.0]), reduction="sum"), [0.5, 1.0])
+    assert_close(g, [1.0, -1.0])
+    a, p, n = np.array([[0.0, 1.0]]), np.array([[0.0, 1.0]]), np.array([[1.0, 1.0]])
+    (g,) = _grads(lambda v: nn.triplet_margin_loss(fnp.asarray(a), fnp.asarray(p), v, margin=1.0, eps=0.0), n)
+    assert_close(g, [[-1.0, 0.0]])  # d_pos - d_neg + margin = 0 - 1 + 1: the negative is still pushed away
+
+
+def test_rrelu_cosine_similarity_and_p_norms_at_zero():
+    (g,) = _grads(lambda v: nn.rrelu(v, 0.1, 0.3), [-1.0, 0.0, 1.0])
+    assert_close(g, [0.2, 0.2, 1.0])  # the slope at 0, as leaky_relu
+    x, other = np.zeros(2), np.array([1.0, 2.0])
+    (g,) = _grads(lambda v: nn.cosine_similarity(v[None], fnp.asarray(other)[None]), x)
+    assert_close(g, other / (1e-8 * np.linalg.norm(other)), rtol=1e-12)  # the clamped norm's, not NaN
+    for p in (0.5, 3.0):
+        (g,) = _grads(lambda v: fnp.linalg.vector_norm(v, p), [1.0, -3.0, 0.0])
+        norm = (1 + 3 ** p) ** (1 / p)
+        assert_close(g, [norm ** (1 - p), -(3 ** (p - 1)) * norm ** (1 - p), 0.0], rtol=1e-14)
+        assert_close(_grads(lambda v: fnp.linalg.vector_norm(v, p), [0.0, 0.0])[0], [0.0, 0.0])
+
+
+def test_special_functions_differentiate_at_zero_and_one_half():
+    x = np.array([0.0, 1e-3, 3.0])
+    i1_slope = np.asarray(S.i0(x)) - np.where(x == 0, 0.5, np.asarray(S.i1(x)) / np.where(x == 0, 1, x))
+    (g,) = _grads(S.i1, x)
+    assert_close(g, i1_slope, rtol=1e-14)  # I1' = I0 - I1 / x: 1/2 at 0 (it was 0)
+    (g,) = _grads(S.i1e, x)
+    assert_close(g, np.exp(-x) * i1_slope - S.i1e(x), rtol=1e-13)
+    q = np.array([1e-10, 0.3, 0.5, 0.999])
+    (g,) = _grads(S.ndtri, q)
+    assert_close(g, np.sqrt(2 * np.pi) * np.exp(np.asarray(S.ndtri(q)) ** 2 / 2), rtol=1e-13)
