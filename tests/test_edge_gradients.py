@@ -73,3 +73,20 @@ def test_special_functions_differentiate_at_zero_and_one_half():
     q = np.array([1e-10, 0.3, 0.5, 0.999])
     (g,) = _grads(S.ndtri, q)
     assert_close(g, np.sqrt(2 * np.pi) * np.exp(np.asarray(S.ndtri(q)) ** 2 / 2), rtol=1e-13)
+
+
+def test_adaptive_max_pooling_gives_tied_windows_gradient_at_their_first_maximum():
+    """As PyTorch's (and max_pool's here): after a relu many windows tie at 0; the gradient goes to
+    the first maximal position of each window (it was split among them), windows from PyTorch's
+    bounds floor(i L / m) .. ceil((i + 1) L / m)."""
+    x = np.array([[[0.0, 0.0, 2.0, 2.0, 0.0, 1.0, 1.0]]])
+    weights = np.array([1.0, 10.0, 100.0])
+    (g,) = _grads(lambda v: nn.adaptive_max_pool1d(v, 3) * fnp.asarray(weights), x)
+    expected = np.zeros(7)
+    for i, w in enumerate(weights):
+        start, stop = i * 7 // 3, -(-(i + 1) * 7 // 3)
+        expected[start + int(np.argmax(x[0, 0, start:stop]))] += w
+    assert_close(g[0, 0], expected)
+    volume = np.zeros((1, 1, 2, 2, 2))
+    (g,) = _grads(lambda v: nn.adaptive_max_pool3d(v, 1), volume)
+    assert g.ravel().tolist() == [1.0] + [0.0] * 7

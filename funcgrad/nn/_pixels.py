@@ -136,9 +136,9 @@ def adaptive_max_pool2d(x, output_size, return_indices: bool = False):
     for r0, r1 in Cv._adaptive_bounds(h, out_h):
         for c0, c1 in Cv._adaptive_bounds(w, out_w):
             window = fnp.reshape(x[:, :, r0:r1, c0:c1], x.shape[:2] + ((r1 - r0) * (c1 - c0),))
-            values.append(fnp.max(window, axis=-1))
+            flat = fnp.argmax(window, axis=-1)  # the first maximum takes the gradient, as PyTorch's
+            values.append(fnp.take_along_axis(window, flat[..., None], axis=-1)[..., 0])
             if return_indices:
-                flat = fnp.argmax(window, axis=-1)
                 positions.append((flat // (c1 - c0) + r0) * w + flat % (c1 - c0) + c0)
     shape = x.shape[:2] + (out_h, out_w)
     out = fnp.reshape(fnp.stack(values, -1), shape)

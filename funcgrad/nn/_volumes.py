@@ -145,9 +145,9 @@ def adaptive_max_pool3d(x, output_size, return_indices: bool = False):
             *(Cv._adaptive_bounds(n, m) for n, m in zip(x.shape[2:], sizes))):
         extent = (d1 - d0, h1 - h0, w1 - w0)
         window = fnp.reshape(x[:, :, d0:d1, h0:h1, w0:w1], x.shape[:2] + (int(np.prod(extent)),))
-        values.append(fnp.max(window, axis=-1))
+        flat = fnp.argmax(window, axis=-1)  # the first maximum takes the gradient, as PyTorch's
+        values.append(fnp.take_along_axis(window, flat[..., None], axis=-1)[..., 0])
         if return_indices:
-            flat = fnp.argmax(window, axis=-1)
             d, h, w = flat // (extent[1] * extent[2]) + d0, flat // extent[2] % extent[1] + h0, flat % extent[2] + w0
             positions.append((d * height + h) * width + w)
     shape = x.shape[:2] + sizes
