@@ -90,3 +90,18 @@ def test_adaptive_max_pooling_gives_tied_windows_gradient_at_their_first_maximum
     volume = np.zeros((1, 1, 2, 2, 2))
     (g,) = _grads(lambda v: nn.adaptive_max_pool3d(v, 1), volume)
     assert g.ravel().tolist() == [1.0] + [0.0] * 7
+
+
+def test_grid_sample_border_padding_counts_the_border_as_outside():
+    """PyTorch's clip_coordinates_set_grad: a grid point exactly on the border has a zero gradient
+    along that axis (the clip's slope 1 gave another); along the other axis it is the bilinear
+    slope, (x[r1] - x[r0]) (H - 1) / 2 with align_corners."""
+    image = np.arange(20.0).reshape(1, 1, 4, 5) ** 1.5
+    grid = np.array([[[[1.0, 0.2], [-1.0, -0.4]]]])  # x on the right and left borders
+
+    def sampled(g):
+        return nn.grid_sample(fnp.asarray(image), g, padding_mode="border", align_corners=True)
+    (g,) = _grads(sampled, grid)
+    rows = (np.array([0.2, -0.4]) + 1) * 1.5  # y in pixels: 1.8 and 0.9
+    slopes = [(image[0, 0, int(r) + 1, col] - image[0, 0, int(r), col]) * 1.5 for r, col in zip(rows, (4, 0))]
+    assert_close(g[0, 0], [[0.0, slopes[0]], [0.0, slopes[1]]], rtol=1e-14)

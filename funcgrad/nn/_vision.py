@@ -74,8 +74,11 @@ def _padded_coordinate(coord, size: int, padding_mode: str, align_corners: bool)
         return coord
     if padding_mode == "reflection":
         coord = _reflected(coord, 0, 2 * (size - 1)) if align_corners else _reflected(coord, -1, 2 * size - 1)
-    coord = fnp.clip(coord, 0.0, float(size - 1))
-    return fnp.where(fnp.isnan(coord), 0.0, coord)  # PyTorch's clamp sends NaN to the low end
+    # PyTorch's clip_coordinates_set_grad: the bounds count as outside, with a zero gradient there
+    # (a clip's would be 1); its clamp sends NaN to the low end
+    high = float(size - 1)
+    coord = fnp.where(coord <= 0.0, 0.0, fnp.where(coord >= high, high, coord))
+    return fnp.where(fnp.isnan(coord), 0.0, coord)
 
 
 def _gather_taps(flat, spatial, taps):
