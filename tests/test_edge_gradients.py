@@ -105,3 +105,29 @@ def test_grid_sample_border_padding_counts_the_border_as_outside():
     rows = (np.array([0.2, -0.4]) + 1) * 1.5  # y in pixels: 1.8 and 0.9
     slopes = [(image[0, 0, int(r) + 1, col] - image[0, 0, int(r), col]) * 1.5 for r, col in zip(rows, (4, 0))]
     assert_close(g[0, 0], [[0.0, slopes[0]], [0.0, slopes[1]]], rtol=1e-14)
+
+
+def test_xlogy_keeps_its_slope_in_x_at_zero_and_categoricals_differentiate_through_zero_probabilities():
+    """d/dx x log y = log y also at x = 0 (it was 0: a Dirichlet's or Beta's concentration of 1 lost
+    its log x term); log(y) outside its domain gives 0 there, and the value stays 0. Categorical,
+    OneHotCategorical and Multinomial from probs with zeros: d log p_k / d p_j = [j = k] / p_k - 1 / sum p
+    (PyTorch's; it was NaN, 0 * inf through log 0)."""
+    from funcgrad import distributions as D
+    x, y = np.array([0.0, 0.0, 0.0, 2.0]), np.array([0.2, 0.0, np.inf, 3.0])
+    g_x, g_y = _grads(S.xlogy, x, y)
+    assert_close(g_x, [math.log(0.2), 0.0, 0.0, math.log(3.0)]) and assert_close(g_y, [0.0, 0.0, 0.0, 2 / 3])
+    g_x, _ = _grads(S.xlog1py, x, np.array([-0.8, -1.0, -3.0, 2.0]))
+    assert_close(g_x, [math.log(0.2), 0.0, 0.0, math.log(3.0)])
+    values = S.xlog1py(fnp.asarray(x), fnp.asarray([-0.8, -1.0, -3.0, 2.0]))
+    assert_close(values, [0, 0, 0, 2 * math.log(3)], rtol=1e-15)
+    alpha, point = np.array([1.0, 2.0, 3.0]), np.array([0.2, 0.3, 0.5])
+    (g,) = _grads(lambda a: D.Dirichlet(a).log_prob(fnp.asarray(point)), alpha)
+    digamma = np.asarray(S.digamma(alpha)), float(S.digamma(np.float64(alpha.sum())))
+    assert_close(g, np.log(point) - digamma[0] + digamma[1], rtol=1e-13)
+    probs, k = np.array([0.0, 0.8, 1.2]), 1
+    expected = -np.ones(3) / probs.sum()
+    expected[k] += 1 / probs[k]
+    for make, value in ((lambda p: D.Categorical(probs=p), k), (lambda p: D.OneHotCategorical(probs=p), np.eye(3)[k]),
+                        (lambda p: D.Multinomial(1, probs=p), np.eye(3)[k])):
+        (g,) = _grads(lambda p: make(p).log_prob(fnp.asarray(value)), probs)
+        assert_close(g, expected, rtol=1e-14)

@@ -29,13 +29,24 @@ def _set_binary(dist, positive: bool = False) -> None:
     object.__setattr__(dist, "probs", special.expit(logits))
 
 
+def _log_of_probs(probs):
+    """log p, -inf where p is 0 with a zero derivative there: log's 1 / p would make every
+    gradient NaN (0 * inf in the backward pass), where PyTorch's are finite."""
+    possible = probs > 0
+    return fnp.where(possible, fnp.log(fnp.where(possible, probs, 1.0)), -math.inf)
+
+
 def _set_categorical(dist) -> None:
     """dist.logits normalised over the last axis (log-probabilities) and dist.probs."""
     name = type(dist).__name__
     if dist.probs is not None and dist.validate_args:
         _check(fnp._float_arg(dist.probs) >= 0, f"{name}: probs must be non-negative")
-    logits = _probs_or_logits(name, dist.probs, dist.logits, fnp.log)
-    logits = logits - fnp.logsumexp(logits, axis=-1, keepdims=True)
+    if dist.probs is None:
+        logits = _probs_or_logits(name, dist.probs, dist.logits, fnp.log)
+        logits = logits - fnp.logsumexp(logits, axis=-1, keepdims=True)
+    else:  # normalised as probabilities (PyTorch's p / sum p): a zero one's gradient is then -1 / sum p
+        probs = _probs_or_logits(name, dist.probs, dist.logits, lambda p: p)
+        logits = _log_of_probs(probs / fnp.sum(probs, axis=-1, keepdims=True))
     object.__setattr__(dist, "logits", logits)
     object.__setattr__(dist, "probs", fnp.exp(logits))
 
@@ -108,16 +119,19 @@ class Categorical(Distribution):
         return random.categorical(key, self.logits, axis=-1, shape=self._shape(sample_shape))
 
     def log_prob(self, value):
-        n = self.logits.shape[-1]
         value = fnp.asarray(value)
         self._check_sample(value)
-        index = fnp.astype(value, fnp.int64)
-        shape = np.broadcast_shapes(tuple(index.shape), self.batch_shape)
-        logits = fnp.broadcast_to(self.logits, shape + (n,))
-        return fnp.take_along_axis(logits, fnp.expand_dims(fnp.broadcast_to(index, shape), -1), axis=-1)[..., 0]
+        return _logit_at(self.logits, fnp.astype(value, fnp.int64))
 
     def entropy(self):
         return -fnp.sum(self.probs * _finite(self.logits), axis=-1)
+
+
+def _logit_at(logits, index):
+    """logits[..., index] (normalised logits: the log-probability), index broadcast with the batch."""
+    shape = np.broadcast_shapes(tuple(index.shape), tuple(logits.shape[:-1]))
+    logits = fnp.broadcast_to(logits, shape + tuple(logits.shape[-1:]))
+    return fnp.take_along_axis(logits, fnp.expand_dims(fnp.broadcast_to(index, shape), -1), axis=-1)[..., 0]
 
 
 @_distribution
@@ -302,7 +316,7 @@ class OneHotCategorical(Distribution):
 
     def log_prob(self, value):
         value = self._checked(value)
-        return self._categorical.log_prob(fnp.argmax(value, axis=-1))
+        return _logit_at(self.logits, fnp.argmax(value, axis=-1))  # not renormalised: zero probs keep gradients
 
     def entropy(self):
         return self._categorical.entropy()
