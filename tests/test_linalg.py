@@ -224,3 +224,15 @@ def test_eig_of_general_matrices_and_its_derivatives():
 def test_eig_refuses_the_gpu_by_name():
     with pytest.raises(TypeError, match="runs on the CPU only"):
         fnp.linalg.eig(fg.device_put(fg.asarray(np.eye(2)), "cuda"))
+
+
+def test_eigh_reads_the_triangle_uplo_names_as_numpy_does():
+    """An explicit UPLO picks the triangle (NumPy's and PyTorch's); without one the input is
+    symmetrised (JAX's default). Both agree on symmetric input."""
+    a = np.array([[2.0, 1.0, 7.0], [5.0, 3.0, -1.0], [0.5, 2.0, 4.0]])
+    for uplo in ("L", "U"):
+        np.testing.assert_allclose(np.asarray(fnp.linalg.eigvalsh(a, UPLO=uplo)), np.linalg.eigvalsh(a, UPLO=uplo),
+                                   rtol=1e-13)
+        _, vectors = fnp.linalg.eigh(a, UPLO=uplo)
+        np.testing.assert_allclose(np.abs(np.asarray(vectors)), np.abs(np.linalg.eigh(a, UPLO=uplo)[1]), atol=1e-13)
+    np.testing.assert_allclose(np.asarray(fnp.linalg.eigvalsh(a)), np.linalg.eigvalsh((a + a.T) / 2), rtol=1e-13)

@@ -43,9 +43,10 @@ def matmul(a, b):
     return out
 
 
-def einsum(subscripts, *operands):
+def einsum(subscripts, *operands, optimize="auto"):
     """Einstein summation (NumPy's notation, including '...' and implicit output), or NumPy's
-    sublist form: einsum(A, [0, 1], B, [1, 2], [0, 2])."""
+    sublist form: einsum(A, [0, 1], B, [1, 2], [0, 2]). optimize (NumPy's and JAX's keyword) is
+    accepted and has no effect: einsum_p plans its own contraction order, and the result is the same."""
     if not isinstance(subscripts, str):
         subscripts, operands = _from_sublists((subscripts,) + operands)
     precision = _precision(*operands)

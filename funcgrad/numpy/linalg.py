@@ -144,11 +144,13 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
 
 def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:  # noqa: N803  (NumPy's name)
-    """Eigenvalues (ascending, real) and eigenvectors (columns) of symmetric or Hermitian matrices."""
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of symmetric or Hermitian matrices:
+    of (a + a^H) / 2 by default (JAX's), of the triangle UPLO names where one is given (NumPy's and
+    PyTorch's: an explicit 'U' must not be overridden by the lower half)."""
     a, dtype = _square(a, "eigh")
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
-    if symmetrize_input:
+    if symmetrize_input and UPLO is None:
         a = _symmetrize(a)
     elif UPLO == "U":
         a = fnp.triu(a) + _mH(fnp.triu(a, 1))
