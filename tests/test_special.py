@@ -254,3 +254,13 @@ def test_hyp1f1_against_closed_forms_and_its_derivative():
     small = x[np.abs(x) < 100]
     derivative = (small * np.exp(small) - np.expm1(small)) / small ** 2
     assert_close(fg.vmap(fg.grad(lambda v: S.hyp1f1(1.0, 2.0, v)))(small), derivative, rtol=1e-10)
+
+
+def test_softmax_over_any_axes_and_a_slice_holding_inf():
+    a = np.array([[1.0, 2.0], [3.0, np.inf], [-np.inf, 0.0]])
+    rows = np.asarray(S.softmax(a, axis=1))
+    assert_close(rows[0], np.exp([1.0, 2.0]) / np.exp([1.0, 2.0]).sum(), rtol=1e-15)
+    assert np.isnan(rows[1]).all() and rows[2].tolist() == [0.0, 1.0]  # SciPy's: inf - inf is NaN throughout
+    b = np.array([[1.0, 2.0], [3.0, 4.0]])
+    assert_close(S.softmax(b), np.exp(b) / np.exp(b).sum(), rtol=1e-15)
+    fg.check_grads(lambda v: S.softmax(v, axis=0), (b,), order=2)

@@ -17,6 +17,7 @@ from .. import numpy as fnp
 from ..array import ArrayBase
 from ..custom import custom_jvp
 from ..ops import elementwise as E
+from ..ops import reductions as R
 from ..ops import special as S
 from ._hypergeometric import hyp1f1  # noqa: F401
 from ._integral_functions import bessel_jn, fresnel, sici, spence  # noqa: F401
@@ -423,7 +424,10 @@ def log_softmax(x, /, *, axis=None):
 
 
 def softmax(x, /, *, axis=None):
-    return fnp.exp(log_softmax(x, axis=axis))
+    """exp(x) / sum exp(x) over axis (every axis by default): the fused primitive, so a slice holding
+    +inf is NaN throughout, as SciPy's (exp of log_softmax gave 0 beside the inf)."""
+    x = fnp._float_arg(x)
+    return bind(R.softmax_p, x, axes=fnp._axes(axis, x.ndim))
 
 
 def comb(N, k, *, exact: bool = False, repetition: bool = False):  # noqa: N803  (SciPy's name)
