@@ -21,6 +21,8 @@ def test_integer_division_truncates_and_rounding_goes_away_from_zero():
     halves = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 0.49999999999999994, 3.7])
     assert np.array_equal(lax.round(halves), [1, 2, 3, -1, -3, 0, 4])
     assert np.array_equal(lax.round(halves, 1), np.round(halves))
+    assert np.array_equal(lax.round(halves, lax.RoundingMethod.TO_NEAREST_EVEN), np.round(halves))
+    assert np.array_equal(lax.round(halves, lax.RoundingMethod.AWAY_FROM_ZERO), [1, 2, 3, -1, -3, 0, 4])
     assert np.array_equal(lax.shift_right_logical(np.array([-8, 8], np.int32), np.int32(1)), [2147483644, 4])
     assert np.array_equal(lax.shift_right_arithmetic(np.array([-8, 8], np.int32), np.int32(1)), [-4, 4])
     assert np.array_equal(lax.select_n(np.array([0, 2, 1]), np.zeros(3), np.ones(3), np.full(3, 5.0)), [0, 5, 1])

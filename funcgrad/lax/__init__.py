@@ -8,6 +8,7 @@ dynamic_slice clamps its start so the slice fits, pad takes interior and negativ
 from __future__ import annotations
 
 import builtins
+import enum
 import math
 
 import numpy as np
@@ -153,7 +154,13 @@ def rem(x, y):
     return fnp.fmod(x, y)
 
 
-def round(x, rounding_method: int = 0):  # noqa: A001
+class RoundingMethod(enum.IntEnum):
+    """lax.round's rounding_method (JAX's names and values)."""
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
     """Round half away from zero (lax's default, rounding_method 0), or half to even (1)."""
     x = fnp._float_arg(x)
     if int(rounding_method) == 1:
