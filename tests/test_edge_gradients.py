@@ -42,7 +42,8 @@ def test_binary_cross_entropy_is_finite_at_saturated_probabilities():
 def test_margin_losses_clamp_as_pytorch_so_a_hinge_at_its_margin_still_pushes():
     x1, x2, y = np.array([0.5, 1.0]), np.array([0.0, 0.5]), np.array([1.0, -1.0])
     g1, g2 = _grads(lambda a, b: nn.margin_ranking_loss(a, b, fnp.asarray(y), margin=0.5, reduction="sum"), x1, x2)
-    assert_close(g1, -y) and assert_close(g2, y)  # both terms sit exactly at the margin: slope 1, not 0
+    assert_close(g1, -y)  # both terms sit exactly at the margin: slope 1, not 0
+    assert_close(g2, y)
     (g,) = _grads(lambda a: nn.hinge_embedding_loss(a, fnp.asarray([1.0, -1.0]), reduction="sum"), [0.5, 1.0])
     assert_close(g, [1.0, -1.0])
     a, p, n = np.array([[0.0, 1.0]]), np.array([[0.0, 1.0]]), np.array([[1.0, 1.0]])
@@ -115,7 +116,8 @@ def test_xlogy_keeps_its_slope_in_x_at_zero_and_categoricals_differentiate_throu
     from funcgrad import distributions as D
     x, y = np.array([0.0, 0.0, 0.0, 2.0]), np.array([0.2, 0.0, np.inf, 3.0])
     g_x, g_y = _grads(S.xlogy, x, y)
-    assert_close(g_x, [math.log(0.2), 0.0, 0.0, math.log(3.0)]) and assert_close(g_y, [0.0, 0.0, 0.0, 2 / 3])
+    assert_close(g_x, [math.log(0.2), 0.0, 0.0, math.log(3.0)])
+    assert_close(g_y, [0.0, 0.0, 0.0, 2 / 3])
     g_x, _ = _grads(S.xlog1py, x, np.array([-0.8, -1.0, -3.0, 2.0]))
     assert_close(g_x, [math.log(0.2), 0.0, 0.0, math.log(3.0)])
     values = S.xlog1py(fnp.asarray(x), fnp.asarray([-0.8, -1.0, -3.0, 2.0]))
