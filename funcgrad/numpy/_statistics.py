@@ -439,14 +439,14 @@ def isin(element, test_elements, assume_unique: bool = False, invert: bool = Fal
 
 
 def _set_op(fn, *arrays, what: str, **kw):
-    return Array(fn(*[_concrete(a, what) for a in arrays], **kw))
+    out = fn(*[_concrete(a, what) for a in arrays], **kw)
+    return tuple(Array(part) for part in out) if isinstance(out, tuple) else Array(out)
 
 
 def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = False):
     """The sorted common values; with return_indices also where each first occurs in ar1 and ar2."""
-    out = np.intersect1d(_concrete(ar1, "intersect1d"), _concrete(ar2, "intersect1d"), assume_unique=assume_unique,
-                         return_indices=return_indices)
-    return tuple(Array(part) for part in out) if return_indices else Array(out)
+    return _set_op(np.intersect1d, ar1, ar2, what="intersect1d", assume_unique=assume_unique,
+                   return_indices=return_indices)
 
 
 def union1d(ar1, ar2):

@@ -190,15 +190,17 @@ def _pow_dy(g, out, x, y):
 
 
 def _power(x, y):
-    """np.power, except integers to negative integer exponents, which NumPy refuses: PyTorch's and
-    JAX's values, as jit's fused kernels compute them (1 for a base of 1, +-1 by the exponent's
-    parity for -1, 0 for any other base, 0 included)."""
-    if np.result_type(x, y).kind == "i" and np.any(np.less(y, 0)):
+    """np.power, except integers to negative integer exponents, which NumPy refuses (its only
+    ValueError here, so every other call pays nothing): PyTorch's and JAX's values, as jit's fused
+    kernels compute them (1 for a base of 1, +-1 by the exponent's parity for -1, 0 for any other
+    base, 0 included)."""
+    try:
+        return np.power(x, y)
+    except ValueError:
         negative = np.less(y, 0)
         powers = np.power(x, np.where(negative, 0, y))
         unit = np.where(np.equal(x, -1), np.where(np.equal(np.remainder(y, 2), 0), 1, -1), np.equal(x, 1))
         return np.where(negative, unit, powers).astype(powers.dtype, copy=False)
-    return np.power(x, y)
 
 
 def _is_integer(a) -> bool:

@@ -131,6 +131,28 @@ def erfc(x):
     return bind(S.erfc_p, fnp._float_arg(x))
 
 
+def _inverse_of(slope):
+    """f, the inverse of a function whose derivative is slope, as a custom_jvp with f' = 1 / slope(f):
+    right to every order, where autodiff through f's numerical steps is not."""
+    def make(f):
+        inverse = custom_jvp(f)
+
+        @inverse.defjvp
+        def rule(primals, tangents):
+            out = inverse(primals[0])
+            return out, tangents[0] / slope(out)
+        return inverse
+    return make
+
+
+def _erf_slope(x):
+    return 2 / math.sqrt(math.pi) * fnp.exp(-x * x)
+
+
+def _normal_density(x):
+    return fnp.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+
+
 def erfinv(y):
     """The inverse of erf on [-1, 1] (+-inf at +-1, NaN beyond), in float64: Newton steps on erf
     for |y| < 1/2, and on log erfc of 1 - |y| (exact there) in the tails, so it stays accurate to
@@ -140,7 +162,7 @@ def erfinv(y):
     return fnp.astype(_erfinv64(fnp.astype(y, dtypes.float64)), y.dtype)
 
 
-@custom_jvp
+@_inverse_of(_erf_slope)
 def _erfinv64(z):
     size = fnp.abs(z)
     inside = size < 1
@@ -152,16 +174,6 @@ def _erfinv64(z):
     out = fnp.sign(z) * fnp.where(central, x, _inverse_erfc(fnp.where(central | ~inside, 0.5, 1.0 - size)))
     edge = fnp.where(size == 1, fnp.sign(z) * math.inf, math.nan)
     return fnp.where(inside, out, edge)
-
-
-@_erfinv64.defjvp
-def _erfinv64_jvp(primals, tangents):
-    out = _erfinv64(primals[0])
-    return out, tangents[0] / _erf_slope(out)
-
-
-def _erf_slope(x):
-    return 2 / math.sqrt(math.pi) * fnp.exp(-x * x)
 
 
 def _winitzki(y):
@@ -197,7 +209,7 @@ def ndtri(p):
     return fnp.astype(_ndtri64(fnp.astype(p, dtypes.float64)), p.dtype)
 
 
-@custom_jvp
+@_inverse_of(_normal_density)
 def _ndtri64(q):
     lower = q < 0.5
     tail = fnp.where(lower, 2.0 * q, 2.0 * (1.0 - q))
@@ -206,12 +218,6 @@ def _ndtri64(q):
     out = fnp.where(lower, -x, x)
     edge = fnp.where(q == 0, -math.inf, fnp.where(q == 1, math.inf, math.nan))
     return fnp.where(inside, out, edge)
-
-
-@_ndtri64.defjvp
-def _ndtri64_jvp(primals, tangents):
-    out = _ndtri64(primals[0])
-    return out, tangents[0] * math.sqrt(2 * math.pi) * fnp.exp(out * out / 2)
 
 
 def log_ndtr(x):
