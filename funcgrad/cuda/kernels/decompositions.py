@@ -322,7 +322,27 @@ _SVD_WRITE_U = """
         for e in range(t, r * c, T):
             s = out[W + e % c]{real}
             out[O + e] = work[A + e] / s if s > 0 else {t}(0)
-        cuda.syncthreads()"""
+        cuda.syncthreads()
+        for j in range(c):  # a zero singular value left its column zero: complete U's orthonormal columns
+            if out[W + j]{real} == 0 and t == 0:  # (rare, and at the end after the sort: one thread)
+                for k in range(r):  # e_k less its part in columns 0..j-1, twice (Gram-Schmidt twice is enough)
+                    for i in range(r):
+                        out[O + i * c + j] = {t}(1) if i == k else {t}(0)
+                    for twice in range(2):
+                        for q in range(j):
+                            dot = {t}(0)
+                            for i in range(r):
+                                dot += out[O + i * c + q]{conj} * out[O + i * c + j]
+                            for i in range(r):
+                                out[O + i * c + j] -= dot * out[O + i * c + q]
+                    norm = {rt}(0)
+                    for i in range(r):
+                        norm += {rt}((out[O + i * c + j]{conj} * out[O + i * c + j]){real})
+                    if norm * {rt}(2 * r) >= {rt}(1):  # some e_k keeps |.|^2 >= (r - j) / r outside them
+                        for i in range(r):
+                            out[O + i * c + j] = out[O + i * c + j] / {rt}(math.sqrt(norm))
+                        break
+            cuda.syncthreads()"""
 # complex columns: column q (and V's) turns by conj(gamma / |gamma|), so that a_p^H a_q is real
 _SVD_PHASE = """
                     phase = gamma / abs(gamma)
@@ -341,7 +361,7 @@ def _svd_source(dtype: np.dtype, uv: bool) -> str:
     conj, real = (".conjugate()", ".real") if cplx else ("", "")
     sv, sv_real = (t, real) if uv else (rt, "")  # the singular values' slot: in out's dtype
     phase = _SVD_PHASE + (_SVD_PHASE_V if uv else "") + "\n                    gamma = abs(gamma)" if cplx else ""
-    init_v, rotate_v, swap, write_u = ((part.format(t=t, real=sv_real) if uv else "")
+    init_v, rotate_v, swap, write_u = ((part.format(t=t, real=sv_real, rt=rt, conj=conj) if uv else "")
                                        for part in (_SVD_INIT_V, _SVD_ROTATE_V, _SVD_SWAP_COLUMNS, _SVD_WRITE_U))
     return f"""@cuda.jit(cache=True)
 def kernel(work, out, batch, r, c):
