@@ -89,6 +89,45 @@ def test_forward_mode_and_transforms():
     assert_close(fg.jit(lambda s: fnp.linalg.eigh(s)[0])(SPD), np.linalg.eigvalsh(SPD), rtol=1e-10)
 
 
+def _cofactors(a):
+    """The cofactor matrix C[i, j] = (-1)^(i+j) det(a without row i and column j): det's gradient."""
+    n = a.shape[-1]
+    minor = lambda i, j: np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) if n > 1 else 1.0  # noqa: E731
+    return np.array([[(-1) ** (i + j) * minor(i, j) for j in range(n)] for i in range(n)])
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 2.0], [2.0, 4.0]]), np.arange(9.0).reshape(3, 3) + 1,
+                               np.ones((3, 3)), np.zeros((3, 3)), np.array([[0.0, 1.0], [0.0, 0.0]])],
+                         ids=["rank1_2x2", "rank2_3x3", "rank1_3x3", "zero_3x3", "nilpotent"])
+def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix(a):
+    """det is a polynomial: its gradient at a singular matrix is the cofactor matrix (PyTorch's and
+    JAX's), not a LinAlgError from the inverse that the invertible case's formula needs."""
+    assert_close(fg.grad(fnp.linalg.det)(a), _cofactors(a), atol=1e-12)
+    tangent = RNG.standard_normal(a.shape)
+    _, t = fg.jvp(fnp.linalg.det, (a,), (tangent,))
+    assert_close(t, np.sum(_cofactors(a) * tangent), atol=1e-12)
+
+
+def test_det_gradient_of_a_batch_with_a_singular_matrix_under_jit_and_vmap():
+    batch = np.stack([A[0], np.arange(16.0).reshape(4, 4), A[1]])
+    expected = np.stack([_cofactors(m) for m in batch])
+    assert_close(fg.jit(fg.grad(lambda a: fnp.sum(fnp.linalg.det(a))))(batch), expected, rtol=1e-9, atol=1e-9)
+    assert_close(fg.vmap(fg.grad(fnp.linalg.det))(batch), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_det_second_derivatives_stay_finite_at_the_identity_and_a_singular_matrix():
+    """Neither branch of det's rule leaks NaN into the one above it: d2 det / da_ij da_kl at the
+    identity is [i=j][k=l] - [i=l][j=k]; at a rank n-1 matrix, finite differences of the cofactors."""
+    eye = np.eye(3)
+    assert_close(fg.hessian(fnp.linalg.det)(eye),
+                 np.einsum("ij,kl->ijkl", eye, eye) - np.einsum("il,jk->ijkl", eye, eye), atol=1e-12)
+    singular = np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]])
+    h = 1e-6
+    numeric = np.stack([(_cofactors(singular + h * e) - _cofactors(singular - h * e)) / (2 * h)
+                        for e in np.eye(9).reshape(9, 3, 3)], axis=-1).reshape(3, 3, 3, 3)
+    assert_close(fg.jit(fg.hessian(fnp.linalg.det))(singular), numeric, atol=1e-6)
+
+
 def test_integer_and_half_inputs_compute_in_float32():
     ints = np.array([[2, 1], [1, 3]])
     assert fnp.linalg.inv(ints).dtype == np.float32

@@ -149,3 +149,25 @@ def test_device_svd_equals_the_cpu(shape):
     np.testing.assert_allclose((u.numpy() * s.numpy()[..., None, :]) @ vh.numpy(), a.numpy(), atol=1e-5)
     f = lambda a: fnp.sum(fnp.linalg.pinv(a) ** 2) + fnp.sum(fnp.linalg.svdvals(a))  # noqa: E731
     np.testing.assert_allclose(fg.grad(f)(d).numpy(), fg.grad(f)(a).numpy(), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+@pytest.mark.parametrize("matrix", [np.array([[1.0, 2.0], [2.0, 4.0]]), np.zeros((3, 3)), np.ones((4, 3)),
+                                    np.ones((3, 4)), np.ones((3, 3)) * (1 + 1j)],
+                         ids=["rank1_square", "zero", "rank1_tall", "rank1_wide", "rank1_complex"])
+def test_device_svd_of_a_rank_deficient_matrix_has_orthonormal_factors(matrix):
+    """A zero singular value's column of U (of Vh for a wide matrix) is completed to an orthonormal
+    basis, as LAPACK's: a zero column breaks every formula that uses U as unitary (det's adjugate
+    gave zero gradients)."""
+    u, s, vh = (x.numpy() for x in fnp.linalg.svd(fg.device_put(fnp.asarray(matrix), "cuda"), full_matrices=False))
+    k = min(matrix.shape)
+    np.testing.assert_allclose(u.conj().T @ u, np.eye(k), atol=1e-12)
+    np.testing.assert_allclose(vh @ vh.conj().T, np.eye(k), atol=1e-12)
+    np.testing.assert_allclose((u * s) @ vh, matrix, atol=1e-12)
+    np.testing.assert_allclose(s, np.linalg.svd(matrix, compute_uv=False), atol=1e-12)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no CUDA device or simulator")
+def test_device_det_gradient_at_a_singular_matrix_is_the_cofactor_matrix():
+    singular = fg.device_put(fnp.asarray(np.array([[1.0, 2.0], [2.0, 4.0]])), "cuda")
+    np.testing.assert_allclose(fg.grad(fnp.linalg.det)(singular).numpy(), [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)

@@ -121,8 +121,43 @@ def slogdet(a) -> SlogdetResult:
 
 
 def det(a):
-    sign, logabsdet = slogdet(a)
-    return sign * fnp.exp(logabsdet)
+    a, dtype = _square(a, "det")
+    return _back(_det(a), dtype)
+
+
+@custom_jvp
+def _det(a):
+    packed = bind(D.slogdet_p, a)
+    return packed[..., 0] * fnp.exp(packed[..., 1])
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    """d det = trace(adj(a) da), the cofactor matrix's gradient (PyTorch's and JAX's), which exists
+    at singular matrices too. Where a is invertible adj(a) = det(a) a^-1 (a solve); where det is 0
+    the adjugate comes from the SVD a = U S Vh: det(U) det(Vh) Vh^H diag(prod_{j != i} s_j) U^H, true
+    at every rank. Each branch reads a stand-in where the other one applies (the identity, a
+    diagonal of distinct values), so neither a singular solve nor a degenerate SVD puts NaN into the
+    derivative or the ones above it. Values known to be nonzero (eager, on the CPU) skip the SVD."""
+    (a,), (da,) = primals, tangents
+    out = _det(a)
+    n = a.shape[-1]
+    if n == 0:
+        return out, fnp.zeros_like(out)
+    known = fnp.concrete_or_none(out)
+    if known is not None and np.all(known != 0):
+        return out, out * trace(solve(a, da))
+    singular = fnp.expand_dims(fnp.equal(out, 0), (-2, -1))
+    eye = fnp._placed(fnp.asarray(np.eye(n, dtype=a.dtype)), a.device)
+    regular = out * trace(solve(fnp.where(singular, eye, a), da))
+    u, s, vh = svd(fnp.where(singular, a, eye * np.arange(1, n + 1, dtype=a.dtype)), full_matrices=False)
+    ones = fnp.ones_like(s[..., :1])
+    before = fnp.concatenate([ones, _shapes.cumprod(s[..., :-1], axis=-1)], axis=-1)
+    after = fnp.flip(fnp.concatenate([ones, _shapes.cumprod(fnp.flip(s[..., 1:], -1), axis=-1)], axis=-1), -1)
+    phase = fnp.expand_dims(_det(u) * _det(vh), (-2, -1))
+    adjugate = phase * fnp.matmul(_mH(vh) * fnp.expand_dims(before * after, -2), _mH(u))
+    return out, fnp.where(fnp.squeeze(singular, (-2, -1)), fnp.sum(matrix_transpose(adjugate) * da, axis=(-2, -1)),
+                          regular)
 
 
 def _mH(a):
