@@ -100,12 +100,11 @@ def _values_for(x, values):
     return fnp.astype(values, x.dtype)
 
 
-def _last_writes(shape: tuple, spec: tuple, arrays: list, selected_shape: tuple):
-    """Where x.at[index] repeats a position: a boolean mask over the selected elements marking
-    each position's last write (C order), or None when nothing repeats or the index arrays are
-    traced. The key of an element is its target's position, computed on two small helper arrays
-    that encode the coordinates along the array-indexed axes and along the others (zero strides
-    elsewhere), so the cost is that of the selection, not of x."""
+def _target_keys(shape: tuple, spec: tuple, arrays: list, selected_shape: tuple) -> np.ndarray | None:
+    """The flat key of each selected element's target position (C order over the selection), or
+    None when no index array is there to repeat a position or the index arrays are traced. Keys
+    come from two small helper arrays that encode the coordinates along the array-indexed axes and
+    along the others (zero strides elsewhere), so the cost is that of the selection, not of x."""
     if not arrays or any(isinstance(a, ArrayBase) and a.device.platform != "cpu" for a in arrays):
         return None  # slices and integers never repeat; device indices would have to be copied back
     try:
@@ -125,7 +124,16 @@ def _last_writes(shape: tuple, spec: tuple, arrays: list, selected_shape: tuple)
         helper = np.lib.stride_tricks.as_strided(ids, shape=shape, strides=strides, writeable=False)
         codes.append((helper[S.build_index(spec, concrete)], int(ids.size)))
     (first, _), (second, n_second) = codes
-    key = np.broadcast_to(first * max(n_second, 1) + second, selected_shape).ravel()
+    return np.broadcast_to(first * max(n_second, 1) + second, selected_shape).ravel()
+
+
+def _last_writes(shape: tuple, spec: tuple, arrays: list, selected_shape: tuple):
+    """Where x.at[index] repeats a position: a boolean mask over the selected elements marking
+    each position's last write (C order), or None when nothing repeats or the index arrays are
+    traced."""
+    key = _target_keys(shape, spec, arrays, selected_shape)
+    if key is None:
+        return None
     _, last_from_end = np.unique(key[::-1], return_index=True)
     if last_from_end.size == key.size:
         return None
@@ -281,15 +289,34 @@ class _IndexUpdate:
 
     @_with_modes
     def power(self, values):
-        """x with its entries at index raised to values (where an index repeats, one of its values
-        applies: JAX leaves the order of repeated updates undefined)."""
+        """x with its entries at index raised to values; where an index repeats, to each in turn
+        (NumPy's np.power.at, JAX's): (x ** a) ** b = x ** (a * b), so each position's exponent is
+        the product of its values, which also differentiates (JAX's scatter_pow does not)."""
         from . import numpy as fnp
-        return self.set(fnp.power(getitem(self.array, self.index), values))
+        x = fnp.asarray(self.array)
+        exponents = _IndexUpdate(fnp.ones_like(x), self.index).multiply(values)
+        hit = _IndexUpdate(fnp.zeros(x.shape, bool, device=x.device), self.index).set(True)
+        base = fnp.where(hit, x, fnp.ones((), x.dtype, device=x.device))  # no NaN slope from x ** 1 off the index
+        return fnp.where(hit, fnp.power(base, exponents), x)
 
     @_with_modes
     def apply(self, func):
-        """x with func applied to its entries at index (once per position)."""
-        return self.set(func(getitem(self.array, self.index)))
+        """x with the unary ufunc func applied to its entries at index, once per occurrence of a
+        position (NumPy's ufunc.at, JAX's). Traced indices (jit arguments, vmap) cannot be counted:
+        there func applies once per occurrence to the original entries, combined as set combines
+        repeated writes."""
+        from . import numpy as fnp
+        x = fnp.asarray(self.array)
+        spec, arrays = _spec(self.index, x.ndim)
+        selected_shape = getitem(x, self.index).shape
+        key = _target_keys(x.shape, spec, arrays, selected_shape)
+        rounds = 1 if key is None or key.size == 0 else int(np.unique(key, return_counts=True)[1].max())
+        if rounds == 1:
+            return self.set(func(getitem(x, self.index)))
+        counts = _IndexUpdate(fnp.zeros(x.shape, np.int32, device=x.device), self.index).add(1)
+        for done in range(rounds):
+            x = fnp.where(counts > done, _IndexUpdate(x, self.index).set(func(getitem(x, self.index))), x)
+        return x
 
     @_with_modes
     def min(self, values):  # noqa: A003  (JAX's names)

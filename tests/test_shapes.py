@@ -269,3 +269,26 @@ def test_at_multiply_min_max_fold_repeated_indices_as_numpys_ufunc_at():
         x, np.array([4.0, 0.0, 2.0, 0.5]))
     assert_close(gx, [0.0, 1.0, 2.0, 3.0])  # x[0] lost to v[0]; x[2] beat v[2]
     assert_close(gv, [5.0, 0.0, 0.0, 0.0])
+
+
+def test_at_power_and_apply_act_once_per_occurrence_as_numpys_ufunc_at():
+    """A repeated position is raised to each of its values in turn, and func applies once per
+    occurrence (np.power.at, np.<ufunc>.at; jax.numpy's .at agrees), not once per position."""
+    x = np.array([2.0, 3.0, -2.0, 5.0])
+    index = np.array([0, 0, 2, 0, 2])
+    values = np.array([2.0, 0.5, 3.0, 3.0, 1.0])
+    expected = x.copy()
+    np.power.at(expected, index, values)
+    assert_close(fg.asarray(x).at[index].power(values), expected)
+    assert_close(fg.jit(lambda a, i: a.at[i].power(values))(x, index), expected)  # traced indices too
+    expected = x.copy()
+    np.sqrt.at(expected[:2], np.array([0, 0, 1]))
+    assert_close(fg.asarray(x).at[np.array([0, 0, 1])].apply(fnp.sqrt), expected)
+    expected = np.arange(6.0).reshape(2, 3)
+    np.negative.at(expected, (slice(None), np.array([1, 1, 1, 2])))
+    assert_close(fg.asarray(np.arange(6.0).reshape(2, 3)).at[:, np.array([1, 1, 1, 2])].apply(fnp.negative), expected)
+    # d/dx x ** (a b) = a b x ** (a b - 1); d/da = x ** (a b) log(x) b; an entry off the index passes 1 even below 0
+    gx, gv = fg.grad(lambda a, v: fnp.sum(a.at[np.array([0, 0])].power(v)), argnums=(0, 1))(
+        np.array([2.0, -1.0]), np.array([2.0, 3.0]))
+    assert_close(gx, [6 * 2.0 ** 5, 1.0])
+    assert_close(gv, [2.0 ** 6 * np.log(2.0) * 3, 2.0 ** 6 * np.log(2.0) * 2])
