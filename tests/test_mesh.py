@@ -165,10 +165,17 @@ def test_the_profiler_records_collectives_with_the_bytes_sent(mesh_of_one):
 
 
 README_CHECKS = {  # appended to README's ```python launch blocks, by a name each defines
+    # Adam normalises each gradient entry, so one whose true value is 0 (a softmax shift) turns float32
+    # rounding noise into a full step: the gradients are compared first, then the update from them
+    # (ZeRO's optimiser averages the dp-summed gradients, as DDP).
     "fsdp_gpt": "full = GPT(12, 8, dim=32, depth=2, heads=4, key=fg.random.key(0))\n"
                 "batches = [fg.random.randint(fg.random.key(r), (4, 8), 0, 12) for r in range(4)]\n"
-                "g = fg.grad(lambda m: sum(token_loss(m(t), t) for t in batches) / 4)(full)\n"
-                "u, _ = optim.adamw(1e-3).update(g, optim.adamw(1e-3).init(full), full)\n"
+                "g = fg.grad(lambda m: sum(token_loss(m(t), t) for t in batches))(full)  # summed over dp\n"
+                "whole = zero.unshard(grads)\n"
+                "for a, b in zip(fg.tree_leaves(whole), fg.tree_leaves(g), strict=True):\n"
+                "    assert abs(float(fg.numpy.max(fg.numpy.abs(a - b)))) < 1e-6, (a, b)\n"
+                "mean = fg.tree_map(lambda x: x / 4, whole)\n"
+                "u, _ = optim.adamw(1e-3).update(mean, optim.adamw(1e-3).init(full), full)\n"
                 "expected = optim.apply_updates(full, u)\n"
                 "for a, b in zip(fg.tree_leaves(zero.unshard(fsdp_gpt)), fg.tree_leaves(expected), strict=True):\n"
                 "    assert abs(float(fg.numpy.max(fg.numpy.abs(a - b)))) < 1e-6, (a, b)\n",
