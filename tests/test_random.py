@@ -37,6 +37,26 @@ def test_the_streams_are_jaxs():
                                              0.15354591608047485], rtol=1e-6, atol=1e-7)
 
 
+
+def test_randint_is_jaxs_and_takes_traced_bounds():
+    """Values jax 0.10.2 printed (jax_enable_x64, so int64 by default as here): two words per value,
+    8- and 16-bit dtypes sampled in 32 bits, maxval past the dtype's top reaching it."""
+    k = fg.random.key(7)
+    np.testing.assert_array_equal(fg.random.randint(k, (6,), 0, 10), [7, 9, 6, 9, 1, 2])
+    np.testing.assert_array_equal(fg.random.randint(k, (6,), -2 ** 40, 2 ** 40), [
+        940093749445, -156556779587, -5783055998, 201612672195, -973366532925, 329887672874])
+    np.testing.assert_array_equal(fg.random.randint(k, (6,), 0, 256, fg.uint8), [31, 102, 124, 237, 222, 102])
+    np.testing.assert_array_equal(fg.random.randint(k, (6,), -3, 1000, fg.int16), [197, 597, 670, 569, 102, 693])
+    np.testing.assert_array_equal(fg.random.randint(k, (6,), 0, 2 ** 32, fg.uint32),
+                                  [2899676959, 3548400998, 1692160380, 1822441453, 900059358, 2247291750])
+    bounds = (np.array([0, 10, 20]), np.array([[50], [100]]))
+    np.testing.assert_array_equal(fg.random.randint(k, (2, 3), *bounds), [[37, 39, 46], [59, 21, 62]])
+    np.testing.assert_array_equal(fg.jit(lambda key, lo, hi: fg.random.randint(key, (2, 3), lo, hi))(k, *bounds),
+                                  [[37, 39, 46], [59, 21, 62]])
+    per_bound = fg.vmap(lambda hi: fg.random.randint(k, (6,), 0, hi))(np.array([10, 2 ** 40]))
+    np.testing.assert_array_equal(per_bound[0], [7, 9, 6, 9, 1, 2])
+    assert np.all((np.asarray(per_bound[1]) >= 0) & (np.asarray(per_bound[1]) < 2 ** 40))
+
 def test_keys_are_reproducible_and_split_is_independent():
     k = fg.random.key(42)
     assert k.shape == (2,) and k.dtype == fg.uint32

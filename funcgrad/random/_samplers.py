@@ -2,6 +2,7 @@
 (the package's docstring says how keys work)."""
 from __future__ import annotations
 
+import builtins
 import operator
 import math
 
@@ -179,16 +180,60 @@ def truncated_normal(key, lower, upper, shape=None, dtype=dtypes.float32) -> Arr
 
 
 def randint(key, shape, minval, maxval, dtype=dtypes.int64) -> Array:
-    """Integers uniform in [minval, maxval) (64 random bits each, so the modulo bias is < 2^-32)."""
+    """Integers uniform in [minval, maxval), JAX's numbers for the same key and dtype: two words of
+    the dtype's width per value (32 bits for 8- and 16-bit dtypes, whose bounds clip to their
+    range first), (high * 2^bits + low) mod span, so the modulo bias is ~span^2 / 2^(2 bits).
+    Bounds may be arrays broadcasting to shape, traced under jit and vmap; they clip to dtype's
+    range, and a maxval past its top (256 for uint8) reaches it. An empty range raises where the
+    bounds are known (PyTorch's); traced ones give minval there (JAX's)."""
     dtype, shape = dtypes.canonicalize(dtype), _shape(shape)
     if dtype.kind not in "iu":
         raise TypeError(f"randint produces integers, not {dtype}")
-    lo = np.broadcast_to(np.asarray(minval, np.int64), shape)
-    span = np.broadcast_to(np.asarray(maxval, np.int64), shape) - lo
-    if np.any(span <= 0):
+    lo, hi = (_integer_bound(key, v) for v in (minval, maxval))
+    known = [fnp.concrete_or_none(v) for v in (lo, hi)]
+    if all(v is not None for v in known) and np.any(np.broadcast_arrays(*known)[1] <= known[0]):
         raise ValueError(f"randint needs minval < maxval, got minval={minval}, maxval={maxval}")
-    offset = fnp.astype(_bits64(key, shape) % span.astype(np.uint64), dtypes.int64)
-    return fnp.astype(offset + lo, dtype)
+    info = np.iinfo(dtype)
+    if info.bits >= 32:
+        return _randint(key, shape, lo, hi, dtype)
+    lo, hi = fnp.clip(lo, int(info.min), int(info.max)), fnp.clip(hi, int(info.min), int(info.max) + 1)
+    return fnp.astype(_randint(key, shape, lo, hi, np.dtype(np.int32)), dtype)
+
+
+def _randint(key, shape, lo, hi, dtype) -> Array:
+    """JAX's _randint: words of dtype's width, bounds clipped to its range."""
+    info, bound = np.iinfo(dtype), np.iinfo(hi.dtype)
+    past_top = hi > builtins.min(int(info.max), int(bound.max))
+    lo, hi = (fnp.astype(_clip_to(v, info), dtype) for v in (lo, hi))
+    unsigned = np.dtype(f"uint{info.bits}")
+    high_key, low_key = split(key)
+    high, low = random_bits(high_key, shape, unsigned), random_bits(low_key, shape, unsigned)
+    one = np.ones((), unsigned)
+    span = fnp.where(hi <= lo, one, fnp.astype(hi - lo, unsigned))  # wraps as JAX's: int32 -2^31..2^31-1
+    span = fnp.where(past_top & (hi > lo), span + one, span)  # 2^bits wraps to 0: the remainders then keep all
+    multiplier = _wrapping_rem(np.asarray(2 ** (info.bits // 2), unsigned), span)  # 2^bits mod span
+    multiplier = _wrapping_rem(multiplier * multiplier, span)
+    offset = _wrapping_rem(_wrapping_rem(high, span) * multiplier + _wrapping_rem(low, span), span)
+    return fnp.broadcast_to(lo + fnp.astype(offset, dtype), shape)
+
+
+def _integer_bound(key, value) -> Array:
+    """A randint bound as an integer array (floats truncate, as JAX's astype(int))."""
+    value = _as_parameter(key, value)
+    return value if value.dtype.kind in "iu" else fnp.astype(value, dtypes.int64)
+
+
+def _clip_to(value, info) -> Array:
+    """value clipped to the range that both its dtype and info's hold (JAX's convert-and-clip)."""
+    own = np.iinfo(value.dtype)
+    return fnp.clip(value, builtins.max(int(info.min), int(own.min)), builtins.min(int(info.max), int(own.max)))
+
+
+def _wrapping_rem(a, span):
+    """a mod span for unsigned words, a itself where span is 0 (XLA's remainder by zero, on which
+    randint's full 2^bits span relies)."""
+    zero = fnp.equal(span, 0)
+    return fnp.where(zero, a, fnp.remainder(a, fnp.where(zero, np.ones((), span.dtype), span)))
 
 
 def bernoulli(key, p=0.5, shape=None) -> Array:
