@@ -57,6 +57,22 @@ def test_randint_is_jaxs_and_takes_traced_bounds():
     np.testing.assert_array_equal(per_bound[0], [7, 9, 6, 9, 1, 2])
     assert np.all((np.asarray(per_bound[1]) >= 0) & (np.asarray(per_bound[1]) < 2 ** 40))
 
+
+def test_permutation_and_choice_are_jaxs():
+    """Values jax 0.10.2 printed: rounds of a stable sort on 32-bit words (two rounds past 1625
+    entries), inverse-CDF sampling for weighted choice, Gumbel top-k without replacement."""
+    k = fg.random.key(7)
+    np.testing.assert_array_equal(fg.random.permutation(k, 8), [4, 2, 3, 5, 0, 7, 6, 1])
+    np.testing.assert_array_equal(fg.random.permutation(k, 2000)[:6], [1785, 5, 1002, 442, 880, 109])
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(fg.random.permutation(k, x, axis=1), [[2, 3, 0, 1], [6, 7, 4, 5], [10, 11, 8, 9]])
+    np.testing.assert_array_equal(fg.random.permutation(k, x, axis=1, independent=True),
+                                  [[2, 3, 0, 1], [4, 5, 7, 6], [10, 9, 11, 8]])
+    p = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    np.testing.assert_array_equal(fg.random.choice(k, 4, (6,), p=p), [2, 0, 3, 2, 1, 2])
+    np.testing.assert_array_equal(fg.random.choice(k, 4, (3,), replace=False, p=p), [1, 3, 0])
+    np.testing.assert_array_equal(fg.random.choice(k, 10, (2, 2), replace=False), [[9, 4], [2, 3]])
+
 def test_keys_are_reproducible_and_split_is_independent():
     k = fg.random.key(42)
     assert k.shape == (2,) and k.dtype == fg.uint32

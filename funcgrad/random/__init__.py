@@ -5,9 +5,10 @@ ones. The numbers depend only on (key, shape, dtype), so every backend reproduce
 since the generator is a primitive, sampling works under jit with traced keys.
 
 The streams are JAX's (its default, partitionable Threefry): key(seed), split, fold_in and bits
-are bit for bit jax.random's, uniform and randint too (uniform to the last bit but for a fused
-multiply-add when minval and maxval are given), and normal, gumbel, laplace, logistic, cauchy, exponential,
-categorical and rademacher use JAX's formulas on those draws, so they agree to float rounding.
+are bit for bit jax.random's, uniform, randint, permutation and choice too (uniform to the last
+bit but for a fused multiply-add when minval and maxval are given), and normal, gumbel, laplace,
+logistic, cauchy, exponential, categorical and rademacher use JAX's formulas on those draws, so
+they agree to float rounding.
 """
 from ._gamma import (GAMMA_ROUNDS, ball, beta, binomial, chisquare, dirichlet, f, gamma, generalized_normal, loggamma,
                      multinomial, t)

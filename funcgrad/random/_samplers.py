@@ -244,16 +244,27 @@ def bernoulli(key, p=0.5, shape=None) -> Array:
 
 
 def permutation(key, x, axis: int = 0, independent: bool = False):
-    """A random permutation of range(x) for an int x, else of x's entries along axis; independent
-    shuffles each vector along axis on its own (JAX's)."""
-    is_count = np.ndim(x) == 0 and not isinstance(x, ArrayBase)
-    if is_count:
-        return bind(prng.argsort_p, _bits64(key, (int(x),)), axis=0)
+    """A random permutation of range(x) for an integer x, else of x's entries along axis;
+    independent shuffles each vector along axis on its own. JAX's numbers (its _shuffle)."""
+    if np.ndim(x) == 0:
+        n = operator.index(fnp.concrete_or_none(x) if isinstance(x, ArrayBase) else x)
+        return _shuffle(key, devices.arange(n, dtypes.int64, fnp.asarray(key).device), 0)
     x = _as_parameter(key, x)
     axis = fnp._normalize_axis(axis, x.ndim)
-    if not independent:
-        return fnp.take(x, bind(prng.argsort_p, _bits64(key, (x.shape[axis],)), axis=0), axis=axis)
-    return fnp.take_along_axis(x, bind(prng.argsort_p, _bits64(key, tuple(x.shape)), axis=axis), axis)
+    if independent or x.ndim == 1:
+        return _shuffle(key, x, axis)
+    return fnp.take(x, _shuffle(key, devices.arange(x.shape[axis], dtypes.int64, x.device), 0), axis=axis)
+
+
+def _shuffle(key, x, axis: int):
+    """x reordered along axis by rounds of a stable sort on fresh 32-bit words (JAX's: 3 ln(size) /
+    ln(2^32 - 1) rounds, enough that ties between words leave no measurable bias), each round's key
+    split off the last one's."""
+    rounds = int(np.ceil(3 * np.log(builtins.max(1, x.size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        key, subkey = split(key)
+        x = fnp.take_along_axis(x, bind(prng.argsort_p, random_bits(subkey, x.shape, dtypes.uint32), axis=axis), axis)
+    return x
 
 
 def gumbel(key, shape=(), dtype=dtypes.float32) -> Array:
@@ -460,29 +471,37 @@ def rademacher(key, shape=(), dtype=dtypes.int64) -> Array:
 
 
 def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Array:
-    """Samples of range(a) for an int a, else of a's entries along axis; p weights them, and
-    replace=False draws distinct ones (Gumbel top-k when weighted)."""
-    is_count = np.ndim(a) == 0 and not isinstance(a, ArrayBase)
-    if not is_count:
+    """Samples of range(a) for an int a, else of a's entries along axis (the samples' shape in its
+    place); p weights them, and replace=False draws distinct ones. JAX's numbers: randint, the
+    first of a permutation, inversion of p's running sum, or Gumbel top-k where weighted."""
+    is_count = np.ndim(a) == 0
+    if is_count:
+        n = operator.index(fnp.concrete_or_none(a) if isinstance(a, ArrayBase) else a)
+    else:
         a = _as_parameter(key, a)
-    n = int(a) if is_count else a.shape[axis]
+        axis = fnp._normalize_axis(axis, a.ndim)
+        n = a.shape[axis]
     shape = _shape(shape)
     size = math.prod(shape)
+    if n <= 0 and size:
+        raise ValueError(f"choice: cannot take {size} samples from an empty population")
     if not replace and size > n:
         raise ValueError(f"choice: cannot take {size} distinct samples from {n} without replacement")
     if p is not None:
         p = _as_parameter(key, p)
+        p = p if dtypes.is_inexact(p.dtype) else fnp.astype(p, dtypes.default_float)
         if p.shape != (n,):
             raise ValueError(f"choice: p must have shape ({n},), got {tuple(p.shape)}")
-    if replace:
-        if p is None:
-            idx = randint(key, shape, 0, n)
-        else:
-            idx = categorical(key, fnp.log(p), shape=shape)
+    if p is None and replace:
+        idx = randint(key, shape, 0, builtins.max(n, 1))
+    elif p is None:
+        idx = fnp.reshape(permutation(key, n)[:size], shape)
+    elif replace:
+        running = fnp.cumsum(p)
+        idx = fnp.astype(fnp.searchsorted(running, running[-1] * (1 - uniform(key, shape, p.dtype))), dtypes.int64)
     else:
-        scores = _unit_float(key, (n,), dtypes.float64) if p is None else \
-            gumbel(key, (n,), dtypes.float64) + fnp.log(fnp.astype(p, dtypes.float64))
-        idx = fnp.reshape(bind(prng.argsort_p, -scores, axis=0)[:size], shape)
+        scores = gumbel(key, (n,), p.dtype) + fnp.log(p)
+        idx = fnp.reshape(bind(prng.argsort_p, -scores, axis=0)[:size], shape)  # top k, ties to the lower index
     return idx if is_count else fnp.take(a, idx, axis=axis)
 
 
