@@ -195,6 +195,32 @@ def test_nadamw_and_adamaxw_decay_weights_after_the_step():
     _check(optim.adamaxw(lr, weight_decay=wd), adamaxw_ref)
 
 
+def test_adam_and_adamw_take_optaxs_keywords():
+    """optax.adam's eps_root and nesterov, optax.adamw's mask, optax.radam's threshold, beside
+    PyTorch's positional arguments (an optax user's call works unchanged)."""
+    b1, b2, eps, wd, lr = 0.9, 0.999, 1e-8, 0.1, 0.05
+
+    def adam_ref(p, gs, decay):
+        m, v = np.zeros_like(p), np.zeros_like(p)
+        for t, g in enumerate(gs, 1):
+            m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+            m_hat = b1 * m / (1 - b1 ** (t + 1)) + (1 - b1) * g / (1 - b1 ** t)
+            p = p - lr * (m_hat / (np.sqrt(v / (1 - b2 ** t) + 1e-5) + eps) + decay * p)
+        return p
+    _check(optim.adam(lr, eps_root=1e-5, nesterov=True), lambda p, gs: adam_ref(p, gs, 0.0))
+    decayed = {"w": True, "b": False, "k": True}
+    got, _ = _run(optim.adamw(lr, weight_decay=wd, eps_root=1e-5, nesterov=True, mask=decayed))
+    for k in PARAMS:
+        assert_close(got[k], adam_ref(PARAMS[k].copy(), [g[k] for g in GRADS], wd if decayed[k] else 0.0), rtol=1e-10)
+
+    def momentum_only(p, gs):  # rho_t never passes a threshold of 1e9: bias-corrected momentum steps
+        m = np.zeros_like(p)
+        for t, g in enumerate(gs, 1):
+            m = b1 * m + (1 - b1) * g
+            p = p - lr * m / (1 - b1 ** t)
+        return p
+    _check(optim.radam(lr, threshold=1e9), momentum_only)
+
 def test_centred_and_summed_second_moments():
     def stddev_ref(p, gs, decay=0.9, eps=1e-8):
         m, v = np.zeros_like(p), np.zeros_like(p)

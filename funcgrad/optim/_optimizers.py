@@ -12,9 +12,11 @@ def _torch_optimizer(parts, maximize: bool) -> GradientTransformation:
     return chain(scale(-1.0), *parts) if maximize else chain(*parts)
 
 
-def _weight_decay(step: GradientTransformation, weight_decay: float, decoupled: bool) -> list:
-    """L2 added to the gradient before the step, or decoupled (AdamW's) after it."""
-    return [step, add_decayed_weights(weight_decay)] if decoupled else [add_decayed_weights(weight_decay), step]
+def _weight_decay(step: GradientTransformation, weight_decay: float, decoupled: bool, mask=None) -> list:
+    """L2 added to the gradient before the step, or decoupled (AdamW's) after it; mask (optax's)
+    names the parameters it applies to."""
+    decay = add_decayed_weights(weight_decay, mask)
+    return [step, decay] if decoupled else [decay, step]
 
 
 def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
@@ -28,17 +30,22 @@ def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, dampening: float
 
 def adam(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
          weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False,
-         decoupled_weight_decay: bool = False) -> GradientTransformation:
-    """torch.optim.Adam; weight_decay is L2 added to the gradient (decoupled_weight_decay: AdamW)."""
-    step = scale_by_adam(b1, b2, eps, amsgrad)
-    return _torch_optimizer([*_weight_decay(step, weight_decay, decoupled_weight_decay),
+         decoupled_weight_decay: bool = False, *, eps_root: float = 0.0, nesterov: bool = False,
+         mask=None) -> GradientTransformation:
+    """torch.optim.Adam; weight_decay is L2 added to the gradient (decoupled_weight_decay: AdamW).
+    optax's keywords too: eps_root inside the root, nesterov momentum, mask for the weight decay."""
+    step = scale_by_adam(b1, b2, eps, amsgrad, eps_root=eps_root, nesterov=nesterov)
+    return _torch_optimizer([*_weight_decay(step, weight_decay, decoupled_weight_decay, mask),
                              scale_by_learning_rate(learning_rate)], maximize)
 
 
 def adamw(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-          weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False) -> GradientTransformation:
-    """torch.optim.AdamW: decoupled weight decay, p -= lr * (adam step + weight_decay * p)."""
-    return adam(learning_rate, b1, b2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay=True)
+          weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False, *, eps_root: float = 0.0,
+          nesterov: bool = False, mask=None) -> GradientTransformation:
+    """torch.optim.AdamW: decoupled weight decay, p -= lr * (adam step + weight_decay * p); optax's
+    eps_root, nesterov and mask (the parameters the decay applies to) as keywords."""
+    return adam(learning_rate, b1, b2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay=True,
+                eps_root=eps_root, nesterov=nesterov, mask=mask)
 
 
 def rmsprop(learning_rate: ScalarOrSchedule = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
@@ -70,9 +77,10 @@ def nadam(learning_rate: ScalarOrSchedule = 2e-3, b1: float = 0.9, b2: float = 0
 
 
 def radam(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-          weight_decay: float = 0.0, decoupled_weight_decay: bool = False, maximize: bool = False
-          ) -> GradientTransformation:
-    step = scale_by_radam(b1, b2, eps)
+          weight_decay: float = 0.0, decoupled_weight_decay: bool = False, maximize: bool = False, *,
+          threshold: float = 5.0) -> GradientTransformation:
+    """torch.optim.RAdam; optax's threshold (the rho_t above which the rectified step applies)."""
+    step = scale_by_radam(b1, b2, eps, threshold=threshold)
     return _torch_optimizer([*_weight_decay(step, weight_decay, decoupled_weight_decay),
                              scale_by_learning_rate(learning_rate)], maximize)
 

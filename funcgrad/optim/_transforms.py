@@ -179,9 +179,10 @@ def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     return GradientTransformation(init, update)
 
 
-def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> GradientTransformation:
+def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, *,
+                   threshold: float = 5.0) -> GradientTransformation:
     """torch.optim.RAdam: Adam with the variance rectification term, plain momentum while the
-    variance estimate is unreliable (rho_t <= 5)."""
+    variance estimate is unreliable (rho_t <= threshold: 5, PyTorch's and optax's default)."""
     _betas(b1, b2)
     _at_least(eps, 0.0, "epsilon value")
     rho_inf = 2 / (1 - b2) - 1
@@ -192,7 +193,7 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gra
         nu = tree_map(lambda v, g: b2 * v + (1 - b2) * (g * g), state.nu, updates)
         decay = b2 ** t
         rho_t = rho_inf - 2 * t * decay / (1 - decay)
-        usable = rho_t > 5
+        usable = rho_t > threshold
         safe = fnp.where(usable, rho_t, 6.0) if not isinstance(rho_t, float) else (rho_t if usable else 6.0)
         rect = ((safe - 4) * (safe - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * safe)) ** 0.5
         c1, c2 = 1 - b1 ** t, (1 - decay) ** 0.5
