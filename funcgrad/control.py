@@ -34,18 +34,15 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands) -> Any:
         if np.shape(pred) != ():
             raise TypeError(f"cond needs a scalar predicate, got shape {tuple(np.shape(pred))}") from None
         on_true, on_false = true_fun(*operands), false_fun(*operands)
-        if tree_flatten(on_true)[1] != tree_flatten(on_false)[1]:
-            raise TypeError(f"cond branches return different structures: {tree_flatten(on_true)[1]} and "
-                            f"{tree_flatten(on_false)[1]}") from None
+        _same_kind(on_true, on_false, "false_fun's result", "true_fun's", "cond", _BRANCHES)
         return tree_map(lambda a, b: fnp.where(pred, a, b), on_true, on_false)
     return true_fun(*operands) if chosen else false_fun(*operands)
 
 
 def _select(index, branches_out: list):
     """Leaf-wise choice among branch results by a traced index."""
-    structures = {tree_flatten(out)[1] for out in branches_out}
-    if len(structures) != 1:
-        raise TypeError(f"switch branches return different structures: {sorted(map(str, structures))}")
+    for i, out in enumerate(branches_out[1:], 1):
+        _same_kind(branches_out[0], out, f"branch {i}'s result", "branch 0's", "switch", _BRANCHES)
     result = branches_out[-1]
     for i in range(len(branches_out) - 2, -1, -1):
         result = tree_map(lambda a, b, i=i: fnp.where(fnp.equal(index, i), a, b), branches_out[i], result)
@@ -78,6 +75,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val) -> Any:
     val = init_val
     for i in range(_static_bound(lower, "lower"), _static_bound(upper, "upper")):
         val = body_fun(i, val)
+        _same_kind(init_val, val, f"the value body_fun returned at i={i}", "init_val", "fori_loop", _LOOP)
     return val
 
 
@@ -89,6 +87,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val) -> Any:
     val = init_val
     while True:
         pred = cond_fun(val)
+        if np.shape(pred) != ():
+            raise TypeError(f"while_loop: cond_fun must return a scalar boolean, got shape {tuple(np.shape(pred))}")
         try:
             go = bool(pred)
         except ConcretizationError as e:
@@ -100,6 +100,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val) -> Any:
         if not go:
             return val
         val = body_fun(val)
+        _same_kind(init_val, val, "the value body_fun returned", "init_val", "while_loop", _LOOP)
 
 
 def _batched(pred) -> bool:
@@ -163,19 +164,24 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return carry, tree_map(lambda *parts: fnp.stack(parts), *ys)
 
 
-def _same_kind(expected, got, what: str, against: str) -> None:
-    """scan's loop needs a carry (and ys) of one structure, shape and dtype at every step (jax.lax.scan)."""
+_SCAN = "the carry and ys keep one shape and dtype across steps"
+_LOOP = "the loop value keeps one structure, shape and dtype across iterations"
+_BRANCHES = "every branch returns one structure, shape and dtype"
+
+
+def _same_kind(expected, got, what: str, against: str, where: str = "scan", rule: str = _SCAN) -> None:
+    """What a loop carries (or a traced branch returns) keeps one structure, shape and dtype, as in
+    jax.lax: a loop that changes it would run eagerly and fail under jit."""
     e_leaves, e_def = tree_flatten(expected)
     g_leaves, g_def = tree_flatten(got)
     if e_def != g_def:
-        raise TypeError(f"scan: {what} differs from {against} in structure, {e_def.difference(g_def)}")
+        raise TypeError(f"{where}: {what} differs from {against} in structure, {e_def.difference(g_def)}: {rule}")
     for path_leaf, e, g in zip(tree_flatten_with_path(got)[0], e_leaves, g_leaves):
         e_kind, g_kind = ((tuple(np.shape(v)), fnp.asarray(v).dtype) for v in (e, g))
-        weak = isinstance(e, (bool, int, float, complex))  # a Python number takes the dtype the steps give it
+        weak = any(isinstance(v, (bool, int, float, complex)) for v in (e, g))  # a Python number takes the other's
         if e_kind[0] != g_kind[0] or (e_kind[1] != g_kind[1] and not weak):
-            raise TypeError(f"scan: {what} has shape {g_kind[0]} dtype {g_kind[1]} at {keystr(path_leaf[0])}, "
-                            f"but {against} has shape {e_kind[0]} dtype {e_kind[1]}: the carry and ys keep one "
-                            f"shape and dtype across steps")
+            raise TypeError(f"{where}: {what} has shape {g_kind[0]} dtype {g_kind[1]} at {keystr(path_leaf[0])}, "
+                            f"but {against} has shape {e_kind[0]} dtype {e_kind[1]}: {rule}")
 
 
 def map(f: Callable, xs) -> Any:  # noqa: A001  (jax.lax.map)

@@ -26,6 +26,28 @@ def test_while_loop_needs_a_concrete_condition():
         fg.jit(lambda x: fg.while_loop(lambda v: v < 10, lambda v: v * 2, x))(fnp.asarray(1.0))
 
 
+
+def test_loops_and_traced_branches_keep_one_type_as_jax_lax():
+    """A loop whose value changes shape or dtype, a non-scalar loop condition, or traced branches of
+    different shapes raise a TypeError naming both (jax.lax's rule; eagerly such a loop ran and gave
+    a value that jit could not reproduce)."""
+    with pytest.raises(TypeError, match=r"fori_loop: the value body_fun returned at i=0 has shape \(5,\)"):
+        fg.lax.fori_loop(0, 3, lambda i, c: fnp.ones(5), fnp.ones(2))
+    with pytest.raises(TypeError, match="dtype float32 .* but init_val has shape \\(2,\\) dtype int32"):
+        fg.lax.fori_loop(0, 3, lambda i, c: c * 1.0, fnp.ones(2, dtype=fg.int32))
+    with pytest.raises(TypeError, match="while_loop: the value body_fun returned differs from init_val in structure"):
+        fg.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1], c[1]), (0, fnp.ones(2)))
+    with pytest.raises(TypeError, match=r"while_loop: cond_fun must return a scalar boolean, got shape \(2,\)"):
+        fg.lax.while_loop(lambda c: c > 0, lambda c: c - 1, fnp.ones(2))
+    with pytest.raises(TypeError, match=r"cond: false_fun's result has shape \(3,\)"):
+        fg.jit(lambda a: fg.lax.cond(a.sum() > 0, lambda: a, lambda: fnp.ones(3)))(fnp.ones(2))
+    with pytest.raises(TypeError, match="switch: branch 1's result differs from branch 0's in structure"):
+        fg.jit(lambda i: fg.lax.switch(i, [lambda: fnp.ones(2), lambda: (fnp.ones(2),)]))(1)
+    # a Python number takes the other side's dtype, as JAX's weak types; counts and arrays mix freely
+    count, value = fg.lax.fori_loop(0, 3, lambda i, c: (c[0] + i, c[1] * 2.0), (0, fnp.ones(2)))
+    assert int(count) == 3 and value.tolist() == [8.0, 8.0]
+    assert float(fg.jit(lambda a: fg.lax.cond(a.sum() > 0, lambda: 1.0, lambda: a[0]))(fnp.ones(2))) == 1.0
+
 def test_while_loop_under_vmap_runs_each_member_to_its_own_stop():
     def collatz_steps(n):  # a trip count that differs per member, in an integer and a float carry
         return fg.while_loop(lambda c: c[0] != 1, lambda c: (fnp.where(c[0] % 2 == 0, c[0] // 2, 3 * c[0] + 1),
