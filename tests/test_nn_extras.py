@@ -263,6 +263,9 @@ def test_pad_reads_widths_from_the_last_axis_as_pytorch():
         nn.functional.pad(x, (1, 2, 3))
     with pytest.raises(ValueError, match="mode must be one of"):
         nn.functional.pad(x, (1, 1), "edge")
+    assert nn.functional.pad(x, (-5, 0)).shape == (2, 3, 4, 0)  # cropping everything leaves an empty axis
+    with pytest.raises(ValueError, match=r"widths \(-4, -2\) crop more than the 5 entries of axis 3"):
+        nn.functional.pad(x, (-4, -2))  # PyTorch raises too; it gave an empty axis
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])

@@ -129,6 +129,10 @@ def test_bad_keys_and_arguments():
         fg.random.normal(np.array([1, 2]), (3,))
     with pytest.raises(ValueError, match="minval < maxval"):
         fg.random.randint(fg.random.key(0), (3,), 5, 5)
+    with pytest.raises(ValueError, match=r"no negative dimensions, got \(-1, 2\)"):
+        fg.random.normal(fg.random.key(0), (-1, 2))  # it gave a (0, 2) sample
+    with pytest.raises(TypeError):
+        fg.random.uniform(fg.random.key(0), (2.5,))  # it gave 2 samples
     with pytest.raises(TypeError, match="floating-point"):
         fg.random.normal(fg.random.key(0), (3,), dtype=fg.int32)
 

@@ -109,6 +109,10 @@ def pad(x, pad, mode: str = "constant", value: float | None = None):  # noqa: A0
         if mode == "reflect" and max(lo, hi) >= max(size, 1) or mode == "circular" and max(lo, hi) > size:
             limit = "below" if mode == "reflect" else "at most"
             raise ValueError(f"pad: {mode} widths {(lo, hi)} of axis {axis} must be {limit} its size {size}")
+    for axis, ((lo, hi), size) in enumerate(zip(pairs, x.shape)):
+        if size + lo + hi < 0:
+            raise ValueError(f"pad: widths {(lo, hi)} crop more than the {size} entries of axis {axis} "
+                             f"(a size of {size + lo + hi})")
     crop = tuple(slice(max(0, -lo), size - max(0, -hi)) for (lo, hi), size in zip(pairs, x.shape))
     x = x[crop] if any(min(p) < 0 for p in pairs) else x
     pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]

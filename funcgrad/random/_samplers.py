@@ -98,7 +98,10 @@ def fold_in(key, data) -> Array:
 
 
 def _shape(shape) -> tuple[int, ...]:
-    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+    shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(operator.index(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"a sample shape has no negative dimensions, got {shape}")
+    return shape
 
 
 def random_bits(key, shape=(), dtype=None) -> Array:
