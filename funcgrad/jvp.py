@@ -127,6 +127,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
         t = t if isinstance(t, (Array, Tracer)) else Array(to_numpy(t, dtype=p.dtype))
         if t.shape != p.shape:
             raise ShapeError(f"jvp: a tangent has shape {t.shape} but its primal has shape {p.shape}")
+        if t.dtype != p.dtype and dtypes.is_inexact(p.dtype):  # the tangent space is the primal's (jax.jvp's rule)
+            raise TypeError(f"jvp: a tangent has dtype {t.dtype} but its primal has dtype {p.dtype}; cast it")
         t_leaves.append(t)
     out_tree, outs, tans = _jvp(lambda *xs: fun(*p_tree.unflatten(xs)), p_leaves, t_leaves)
     return out_tree.unflatten(outs), out_tree.unflatten(tans)

@@ -179,4 +179,7 @@ def _place(val, d, axis, size: int):
         if d is not None:
             raise ValueError("vmap: an output with out_axes=None depends on the batch")
         return val
-    return batch_to(val, d, axis % (_ndim(val) + (d is None)), size)
+    rank = _ndim(val) + (d is None)  # the batched output's
+    if not -rank <= axis < rank:
+        raise ValueError(f"vmap: out_axes {axis} is out of range for a batched output of rank {rank}")
+    return batch_to(val, d, axis % rank, size)

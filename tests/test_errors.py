@@ -63,6 +63,22 @@ def test_vjp_and_jvp_check_their_inputs():
         fg.jvp(lambda x: x, (np.ones(3),), (np.ones(2),))
     with pytest.raises(ValueError, match="structure"):
         fg.jvp(lambda x, y: x, (np.ones(3), np.ones(3)), (np.ones(3),))
+    with pytest.raises(TypeError, match="tangent has dtype float64 but its primal has dtype float32"):
+        fg.jvp(lambda x: x * 2, (fnp.ones(3),), (fnp.ones(3, dtype=fg.float64),))  # it gave a float64 tangent
+
+
+def test_vmap_out_axes_out_of_range_and_negative_layer_sizes_raise():
+    """Both gave a result: out_axes wrapped modulo the rank (2 acted as 0), a negative size failed
+    deep inside the initialiser with 'math domain error'."""
+    with pytest.raises(ValueError, match="out_axes 2 is out of range for a batched output of rank 2"):
+        fg.vmap(lambda v: v, out_axes=2)(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="out_axes 1 is out of range for a batched output of rank 1"):
+        fg.vmap(lambda v: fnp.sum(v), out_axes=1)(np.ones((3, 2)))
+    assert fg.vmap(lambda v: v, out_axes=-1)(np.ones((3, 2))).shape == (2, 3)
+    with pytest.raises(ValueError, match=r"parameter of shape \(3, -1\): it has a negative dimension"):
+        fg.nn.Linear(-1, 3, key=fg.random.key(0))
+    with pytest.raises(ValueError, match=r"parameter of shape \(-2, 4\)"):
+        fg.nn.Embedding(-2, 4, key=fg.random.key(0))
 
 
 def test_has_aux_needs_a_pair():

@@ -85,6 +85,8 @@ def test_optax_named_schedules_are_its_formulas():
     first = optim.warmup_cosine_decay_schedule(0.0, 1.0, 2, 6)
     second = optim.warmup_cosine_decay_schedule(0.0, 0.5, 1, 5)
     assert_close(_values(restarts, 11), [first(k) for k in range(6)] + [second(k) for k in range(5)], rtol=1e-12)
+    with pytest.raises(ValueError, match=r"decay_steps \(5\) counts from the start"):
+        optim.warmup_cosine_decay_schedule(0.0, 1.0, 10, 5)  # optax raises; it decayed over one step
     onecycle = optim.cosine_onecycle_schedule(20, 1.0, pct_start=0.25, div_factor=10.0, final_div_factor=100.0)
     up = [0.1 + (1 - 0.1) / 2 * (1 - math.cos(math.pi * k / 5)) for k in range(5)]
     down = [1.0 + (1e-3 - 1.0) / 2 * (1 - math.cos(math.pi * k / 15)) for k in range(16)]

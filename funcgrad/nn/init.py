@@ -14,7 +14,16 @@ from .. import random
 from ..numpy import linalg
 
 
+def _checked(shape) -> tuple[int, ...]:
+    """shape as a tuple of ints; a negative size (nn.Linear(-1, 3)) raises, naming the shape."""
+    shape = tuple(shape) if np.ndim(shape) else (shape,)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"cannot create a parameter of shape {shape}: it has a negative dimension")
+    return shape
+
+
 def fans(shape) -> tuple[int, int]:
+    shape = _checked(shape)
     if len(shape) < 2:
         raise ValueError(f"fan_in and fan_out need a weight of rank >= 2, got shape {tuple(shape)}")
     receptive = math.prod(shape[2:])
@@ -22,21 +31,21 @@ def fans(shape) -> tuple[int, int]:
 
 
 def zeros(key, shape, dtype=dtypes.float32):
-    return fnp.zeros(shape, dtype)
+    return fnp.zeros(_checked(shape), dtype)
 
 
 def ones(key, shape, dtype=dtypes.float32):
-    return fnp.ones(shape, dtype)
+    return fnp.ones(_checked(shape), dtype)
 
 
 def normal(key, shape, dtype=dtypes.float32, std: float = 1.0, mean: float = 0.0):
     """N(mean, std^2). std comes before mean here, where torch's normal_(mean, std) has mean first:
     pass them by name."""
-    return random.normal(key, shape, dtype) * std + mean
+    return random.normal(key, _checked(shape), dtype) * std + mean
 
 
 def uniform(key, shape, dtype=dtypes.float32, bound: float = 1.0):
-    return random.uniform(key, shape, dtype, -bound, bound)
+    return random.uniform(key, _checked(shape), dtype, -bound, bound)
 
 
 _LINEAR_GAIN = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",

@@ -242,6 +242,9 @@ def warmup_cosine_decay_schedule(init_value: float, peak_value: float, warmup_st
                                  end_value: float = 0.0, exponent: float = 1.0) -> Schedule:
     """optax.warmup_cosine_decay_schedule: linear from init_value to peak_value over warmup_steps,
     then cosine decay to end_value at decay_steps (counted from the start)."""
+    if decay_steps < warmup_steps:
+        raise ValueError(f"warmup_cosine_decay_schedule: decay_steps ({decay_steps}) counts from the start and so "
+                         f"includes the {warmup_steps} warmup steps")
     alpha = end_value / peak_value if peak_value else 0.0
     return join_schedules([linear_schedule(init_value, peak_value, warmup_steps),
                            cosine_decay_schedule(peak_value, max(decay_steps - warmup_steps, 1), alpha, exponent)],
