@@ -306,6 +306,25 @@ def test_multi_steps_averages_micro_batches():
     assert_close(params, expected, rtol=1e-12)
 
 
+
+def test_multi_steps_object_sums_or_averages_on_a_schedule_as_optaxs():
+    """optax.MultiSteps: every_k_schedule a function of the inner steps taken (2, then 3, ...),
+    use_grad_mean=False sums the micro-batches, has_updated says when the inner optimiser stepped."""
+    gs = grads_sequence((2,))[:5]
+    opt = optim.MultiSteps(optim.sgd(0.5), every_k_schedule=lambda step: 2 + step, use_grad_mean=False)
+    params = fg.asarray(np.zeros(2))
+    state, stepped = opt.init(params), []
+    assert not bool(opt.has_updated(state))
+    for g in gs:
+        updates, state = opt.update(fg.asarray(g), state, params)
+        params = optim.apply_updates(params, updates)
+        stepped.append(bool(opt.has_updated(state)))
+    assert stepped == [False, True, False, False, True]
+    assert_close(params, -0.5 * (np.sum(gs[:2], axis=0) + np.sum(gs[2:5], axis=0)), rtol=1e-12)
+    assert opt.gradient_transformation().init is opt.init and opt.inner_opt is not None
+    with pytest.raises(ValueError, match="every_k must be an int >= 1"):
+        optim.MultiSteps(optim.sgd(0.5), every_k_schedule=0)
+
 def test_apply_if_finite_skips_bad_steps():
     opt = optim.apply_if_finite(optim.sgd(1.0, momentum=0.5))
     params = fg.asarray(np.zeros(2))

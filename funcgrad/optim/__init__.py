@@ -29,7 +29,7 @@ from ._transforms import (  # noqa: F401
 from ._optimizers import (  # noqa: F401
     adadelta, adagrad, adam, adamax, adamw, lion, nadam, radam, rmsprop, rprop, sgd)
 from ._wrappers import (  # noqa: F401
-    ApplyEveryState, EmaState, FiniteState, LookaheadParams, LookaheadState, MaskedState, MultiStepsState,
+    ApplyEveryState, EmaState, FiniteState, LookaheadParams, LookaheadState, MaskedState, MultiSteps, MultiStepsState,
     MultiTransformState, apply_every, apply_if_finite, ema, flatten, freeze, lookahead, masked, multi_steps,
     multi_transform, partition)
 from ._edits import (  # noqa: F401

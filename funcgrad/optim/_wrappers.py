@@ -20,31 +20,54 @@ class MultiStepsState(NamedTuple):
     mini_step: Array
     accumulated: Any
     inner: Any
+    gradient_step: Array  # inner steps taken so far (what a callable every_k reads)
 
 
-def multi_steps(inner: GradientTransformation, every_k: int) -> GradientTransformation:
-    """Gradient accumulation: average the gradients of every_k micro-batches, then take one
-    step of `inner`; the micro-steps in between return zero updates."""
-    if every_k < 1:
-        raise ValueError(f"every_k must be >= 1, got {every_k}")
+def multi_steps(inner: GradientTransformation, every_k, use_grad_mean: bool = True) -> GradientTransformation:
+    """Gradient accumulation: average (or, use_grad_mean=False, sum) the gradients of every_k
+    micro-batches, then take one step of `inner`; the micro-steps in between return zero updates.
+    every_k may be a function of the inner step count (optax's every_k_schedule)."""
+    schedule = every_k if callable(every_k) else None
+    if schedule is None and (isinstance(every_k, bool) or not isinstance(every_k, (int, np.integer)) or every_k < 1):
+        raise ValueError(f"every_k must be an int >= 1 (or a function of the step count), got {every_k!r}")
 
     def init(params):
-        return MultiStepsState(_count(), _tree_zeros_like(params), inner.init(params))
+        return MultiStepsState(_count(), _tree_zeros_like(params), inner.init(params), _count())
 
     def update(updates, state, params=None):
         k = concrete_int(state.mini_step) + 1
         acc = tree_map(lambda a, g: a + (g - a) * (1.0 / k), state.accumulated, updates)
+        due = every_k if schedule is None else concrete_int(schedule(state.gradient_step))
 
         def accumulate():
-            return _tree_zeros_like(updates), MultiStepsState(state.mini_step + 1, acc, state.inner)
+            return _tree_zeros_like(updates), state._replace(mini_step=state.mini_step + 1, accumulated=acc)
 
         def step():
-            out, inner_state = inner.update(acc, state.inner, params)
-            return out, MultiStepsState(state.mini_step * 0, _tree_zeros_like(acc), inner_state)
+            total = acc if use_grad_mean else tree_map(lambda a: a * k, acc)
+            out, inner_state = inner.update(total, state.inner, params)
+            return out, MultiStepsState(state.mini_step * 0, _tree_zeros_like(acc), inner_state,
+                                        state.gradient_step + 1)
 
-        return cond(k < every_k, accumulate, step)
+        return cond(k < due, accumulate, step)
 
     return GradientTransformation(init, update)
+
+
+class MultiSteps:
+    """optax.MultiSteps: multi_steps as an object, with its init / update, gradient_transformation()
+    and has_updated(state) (whether the last update stepped the inner optimiser)."""
+
+    def __init__(self, opt: GradientTransformation, every_k_schedule, use_grad_mean: bool = True):
+        self.inner_opt = opt
+        self._transformation = multi_steps(opt, every_k_schedule, use_grad_mean)
+        self.init, self.update = self._transformation.init, self._transformation.update
+
+    def gradient_transformation(self) -> GradientTransformation:
+        return self._transformation
+
+    @staticmethod
+    def has_updated(state: MultiStepsState):
+        return fnp.logical_and(state.mini_step == 0, state.gradient_step > 0)
 
 
 class FiniteState(NamedTuple):
