@@ -100,6 +100,40 @@ def _params():
     return {"w": RNG.standard_normal((3, 2)), "b": RNG.standard_normal(2), "norm": {"scale": RNG.standard_normal(2)}}
 
 
+
+@pytest.mark.parametrize("kind", ["linear", "cosine"])
+def test_piecewise_interpolate_and_warmup_constant_are_optaxs(kind):
+    """optax's formulas: the cumulative products of the scales reached at the boundaries, moved
+    between linearly or by a half cosine; eagerly and on a traced count."""
+    sched = optim.piecewise_interpolate_schedule(kind, 2.0, {4: 0.5, 10: 0.1})
+    knots, values = [0, 4, 10], [2.0, 1.0, 0.1]
+    expected = []
+    for k in range(14):
+        if k >= 10:
+            expected.append(0.1)
+            continue
+        i = 0 if k < 4 else 1
+        frac = (k - knots[i]) / (knots[i + 1] - knots[i])
+        lo, hi = values[i], values[i + 1]
+        expected.append(lo + (hi - lo) * frac if kind == "linear" else hi + (lo - hi) / 2 * (math.cos(math.pi * frac) + 1))
+    assert_close(_values(sched, 14), expected, rtol=1e-12)
+    assert_close([float(fg.jit(sched)(np.float64(k))) for k in range(14)], expected, rtol=1e-6)
+    assert_close(_values(optim.warmup_constant_schedule(0.0, 0.4, 4), 7), [0.0, 0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
+    with pytest.raises(ValueError, match="interpolate_type"):
+        optim.piecewise_interpolate_schedule("step", 1.0, {})
+
+
+def test_stateless_transformations_apply_a_function_of_updates_and_params():
+    params, grads = {"w": np.ones(2), "b": np.full(3, 2.0)}, {"w": np.full(2, 3.0), "b": np.ones(3)}
+    plus = optim.stateless_with_tree_map(lambda g, p: g + p)
+    updates, state = plus.update(grads, plus.init(params), params)
+    assert state == () and updates["w"].tolist() == [4.0, 4.0] and updates["b"].tolist() == [3.0] * 3
+    halve = optim.stateless(lambda u, p: fg.tree_map(lambda x: x / 2, u))
+    opt = optim.chain(halve, optim.sgd(1.0))
+    updates, _ = opt.update(grads, opt.init(params), params)
+    assert updates["w"].tolist() == [-1.5, -1.5]
+    assert optim.stateless_with_tree_map(lambda g, p: g * (p is None)).update(grads, ())[0]["b"].tolist() == [1.0] * 3
+
 def test_multi_transform_gives_each_group_its_optimiser():
     """PyTorch's parameter groups: Adam with weight decay on the weights, plain SGD on the rest."""
     params, grads = _params(), [_params() for _ in range(3)]

@@ -20,7 +20,7 @@ updates (zeroing, clipping per unit, noise), _hyperparams.py inject_hyperparams.
 
 from ._base import (  # noqa: F401
     GradientTransformation, GradientTransformationExtraArgs, ScalarOrSchedule, Schedule, apply_updates, chain,
-    named_chain, over_shards, sharded)
+    named_chain, over_shards, sharded, stateless, stateless_with_tree_map)
 from ._transforms import (  # noqa: F401
     AdadeltaState, AdagradState, AdamState, AdamaxState, CountState, LionState, NadamState, RMSState,
     RpropState, TraceState, add_decayed_weights, clip, clip_by_global_norm, global_norm, scale,
@@ -52,4 +52,5 @@ from ._schedules import (  # noqa: F401
     constant_schedule, cosine_decay_schedule, cosine_onecycle_schedule, cosine_restarts_schedule, cosine_schedule,
     cyclic_schedule, exponential_decay, exponential_schedule, join_schedules, linear_onecycle_schedule,
     linear_schedule, onecycle_schedule, piecewise_constant_schedule, polynomial_schedule, sgdr_schedule,
-    step_schedule, warmup_cosine_decay_schedule, warmup_cosine_schedule, warmup_exponential_decay_schedule)
+    step_schedule, warmup_constant_schedule, warmup_cosine_decay_schedule, warmup_cosine_schedule,
+    warmup_exponential_decay_schedule, piecewise_interpolate_schedule)

@@ -176,3 +176,14 @@ def named_chain(*transforms: tuple[str, GradientTransformation]) -> GradientTran
         updates, states = inner.update(updates, tuple(state[name] for name in names), params, **extra_args)
         return updates, dict(zip(names, states))
     return GradientTransformationExtraArgs(lambda params: dict(zip(names, inner.init(params))), update)
+
+
+def stateless(f: Callable[[Any, Any], Any]) -> GradientTransformation:
+    """A transformation without state: updates = f(updates, params) (optax.stateless)."""
+    return GradientTransformation(lambda params: (), lambda updates, state, params=None: (f(updates, params), state))
+
+
+def stateless_with_tree_map(f: Callable[[Any, Any], Any]) -> GradientTransformation:
+    """stateless, f applied leaf by leaf: f(g, p), p None without params (optax's)."""
+    return stateless(lambda updates, params: tree_map(lambda g: f(g, None), updates) if params is None else
+                     tree_map(f, updates, params))

@@ -96,6 +96,41 @@ def piecewise_constant_schedule(init_value: float, boundaries_and_scales: dict[i
     return schedule
 
 
+def warmup_constant_schedule(init_value: float, peak_value: float, warmup_steps: int) -> Schedule:
+    """optax's: linear from init_value to peak_value over warmup_steps, then peak_value."""
+    return linear_schedule(init_value, peak_value, warmup_steps)
+
+
+def piecewise_interpolate_schedule(interpolate_type: str, init_value: float,
+                                   boundaries_and_scales: dict[int, float] | None = None) -> Schedule:
+    """optax's: the values init_value, init_value * s1, init_value * s1 * s2, ... reached at the
+    boundaries (0 first), interpolated linearly or by a half cosine between them, the last held."""
+    if interpolate_type not in ("linear", "cosine"):
+        raise ValueError(f"interpolate_type must be 'linear' or 'cosine', got {interpolate_type!r}")
+    steps = sorted((boundaries_and_scales or {}).items())
+    if any(scale < 0 for _, scale in steps):
+        raise ValueError(f"piecewise_interpolate_schedule expects non-negative scales, got {dict(steps)}")
+    bounds = [0] + [b for b, _ in steps]
+    values = list(np.cumprod([init_value] + [scale for _, scale in steps]))
+
+    def between(start, end, fraction):
+        if interpolate_type == "linear":
+            return start + (end - start) * fraction
+        return end + (start - end) / 2 * (_cos(math.pi * fraction) + 1)
+
+    def schedule(count):
+        value = float(values[-1]) if _is_int(count) else fnp.where(count >= bounds[-1], values[-1], 0.0)
+        for lo, hi, start, end in zip(bounds, bounds[1:], values, values[1:]):
+            if _is_int(count):
+                if lo <= count < hi:
+                    return between(float(start), float(end), (count - lo) / max(hi - lo, 1))
+            else:
+                inside = fnp.logical_and(count >= lo, count < hi)
+                value = value + fnp.where(inside, between(start, end, (count - lo) / max(hi - lo, 1)), 0.0)
+        return value
+    return schedule
+
+
 def join_schedules(schedules: list[Schedule], boundaries: list[int]) -> Schedule:
     """schedules[i] from boundaries[i - 1] on, each restarted at its boundary (optax)."""
     if len(schedules) != len(boundaries) + 1:
