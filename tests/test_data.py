@@ -63,6 +63,9 @@ def test_generic_dataset_collate_and_errors_in_workers():
     next(it)
     with pytest.raises(RuntimeError, match="bad example 4"):
         next(it)
+    ragged = [np.ones(2), np.ones(2), np.ones(3)]
+    with pytest.raises(ValueError, match=r"got \(2,\) \(ndarray\) at entry 0 and \(3,\) \(ndarray\) at entry 2"):
+        data.default_collate(ragged)
 
 
 def test_distributed_sampler_shards_are_disjoint_and_cover():

@@ -200,7 +200,13 @@ def default_collate(examples: Sequence) -> Any:
         return type(first)(*fields) if hasattr(first, "_fields") else tuple(fields)
     if isinstance(first, dict):
         return {k: default_collate([e[k] for e in examples]) for k in first}
-    return np.stack([np.asarray(e.numpy() if isinstance(e, ArrayBase) else e) for e in examples])
+    arrays = [np.asarray(e.numpy() if isinstance(e, ArrayBase) else e) for e in examples]
+    for i, a in enumerate(arrays):
+        if a.shape != arrays[0].shape:
+            raise ValueError(f"default_collate: stack expects each example to have one shape, got {arrays[0].shape} "
+                             f"({type(first).__name__}) at entry 0 and {a.shape} ({type(examples[i]).__name__}) "
+                             f"at entry {i}")
+    return np.stack(arrays)
 
 
 def _to_arrays(batch, device):
