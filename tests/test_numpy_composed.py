@@ -293,6 +293,25 @@ def test_nonzero_with_size_pads_and_truncates():
     assert fnp.argwhere(x, size=2).tolist() == [[0, 1], [1, 0]]
 
 
+
+@pytest.mark.parametrize("size", [2, 4, 7])
+def test_unique_with_size_runs_under_jit_as_jaxs(size):
+    """jnp.unique's size= and fill_value: the first size distinct values (NaNs one value), their
+    first indices, the inverse and the counts, padded (by default with the smallest value, index
+    0 and count 0); NumPy's unique gives the reference."""
+    x = np.array([3.0, 1.0, 2.0, 3.0, 1.0, np.nan, np.nan, 5.0])
+    values, index, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    k = min(size, len(values))
+    for fill, pad in ((None, values[0]), (-1.0, -1.0)):
+        got = fg.jit(lambda a: fnp.unique(a, True, True, True, size=size, fill_value=fill))(x)
+        np.testing.assert_array_equal(got[0], np.r_[values[:k], [pad] * (size - k)])
+        np.testing.assert_array_equal(got[1], np.r_[index[:k], [index[0]] * (size - k)])
+        np.testing.assert_array_equal(got[2], inverse)
+        np.testing.assert_array_equal(got[3], np.r_[counts[:k], [0] * (size - k)])
+    assert fnp.unique(np.zeros((0,)), size=2, fill_value=7.0).tolist() == [7.0, 7.0]
+    with pytest.raises(ValueError, match="needs fill_value"):
+        fnp.unique(np.zeros((0,)), size=2)
+
 def test_value_dependent_shapes_need_concrete_values():
     with pytest.raises(fg.ConcretizationError, match="nonzero"):
         fg.jit(lambda a: fnp.nonzero(a)[0])(np.array([0, 1]))

@@ -7,6 +7,7 @@ traceable."""
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -422,13 +423,57 @@ def flatnonzero(a, *, size: int | None = None, fill_value=None):
 
 
 def unique(ar, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
-           axis: int | None = None, *, equal_nan: bool = True):
-    values = _concrete(ar, "unique")
+           axis: int | None = None, *, equal_nan: bool = True, size: int | None = None, fill_value=None):
+    """NumPy's unique. With size= (JAX's) the result has that many values, so it runs under jit:
+    the first size distinct values, padded with fill_value (by default the smallest value), their
+    first indices and counts padded likewise (counts with 0)."""
+    if size is not None:
+        if axis is not None:
+            raise TypeError("unique: size= is supported for the flattened array (axis=None)")
+        return _unique_sized(fnp.ravel(fnp.asarray(ar)), operator.index(size), fill_value, return_index,
+                             return_inverse, return_counts, equal_nan, fnp.asarray(ar).shape)
+    values = _concrete(ar, "unique without size=")
     out = np.unique(values, return_index=return_index, return_inverse=return_inverse, return_counts=return_counts,
                     axis=axis, equal_nan=equal_nan)
     if isinstance(out, tuple):
         return tuple(Array(o) for o in out)
     return Array(out)
+
+
+def _unique_sized(flat, size: int, fill_value, return_index: bool, return_inverse: bool, return_counts: bool,
+                  equal_nan: bool, shape: tuple):
+    """unique with a static size, from array operations (JAX's _unique): a stable sort, a mask of
+    each run's first element, and nonzero(mask, size=size) to take those."""
+    n = flat.shape[0]
+    if n == 0 and size and fill_value is None:
+        raise ValueError("unique: an empty input with size > 0 needs fill_value")
+    perm = fnp.argsort(flat, stable=True)
+    ordered = fnp.take(flat, perm)
+    if n:
+        starts = fnp.not_equal(ordered[1:], ordered[:-1])
+        if equal_nan and dtypes.is_inexact(flat.dtype):
+            starts = starts & ~(fnp.isnan(ordered[1:]) & fnp.isnan(ordered[:-1]))
+        mask = fnp.concatenate([fnp.ones((1,), dtypes.bool_, device=flat.device), starts])
+        first = nonzero(mask, size=size)[0]
+        values = fnp.take(ordered, first)
+    else:
+        mask, first = fnp.zeros((0,), dtypes.bool_, device=flat.device), fnp.zeros((size,), dtypes.int64)
+        values = fnp.zeros((size,), flat.dtype, device=flat.device)
+    if fill_value is not None:
+        found = fnp.arange(size, device=flat.device) < fnp.sum(fnp.astype(mask, dtypes.int64))
+        values = fnp.where(found, values, fnp.asarray(fill_value, flat.dtype))
+    out = [values]
+    if return_index:
+        out.append(fnp.take(perm, first) if n else first)
+    if return_inverse:
+        group = fnp.cumsum(fnp.astype(mask, dtypes.int64)) - 1
+        out.append(fnp.reshape(fnp.zeros((n,), dtypes.int64, device=flat.device).at[perm].set(group), shape))
+    if return_counts:
+        ends = nonzero(mask, size=size + 1)[0][1:] if n else fnp.zeros((size,), dtypes.int64)
+        ends = fnp.where(ends > 0, ends, n)  # past the last run: n, so padded counts are 0
+        starts_at = fnp.concatenate([first[:1] * 0, ends[:-1]])
+        out.append(ends - starts_at)
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def isin(element, test_elements, assume_unique: bool = False, invert: bool = False):
