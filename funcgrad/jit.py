@@ -16,6 +16,7 @@ import functools
 import inspect
 import logging
 import sys
+import types
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -386,6 +387,12 @@ class Jitted:
                 raise NonFiniteError(f"jit: output {k} of {getattr(self.fun, '__name__', 'function')} holds NaN "
                                      f"(debug_nans is on), though running it op by op made none")
         return compiled.out_tree.builder()(outs)
+
+    def __get__(self, instance, owner=None):
+        """Defined in a class, a jitted function binds as a method: the instance is its first
+        argument (traced when it is a pytree, such as a Module; static_argnums=0 for a plain
+        object), as jax.jit's."""
+        return self if instance is None else types.MethodType(self, instance)
 
     def lower(self, *args, **kwargs) -> Program:
         """The optimised Program jit runs for these arguments."""

@@ -1,4 +1,5 @@
 """jit: same numbers as eager, caching and retracing, fusion, donation, and errors a user can act on."""
+import functools
 import logging
 import re
 
@@ -382,6 +383,34 @@ def test_concretization_error_names_argument_and_line():
     assert_close(fg.jit(lambda x: fnp.where(x.sum() > 0, x, -x))(fg.ones(2)), [1, 1])
     assert_close(fg.jit(lambda x: fg.cond(x.sum() > 0, lambda: x, lambda: -x))(-fg.ones(2)), [1, 1])
 
+
+
+def test_a_jitted_function_in_a_class_binds_as_a_method():
+    """jax.jit's descriptor: a Module's jitted __call__ gets self (a pytree, traced, differentiable);
+    a plain object goes through static_argnums=0. It was called without self."""
+    from funcgrad import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            self.lin = nn.Linear(2, 3, key=fg.random.key(0))
+
+        @fg.jit
+        def __call__(self, x):
+            return self.lin(x)
+
+    net, x = Net(), np.ones((4, 2), np.float32)
+    assert_close(net(x), np.asarray(net.lin(x)), rtol=1e-6)
+    grads = fg.grad(lambda m: fnp.sum(m(x)))(net)
+    assert_close(grads.lin.weight, np.full((3, 2), 4.0))
+
+    class Scaler:
+        factor = 3.0
+
+        @functools.partial(fg.jit, static_argnums=0)
+        def scale(self, a):
+            return a * self.factor
+    assert Scaler().scale(np.ones(2, np.float32)).tolist() == [3.0, 3.0]
+    assert isinstance(Net.__call__, fg.jit(lambda a: a).__class__)  # looked up on the class: unbound
 
 def test_tracer_leak_error():
     leaked = []
