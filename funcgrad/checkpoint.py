@@ -47,6 +47,10 @@ _LEGACY_DIGEST_KEY = "funcgrad.sha256"  # before the header was covered: of the 
 _RESERVED = "__metadata__"  # safetensors' own header entry
 
 
+# Python numbers in a tree are stored exactly (a float's 53 bits; funcgrad's default float32 would round it)
+_PYTHON_SCALARS = {bool: np.bool_, int: np.int64, float: np.float64}
+
+
 class CheckpointError(ValueError):
     """A checkpoint file that is not what it should be (truncated, corrupted, or another model's)."""
 
@@ -123,7 +127,7 @@ def save(path: "str | os.PathLike", tree: Any, metadata: dict | None = None) -> 
         if name == _RESERVED:
             raise ValueError(f"checkpoint: a leaf may not be named {_RESERVED!r}, the safetensors format's own "
                              f"header entry (it could be saved but never loaded); rename it")
-        arr = to_numpy(leaf)
+        arr = np.asarray(leaf, _PYTHON_SCALARS[type(leaf)]) if type(leaf) in _PYTHON_SCALARS else to_numpy(leaf)
         if arr.dtype not in _TAGS:
             hint = " (store its .real and .imag as two float64 leaves)" if arr.dtype == dtypes.complex128 else ""
             raise TypeError(f"checkpoint: leaf {name!r} has dtype {arr.dtype}, which safetensors cannot store{hint}")
@@ -324,6 +328,12 @@ def load(path: "str | os.PathLike", like: Any = None, foreign: bool = False) -> 
             leaves.append(None)
             continue
         got = arrays[name]
+        if type(ref) in _PYTHON_SCALARS:  # a Python number comes back as one, with all its digits
+            if got.shape != () or got.dtype.kind not in "biuf":
+                raise CheckpointError(f"{path}: {name!r} is {got.dtype}{list(got.shape)} in the file but a Python "
+                                      f"{type(ref).__name__} in the tree")
+            leaves.append(type(ref)(got.item()))
+            continue
         ref_shape, ref_dtype = tuple(np.shape(ref)), to_numpy(ref).dtype if not hasattr(ref, "dtype") else ref.dtype
         if got.shape != ref_shape or got.dtype != ref_dtype:
             raise CheckpointError(f"{path}: {name!r} is {got.dtype}{list(got.shape)} in the file but "

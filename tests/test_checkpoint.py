@@ -41,6 +41,19 @@ def test_every_integer_dtype_round_trips(tmp_path):
         assert loaded[name].dtype == np.dtype(name) and np.array_equal(np.asarray(loaded[name]), np.asarray(value))
 
 
+
+def test_python_numbers_in_the_tree_come_back_exactly(tmp_path):
+    """A Python float in a state (an L-BFGS step size, a learning rate) was stored as float32 and
+    loaded as a float32 Array, so a resumed run no longer equalled the uninterrupted one."""
+    tree = {"lr": 0.1, "steps": 2 ** 40 + 1, "done": True, "w": fg.asarray(np.ones(2))}
+    fg.checkpoint.save(tmp_path / "c.ckpt", tree)
+    back, _ = fg.checkpoint.load(tmp_path / "c.ckpt", like=tree)
+    assert back["lr"] == 0.1 and type(back["lr"]) is float
+    assert back["steps"] == 2 ** 40 + 1 and type(back["steps"]) is int
+    assert back["done"] is True
+    with pytest.raises(fg.checkpoint.CheckpointError, match="'w' is float64\\[2\\] in the file but a Python float"):
+        fg.checkpoint.load(tmp_path / "c.ckpt", like={**tree, "w": 1.0})
+
 def test_file_is_plain_safetensors(tmp_path):
     path = tmp_path / "c.safetensors"
     fg.checkpoint.save(path, {"w": fg.array([[1.0, 2.0]]), "h": fg.array([1.5], dtype=fg.bfloat16)})
