@@ -174,17 +174,19 @@ def test_fromage_takes_relative_steps_and_shrinks(schedule):
     _check(optim.fromage(lr_at if schedule else 0.05), ref, rtol=1e-6 if schedule else 1e-10)
 
 
+def _nesterov_adam_ref(p, gs, lr, decay, b1=0.9, b2=0.999, eps=1e-8, eps_root=1e-5):
+    """optax's Nesterov Adam (NAdamW) with eps_root inside the root and decoupled weight decay."""
+    m, v = np.zeros_like(p), np.zeros_like(p)
+    for t, g in enumerate(gs, 1):
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        m_hat = b1 * m / (1 - b1 ** (t + 1)) + (1 - b1) * g / (1 - b1 ** t)
+        p = p - lr * (m_hat / (np.sqrt(v / (1 - b2 ** t) + eps_root) + eps) + decay * p)
+    return p
+
+
 def test_nadamw_and_adamaxw_decay_weights_after_the_step():
     b1, b2, eps, wd, lr = 0.9, 0.999, 1e-8, 0.1, 0.05
-
-    def nadamw_ref(p, gs):
-        m, v = np.zeros_like(p), np.zeros_like(p)
-        for t, g in enumerate(gs, 1):
-            m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
-            m_hat = b1 * m / (1 - b1 ** (t + 1)) + (1 - b1) * g / (1 - b1 ** t)
-            p = p - lr * (m_hat / (np.sqrt(v / (1 - b2 ** t) + 1e-5) + eps) + wd * p)
-        return p
-    _check(optim.nadamw(lr, eps_root=1e-5, weight_decay=wd), nadamw_ref)
+    _check(optim.nadamw(lr, eps_root=1e-5, weight_decay=wd), lambda p, gs: _nesterov_adam_ref(p, gs, lr, wd))
 
     def adamaxw_ref(p, gs):
         m, u = np.zeros_like(p), np.zeros_like(p)
@@ -198,20 +200,13 @@ def test_nadamw_and_adamaxw_decay_weights_after_the_step():
 def test_adam_and_adamw_take_optaxs_keywords():
     """optax.adam's eps_root and nesterov, optax.adamw's mask, optax.radam's threshold, beside
     PyTorch's positional arguments (an optax user's call works unchanged)."""
-    b1, b2, eps, wd, lr = 0.9, 0.999, 1e-8, 0.1, 0.05
-
-    def adam_ref(p, gs, decay):
-        m, v = np.zeros_like(p), np.zeros_like(p)
-        for t, g in enumerate(gs, 1):
-            m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
-            m_hat = b1 * m / (1 - b1 ** (t + 1)) + (1 - b1) * g / (1 - b1 ** t)
-            p = p - lr * (m_hat / (np.sqrt(v / (1 - b2 ** t) + 1e-5) + eps) + decay * p)
-        return p
-    _check(optim.adam(lr, eps_root=1e-5, nesterov=True), lambda p, gs: adam_ref(p, gs, 0.0))
+    b1, wd, lr = 0.9, 0.1, 0.05
+    _check(optim.adam(lr, eps_root=1e-5, nesterov=True), lambda p, gs: _nesterov_adam_ref(p, gs, lr, 0.0))
     decayed = {"w": True, "b": False, "k": True}
     got, _ = _run(optim.adamw(lr, weight_decay=wd, eps_root=1e-5, nesterov=True, mask=decayed))
     for k in PARAMS:
-        assert_close(got[k], adam_ref(PARAMS[k].copy(), [g[k] for g in GRADS], wd if decayed[k] else 0.0), rtol=1e-10)
+        expected = _nesterov_adam_ref(PARAMS[k].copy(), [g[k] for g in GRADS], lr, wd if decayed[k] else 0.0)
+        assert_close(got[k], expected, rtol=1e-10)
 
     def momentum_only(p, gs):  # rho_t never passes a threshold of 1e9: bias-corrected momentum steps
         m = np.zeros_like(p)
