@@ -115,7 +115,8 @@ def test_piecewise_interpolate_and_warmup_constant_are_optaxs(kind):
         i = 0 if k < 4 else 1
         frac = (k - knots[i]) / (knots[i + 1] - knots[i])
         lo, hi = values[i], values[i + 1]
-        expected.append(lo + (hi - lo) * frac if kind == "linear" else hi + (lo - hi) / 2 * (math.cos(math.pi * frac) + 1))
+        cosine = hi + (lo - hi) / 2 * (math.cos(math.pi * frac) + 1)
+        expected.append(lo + (hi - lo) * frac if kind == "linear" else cosine)
     assert_close(_values(sched, 14), expected, rtol=1e-12)
     assert_close([float(fg.jit(sched)(np.float64(k))) for k in range(14)], expected, rtol=1e-6)
     assert_close(_values(optim.warmup_constant_schedule(0.0, 0.4, 4), 7), [0.0, 0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
