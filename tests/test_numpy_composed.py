@@ -205,6 +205,8 @@ CASES = [
     ("isneginf", lambda m: m.isneginf(np.float32([np.inf, -np.inf, 1])), None),
     ("setxor1d", lambda m: m.setxor1d(INTS, [1, 2, 10]), None),
     ("histogram_bin_edges", lambda m: m.histogram_bin_edges(V, 4, (-1, 2)), None),
+    *((f"histogram_bins_{rule}", lambda m, rule=rule: m.histogram(M.ravel(), bins=rule)[1], None)
+      for rule in ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")),
     ("insert_block", lambda m: m.insert(M, 1, V[:3], axis=1), None),
     ("insert_several", lambda m: m.insert(M, [3, 0, 0], np.float32([[1], [2], [3]]), axis=1), None),
     ("insert_one_listed", lambda m: m.insert(M, [2], np.float32([[7, 8, 9, 6]]), axis=0), None),

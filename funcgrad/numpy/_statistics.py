@@ -287,6 +287,9 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
     """The edges histogram uses: bins + 1 equal steps over range (default a's min to max, widened by
     half a unit each way where that is a point, as NumPy), or bins itself as a sequence of edges."""
     a = fnp.ravel(fnp._float_arg(a))
+    if isinstance(bins, str):  # NumPy's estimators ('auto', 'fd', 'sturges', ...): the count depends on the values
+        edges = np.histogram_bin_edges(_concrete(a, f"histogram bins={bins!r}"), bins, range)
+        return fnp.astype(_beside(edges, a), a.dtype)
     if np.ndim(bins) != 0:
         return fnp.astype(_beside(bins, a), a.dtype)
     # NumPy's linspace from the data's min and max runs in the data's dtype, from a range (Python
