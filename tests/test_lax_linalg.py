@@ -4,6 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
+from funcgrad import check_grads
+from funcgrad.errors import ShapeError
 from funcgrad.lax import linalg as L
 
 from .helpers import assert_close
@@ -76,3 +78,27 @@ def test_eig_left_and_right_vectors_and_tridiagonal_solve():
     b = RNG.standard_normal((4, 2))
     dense = np.diag(d) + np.diag(du[:-1], 1) + np.diag(dl[1:], -1)
     assert_close(L.tridiagonal_solve(dl, d, du, b), np.linalg.solve(dense, b))
+
+
+@pytest.mark.parametrize("shape,k", [((5, 3), 3), ((5, 3), 2), ((4, 4), 4), ((2, 5, 3), 3), ((3, 3), 0)])
+def test_householder_product_multiplies_the_reflectors(shape, k):
+    """LAPACK's orgqr (torch.linalg.householder_product): the first n columns of H_0 ... H_{k-1},
+    H_i = I - tau_i v_i v_i^H, v_i 1 at row i and a's column i below; formed here as explicit
+    m x m matrices in NumPy."""
+    rng = np.random.default_rng(4)
+    a, taus = rng.standard_normal(shape), rng.standard_normal(shape[:-2] + (k,))
+    m, n = shape[-2:]
+
+    def reference(a, taus):
+        q = np.eye(m)
+        for i in range(k):
+            v = np.r_[np.zeros(i), 1.0, a[i + 1:, i]]
+            q = q @ (np.eye(m) - taus[i] * np.outer(v, v))
+        return q[:, :n]
+    mats = a.reshape(-1, m, n)
+    expected = np.stack([reference(x, t) for x, t in zip(mats, taus.reshape(len(mats), k))]).reshape(shape)
+    assert_close(L.householder_product(a, taus), expected, atol=1e-12)
+    if k:
+        check_grads(lambda x, t: L.householder_product(x, t), (a, taus), order=1)
+    with pytest.raises(ShapeError, match="householder_product needs"):
+        L.householder_product(np.ones((2, 3)), np.ones(1))

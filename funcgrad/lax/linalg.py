@@ -16,8 +16,8 @@ from ..errors import ShapeError
 from ..scipy import linalg as sl
 from ..scipy.linalg import _pivots_to_permutation
 
-__all__ = ["cholesky", "eig", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve",
-           "tridiagonal_solve"]
+__all__ = ["cholesky", "eig", "eigh", "householder_product", "lu", "lu_pivots_to_permutation", "qr", "svd",
+           "triangular_solve", "tridiagonal_solve"]
 
 
 def _matrices(x, name: str, square: bool = True):
@@ -137,3 +137,22 @@ def tridiagonal_solve(dl, d, du, b):
     matrix = (fnp.eye(m, dtype=d.dtype) * d[..., :, None] + fnp.eye(m, k=1, dtype=d.dtype) * du[..., :, None]
               + fnp.eye(m, k=-1, dtype=d.dtype) * dl[..., :, None])
     return fnp.linalg.solve(matrix, b)
+
+
+def householder_product(a, taus):
+    """The first n columns of H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^H with v_i 1 at row i, 0
+    above and a[i + 1:, i] below (LAPACK's orgqr / ungqr: the Q a geqrf leaves behind; PyTorch's
+    torch.linalg.householder_product). a is (..., m, n), m >= n, taus (..., k), k <= n."""
+    a, taus = fnp.asarray(a), fnp.asarray(taus)
+    a = _matrices(a, "householder_product", square=False)
+    m, n = a.shape[-2:]
+    k = taus.shape[-1] if taus.ndim else -1
+    if m < n or taus.ndim != a.ndim - 1 or not 0 <= k <= n or taus.shape[:-1] != a.shape[:-2]:
+        raise ShapeError(f"householder_product needs a (..., m, n) with m >= n and taus (..., k) with k <= n, got "
+                         f"shapes {tuple(a.shape)} and {tuple(taus.shape)}")
+    rows = np.arange(m)[:, None]
+    q = fnp.broadcast_to(fnp.eye(m, n, dtype=a.dtype), a.shape)
+    for i in reversed(range(k)):  # Q = H_0 (H_1 (... (H_{k-1} I))): each reflection applied from the left
+        v = fnp.where(rows > i, a[..., :, i:i + 1], fnp.where(rows == i, np.ones((), a.dtype), np.zeros((), a.dtype)))
+        q = q - taus[..., i, None, None] * v * fnp.matmul(_mH(v), q)
+    return q
