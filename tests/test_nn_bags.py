@@ -68,6 +68,27 @@ def test_pdist_of_every_norm_with_identical_rows():
     fg.check_grads(lambda v: F.pdist(v, 3.0), (RNG.standard_normal((4, 3)),), order=1)
 
 
+
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                                  "donot_use_mm_for_euclid_dist"])
+def test_cdist_of_every_norm_batched_and_through_the_matmul(mode):
+    """torch.cdist: (..., P, M) against (..., R, M), batch axes broadcast; p = 2 over more than 25
+    rows goes through |a|^2 + |b|^2 - 2 a.b (PyTorch's default compute_mode); equal points are 0
+    apart with a finite gradient."""
+    for rows in (4, 30):
+        a, b = RNG.standard_normal((2, rows, 3)), RNG.standard_normal((1, 5, 3))
+        b[0, 2] = a[1, 0]
+        for p in (0, 0.5, 1, 2, 3, np.inf):
+            expected = [[[np.count_nonzero(u - v) if p == 0 else np.linalg.norm(u - v, p) for v in b[0]] for u in m]
+                        for m in a]
+            assert_close(F.cdist(a, b, p, compute_mode=mode), expected, atol=1e-7)  # the matmul's sqrt(rounding)
+        grads = fg.grad(lambda u, v: F.cdist(u, v, compute_mode=mode).sum(), argnums=(0, 1))(a, b)
+        assert all(np.isfinite(np.asarray(g)).all() for g in grads)
+    others = RNG.standard_normal((3, 2))
+    fg.check_grads(lambda u: F.cdist(u, others, 3.0), (RNG.standard_normal((4, 2)),), order=1)
+    with pytest.raises(fg.ShapeError, match="cdist expects"):
+        F.cdist(np.ones((2, 3)), np.ones((2, 4)))
+
 def test_margin_losses():
     a, p, n = RNG.standard_normal((4, 6)), RNG.standard_normal((4, 6)), RNG.standard_normal((4, 6))
     assert_close(F.triplet_margin_with_distance_loss(a, p, n), F.triplet_margin_loss(a, p, n))

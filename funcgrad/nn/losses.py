@@ -18,7 +18,7 @@ __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "kl_div",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "pairwise_distance", "margin_ranking_loss",
     "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss", "soft_margin_loss",
-    "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "pdist",
+    "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "pdist", "cdist",
     "triplet_margin_with_distance_loss", "multilabel_margin_loss",
 ]
 LOSSES = [
@@ -327,17 +327,48 @@ def pdist(x, p: float = 2.0):
     if p < 0:
         raise ValueError(f"pdist: p must be non-negative, got {p}")
     i, j = np.triu_indices(x.shape[0], 1)
-    diff = fnp.abs(x[fnp._placed(fnp.asarray(i), x.device)] - x[fnp._placed(fnp.asarray(j), x.device)])
+    return _p_distance(fnp.abs(x[fnp._placed(fnp.asarray(i), x.device)] - x[fnp._placed(fnp.asarray(j), x.device)]), p)
+
+
+def _p_distance(diff, p: float):
+    """The p-norm of the absolute differences diff along the last axis (p = 0 counts the nonzero)."""
     if p == 0:
-        return fnp.sum(fnp.astype(diff != 0, x.dtype), axis=-1)
+        return fnp.sum(fnp.astype(diff != 0, diff.dtype), axis=-1)
     if math.isinf(p):
         return fnp.max(diff, axis=-1, initial=0.0)
     # the powers and the root through where: a zero difference (and a zero distance) passes a zero
     # gradient, not 0 * inf from 0 ** (p - 1) or 0 ** (1/p - 1), as PyTorch's backward
     moved = diff > 0
     total = fnp.sum(fnp.where(moved, fnp.where(moved, diff, 1.0) ** p, 0.0), axis=-1)
+    return _root_or_zero(total, p)
+
+
+def _root_or_zero(total, p: float):
     apart = total > 0
     return fnp.where(apart, fnp.where(apart, total, 1.0) ** (1.0 / p), 0.0)
+
+
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"):
+    """torch.cdist: the p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M),
+    shape (..., P, R), batch axes broadcast. For p = 2 over more than 25 rows on either side (or
+    compute_mode 'use_mm_for_euclid_dist') as PyTorch: |a|^2 + |b|^2 - 2 a.b, one matmul instead of
+    P R M differences; equal points are 0 apart with a zero gradient."""
+    x1, x2 = fnp._float_pair(x1, x2)
+    if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
+        raise ShapeError(f"cdist expects (..., P, M) and (..., R, M) inputs, got shapes {x1.shape} and {x2.shape}")
+    if p < 0:
+        raise ValueError(f"cdist: p must be non-negative, got {p}")
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"cdist: compute_mode must be one of {_CDIST_MODES}, got {compute_mode!r}")
+    large = x1.shape[-2] > 25 or x2.shape[-2] > 25
+    if p == 2 and (compute_mode == _CDIST_MODES[1] or compute_mode == _CDIST_MODES[0] and large):
+        squares = (fnp.expand_dims(fnp.sum(x1 * x1, axis=-1), -1) + fnp.expand_dims(fnp.sum(x2 * x2, axis=-1), -2)
+                   - 2 * fnp.matmul(x1, fnp.swapaxes(x2, -1, -2)))
+        return _root_or_zero(squares, 2.0)  # rounding may leave a small negative for equal points: 0
+    return _p_distance(fnp.abs(fnp.expand_dims(x1, -2) - fnp.expand_dims(x2, -3)), p)
 
 
 def margin_ranking_loss(x1, x2, target, margin: float = 0.0, reduction: str = "mean"):
