@@ -121,10 +121,6 @@ def random_bits(key, shape=(), dtype=None) -> Array:
     return fnp.reshape(words, shape)
 
 
-def _bits64(key, shape) -> Array:
-    return random_bits(key, shape, dtypes.uint64)
-
-
 _ONE_BITS = {dtypes.float16: 0x3C00, dtypes.bfloat16: 0x3F80, dtypes.float32: 0x3F800000,
              dtypes.float64: 0x3FF0000000000000}
 _WORDS = {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
