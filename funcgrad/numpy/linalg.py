@@ -19,6 +19,7 @@ from .. import dtypes
 from ..custom import custom_jvp
 from ..errors import ShapeError
 from ..ops import decompositions as D
+from ..ops.reductions import prod_of_others
 from ..trace import bind
 from . import _base as fnp
 from . import _shapes, _signal
@@ -151,11 +152,9 @@ def _det_jvp(primals, tangents):
     eye = fnp._placed(fnp.asarray(np.eye(n, dtype=a.dtype)), a.device)
     regular = out * trace(solve(fnp.where(singular, eye, a), da))
     u, s, vh = svd(fnp.where(singular, a, eye * np.arange(1, n + 1, dtype=a.dtype)), full_matrices=False)
-    ones = fnp.ones_like(s[..., :1])
-    before = fnp.concatenate([ones, _shapes.cumprod(s[..., :-1], axis=-1)], axis=-1)
-    after = fnp.flip(fnp.concatenate([ones, _shapes.cumprod(fnp.flip(s[..., 1:], -1), axis=-1)], axis=-1), -1)
+    others = prod_of_others(s, (s.ndim - 1,))  # prod_{j != i} s_j
     phase = fnp.expand_dims(_det(u) * _det(vh), (-2, -1))
-    adjugate = phase * fnp.matmul(_mH(vh) * fnp.expand_dims(before * after, -2), _mH(u))
+    adjugate = phase * fnp.matmul(_mH(vh) * fnp.expand_dims(others, -2), _mH(u))
     return out, fnp.where(fnp.squeeze(singular, (-2, -1)), fnp.sum(matrix_transpose(adjugate) * da, axis=(-2, -1)),
                           regular)
 

@@ -105,8 +105,9 @@ def _exclusive_cumprod(x):
     return acc
 
 
-def _prod_of_others(x, axes):
-    """For each element, the product of the other elements of its reduction group."""
+def prod_of_others(x, axes):
+    """For each element, the product of the other elements of its reduction group (exact with
+    zeros: two log-depth scans, no division); prod's rules and det's adjugate use it."""
     keep = [i for i in range(x.ndim) if i not in axes]
     perm = tuple(keep) + tuple(axes)
     xt = transpose_p(x, perm=perm)
@@ -127,9 +128,9 @@ def _prod_impl(x, axes, keepdims):
 
 prod_p = _reduction("prod", _prod_impl, accumulated_dtype, "reduce_prod")
 defvjp(prod_p, lambda g, out, x, axes, keepdims: E.mul_p(
-    expand_reduced(g, x.shape, axes, keepdims), _prod_of_others(x, axes)))
+    expand_reduced(g, x.shape, axes, keepdims), prod_of_others(x, axes)))
 defjvp(prod_p, lambda t, out, x, axes, keepdims: sum_p(
-    E.mul_p(t, _prod_of_others(x, axes)), axes=axes, keepdims=keepdims))
+    E.mul_p(t, prod_of_others(x, axes)), axes=axes, keepdims=keepdims))
 
 
 # ---- cumsum ------------------------------------------------------------------------------------
