@@ -56,6 +56,18 @@ def test_vector_norms_match_numpy(ord_):
     assert_close(fnp.linalg.norm(A, keepdims=True), np.linalg.norm(A, keepdims=True), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16])
+def test_low_precision_norms_are_computed_in_float32(dtype):
+    """The squares of a float16 vector of norm 474 sum past 65504: PyTorch computes such norms in
+    float32 and rounds once, and so must normalize and cosine_similarity, which gave 0 here."""
+    x = np.full(100000, 1.5, dtype)
+    want = np.asarray(np.linalg.norm(x.astype(np.float64)), np.float32).astype(dtype)
+    for got in (fnp.linalg.norm(x), fnp.linalg.vector_norm(x, 2), fnp.linalg.norm(x.reshape(250, 400))):
+        assert got.dtype == dtype and float(got) == float(want)
+    assert float(fnp.linalg.vector_norm(x, 3)) == float(np.asarray(1.5 * 100000 ** (1 / 3), np.float32).astype(dtype))
+    assert_close(fg.nn.functional.cosine_similarity(x[None], x[None]), [1.0], rtol=1e-2)
+
+
 def test_norm_gradient_at_zero_is_zero_as_in_pytorch():
     assert_close(fg.grad(fnp.linalg.norm)(np.zeros(3)), np.zeros(3))
     assert_close(fg.grad(fnp.linalg.norm)(np.array([3.0, 4.0])), [0.6, 0.8])

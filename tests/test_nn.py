@@ -340,6 +340,15 @@ def test_float32_norms_accumulate_accurately_in_float32():
     assert_close(F.rms_norm(x, 4099), rms, rtol=1e-5, atol=1e-5)
 
 
+def test_rms_norm_of_bfloat16_defaults_eps_to_its_machine_epsilon():
+    x = np.random.default_rng(1).standard_normal((2, 8)).astype(fg.bfloat16)  # NumPy's finfo rejects bfloat16
+    wide = x.astype(np.float64)
+    want = wide / np.sqrt((wide ** 2).mean(-1, keepdims=True) + 2.0 ** -7)
+    got = F.rms_norm(x, 8)
+    assert got.dtype == fg.bfloat16
+    assert_close(got.astype(np.float64), want, rtol=1e-2, atol=1e-2)
+
+
 @pytest.fixture(params=["kept weights", "fused"])
 def attention_form(request, monkeypatch):
     """Attention tests run in both forms: the weights kept for the backward pass (the CPU's choice

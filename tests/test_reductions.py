@@ -174,6 +174,21 @@ def test_low_precision_sums_accumulate_in_float32():
     assert float(s) == 4096.0  # a bfloat16 accumulator would stall at 256
 
 
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16])
+def test_low_precision_means_and_variances_are_computed_in_float32(dtype):
+    """A float16 total of 20000 values near 100 overflows (65504) although their mean does not;
+    PyTorch and JAX average in float32 and round once: so does funcgrad, in its dtype."""
+    x = (100 + np.random.default_rng(0).uniform(0, 1, (20000, 3))).astype(dtype)
+    wide = x.astype(np.float64)
+    with_nan = np.concatenate([x, np.full((1, 3), np.nan, dtype)])
+    for got, want in ((fnp.mean(x, axis=0), wide.mean(0)), (fnp.var(x), wide.var()), (fnp.std(x, axis=0), wide.std(0)),
+                      (fnp.nanmean(with_nan, axis=0), wide.mean(0))):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want.astype(np.float32).astype(dtype))
+    g = fg.grad(lambda v: fnp.mean(v))(x)  # the gradient comes back in the input's dtype
+    assert g.dtype == dtype and float(g[0, 0]) == float(np.asarray(1 / 60000, dtype))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64])
 def test_single_precision_cumsum_runs_in_double_as_pytorchs(dtype):
     """Each partial sum correctly rounded (PyTorch's CPU cumsum accumulates in double): NumPy's

@@ -231,7 +231,7 @@ def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"rms_norm over {shape} needs input ending in those axes, got {x.shape}")
-    eps = float(np.finfo(x.dtype).eps) if eps is None else eps
+    eps = float(fnp.finfo(x.dtype).eps) if eps is None else eps
     out = _normalized(x, shape, eps, center=False)
     return out if weight is None else out * weight
 

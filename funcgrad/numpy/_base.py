@@ -3,8 +3,8 @@
 from ._contractions import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._creation import (_axes, _common, _float_arg, _float_args, _float_pair, _normalize_axis, _pair,  # noqa: F401
-                        _placed, _precision, _scalar_result_dtype, _weak, autocast_to_float32, concrete_or_none, follow,
-                        _arrays)
+                        _placed, _precision, _scalar_result_dtype, _weak, _widened, autocast_to_float32,
+                        concrete_or_none, follow, _arrays)
 from ._elementwise import *  # noqa: F401,F403
 from ._elementwise import _abs_squared  # noqa: F401
 from ._layout import *  # noqa: F401,F403

@@ -224,6 +224,12 @@ def autocast_to_float32(x):
     return x
 
 
+def _widened(x):
+    """float16 and bfloat16 in float32: means, variances and norms are computed there and rounded
+    once, as PyTorch's and JAX's are (a float16 total overflows at 65504 long before a mean does)."""
+    return E.convert_p(x, dtype=dtypes.float32) if x.dtype in dtypes.low_precision else x
+
+
 def _normalize_axis(axis: int, ndim: int) -> int:
     a = operator.index(axis)
     if not -ndim <= a < ndim:

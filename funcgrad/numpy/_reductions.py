@@ -5,11 +5,13 @@ import builtins
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..ops import layout as Ly
 from ..ops import reductions as R
 from ..trace import bind
-from ._creation import _axes, _float_arg, _normalize_axis, asarray, astype, autocast_to_float32, follow, full
+from ._creation import (_axes, _float_arg, _normalize_axis, _widened, asarray, astype, autocast_to_float32, follow,
+                        full)
 from ._elementwise import _abs_squared, add, divide, equal, maximum, minimum, multiply, sqrt, subtract
 from ._elementwise import where as where_
 from ._layout import broadcast_to, ravel, reshape
@@ -93,6 +95,11 @@ def any(x, axis=None, keepdims: bool = False, where=None):  # noqa: A001
     return _reduce(R.any_p, _masked(asarray(x), where, False), axis, keepdims)
 
 
+def _narrowed(out, dtype):
+    """A statistic computed in float32 (_widened) rounded back to its input's float16 or bfloat16."""
+    return astype(out, dtype) if dtype in dtypes.low_precision else out
+
+
 def _count(x, axes) -> int:
     return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
 
@@ -100,36 +107,39 @@ def _count(x, axes) -> int:
 def mean(x, axis=None, keepdims: bool = False, dtype=None, where=None):
     """NumPy's where= averages the selected elements (NaN where none is)."""
     x = autocast_to_float32(_float_arg(x)) if dtype is None else astype(x, dtype)
+    out_dtype, x = x.dtype, _widened(x)
     axes = _axes(axis, x.ndim)
     total = bind(Ly.sum_p, _masked(x, where, 0), axes=axes, keepdims=bool(keepdims))
     if where is not None:
         chosen = astype(broadcast_to(asarray(follow(x, where)[1]), x.shape), total.dtype)
-        return divide(total, bind(Ly.sum_p, chosen, axes=axes, keepdims=bool(keepdims)))
+        return _narrowed(divide(total, bind(Ly.sum_p, chosen, axes=axes, keepdims=bool(keepdims))), out_dtype)
     n = _count(x, axes)
-    return multiply(total, 1.0 / n) if n else divide(total, 0.0)
+    return _narrowed(multiply(total, 1.0 / n) if n else divide(total, 0.0), out_dtype)
 
 
 def var(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None, where=None):
     """Variance with NumPy's default ddof=0 (torch.var's default is correction=1); of complex
     numbers, the mean squared modulus of the deviations (a real array, as NumPy's); where= as mean's."""
     x = _float_arg(x if dtype is None else astype(x, dtype))
+    out_dtype, x = x.dtype, _widened(x)
     ddof = ddof if correction is None else correction
     axes = _axes(axis, x.ndim)
     # the left-out deviations are zeroed before squaring, so their NaN or inf gives no NaN gradient
     centered = _masked(subtract(x, mean(x, axes, keepdims=True, where=where)), where, 0)
     squares = sum(_abs_squared(centered), axes, keepdims=keepdims)
     if where is None:
-        return divide(squares, float(builtins.max(_count(x, axes) - ddof, 0)))
+        return _narrowed(divide(squares, float(builtins.max(_count(x, axes) - ddof, 0))), out_dtype)
     n = sum(broadcast_to(asarray(follow(x, where)[1]), x.shape), axes, keepdims=keepdims)
-    return divide(squares, maximum(subtract(astype(n, squares.dtype), ddof), 0))
+    return _narrowed(divide(squares, maximum(subtract(astype(n, squares.dtype), ddof), 0)), out_dtype)
 
 
 def std(x, axis=None, ddof: int = 0, keepdims: bool = False, correction=None, dtype=None, where=None):
     """sqrt(var); where the variance is 0 (one element, equal elements) the gradient is 0, as
     PyTorch's, not sqrt's infinite slope times var's zero."""
-    v = var(x, axis, ddof=ddof, keepdims=keepdims, correction=correction, dtype=dtype, where=where)
+    x = _float_arg(x if dtype is None else astype(x, dtype))
+    v = var(_widened(x), axis, ddof=ddof, keepdims=keepdims, correction=correction, where=where)
     zero = equal(v, 0)
-    return where_(zero, 0.0, sqrt(where_(zero, 1.0, v)))
+    return _narrowed(where_(zero, 0.0, sqrt(where_(zero, 1.0, v))), x.dtype)
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):

@@ -42,10 +42,6 @@ def _nan_filled(a, value):
     return fnp.where(fnp.isnan(a), np.asarray(value, a.dtype), a) if dtypes.is_inexact(a.dtype) else a
 
 
-def _nan_count(a, axis, keepdims):
-    return fnp.sum(~fnp.isnan(a), axis=axis, keepdims=keepdims)
-
-
 def nansum(a, axis=None, dtype=None, keepdims: bool = False):
     return fnp.sum(_nan_filled(fnp.asarray(a), 0), axis=axis, keepdims=keepdims, dtype=dtype)
 
@@ -55,8 +51,9 @@ def nanprod(a, axis=None, dtype=None, keepdims: bool = False):
 
 
 def nanmean(a, axis=None, dtype=None, keepdims: bool = False):
+    """mean over the values that are not NaN (NaN where all are)."""
     a = fnp._float_arg(a) if dtype is None else fnp.astype(a, dtype)
-    return nansum(a, axis, keepdims=keepdims) / _nan_count(a, axis, keepdims)
+    return fnp.mean(a, axis, keepdims=keepdims, where=~fnp.isnan(a))
 
 
 def nanvar(a, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
