@@ -332,6 +332,26 @@ def test_conv_transpose1d_is_the_transpose_of_conv1d():
         F.conv_transpose1d(x, w[..., 0])
 
 
+def test_conv_transpose_reaches_a_requested_output_size_as_pytorchs():
+    """forward(x, output_size): every size a strided transpose can reach (stride of them per axis)
+    is the adjoint of the strided conv2d that reads an input of that size."""
+    layer = nn.ConvTranspose2d(3, 2, 3, stride=3, padding=1, dilation=2, key=fg.random.key(0), dtype=np.float64)
+    x = RNG.standard_normal((2, 3, 4, 5))
+    smallest = [(n - 1) * 3 - 2 + 2 * 2 + 1 for n in (4, 5)]  # (n - 1) stride - 2 padding + dilation (k - 1) + 1
+    for extra in [(0, 0), (1, 2), (2, 1)]:
+        size = [m + e for m, e in zip(smallest, extra)]
+        out = np.asarray(layer(x, output_size=size)) - np.asarray(layer.bias).reshape(1, 2, 1, 1)
+        assert out.shape == (2, 2, *size)
+        y = RNG.standard_normal(out.shape)
+        adjoint = np.asarray(F.conv2d(y, layer.weight, None, 3, 1, 2))
+        assert_close(np.sum(out * y), np.sum(x * adjoint), rtol=1e-9)
+    assert layer(x[0], output_size=(2, *smallest)).shape == (2, *smallest)  # unbatched, with the channel axis
+    with pytest.raises(ValueError, match=r"valid sizes range from \(12, 15\) to \(14, 17\)"):
+        layer(x, output_size=(20, 14))
+    with pytest.raises(ValueError, match="2 or 4 elements"):
+        layer(x, output_size=(1, 11, 14))
+
+
 def test_jax_nn_names_and_functions():
     x = RNG.standard_normal((3, 5)) * 2
     assert_close(nn.swish(x), x / (1 + np.exp(-x)))

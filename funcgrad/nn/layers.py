@@ -179,9 +179,32 @@ class _ConvTranspose(Module):
         self.groups, self.dilation = groups, dilation
         self.weight, self.bias = _conv_parameters(key, shape, out_channels, bias, dtype)
 
-    def __call__(self, x, *, key=None):
-        return type(self).conv(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+    def __call__(self, x, output_size=None, *, key=None):
+        """output_size (the spatial sizes, or with the batch and channel axes too) picks the
+        output_padding that reaches it, as PyTorch's forward(input, output_size)."""
+        output_padding = self.output_padding if output_size is None else self._output_padding(x, output_size)
+        return type(self).conv(x, self.weight, self.bias, self.stride, self.padding, output_padding,
                                self.groups, self.dilation)
+
+    def _output_padding(self, x, output_size) -> tuple:
+        n = self.dims
+        sizes = tuple(int(s) for s in output_size)
+        if len(sizes) == fnp.ndim(x):  # given with the non-spatial axes
+            sizes = sizes[len(sizes) - n:]
+        if len(sizes) != n:
+            raise ValueError(f"{type(self).__name__}: output_size must have {n} or {fnp.ndim(x)} elements (the "
+                             f"spatial sizes, or with the input's other axes), got {tuple(output_size)}")
+        stride, padding, dilation = (Cv._ints(v, n, name) for v, name in
+                                     ((self.stride, "stride"), (self.padding, "padding"), (self.dilation, "dilation")))
+        spatial = tuple(fnp.shape(x))[fnp.ndim(x) - n:]
+        kernel = tuple(self.weight.shape[2:])
+        smallest = [(i - 1) * s - 2 * p + d * (k - 1) + 1
+                    for i, s, p, d, k in zip(spatial, stride, padding, dilation, kernel)]
+        largest = [m + s - 1 for m, s in zip(smallest, stride)]
+        if any(not lo <= want <= hi for want, lo, hi in zip(sizes, smallest, largest)):
+            raise ValueError(f"{type(self).__name__}: requested an output size of {sizes}, but valid sizes range "
+                             f"from {tuple(smallest)} to {tuple(largest)} (for an input of spatial size {spatial})")
+        return tuple(want - lo for want, lo in zip(sizes, smallest))
 
 
 class ConvTranspose2d(_ConvTranspose):
