@@ -268,6 +268,27 @@ def test_pad_reads_widths_from_the_last_axis_as_pytorch():
         nn.functional.pad(x, (-4, -2))  # PyTorch raises too; it gave an empty axis
 
 
+def test_negative_pad_widths_crop_in_every_mode_in_pytorchs_order():
+    """PyTorch crops then wraps (circular), but reflects and replicates the whole axis, then crops:
+    reflecting 11 entries of a 12-entry axis whose last one is cropped reaches that last one."""
+    x = RNG.standard_normal((2, 3, 5, 12))
+    axis = ((0, 0),) * 2
+    cases = {  # (widths, mode): NumPy's padding of the right slice, or of the whole axis then sliced
+        ((-1, 2, 2, -1), "circular"): np.pad(x[:, :, :4, 1:], axis + ((2, 0), (0, 2)), mode="wrap"),
+        ((3, -2), "circular"): np.pad(x[..., :10], axis + ((0, 0), (3, 0)), mode="wrap"),
+        ((11, -1), "reflect"): np.pad(x, axis + ((0, 0), (11, 0)), mode="reflect")[..., :-1],
+        ((-1, 2, 2, -1), "reflect"): np.pad(x, axis + ((2, 0), (0, 2)), mode="reflect")[:, :, :-1, 1:],
+        ((-2, 3), "replicate"): np.pad(x, axis + ((0, 0), (0, 3)), mode="edge")[..., 2:],
+    }
+    for (widths, mode), want in cases.items():
+        assert_close(nn.functional.pad(x, widths, mode), want)
+        fg.check_grads(lambda v: nn.functional.pad(v, widths, mode), (x,), order=1)
+    assert_close(nn.CircularPad1d((-1, 2))(x[0]), np.pad(x[0, :, :, 1:], ((0, 0), (0, 0), (0, 2)), mode="wrap"))
+    with pytest.raises(ValueError, match=r"circular widths \(-3, 10\) of axis 3 must be at most its size 9 after "
+                                         r"cropping \(of 12\)"):
+        nn.functional.pad(x, (-3, 10), "circular")
+
+
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 def test_conv_padding_modes_convolve_the_padded_input(mode):
     np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]

@@ -92,8 +92,9 @@ _PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
 
 def pad(x, pad, mode: str = "constant", value: float | None = None):  # noqa: A002 (PyTorch's names)
     """torch.nn.functional.pad: pad = (before, after) pairs for the last axis, then the one before,
-    ...; mode constant (with value; a negative width crops), reflect (widths below the axis's
-    size), replicate or circular (widths up to the size)."""
+    ...; mode constant (with value), reflect (widths below the axis's size), replicate or circular
+    (widths up to the size). A negative width crops in every mode: circular wraps what is left,
+    reflect and replicate read the whole axis (PyTorch's orders)."""
     x = fnp.asarray(x)
     widths = [int(w) for w in pad]
     if len(widths) % 2 or len(widths) > 2 * x.ndim:
@@ -103,22 +104,33 @@ def pad(x, pad, mode: str = "constant", value: float | None = None):  # noqa: A0
     if mode != "constant" and value:
         raise ValueError(f"pad: value {value!r} is for mode 'constant', not {mode!r}")
     pairs = [(0, 0)] * (x.ndim - len(widths) // 2) + [tuple(widths[i:i + 2]) for i in range(len(widths) - 2, -1, -2)]
-    for axis, ((lo, hi), size) in enumerate(zip(pairs, x.shape) if mode != "constant" else ()):
-        if min(lo, hi) < 0:
-            raise ValueError(f"pad: negative widths {(lo, hi)} crop only in mode 'constant'")
-        if mode == "reflect" and max(lo, hi) >= max(size, 1) or mode == "circular" and max(lo, hi) > size:
-            limit = "below" if mode == "reflect" else "at most"
-            raise ValueError(f"pad: {mode} widths {(lo, hi)} of axis {axis} must be {limit} its size {size}")
     for axis, ((lo, hi), size) in enumerate(zip(pairs, x.shape)):
         if size + lo + hi < 0:
             raise ValueError(f"pad: widths {(lo, hi)} crop more than the {size} entries of axis {axis} "
                              f"(a size of {size + lo + hi})")
-    crop = tuple(slice(max(0, -lo), size - max(0, -hi)) for (lo, hi), size in zip(pairs, x.shape))
-    x = x[crop] if any(min(p) < 0 for p in pairs) else x
-    pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+        # PyTorch wraps the cropped axis but reflects the whole one (its kernels' orders)
+        source = size + min(lo, 0) + min(hi, 0) if mode == "circular" else size
+        if mode == "reflect" and max(lo, hi) >= max(source, 1) or mode == "circular" and max(lo, hi) > source:
+            limit = "below" if mode == "reflect" else "at most"
+            raise ValueError(f"pad: {mode} widths {(lo, hi)} of axis {axis} must be {limit} its size {source}"
+                             + (f" after cropping (of {size})" if source != size else ""))
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    if mode in ("reflect", "replicate"):  # pad the whole axis, then crop
+        return _cropped(_padded(x, grow, mode, value), pairs)
+    return _padded(_cropped(x, pairs), grow, mode, value)
+
+
+def _cropped(x, pairs):
+    """x without the entries its negative pad widths remove."""
+    if not any(min(p) < 0 for p in pairs):
+        return x
+    return x[tuple(slice(-min(lo, 0), size + min(hi, 0)) for (lo, hi), size in zip(pairs, x.shape))]
+
+
+def _padded(x, widths, mode: str, value):
     if mode == "constant":
-        return fnp.pad(x, pairs, constant_values=0 if value is None else value)
-    return fnp.pad(x, pairs, mode=_PAD_MODES[mode])
+        return fnp.pad(x, widths, constant_values=0 if value is None else value)
+    return fnp.pad(x, widths, mode=_PAD_MODES[mode])
 
 
 def _as_image(x, fname: str):
