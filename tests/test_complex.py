@@ -70,7 +70,7 @@ def test_casts_and_parts():
 
 UNARY = ["exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan",
          "arcsinh", "arccosh", "arctanh", "expm1", "log1p", "log2", "log10", "square", "reciprocal", "sign",
-         "abs", "negative", "conj", "real", "imag", "angle", "isnan", "isinf", "isfinite"]
+         "abs", "negative", "conj", "real", "imag", "angle", "isnan", "isinf", "isfinite", "round", "rint"]
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])

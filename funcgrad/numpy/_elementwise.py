@@ -141,7 +141,11 @@ def arctan2(y, x):
 
 
 def round(x, decimals: int = 0):  # noqa: A001
+    """Half to even, as NumPy's; a complex number's parts are rounded apart (NumPy's, JAX's and the
+    Array API standard's)."""
     x = asarray(x)
+    if dtypes.is_complex(x.dtype):
+        return bind(E.complex_p, round(real(x), decimals), round(imag(x), decimals))
     if decimals == 0:
         return bind(E.round_p, x)
     scale = 10.0 ** decimals
