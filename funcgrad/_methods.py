@@ -82,6 +82,7 @@ _METHODS = {
     "__truediv__": fnp.divide, "__rtruediv__": _swap(fnp.divide),
     "__floordiv__": fnp.floor_divide, "__rfloordiv__": _swap(fnp.floor_divide),
     "__mod__": fnp.remainder, "__rmod__": _swap(fnp.remainder),
+    "__divmod__": fnp.divmod, "__rdivmod__": _swap(fnp.divmod),
     "__pow__": fnp.power, "__rpow__": _swap(fnp.power),
     "__matmul__": fnp.matmul, "__rmatmul__": _swap(fnp.matmul),
     "__neg__": fnp.negative, "__pos__": lambda self: self, "__abs__": fnp.abs,
@@ -113,6 +114,7 @@ _METHODS = {
     "__dlpack__": _dlpack,
     "__dlpack_device__": lambda self: (1, 0) if self.device.platform == "cpu" else (2, self.device.index),
     "block_until_ready": _block_until_ready,
+    "tobytes": lambda self, order="C": self.numpy().tobytes(order),
 }
 _REDUCTIONS = ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "all", "any", "cumsum",
                "cumprod", "clip", "round", "ptp", "trace")  # the methods NumPy's functions call with out=

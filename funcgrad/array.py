@@ -164,8 +164,9 @@ class Array(ArrayBase):
             return out.astype(dtype)
         return out.copy() if copy else out
 
-    def item(self):
-        return np.asarray(host(self._value)).item()
+    def item(self, *index):
+        """The element as a Python number: of a one-element array, or at a flat or per-axis index."""
+        return np.asarray(host(self._value)).item(*index)
 
     def tolist(self):
         return np.asarray(host(self._value)).tolist()

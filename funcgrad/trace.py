@@ -95,8 +95,8 @@ class Tracer(ArrayBase):
     def __array__(self, dtype=None, copy=None):
         return self._host("converting to a NumPy array", refuse=True).__array__(dtype, copy)
 
-    def item(self):
-        return self._host(".item()", refuse=False).item()
+    def item(self, *index):
+        return self._host(".item()", refuse=False).item(*index)
 
     def tolist(self):
         return self._host(".tolist()", refuse=False).tolist()

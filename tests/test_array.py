@@ -52,6 +52,15 @@ def test_array_attributes_and_conversions():
     assert len(x) == 2 and [float(r.sum()) for r in x] == [6.0, 15.0]
     assert int(fg.array(3)) == 3 and bool(fg.array(True))
     assert f"{fg.array(0.5):.2f}" == "0.50"
+    # NumPy's and JAX's item(index), divmod and tobytes
+    assert x.item(4) == 5.0 and x.item((1, 2)) == 6.0 and x.item(0, 1) == 2.0
+    with pytest.raises(ValueError, match="size 1"):
+        x.item()
+    quotient, rest = divmod(x, 4.0)
+    assert_close(quotient, [[0, 0, 0], [1, 1, 1]])
+    assert_close(rest, [[1, 2, 3], [0, 1, 2]])
+    assert_close(divmod(7, fg.array([2, -3]))[1], [1, -2])
+    assert x.tobytes() == np.arange(1, 7, dtype=np.float32).reshape(2, 3).tobytes()
 
 
 def test_repr_is_readable():

@@ -214,6 +214,21 @@ def test_operators_and_comparisons_on_arrays():
     assert_close(fnp.round(a / 3, 2), np.round(n / 3, 2), atol=1e-6)
 
 
+def test_integers_round_in_their_own_dtype_with_numpys_ties_to_even():
+    """Non-negative decimals leave integers as they are (NumPy, JAX); negative ones round to the
+    nearest multiple of a power of ten, a tie to the even multiple; int8 -128 goes to -100."""
+    x = np.array([15, 25, -15, -25, 7, 149, 150, 250, -128, 127], np.int64)
+    for dtype in (np.int64, np.int32, np.int8, np.uint8):
+        v = x[x >= 0] if dtype == np.uint8 else x
+        v = v.astype(dtype)
+        for decimals in (2, 0, -1, -2):
+            got = fnp.round(v, decimals)
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, np.round(v, decimals))
+    np.testing.assert_array_equal(fnp.round(x, -1)[:4], [20, 20, -20, -20])
+    np.testing.assert_array_equal(fnp.round(x.astype(np.int8), -3), np.zeros(10))  # 1000 is past int8
+
+
 def test_rounding_and_comparisons_have_zero_gradient():
     x = np.array([0.3, 1.7])
     assert_close(fg.grad(lambda v: fnp.sum(fnp.floor(v) + fnp.ceil(v) + fnp.round(v) + fnp.sign(v)))(x), [0, 0])

@@ -146,10 +146,26 @@ def round(x, decimals: int = 0):  # noqa: A001
     x = asarray(x)
     if dtypes.is_complex(x.dtype):
         return bind(E.complex_p, round(real(x), decimals), round(imag(x), decimals))
+    if not dtypes.is_inexact(x.dtype):
+        return x if decimals >= 0 else _round_integers(x, 10 ** -int(decimals))
     if decimals == 0:
         return bind(E.round_p, x)
     scale = 10.0 ** decimals
     return divide(bind(E.round_p, multiply(x, scale)), scale)
+
+
+def _round_integers(x, step: int):
+    """Integers to the nearest multiple of step, ties to the even multiple (NumPy's round with
+    negative decimals: round(15, -1) == 20, round(25, -1) == 20), in their own dtype; narrow ones are
+    computed in int64, where the multiple below -128 (-200 for step 100) does not wrap."""
+    if step > np.iinfo(x.dtype).max:  # every value is nearer 0 than any other multiple
+        return multiply(x, 0)
+    wide = astype(x, dtypes.int64) if x.dtype.itemsize < 8 else x
+    quotient = floor_divide(wide, step)
+    below = multiply(quotient, step)
+    twice_rest = multiply(subtract(wide, below), 2)
+    up = logical_or(greater(twice_rest, step), logical_and(equal(twice_rest, step), equal(remainder(quotient, 2), 1)))
+    return astype(where(up, add(below, step), below), x.dtype)
 
 
 def where(condition, x, y):
