@@ -100,7 +100,39 @@ def nanargmin(a, axis=None, keepdims: bool = False):
     return _nan_arg(fnp.argmin, np.inf, a, axis, keepdims)
 
 
-_QUANTILE_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+# NumPy's quantile methods: Hyndman and Fan's continuous ones as (alpha, beta) of the position
+# n q + alpha + q (1 - alpha - beta) - 1 among n sorted values, its discontinuous ones, and four more.
+_CONTINUOUS = {"linear": (1.0, 1.0), "interpolated_inverted_cdf": (0.0, 1.0), "hazen": (0.5, 0.5),
+               "weibull": (0.0, 0.0), "median_unbiased": (1 / 3, 1 / 3), "normal_unbiased": (3 / 8, 3 / 8)}
+_QUANTILE_METHODS = (*_CONTINUOUS, "lower", "higher", "nearest", "midpoint", "inverted_cdf", "averaged_inverted_cdf",
+                     "closest_observation")
+
+
+def _quantile_positions(method: str, q, count):
+    """(lo, hi, weight of hi): the sorted positions a quantile q reads among count values (an array
+    per slice) and how it mixes them, as NumPy's method does."""
+    last = fnp.maximum(count - 1, 0)  # an all-NaN slice of nanquantile reads position 0, then is NaN
+    if method in ("lower", "higher", "nearest", "midpoint"):
+        pos = q * last
+        lo, hi = fnp.floor(pos), fnp.ceil(pos)
+        if method != "midpoint":
+            lo = hi = {"lower": lo, "higher": hi, "nearest": fnp.round(pos)}[method]
+        return lo, hi, 0.5
+    if method in ("inverted_cdf", "closest_observation"):  # one sorted value: the next unless exactly on one
+        pos = count * q - (1.0 if method == "inverted_cdf" else 1.5)
+        below = fnp.floor(pos)
+        stays = (pos == below) if method == "inverted_cdf" else (pos == below) & (below % 2 == 1)
+        at = fnp.maximum(fnp.where(stays, below, below + 1), 0)
+        return at, at, 0.0
+    if method == "averaged_inverted_cdf":
+        pos = count * q - 1.0
+    else:
+        alpha, beta = _CONTINUOUS[method]
+        pos = q * last if method == "linear" else count * q + (alpha + q * (1 - alpha - beta)) - 1
+    below = fnp.floor(pos)
+    weight = fnp.where(pos == below, 0.5, 1.0) if method == "averaged_inverted_cdf" else pos - below
+    clamp = lambda i: fnp.where(pos >= last, last, fnp.where(pos < 0, 0, i))  # noqa: E731  (NumPy's bounds)
+    return clamp(below), clamp(below + 1), weight
 
 
 def _quantile(a, q, axis, method, keepdims, ignore_nan, per: int = 1):
@@ -130,16 +162,7 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, per: int = 1):
     else:
         count = fnp.full(x.shape[:-1] + (1,), n, dtypes.default_int, device=x.device)
     qs = fnp.reshape(q, q.shape + (1,) * (x.ndim - 1) + (1,))  # q axes lead, then the kept axes
-    pos = qs * fnp.astype(fnp.maximum(count - 1, 0), a.dtype)
-    lo = fnp.floor(pos)
-    hi = fnp.ceil(pos)
-    if method == "lower":
-        hi = lo
-    elif method == "higher":
-        lo = hi
-    elif method == "nearest":
-        lo = hi = fnp.round(pos)
-    frac = 0.5 if method == "midpoint" else pos - lo
+    lo, hi, frac = _quantile_positions(method, qs, fnp.astype(count, a.dtype))
     xb = fnp.broadcast_to(x, q.shape + x.shape)
     take = lambda i: fnp.take_along_axis(xb, fnp.astype(fnp.broadcast_to(i, q.shape + x.shape[:-1] + (1,)),  # noqa: E731
                                                            dtypes.int64), axis=-1)
