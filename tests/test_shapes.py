@@ -292,3 +292,22 @@ def test_at_power_and_apply_act_once_per_occurrence_as_numpys_ufunc_at():
         np.array([2.0, -1.0]), np.array([2.0, 3.0]))
     assert_close(gx, [6 * 2.0 ** 5, 1.0])
     assert_close(gv, [2.0 ** 6 * np.log(2.0) * 3, 2.0 ** 6 * np.log(2.0) * 2])
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+def test_odd_reflections_continue_the_trend_as_numpys(mode):
+    """reflect_type='odd' pads with 2 edge - x; pads longer than the axis wrap several periods,
+    each shifted by 2 (last - first), as NumPy's chunked padding does."""
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 5):
+        x = rng.standard_normal((n, 3))
+        for widths in [((0, 1), (1, 1)), ((2, 3), (0, 0)), ((9, 2), (2, 0)), ((0, 13), (1, 2))]:
+            assert_close(fnp.pad(x, widths, mode=mode, reflect_type="odd"),
+                         np.pad(x, widths, mode=mode, reflect_type="odd"), rtol=1e-12, atol=1e-12)
+        ints = rng.integers(-50, 50, (n, 2))
+        np.testing.assert_array_equal(fnp.pad(ints, ((7, 4), (0, 0)), mode=mode, reflect_type="odd"),
+                                      np.pad(ints, ((7, 4), (0, 0)), mode=mode, reflect_type="odd"))
+    fg.check_grads(lambda v: fnp.pad(v, ((3, 7), (2, 0)), mode=mode, reflect_type="odd"),
+                   (rng.standard_normal((3, 4)),), order=1)
+    with pytest.raises(ValueError, match="reflect_type must be 'even' or 'odd'"):
+        fnp.pad(np.arange(3.0), 1, mode=mode, reflect_type="negative")

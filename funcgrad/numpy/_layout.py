@@ -17,7 +17,7 @@ from ..ops import reductions as R
 from ..ops import shape as S
 from ..trace import bind
 from ._creation import _axes, _common, _normalize_axis, _placed, _shape, asarray, astype
-from ._elementwise import floor, round, where
+from ._elementwise import floor, multiply, round, where
 
 __all__ = [
     "argsort", "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concatenate", "expand_dims", "flip", "moveaxis",
@@ -203,14 +203,18 @@ _STAT_MODES = ("maximum", "minimum", "mean", "median")  # pads that are a statis
 _PAD_MODES = ("constant", "empty") + _INDEX_MODES + _STAT_MODES + ("linear_ramp",)
 
 
-def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=None, end_values=0):
+def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=None, end_values=0,
+        reflect_type: str = "even"):
     """NumPy's pad in every mode, all differentiable: constant (and empty, whose values NumPy leaves
-    undefined: zeros); edge, reflect, symmetric and wrap (elements of x); maximum, minimum, mean and
-    median of the stat_length elements at each end (all by default; integers rounded half to even,
-    as NumPy); linear_ramp from the edge to end_values. Axes are padded in turn, so later axes'
-    statistics see earlier axes' pads (NumPy's order)."""
+    undefined: zeros); edge, reflect, symmetric and wrap (elements of x; reflect_type 'odd' reflects
+    about the edge values instead); maximum, minimum, mean and median of the stat_length elements at
+    each end (all by default; integers rounded half to even, as NumPy); linear_ramp from the edge to
+    end_values. Axes are padded in turn, so later axes' statistics see earlier axes' pads (NumPy's
+    order)."""
     x = asarray(x)
     widths = _per_axis(pad_width, x.ndim, "pad widths")
+    if reflect_type not in ("even", "odd"):
+        raise ValueError(f"pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}")
     if mode in ("constant", "empty"):
         return bind(S.pad_p, x, widths=widths, value=constant_values if mode == "constant" else 0)
     if mode not in _PAD_MODES:
@@ -222,6 +226,9 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=
             continue
         if x.shape[axis] == 0:
             raise ValueError(f"pad: the empty axis {axis} can only be extended in mode 'constant', not {mode!r}")
+        if reflect_type == "odd" and mode in ("reflect", "symmetric"):
+            x = _odd_reflection(x, axis, lo, hi, mode)
+            continue
         if mode in _INDEX_MODES:
             x = take(x, np.pad(np.arange(x.shape[axis]), (lo, hi), mode=mode), axis=axis)
             continue
@@ -235,6 +242,24 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=
                 sides.append(broadcast_to(stat, x.shape[:axis] + (width,) + x.shape[axis + 1:]))
         x = concatenate([sides[0], x, sides[1]], axis=axis)
     return x
+
+
+def _odd_reflection(x, axis: int, lo: int, hi: int, mode: str):
+    """x padded by its odd reflection (NumPy's reflect_type='odd'): 2 edge - x about each edge value,
+    so the axis continues x's trend, each further period shifted by 2 (last - first). Position i is
+    sign * x[j] + c_last * x[-1] + c_first * x[0], with integer coefficients that depend on i alone."""
+    n = x.shape[axis]
+    if n == 1:
+        return take(x, np.zeros(lo + 1 + hi, np.int64), axis=axis)
+    period = 2 * (n - 1) if mode == "reflect" else 2 * n
+    turns, at = np.divmod(np.arange(-lo, n + hi), period)
+    back = at >= n  # on the reflected half of a period
+    source = np.where(back, period - at - (mode == "symmetric"), at)
+    shape = (1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1)
+    coefficient = lambda c: _placed(Array(np.reshape(c, shape).astype(x.dtype)), x.device)  # noqa: E731
+    return (multiply(take(x, source, axis=axis), coefficient(np.where(back, -1, 1)))
+            + multiply(_span(x, axis, n - 1, n), coefficient(2 * back + 2 * turns))
+            - multiply(_span(x, axis, 0, 1), coefficient(2 * turns)))
 
 
 def _per_axis(values, ndim: int, name: str) -> tuple:
