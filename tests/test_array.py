@@ -110,6 +110,27 @@ def test_pytorch_type_promotion():
     assert fnp.multiply(3, np.ones(3, np.uint8)).dtype == fg.uint8
 
 
+def test_python_floats_stay_weak_in_composed_functions():
+    """A Python float beside float64 data is a float64 constant everywhere, not fnp.asarray's float32
+    default: 0.1 rounded to float32 made isclose(0.1, 0.1, rtol=0, atol=0) false and moved fmod,
+    fmax, interp, append, dot and polyadd by ~1e-8."""
+    x = np.array([0.1, 0.7, 1.2345678912345, -2.5])
+    cases = {
+        "isclose": lambda m: m.isclose(x, 0.1, rtol=0, atol=0), "fmod": lambda m: m.fmod(x, 0.7),
+        "fmax": lambda m: m.fmax(x, 0.7), "fmin": lambda m: m.fmin(0.7, x),
+        "interp": lambda m: m.interp(0.7, x[:3], x[:3] * 3),
+        "append": lambda m: m.append(x, 0.7), "ediff1d": lambda m: m.ediff1d(x, to_end=0.7),
+        "dot": lambda m: m.dot(x, 0.7), "outer": lambda m: m.outer(x, 0.7), "polyadd": lambda m: m.polyadd(x, 0.7),
+        "polymul": lambda m: m.polymul(0.7, x),
+    }
+    for name, f in cases.items():
+        got, want = f(fnp), f(np)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    assert fnp.append(np.ones(2, np.float16), 0.5).dtype == fg.float16  # weak beside half precision too (JAX)
+    assert fnp.append(np.arange(2), 0.5).dtype == fg.float32  # beside integers: the default float
+
+
 @pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16, fg.float32, fg.float64])
 def test_low_and_high_precision_arithmetic(dtype):
     a = fg.array([[1.5, -2.0], [0.25, 3.0]], dtype=dtype)

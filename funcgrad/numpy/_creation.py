@@ -182,14 +182,17 @@ def _float_arg(x):
     return x if dtypes.is_inexact(x.dtype) else E.convert_p(x, dtype=dtypes.default_float)
 
 
-def _float_pair(x, y):
-    """Two arrays of one floating dtype for a binary function of reals: promoted as _pair does (a
-    Python scalar is weak, so it takes a float64 array's precision), integers then in the default
-    float."""
+def _array_pair(x, y):
+    """Two arrays of one dtype for a binary function composed of others: promoted as _pair does (a
+    Python scalar is weak, so it takes a float64 array's precision), then the scalar made an array."""
     x, y = _pair(x, y)
-    x = _float_arg(x) if isinstance(x, ArrayBase) else x
-    y = _float_arg(y) if isinstance(y, ArrayBase) else y
     return (x if isinstance(x, ArrayBase) else asarray(x, y.dtype)), (y if isinstance(y, ArrayBase) else asarray(y, x.dtype))
+
+
+def _float_pair(x, y):
+    """_array_pair for a binary function of reals: integers in the default float."""
+    x, y = _array_pair(x, y)
+    return _float_arg(x), _float_arg(y)
 
 
 def _float_args(*xs) -> list:
@@ -252,8 +255,16 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
 
 def _arrays(*xs) -> list:
     """xs as Arrays, the host values among them (NumPy arrays, lists, numbers) on the device of the
-    first Array: constants follow the data (Arrays on two devices still meet in bind, which names them)."""
+    first Array: constants follow the data (Arrays on two devices still meet in bind, which names them).
+    A Python float or complex is weak, as in arithmetic: beside float64 data it is float64, not the
+    float32 that fnp.asarray(0.7) alone gives (a rounded 0.7 would be a silently wrong constant)."""
     anchor = next((x for x in xs if isinstance(x, ArrayBase)), None)
+    weak = [isinstance(x, (float, complex)) for x in xs]
+    if builtins.any(weak) and not builtins.all(weak):
+        data = [asarray(x) for x, w in zip(xs, weak) if not w]
+        dtype = functools.reduce(dtypes.promote, (d.dtype for d in data))
+        xs = [(asarray(x, dtype if _weak(x, dtype) is not None else _scalar_result_dtype(x, dtype)) if w else x)
+              for x, w in zip(xs, weak)]
     if anchor is None or anchor.device.platform == "cpu":
         return [asarray(x) for x in xs]
     return [x if isinstance(x, ArrayBase) else device_put(asarray(x), anchor.device) for x in xs]

@@ -30,8 +30,7 @@ __all__ = [
 
 
 def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
-    a, b = fnp._pair(a, b)
-    a, b = fnp.asarray(a), fnp.asarray(b)
+    a, b = fnp._array_pair(a, b)
     if not dtypes.is_inexact(a.dtype):
         return fnp.equal(a, b)
     close = fnp.less_equal(fnp.abs(a - b), atol + rtol * fnp.abs(b)) & fnp.isfinite(b)
@@ -121,14 +120,12 @@ def fabs(x):
 
 def fmax(x1, x2):
     """maximum that ignores a NaN when the other operand is a number."""
-    x1, x2 = fnp._pair(x1, x2)
-    x1, x2 = fnp.asarray(x1), fnp.asarray(x2)
+    x1, x2 = fnp._array_pair(x1, x2)
     return fnp.where(fnp.isnan(x2), x1, fnp.where(fnp.isnan(x1), x2, fnp.maximum(x1, x2)))
 
 
 def fmin(x1, x2):
-    x1, x2 = fnp._pair(x1, x2)
-    x1, x2 = fnp.asarray(x1), fnp.asarray(x2)
+    x1, x2 = fnp._array_pair(x1, x2)
     return fnp.where(fnp.isnan(x2), x1, fnp.where(fnp.isnan(x1), x2, fnp.minimum(x1, x2)))
 
 
@@ -136,8 +133,7 @@ def fmod(x1, x2):
     """C's fmod: the remainder takes the sign of the dividend (remainder takes the divisor's). Of
     floats, the remainder of the magnitudes (exact, as both are >= 0: fmod(1, -inf) is 1, not
     remainder's -inf) with the dividend's sign bit (fmod(0, -2) is +0, fmod(-0, 2) is -0)."""
-    x1, x2 = fnp._pair(x1, x2)
-    x1, x2 = fnp.asarray(x1), fnp.asarray(x2)
+    x1, x2 = fnp._array_pair(x1, x2)
     if dtypes.is_float(x1.dtype):
         return copysign(fnp.remainder(fnp.abs(x1), fnp.abs(x2)), x1)
     rem = fnp.remainder(x1, x2)

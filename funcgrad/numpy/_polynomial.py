@@ -35,7 +35,7 @@ def _coefficients(p, name: str):
 
 def _aligned(a1, a2, name: str):
     """a1 and a2 zero-padded in front to one length (their highest powers first)."""
-    a1, a2 = _coefficients(a1, name), _coefficients(a2, name)
+    a1, a2 = (_coefficients(p, name) for p in fnp._arrays(a1, a2))
     n = builtins.max(a1.shape[0], a2.shape[0])
     return fnp.pad(a1, (n - a1.shape[0], 0)), fnp.pad(a2, (n - a2.shape[0], 0))
 
@@ -51,7 +51,7 @@ def polysub(a1, a2):
 
 
 def polymul(a1, a2):
-    return convolve(_coefficients(a1, "polymul"), _coefficients(a2, "polymul"))
+    return convolve(*(_coefficients(p, "polymul") for p in fnp._arrays(a1, a2)))
 
 
 def polydiv(u, v, *, trim_leading_zeros: bool = True):
