@@ -112,8 +112,8 @@ def test_pytorch_type_promotion():
 
 def test_python_floats_stay_weak_in_composed_functions():
     """A Python float beside float64 data is a float64 constant everywhere, not fnp.asarray's float32
-    default: 0.1 rounded to float32 made isclose(0.1, 0.1, rtol=0, atol=0) false and moved fmod,
-    fmax, interp, append, dot and polyadd by ~1e-8."""
+    default: 0.1 rounded to float32 made isclose(0.1, 0.1, rtol=0, atol=0) and isin(0.7, [0.7])
+    false and moved fmod, fmax, interp, append, insert, dot and polyadd by ~1e-8."""
     x = np.array([0.1, 0.7, 1.2345678912345, -2.5])
     cases = {
         "isclose": lambda m: m.isclose(x, 0.1, rtol=0, atol=0), "fmod": lambda m: m.fmod(x, 0.7),
@@ -121,12 +121,14 @@ def test_python_floats_stay_weak_in_composed_functions():
         "interp": lambda m: m.interp(0.7, x[:3], x[:3] * 3),
         "append": lambda m: m.append(x, 0.7), "ediff1d": lambda m: m.ediff1d(x, to_end=0.7),
         "dot": lambda m: m.dot(x, 0.7), "outer": lambda m: m.outer(x, 0.7), "polyadd": lambda m: m.polyadd(x, 0.7),
-        "polymul": lambda m: m.polymul(0.7, x),
+        "polymul": lambda m: m.polymul(0.7, x), "isin": lambda m: m.isin(x, [0.7, 0.1]),
+        "array_equal": lambda m: m.array_equal(x[:2], [0.1, 0.7]), "insert": lambda m: m.insert(x, 1, [0.7]),
     }
     for name, f in cases.items():
-        got, want = f(fnp), f(np)
+        got, want = f(fnp), np.asarray(f(np))
         assert got.dtype == want.dtype, name
         np.testing.assert_array_equal(got, want, err_msg=name)
+    assert fnp.allclose(x, [0.1, 0.7, 1.2345678912345, -2.5], rtol=0, atol=0)
     assert fnp.append(np.ones(2, np.float16), 0.5).dtype == fg.float16  # weak beside half precision too (JAX)
     assert fnp.append(np.arange(2), 0.5).dtype == fg.float32  # beside integers: the default float
 

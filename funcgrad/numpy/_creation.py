@@ -253,18 +253,33 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
 
 
 
+def _weak_float(x) -> bool:
+    """A Python float or complex, or a (nested) list or tuple of Python numbers holding one."""
+    if isinstance(x, (float, complex)):
+        return True
+    return isinstance(x, (list, tuple)) and bool(x) and not _holds_arrays(x) and \
+        np.asarray(x).dtype in (dtypes.float64, dtypes.complex128)
+
+
+def _weak_float_dtype(x, dtype):
+    """The dtype a weak float (or complex) x takes beside data of dtype: the data's when it is of an
+    inexact kind that holds x, else the default (complex) float, as _pair decides for scalars."""
+    probe = x if isinstance(x, (float, complex)) else (0j if np.asarray(x).dtype.kind == "c" else 0.0)
+    return dtype if _weak(probe, dtype) is not None else _scalar_result_dtype(probe, dtype)
+
+
 def _arrays(*xs) -> list:
     """xs as Arrays, the host values among them (NumPy arrays, lists, numbers) on the device of the
     first Array: constants follow the data (Arrays on two devices still meet in bind, which names them).
-    A Python float or complex is weak, as in arithmetic: beside float64 data it is float64, not the
-    float32 that fnp.asarray(0.7) alone gives (a rounded 0.7 would be a silently wrong constant)."""
+    Python floats (and lists of them) are weak, as numbers in arithmetic are: beside float64 data they
+    are float64, not the float32 that fnp.asarray(0.7) alone gives (a rounded 0.7 would be a silently
+    wrong constant: isin(x, [0.7]) false where x holds 0.7)."""
     anchor = next((x for x in xs if isinstance(x, ArrayBase)), None)
-    weak = [isinstance(x, (float, complex)) for x in xs]
+    weak = [_weak_float(x) for x in xs]
     if builtins.any(weak) and not builtins.all(weak):
         data = [asarray(x) for x, w in zip(xs, weak) if not w]
         dtype = functools.reduce(dtypes.promote, (d.dtype for d in data))
-        xs = [(asarray(x, dtype if _weak(x, dtype) is not None else _scalar_result_dtype(x, dtype)) if w else x)
-              for x, w in zip(xs, weak)]
+        xs = [np.asarray(x, _weak_float_dtype(x, dtype)) if w else x for x, w in zip(xs, weak)]
     if anchor is None or anchor.device.platform == "cpu":
         return [asarray(x) for x in xs]
     return [x if isinstance(x, ArrayBase) else device_put(asarray(x), anchor.device) for x in xs]
@@ -391,4 +406,4 @@ def size(x) -> int:
 
 
 def allclose(a, b, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
-    return bool(np.allclose(np.asarray(asarray(a)), np.asarray(asarray(b)), rtol=rtol, atol=atol))
+    return bool(np.allclose(*(np.asarray(v) for v in _arrays(a, b)), rtol=rtol, atol=atol))

@@ -39,7 +39,7 @@ def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = Fa
 
 
 def array_equal(a1, a2, equal_nan: bool = False):
-    a1, a2 = fnp.asarray(a1), fnp.asarray(a2)
+    a1, a2 = fnp._arrays(a1, a2)
     if a1.shape != a2.shape:
         return fnp.asarray(False)
     same = fnp.equal(a1, a2)
@@ -49,7 +49,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
 
 
 def array_equiv(a1, a2):
-    a1, a2 = fnp.asarray(a1), fnp.asarray(a2)
+    a1, a2 = fnp._arrays(a1, a2)
     try:
         np.broadcast_shapes(a1.shape, a2.shape)
     except ValueError:

@@ -24,8 +24,9 @@ def _concrete(x, what: str) -> np.ndarray:
 
 def _beside(values, ref):
     """values as an Array on ref's device: constants the caller passes as numbers, lists or NumPy
-    arrays (quantiles, test elements, fill values) follow the data, as index constants do."""
-    return values if isinstance(values, ArrayBase) else fnp._placed(fnp.asarray(values), ref.device)
+    arrays (quantiles, test elements, fill values) follow the data, as index constants do, and
+    Python floats among them take its float precision (fnp._arrays)."""
+    return values if isinstance(values, ArrayBase) else fnp._arrays(ref, values)[1]
 
 
 def _axis_index(ndim: int, axis: int, index) -> tuple:
