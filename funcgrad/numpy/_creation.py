@@ -186,7 +186,9 @@ def _array_pair(x, y):
     """Two arrays of one dtype for a binary function composed of others: promoted as _pair does (a
     Python scalar is weak, so it takes a float64 array's precision), then the scalar made an array."""
     x, y = _pair(x, y)
-    return (x if isinstance(x, ArrayBase) else asarray(x, y.dtype)), (y if isinstance(y, ArrayBase) else asarray(y, x.dtype))
+    if not isinstance(x, ArrayBase):
+        return asarray(x, y.dtype), y
+    return x, (y if isinstance(y, ArrayBase) else asarray(y, x.dtype))
 
 
 def _float_pair(x, y):
