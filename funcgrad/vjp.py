@@ -430,11 +430,30 @@ def linear_transpose(fun: Callable, *primals: Any) -> Callable:
     """The transpose of a linear fun (jax.linear_transpose): primals give the inputs' shapes and
     dtypes (arrays or ShapeDtypeStructs); the result maps a cotangent shaped like fun's output to a
     tuple shaped like primals. fun's VJP at zero inputs, in JAX's convention (the plain transpose,
-    no conjugate); fun must be linear, which is not checked."""
-    def zeros_like(p):  # an array, a ShapeDtypeStruct (a leaf here, not a tuple) or a Python number
+    no conjugate). fun must be linear (an affine offset is dropped, as JAX drops it): a fun whose
+    derivative at another, random point differs raises, where JAX's transpose rules would."""
+    def filled(p, value):  # an array, a ShapeDtypeStruct (a leaf here, not a tuple) or a Python number
         dtype = np.dtype(p.dtype) if hasattr(p, "dtype") else np.result_type(p)
-        return full(tuple(np.shape(p) if not hasattr(p, "shape") else p.shape), 0, dtype,
+        return full(tuple(np.shape(p) if not hasattr(p, "shape") else p.shape), value, dtype,
                     p.device if isinstance(p, Array) else CPU)
-    zeros_in = tree_map(zeros_like, primals, is_leaf=lambda p: hasattr(p, "shape") and hasattr(p, "dtype"))
-    _, pullback = vjp(fun, *zeros_in, pytorch_convention=False)
+    is_leaf = lambda p: hasattr(p, "shape") and hasattr(p, "dtype")  # noqa: E731
+    zeros_in = tree_map(lambda p: filled(p, 0), primals, is_leaf=is_leaf)
+    out, pullback = vjp(fun, *zeros_in, pytorch_convention=False)
+    _check_linear(fun, zeros_in, out, pullback)
     return lambda cotangent: tuple(pullback(cotangent))
+
+
+def _check_linear(fun: Callable, zeros_in, out, pullback) -> None:
+    """Raise unless fun's VJP at a random point (and a random cotangent) equals its VJP at zero: a
+    linear (or affine) fun has one Jacobian everywhere; sin, squares, abs and ReLU do not."""
+    rng = np.random.default_rng(0)
+    draw = lambda z: Array(rng.uniform(0.5, 1.5, np.shape(z)).astype(z.dtype)) if dtypes.is_inexact(z.dtype) else z  # noqa: E731
+    cotangent = tree_map(draw, out)
+    elsewhere = vjp(fun, *tree_map(draw, zeros_in), pytorch_convention=False)[1](cotangent)
+    for k, (a, b) in enumerate(zip(tree_flatten(pullback(cotangent))[0], tree_flatten(elsewhere)[0])):
+        a, b = to_numpy(a), to_numpy(b)
+        tol = 1e-9 if a.dtype in (np.float64, np.complex128) else 1e-3
+        if not np.allclose(a, b, rtol=tol, atol=tol * max(1.0, float(np.max(np.abs(a), initial=0.0)))):
+            raise ValueError(f"linear_transpose: {getattr(fun, '__name__', 'the function')} is not linear: its "
+                             f"derivative with respect to input leaf {k} at zero differs from the one at another "
+                             f"point (the transpose of a non-linear function is not defined)")

@@ -380,6 +380,12 @@ def test_holomorphic_derivatives_and_linear_transpose_are_jaxs():
     assert_allclose(fg.linear_transpose(lambda a: (1 + 2j) * a, z)(z)[0], (1 + 2j) * z, rtol=1e-12)
     spec = fg.ShapeDtypeStruct((2, 3), np.float64)
     assert_allclose(fg.linear_transpose(lambda a: fnp.sum(a, 0), spec)(np.arange(3.0))[0], np.tile(np.arange(3.0), (2, 1)))
+    # the affine offset drops out (JAX's); a non-linear function has no transpose and raises (it gave
+    # its derivative at zero: sin's transpose was the identity)
+    assert_allclose(fg.linear_transpose(lambda a: 3.0 * a + 1.0, np.zeros(3))(np.ones(3))[0], [3.0, 3.0, 3.0])
+    for nonlinear in (fnp.sin, fnp.abs, lambda a: a * a, lambda a: fnp.where(a > 0, a, 0.0)):
+        with pytest.raises(ValueError, match="is not linear"):
+            fg.linear_transpose(nonlinear, np.zeros(3))
 
 
 def test_remat_and_custom_jvp_keep_the_rules_convention():

@@ -77,8 +77,9 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable, transpose_sol
         if transpose_solve is None:
             raise TypeError("custom_linear_solve: reverse mode (grad, vjp) needs transpose_solve, or symmetric=True "
                             "for a symmetric linear map")
-        vecmat = matvec if symmetric else (lambda y: linear_transpose(matvec, x0)(y)[0])
         with closed_over_as_constants():  # matvec may close over the values grad differentiates
+            transposed = None if symmetric else linear_transpose(matvec, x0)  # built once, applied per step
+            vecmat = matvec if symmetric else (lambda y: transposed(y)[0])
             return (solution_only(transpose_solve, vecmat, g),)
 
     inverse.defvjp(lambda r: (inverse.fun(r), None), _reverse)
