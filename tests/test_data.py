@@ -157,6 +157,11 @@ def test_subset_concat_and_random_split_follow_pytorch():
         both[12]
     with pytest.raises(IndexError, match="out of range for a dataset of 10"):
         data.Subset(ds, [10])
+    # a negative index counts from the end, as in Python and PyTorch's datasets; past the start it raises
+    assert both[-1][1] == 1 and both[-12][1] == 0 and sub[-1][1] == 1 and data.Subset(ds, [-1, 0])[0][1] == 9
+    assert data.StackDataset(ds, ds)[-2][0][1] == 8
+    with pytest.raises(IndexError, match="index -13 is out of range for a ConcatDataset of 12"):
+        both[-13]
 
 
 def test_sampler_indices_are_checked():

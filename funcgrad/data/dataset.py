@@ -77,15 +77,18 @@ class ArrayDataset(Dataset):
 TensorDataset = ArrayDataset
 
 
-def checked_index(index, length: int, kind: str = "index", of: str = "dataset") -> int:
-    """index as an int in [0, length): a float, a negative or an oversized index is an error
-    naming it, never a truncated or wrapped-around example."""
+def checked_index(index, length: int, kind: str = "index", of: str = "dataset", from_end: bool = False) -> int:
+    """index as an int in [0, length): a float or an oversized index is an error naming it, never a
+    truncated example; a negative one counts from the end where from_end (dataset[-1], as Python's
+    and PyTorch's datasets) and is an error elsewhere (a sampler's -1 is a bug, not the last example)."""
     try:
         if isinstance(index, (bool, np.bool_)):
             raise TypeError
         i = operator.index(index)
     except TypeError:
         raise TypeError(f"{kind} {index!r} is not an integer ({type(index).__name__})") from None
+    if from_end and -length <= i < 0:
+        return i + length
     if not 0 <= i < length:
         raise IndexError(f"{kind} {i} is out of range for a {of} of {length} examples")
     return i
@@ -97,7 +100,7 @@ class Subset(Dataset):
     def __init__(self, dataset: Dataset, indices: Sequence[int]):
         n = len(dataset)
         self.dataset = dataset
-        self.indices = [checked_index(i, n) for i in indices]
+        self.indices = [checked_index(i, n, from_end=True) for i in indices]
         if hasattr(dataset, "get_batch"):  # whole batches by fancy indexing, when the dataset can
             self.get_batch = self._get_batch
 
@@ -105,7 +108,7 @@ class Subset(Dataset):
         return len(self.indices)
 
     def __getitem__(self, index):
-        return self.dataset[self.indices[checked_index(index, len(self), of="Subset")]]
+        return self.dataset[self.indices[checked_index(index, len(self), of="Subset", from_end=True)]]
 
     def _get_batch(self, indices: np.ndarray):
         return self.dataset.get_batch(np.asarray(self.indices, dtype=np.int64)[indices])
@@ -124,7 +127,7 @@ class ConcatDataset(Dataset):
         return self.ends[-1]
 
     def __getitem__(self, index):
-        i = checked_index(index, len(self), of="ConcatDataset")
+        i = checked_index(index, len(self), of="ConcatDataset", from_end=True)
         part = bisect.bisect_right(self.ends, i)
         return self.datasets[part][i - (self.ends[part - 1] if part else 0)]
 
@@ -149,7 +152,7 @@ class StackDataset(Dataset):
         return self.length
 
     def __getitem__(self, index):
-        i = checked_index(index, self.length, of="StackDataset")
+        i = checked_index(index, self.length, of="StackDataset", from_end=True)
         if isinstance(self.datasets, dict):
             return {k: d[i] for k, d in self.datasets.items()}
         return tuple(d[i] for d in self.datasets)
