@@ -161,6 +161,12 @@ def test_clip_gradient_flows_inside_the_closed_range():
     assert float(glo) == 1.0 and float(ghi) == 2.0
     assert_close(fnp.clip(x, min=0.0), np.clip(x, 0, None))
     assert_close(fnp.clip(x, max=0.0), np.clip(x, None, 0))
+    # float bounds lift integers to the default float, as torch.clamp's (NumPy's float64 was kept)
+    ints = fg.asarray([7, -7, 0, 5])
+    for got in (fnp.clip(ints, 0.5, 5.5), fnp.clip(ints, 0.5), fnp.clip(ints, max=5.5)):
+        assert got.dtype == fg.float32
+    assert_close(fnp.clip(ints, 0.5, 5.5), [5.5, 0.5, 0.5, 5.0])
+    assert fnp.clip(ints, 1, 3).dtype == fg.int64 and fnp.clip(ints, np.zeros(4), None).dtype == fg.float64
 
 
 @given(data=st.data())
@@ -282,3 +288,5 @@ def test_integer_powers_with_negative_exponents_are_pytorchs_and_jaxs(dtype):
         assert out.dtype == dtype and out.tolist() == expected
     with pytest.raises(ValueError, match="negative integer powers"):
         x ** -1  # a negative Python exponent raises, as in NumPy, PyTorch and JAX
+    with pytest.raises(ValueError, match="negative integer powers"):
+        fnp.power(base, -1)  # host integers too (they went round the check and gave 0)

@@ -127,6 +127,7 @@ def _dtype(x):
 
 
 def power(x, y):
+    x = x if _is_scalar(x) else asarray(x)  # host data keeps the integer rules below
     if _is_scalar(y) and isinstance(x, ArrayBase):
         y = y.item() if isinstance(y, np.generic) else y
         if dtypes.scalar_category(y) <= dtypes._category(x.dtype) or isinstance(y, int):
@@ -187,11 +188,16 @@ def clip(x, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002
     x = asarray(x)
     if min is None and max is None:
         return x
-    lo = None if min is None else _pair(x, min)[1]
-    hi = None if max is None else _pair(x, max)[1]
-    if isinstance(lo, ArrayBase) and lo.dtype != x.dtype or isinstance(hi, ArrayBase) and hi.dtype != x.dtype:
-        x = astype(x, dtypes.promote(x.dtype, (lo if isinstance(lo, ArrayBase) else hi).dtype))
-    return bind(E.clip_p, x, lo, hi)
+    lo = hi = None
+    if min is not None:
+        x, lo = _pair(x, min)  # a float bound lifts integers to the default float (PyTorch's clamp)
+    if max is not None:
+        x, hi = _pair(x, max)
+    dtype = x.dtype
+    for bound in (lo, hi):
+        dtype = dtypes.promote(dtype, bound.dtype) if isinstance(bound, ArrayBase) else dtype
+    lo, hi = (astype(b, dtype) if isinstance(b, ArrayBase) else b for b in (lo, hi))
+    return bind(E.clip_p, astype(x, dtype), lo, hi)
 
 
 def conj(x):
