@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..array import Array, ArrayBase
+from ..array import ArrayBase
 from ..ops import elementwise as E
 from ..ops import stop_gradient_p
 from ..trace import bind
