@@ -19,7 +19,6 @@ import numpy as np
 from .. import numpy as fnp
 from ..errors import ShapeError
 from ..ops import conv as C
-from ..ops import elementwise as E
 from ..trace import bind
 from ._padding import pad
 
