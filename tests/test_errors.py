@@ -207,6 +207,8 @@ def test_losses_refuse_silent_broadcasting():
 def test_losses_refuse_values_pytorch_refuses():
     with pytest.raises(ValueError, match=r"every input must be a probability in \[0, 1\], got 1.5"):
         fg.nn.binary_cross_entropy(np.array([0.5, 1.5]), np.array([1.0, 0.0]))  # logits passed by mistake: not NaN
+    with pytest.raises(ValueError, match=r"every target must be a probability in \[0, 1\], got 1.5"):
+        fg.nn.binary_cross_entropy(np.array([0.5, 0.5]), np.array([1.5, 0.0]))  # PyTorch refuses it too
     with pytest.raises(ValueError, match="delta must be positive, got -1.0"):
         fg.nn.huber_loss(np.ones(2), np.zeros(2), delta=-1.0)
     with pytest.raises(ValueError, match="beta must be non-negative, got -0.5"):

@@ -280,14 +280,19 @@ def _binary_cross_entropy_jvp(primals, tangents):
     return _binary_cross_entropy(probs, targets), t_probs * slope + t_targets * log_odds_against
 
 
+def _check_probabilities(values, what: str, hint: str) -> None:
+    """Raise unless every (concrete) value is in [0, 1]; traced values (under jit) go unchecked."""
+    known = fnp.concrete_or_none(values)
+    if known is not None and known.size and not ((known >= 0) & (known <= 1)).all():
+        bad = known[~((known >= 0) & (known <= 1))].ravel()[0]
+        raise ValueError(f"binary_cross_entropy: every {what} must be a probability in [0, 1], got {bad}{hint}")
+
+
 def binary_cross_entropy(probs, targets, weight=None, reduction: str = "mean"):
     """-w [y log p + (1 - y) log(1 - p)] on probabilities, each log clamped at -100 as PyTorch."""
     probs, targets = _matching(probs, targets, "binary_cross_entropy", float_target=True)
-    known = fnp.concrete_or_none(probs)
-    if known is not None and known.size and not ((known >= 0) & (known <= 1)).all():
-        bad = known[~((known >= 0) & (known <= 1))].ravel()[0]
-        raise ValueError(f"binary_cross_entropy: every input must be a probability in [0, 1], got {bad} (for "
-                         f"logits use binary_cross_entropy_with_logits)")
+    _check_probabilities(probs, "input", " (for logits use binary_cross_entropy_with_logits)")
+    _check_probabilities(targets, "target", "")  # PyTorch's check too: 1.5 gave a loss of nothing
     loss = _binary_cross_entropy(probs, targets)
     if weight is not None:
         loss = loss * _elementwise_weight(weight, probs, "binary_cross_entropy")
