@@ -120,6 +120,17 @@ def test_softmax_family(fn, ref, data):
     fg.check_grads(lambda v: fn(v, axis=axis), (x,), order=2)
 
 
+def test_softmax_family_takes_pytorchs_dtype():
+    """dtype= casts the input first (PyTorch's way to take a float16 softmax in float64)."""
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float16)
+    wide = x.astype(np.float64)
+    for got, want in ((nn.softmax(x, 1, dtype=fg.float64), np.exp(wide - _np_logsumexp(wide, 1, True))),
+                      (nn.log_softmax(x, dim=1, dtype=fg.float64), wide - _np_logsumexp(wide, 1, True)),
+                      (nn.softmin(x, 1, dtype=fg.float64), np.exp(-wide - _np_logsumexp(-wide, 1, True)))):
+        assert got.dtype == fg.float64
+        assert_close(got, want, rtol=1e-12, atol=1e-15)
+
+
 def test_softmax_is_stable_for_large_logits():
     x = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -1000.0]], np.float32)
     p = nn.softmax(x)

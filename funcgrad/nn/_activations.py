@@ -34,8 +34,8 @@ def glu(x, dim: int = -1):
     return a * F.sigmoid(b)
 
 
-def softmin(x, dim: int = -1):
-    return F.softmax(-fnp._float_arg(x), axis=dim)
+def softmin(x, dim: int = -1, *, dtype=None):
+    return F.softmax(-fnp._float_arg(x if dtype is None else fnp.astype(x, dtype)), axis=dim)
 
 
 def hardshrink(x, lambd: float = 0.5):

@@ -162,10 +162,10 @@ def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8, *, dim: int | No
     return fnp.sum(unit1 * unit2, axis=axis)
 
 
-def softmax(x, axis=-1, *, dim=None, where=None):
+def softmax(x, axis=-1, *, dim=None, where=None, dtype=None):
     """Softmax along axis (or PyTorch's dim); where= (jax.nn's) leaves the other entries out: they
-    get 0, and so does a slice with none left."""
-    x = fnp.autocast_to_float32(fnp._float_arg(x))
+    get 0, and so does a slice with none left; dtype= (PyTorch's) casts the input first."""
+    x = fnp.autocast_to_float32(fnp._float_arg(x if dtype is None else fnp.astype(x, dtype)))
     axes = fnp._axes(_axis(axis, dim), x.ndim)
     if where is None:
         return bind(R.softmax_p, x, axes=axes)
@@ -175,10 +175,10 @@ def softmax(x, axis=-1, *, dim=None, where=None):
     return exps / fnp.where(total > 0, total, 1.0)
 
 
-def log_softmax(x, axis=-1, *, dim=None, where=None):
+def log_softmax(x, axis=-1, *, dim=None, where=None, dtype=None):
     """Log-softmax along axis (or PyTorch's dim); where= (jax.nn's) leaves the other entries out:
-    they get -inf."""
-    x = fnp.autocast_to_float32(fnp._float_arg(x))
+    they get -inf; dtype= (PyTorch's) casts the input first."""
+    x = fnp.autocast_to_float32(fnp._float_arg(x if dtype is None else fnp.astype(x, dtype)))
     axes = fnp._axes(_axis(axis, dim), x.ndim)
     if where is None:
         return bind(R.log_softmax_p, x, axes=axes)
