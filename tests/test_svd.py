@@ -93,6 +93,23 @@ def test_pinv_matrix_rank_and_lstsq_match_numpy():
             np.testing.assert_allclose(got, want, atol=1e-12)
 
 
+def test_rank_and_pinv_take_torchs_absolute_tolerance():
+    """torch.linalg's atol: singular values at or below max(atol, rtol * largest) count as zero; a
+    positive atol alone sets rtol to 0. Checked against NumPy's SVD with that cutoff."""
+    a = RNG.normal(size=(3, 4, 3)) @ RNG.normal(size=(3, 3, 4))
+    s = np.linalg.svd(a, compute_uv=False)
+    cases = ((dict(atol=0.5), 0.5 + 0 * s[:, :1]), (dict(atol=0.1, rtol=0.3), np.maximum(0.1, 0.3 * s[:, :1])),
+             (dict(atol=np.array([0.1, 1e3, 0.1])), np.array([[0.1], [1e3], [0.1]])))
+    for kw, cutoff in cases:
+        np.testing.assert_array_equal(fnp.linalg.matrix_rank(a, **kw), (s > cutoff).sum(-1))
+        u, _, vh = np.linalg.svd(a, full_matrices=False)
+        inverse = np.where(s > cutoff, 1 / s, 0)
+        want = np.swapaxes(vh, -1, -2) @ (inverse[..., None] * np.swapaxes(u, -1, -2))
+        np.testing.assert_allclose(fnp.linalg.pinv(a, **kw), want, atol=1e-10)
+    with pytest.raises(TypeError, match="give tol, or rtol and atol"):
+        fnp.linalg.matrix_rank(a, 0.1, atol=0.2)
+
+
 def test_lstsq_batches_as_torch():
     a, b = RNG.normal(size=(3, 6, 2)), RNG.normal(size=(3, 6, 4))
     x, residuals, rank, s = fnp.linalg.lstsq(fnp.asarray(a), fnp.asarray(b))

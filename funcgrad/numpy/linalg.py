@@ -337,37 +337,43 @@ def svdvals(x, /):
     return svd(x, compute_uv=False)
 
 
-def _cutoff(s, rtol, shape):
-    """rtol * the largest singular value, per matrix; rtol defaults to max(m, n) * eps (NumPy 2)."""
+def _cutoff(s, rtol, shape, atol=None):
+    """rtol * the largest singular value, per matrix; rtol defaults to max(m, n) * eps (NumPy 2),
+    or to 0 beside a positive atol, the absolute floor (torch.linalg's max(atol, rtol * largest))."""
     if rtol is None:
-        rtol = max(shape[-2:]) * float(np.finfo(s.dtype).eps)
+        floor_given = atol is not None and np.all(np.asarray(atol) > 0)
+        rtol = 0.0 if floor_given else max(shape[-2:]) * float(np.finfo(s.dtype).eps)
     top = fnp.max(s, axis=-1, keepdims=True) if s.shape[-1] else fnp.zeros(s.shape[:-1] + (1,), s.dtype)
     rtol = fnp.asarray(rtol, s.dtype)
-    return fnp.multiply(top, rtol if rtol.ndim == 0 else fnp.expand_dims(rtol, -1))
+    relative = fnp.multiply(top, rtol if rtol.ndim == 0 else fnp.expand_dims(rtol, -1))
+    if atol is None:
+        return relative
+    atol = fnp.asarray(atol, s.dtype)
+    return fnp.maximum(relative, atol if atol.ndim == 0 else fnp.expand_dims(atol, -1))
 
 
-def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
+def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None, atol=None):
     """The Moore-Penrose pseudo-inverse: V diag(1/s) U^H over the singular values above rtol (or
-    NumPy's older name rcond) times the largest."""
+    NumPy's older name rcond) times the largest, and above atol (torch.linalg's)."""
     a, dtype = _matrices(a, "pinv")
     if rcond is not None and rtol is not None:
         raise TypeError("pinv: give rtol or rcond, not both")
     u, s, vh = svd(a, full_matrices=False)
-    keep = fnp.greater(s, _cutoff(s, rtol if rcond is None else rcond, a.shape))
+    keep = fnp.greater(s, _cutoff(s, rtol if rcond is None else rcond, a.shape, atol))
     s_inv = fnp.where(keep, 1 / fnp.where(keep, s, np.ones((), s.dtype)), np.zeros((), s.dtype))
     return _back(fnp.matmul(_mH(vh) * fnp.expand_dims(s_inv, -2), _mH(u)), dtype)
 
 
-def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None):  # noqa: N803  (NumPy's name)
+def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None, atol=None):  # noqa: N803  (NumPy's name)
     """How many singular values exceed tol (absolute) or rtol times the largest (default
-    max(m, n) * eps); of a vector, 1 unless it is all zeros."""
+    max(m, n) * eps), and atol (torch.linalg's); of a vector, 1 unless it is all zeros."""
     A = fnp.asarray(A)  # noqa: N806
     if A.ndim < 2:
         return fnp.astype(fnp.any(fnp.not_equal(A, 0)), dtypes.int64)
-    if tol is not None and rtol is not None:
-        raise TypeError("matrix_rank: give tol or rtol, not both")
+    if tol is not None and (rtol is not None or atol is not None):
+        raise TypeError("matrix_rank: give tol, or rtol and atol, not both")
     s = svdvals(fnp.stop_gradient(A))
-    limit = fnp.expand_dims(fnp.asarray(tol, s.dtype), -1) if tol is not None else _cutoff(s, rtol, A.shape)
+    limit = fnp.expand_dims(fnp.asarray(tol, s.dtype), -1) if tol is not None else _cutoff(s, rtol, A.shape, atol)
     return fnp.sum(fnp.greater(s, limit), axis=-1)
 
 
