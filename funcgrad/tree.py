@@ -1,6 +1,7 @@
 """Pytrees: nested containers of arrays, flattened to a list of leaves and a structure.
 
-dict (sorted keys), list, tuple, namedtuple and None are built in; any other type joins with
+dict (sorted keys), OrderedDict (its order), defaultdict (sorted keys), list, tuple, namedtuple and
+None are built in (jax.tree_util's nodes); any other type joins with
 `register_pytree_node`, the `register_pytree_node_class` decorator (jax.tree_util's) or, for
 dataclasses, the `register_dataclass` decorator. The functions also go by jax.tree's short names
 (`fg.tree.map`, `fg.tree.leaves`, ...).
@@ -8,6 +9,7 @@ dataclasses, the `register_dataclass` decorator. The functions also go by jax.tr
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 import functools
 import itertools
@@ -83,6 +85,18 @@ def _dict_flatten(d):
 
 register_pytree_node(dict, _dict_flatten, lambda keys, ch: dict(zip(keys, ch)),
                      lambda d, keys: [DictKey(k) for k in keys])
+
+
+def _in_order(aux):  # a matcher for an OrderedDict of these keys in this order
+    return lambda x: [x[k] for k in aux] if tuple(x) == aux else None
+
+
+register_pytree_node(collections.OrderedDict, lambda d: (list(d.values()), tuple(d)),
+                     lambda keys, ch: collections.OrderedDict(zip(keys, ch)),
+                     lambda d, keys: [DictKey(k) for k in keys], match_for=_in_order)
+register_pytree_node(collections.defaultdict, lambda d: (_dict_flatten(d)[0], (d.default_factory, tuple(sorted(d)))),
+                     lambda aux, ch: collections.defaultdict(aux[0], zip(aux[1], ch)),
+                     lambda d, aux: [DictKey(k) for k in aux[1]])
 
 
 def _positions(x, aux) -> list:

@@ -1,7 +1,7 @@
 """Pytrees: flatten / unflatten / map over the built-in and registered containers."""
 import dataclasses
 import pickle
-from collections import namedtuple
+from collections import OrderedDict, defaultdict, namedtuple
 
 import numpy as np
 import pytest
@@ -23,6 +23,25 @@ def test_flatten_orders_dict_keys_and_round_trips():
     assert fg.tree_leaves(tree) == leaves
     assert fg.tree_structure(tree) == treedef
     assert hash(treedef) == hash(fg.tree_structure({"c": Point(0, {"z": 0}), "b": [0, (0, 0)], "a": None}))
+
+
+def test_ordered_and_default_dicts_are_nodes_as_in_jax():
+    """A torch state_dict is an OrderedDict: its entries are leaves in insertion order (a defaultdict's
+    in sorted order, keeping its default_factory), not one opaque leaf; the key order is structure."""
+    tree = {"c": OrderedDict([("q", 6), ("p", 7)]), "d": defaultdict(list, {"k": 8, "j": 9})}
+    leaves, treedef = fg.tree_flatten(tree)
+    assert leaves == [6, 7, 9, 8]
+    assert [fg.tree.keystr(p) for p, _ in fg.tree_flatten_with_path(tree)[0]] == \
+        ["['c']['q']", "['c']['p']", "['d']['j']", "['d']['k']"]
+    rebuilt = fg.tree_unflatten(treedef, [1, 2, 3, 4])
+    assert type(rebuilt["c"]) is OrderedDict and list(rebuilt["c"].items()) == [("q", 1), ("p", 2)]
+    assert type(rebuilt["d"]) is defaultdict and rebuilt["d"]["new"] == [] and rebuilt["d"]["j"] == 3
+    assert treedef != fg.tree_structure({"c": OrderedDict([("p", 7), ("q", 6)]), "d": defaultdict(list, {})})
+    params = OrderedDict([("w", np.ones(3)), ("b", np.zeros(()))])
+    grads = fg.grad(lambda p: fnp.sum(p["w"] * 2) + p["b"])(params)
+    assert type(grads) is OrderedDict and list(grads) == ["w", "b"]
+    np.testing.assert_array_equal(grads["w"], [2, 2, 2])
+    assert float(fg.jit(lambda p: p["w"].sum() + p["b"])(params)) == 3.0
 
 
 def test_tree_map_over_several_trees_and_structure_errors():
@@ -80,7 +99,9 @@ def test_treedef_repr_is_readable():
 _leaf = st.one_of(st.integers(-3, 3), st.floats(allow_nan=False), st.text(max_size=2))
 _trees = st.recursive(_leaf | st.none(), lambda kids: st.one_of(
     st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple),
-    st.dictionaries(st.sampled_from("abc"), kids, max_size=3), st.builds(Point, kids, kids)), max_leaves=8)
+    st.dictionaries(st.sampled_from("abc"), kids, max_size=3), st.builds(Point, kids, kids),
+    st.dictionaries(st.sampled_from("abc"), kids, max_size=3).map(OrderedDict),
+    st.dictionaries(st.sampled_from("abc"), kids, max_size=3).map(lambda d: defaultdict(int, d))), max_leaves=8)
 
 
 @given(_trees, _trees)
