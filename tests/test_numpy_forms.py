@@ -47,6 +47,23 @@ def test_einsum_sublist_form():
         fnp.einsum(fg.asarray(a), ["i", "j"])
 
 
+def test_einsum_broadcasts_axes_of_size_one_but_tensordot_and_dot_general_do_not():
+    """NumPy's, JAX's and PyTorch's einsum broadcast a labelled axis of size 1 (a summed one too);
+    tensordot (NumPy) and lax.dot_general (XLA) require equal sizes and still raise."""
+    for spec, shapes in [("ij,ij->i", [(3, 4), (1, 4)]), ("ij,jk->ik", [(3, 1), (4, 2)]),
+                         ("...i,...i", [(2, 1, 4), (3, 4)]), ("bij,bjk->bik", [(1, 2, 3), (5, 3, 4)])]:
+        operands = [rng.standard_normal(shape) for shape in shapes]
+        assert_close(fnp.einsum(spec, *operands), np.einsum(spec, *operands))
+    right = fg.asarray(rng.standard_normal((4, 2)))
+    check_grad(lambda x: fnp.einsum("ij,jk->ik", x, right), rng.standard_normal((3, 1)))  # summed over the 4 copies
+    with pytest.raises(fg.ShapeError, match="index 'i' has sizes 3 and 2"):
+        fnp.einsum("ij,ij->i", np.ones((3, 4)), np.ones((2, 4)))
+    with pytest.raises(fg.ShapeError, match="shape-mismatch for sum"):
+        fnp.tensordot(np.ones((3, 1)), np.ones((4, 2)), 1)
+    with pytest.raises(fg.ShapeError, match="contracting dimensions to have the same shape"):
+        fg.lax.dot_general(np.ones((3, 1)), np.ones((4, 2)), (((1,), (0,)), ((), ())))
+
+
 def test_r_and_c_concatenate_as_numpys():
     a, b = rng.standard_normal(3), rng.standard_normal(3)
     m = rng.standard_normal((2, 3))

@@ -17,6 +17,7 @@ from .. import numpy as fnp
 from ..control import cond, fori_loop, map, scan, switch, while_loop  # noqa: A004
 from .. import dtypes
 from ..array import ArrayBase
+from ..errors import ShapeError
 from ..numpy import stop_gradient
 from ..ops import elementwise as E
 from ..ops import prng
@@ -474,6 +475,10 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     batch axes, then lhs's free axes, then rhs's (as einsum writes it)."""
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = fnp.asarray(lhs), fnp.asarray(rhs)
+    for kind, li, ri in (("contracting", lc, rc), ("batch", lb, rb)):
+        if [lhs.shape[i] for i in li] != [rhs.shape[j] for j in ri]:  # exact, as XLA's (einsum broadcasts 1s)
+            raise ShapeError(f"dot_general requires {kind} dimensions to have the same shape, got "
+                             f"{tuple(lhs.shape[i] for i in li)} and {tuple(rhs.shape[j] for j in ri)}")
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     lhs_sub, rhs_sub = [None] * lhs.ndim, [None] * rhs.ndim
     for i, j in zip(lb, rb):

@@ -12,7 +12,7 @@ from ..ops import linalg as L
 from ..trace import bind
 from ._creation import _arrays, _common, _normalize_axis, _precision, asarray
 from ._elementwise import conj, multiply
-from ._layout import ravel, reshape, squeeze
+from ._layout import broadcast_to, ravel, reshape, squeeze
 from ._reductions import sum
 
 __all__ = [
@@ -51,7 +51,10 @@ def einsum(subscripts, *operands, optimize="auto"):
         subscripts, operands = _from_sublists((subscripts,) + operands)
     precision = _precision(*operands)
     xs = [asarray(x) for x in operands] if precision else _common(operands)
-    spec = _explicit_einsum(subscripts, [x.shape for x in xs])
+    spec, sizes = _explicit_einsum(subscripts, [x.shape for x in xs])
+    # an axis of size 1 broadcasts against the others its label names (NumPy's, JAX's, PyTorch's rule)
+    xs = [x if all(sizes[c] == n for c, n in zip(sub, x.shape)) else broadcast_to(x, tuple(sizes[c] for c in sub))
+          for sub, x in zip(spec.split("->")[0].split(","), xs)]
     return bind(L.einsum_p, *xs, spec=spec, **precision)
 
 
@@ -73,7 +76,9 @@ def _from_sublists(args: tuple) -> tuple[str, tuple]:
     return (spec if output is None else f"{spec}->{letters(output)}"), pairs[0::2]
 
 
-def _explicit_einsum(subscripts: str, shapes) -> str:
+def _explicit_einsum(subscripts: str, shapes) -> tuple[str, dict[str, int]]:
+    """The subscripts with '...' spelled out in letters and the output made explicit, and each
+    label's size (a label of size 1 in one operand takes another's size)."""
     subscripts = subscripts.replace(" ", "")
     inputs, arrow, output = subscripts.partition("->")
     subs = inputs.split(",")
@@ -94,14 +99,16 @@ def _explicit_einsum(subscripts: str, shapes) -> str:
     dims: dict[str, int] = {}
     for sub, shape in zip(expanded, shapes):
         for c, d in zip(sub, shape):
-            if dims.setdefault(c, d) != d:
-                raise ShapeError(f"einsum: index {c!r} has sizes {dims[c]} and {d} in {subscripts!r}")
+            known = dims.setdefault(c, d)
+            if known != d and 1 not in (known, d):
+                raise ShapeError(f"einsum: index {c!r} has sizes {known} and {d} in {subscripts!r}")
+            dims[c] = d if known == 1 else known
     if arrow:
         out = output.replace("...", ell)
     else:
         joined = "".join(expanded)
         out = ell + "".join(sorted(c for c in set(joined) if joined.count(c) == 1 and c not in ell))
-    return ",".join(expanded) + "->" + out
+    return ",".join(expanded) + "->" + out, dims
 
 
 def tensordot(a, b, axes=2):
@@ -112,6 +119,9 @@ def tensordot(a, b, axes=2):
         axes_a, axes_b = [np.atleast_1d(v).tolist() for v in axes]
     axes_a = [_normalize_axis(x, a.ndim) for x in axes_a]
     axes_b = [_normalize_axis(x, b.ndim) for x in axes_b]
+    if [a.shape[i] for i in axes_a] != [b.shape[j] for j in axes_b]:  # summed axes match exactly (no broadcast)
+        raise ShapeError(f"tensordot: shape-mismatch for sum: axes {axes_a} of {a.shape} against axes {axes_b} of "
+                         f"{b.shape}")
     letters = iter(string.ascii_letters)
     sa = [next(letters) for _ in range(a.ndim)]
     sb = [next(letters) for _ in range(b.ndim)]
