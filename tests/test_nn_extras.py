@@ -173,6 +173,23 @@ def test_conv_transpose_adaptive_pool_and_interpolate():
         nn.interpolate(x)
 
 
+def test_regression_losses_take_pytorchs_elementwise_weight():
+    """torch 2's weight= of mse_loss and l1_loss: a weighted mean divides by the weights' sum; its
+    huber_loss divides the weighted sum by the element count instead, and so does this one."""
+    x, y, w = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4)), RNG.uniform(0, 2, (3, 4))
+    d = np.abs(x - y)
+    elements = {"mse_loss": d ** 2, "l1_loss": d, "huber_loss": np.where(d < 1, 0.5 * d * d, d - 0.5)}
+    for name, loss in elements.items():
+        f = getattr(nn.functional, name)
+        assert_close(f(x, y, reduction="none", weight=w), loss * w)
+        assert_close(f(x, y, reduction="sum", weight=w), (loss * w).sum())
+        mean = (loss * w).sum() / (w.size if name == "huber_loss" else w.sum())
+        assert_close(f(x, y, weight=w), mean)
+        fg.check_grads(lambda v: f(v, y, weight=w), (x,), order=1)
+    with pytest.raises(fg.ShapeError, match="does not broadcast"):
+        nn.functional.mse_loss(x, y, weight=np.ones((3, 5)))
+
+
 def test_loss_objects_call_their_functions_with_their_options():
     labels = np.array([0, 2, 1, 4])
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")

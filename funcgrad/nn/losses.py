@@ -162,14 +162,26 @@ def _matching(pred, target, fname: str, float_target: bool = False):
     return pred, target
 
 
-def mse_loss(pred, target, reduction: str = "mean"):
+def mse_loss(pred, target, reduction: str = "mean", weight=None):
+    """(pred - target)^2; weight (PyTorch 2's) scales each element, and its mean is the weighted one."""
     pred, target = _matching(pred, target, "mse_loss")
-    return _reduce(fnp.square(fnp.subtract(pred, target)), reduction)
+    return _weighted_reduce(fnp.square(fnp.subtract(pred, target)), weight, reduction, "mse_loss")
 
 
-def l1_loss(pred, target, reduction: str = "mean"):
+def l1_loss(pred, target, reduction: str = "mean", weight=None):
     pred, target = _matching(pred, target, "l1_loss")
-    return _reduce(fnp.abs(fnp.subtract(pred, target)), reduction)
+    return _weighted_reduce(fnp.abs(fnp.subtract(pred, target)), weight, reduction, "l1_loss")
+
+
+def _weighted_reduce(loss, weight, reduction: str, fname: str, mean_over_weights: bool = True):
+    """The loss reduced; with an elementwise weight (torch 2's regression losses), the weighted
+    elements, whose mean divides by the sum of the weights (mse, l1) or, as torch's huber_loss does,
+    by their count (mean_over_weights=False)."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    weight = _elementwise_weight(weight, loss, fname)
+    total = fnp.sum(fnp.broadcast_to(weight, loss.shape)) if mean_over_weights else None
+    return _reduce(loss * weight, reduction, weight_sum=total)
 
 
 def _elementwise_weight(weight, like, fname: str, name: str = "weight"):
@@ -227,12 +239,13 @@ def _soft_cross_entropy(logits, probs, weight, reduction, label_smoothing):
     return _reduce(loss, reduction)
 
 
-def huber_loss(pred, target, reduction: str = "mean", delta: float = 1.0):
+def huber_loss(pred, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     """Quadratic within delta of the target, linear beyond (torch.nn.functional.huber_loss)."""
     if not delta > 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
     diff = fnp.abs(fnp.subtract(*_matching(pred, target, "huber_loss")))
-    return _reduce(fnp.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta)), reduction)
+    loss = fnp.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
+    return _weighted_reduce(loss, weight, reduction, "huber_loss", mean_over_weights=False)
 
 
 def smooth_l1_loss(pred, target, reduction: str = "mean", beta: float = 1.0):
