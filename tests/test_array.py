@@ -61,6 +61,9 @@ def test_array_attributes_and_conversions():
     assert_close(rest, [[1, 2, 3], [0, 1, 2]])
     assert_close(divmod(7, fg.array([2, -3]))[1], [1, -2])
     assert x.tobytes() == np.arange(1, 7, dtype=np.float32).reshape(2, 3).tobytes()
+    assert x.clone().tolist() == x.tolist() and x.devices() == {x.device}  # jax.Array's (clone: PyTorch's too)
+    partitioned = fg.array([3.0, 1.0, 2.0, 5.0, 4.0]).argpartition(2)
+    assert set(partitioned[:2].tolist()) == {1, 2} and int(partitioned[2]) == 0
 
 
 def test_repr_is_readable():
