@@ -134,6 +134,8 @@ def test_python_floats_stay_weak_in_composed_functions():
     assert fnp.allclose(x, [0.1, 0.7, 1.2345678912345, -2.5], rtol=0, atol=0)
     assert fnp.append(np.ones(2, np.float16), 0.5).dtype == fg.float16  # weak beside half precision too (JAX)
     assert fnp.append(np.arange(2), 0.5).dtype == fg.float32  # beside integers: the default float
+    with pytest.raises(TypeError, match="cannot make an array from list"):  # ragged: asarray's own error
+        fnp.append(x, [[1.0, 2.0], [3.0]])
 
 
 @pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16, fg.float32, fg.float64])

@@ -259,8 +259,12 @@ def _weak_float(x) -> bool:
     """A Python float or complex, or a (nested) list or tuple of Python numbers holding one."""
     if isinstance(x, (float, complex)):
         return True
-    return isinstance(x, (list, tuple)) and bool(x) and not _holds_arrays(x) and \
-        np.asarray(x).dtype in (dtypes.float64, dtypes.complex128)
+    if not isinstance(x, (list, tuple)) or not x or _holds_arrays(x):
+        return False
+    try:
+        return np.asarray(x).dtype in (dtypes.float64, dtypes.complex128)
+    except (TypeError, ValueError):  # ragged or not numbers: asarray names the problem
+        return False
 
 
 def _weak_float_dtype(x, dtype):
