@@ -15,7 +15,7 @@ from . import dtypes
 from .arguments import (Aux, args_result, checked_rule_leaf, flat_transform, input_leaves, integers_held, one_hot,
                         stack_jacobian, zeros)
 from .array import CPU, Array, to_numpy
-from .devices import full
+from .devices import device_put, full
 from .errors import ShapeError
 from .ops import elementwise as E
 from .trace import Trace, Tracer, annotate, apply, bind, hooks
@@ -432,12 +432,11 @@ def linear_transpose(fun: Callable, *primals: Any) -> Callable:
     tuple shaped like primals. fun's VJP at zero inputs, in JAX's convention (the plain transpose,
     no conjugate). fun must be linear (an affine offset is dropped, as JAX drops it): a fun whose
     derivative at another, random point differs raises, where JAX's transpose rules would."""
-    def filled(p, value):  # an array, a ShapeDtypeStruct (a leaf here, not a tuple) or a Python number
+    def zeros_like(p):  # an array, a ShapeDtypeStruct (a leaf here, not a tuple) or a Python number
         dtype = np.dtype(p.dtype) if hasattr(p, "dtype") else np.result_type(p)
-        return full(tuple(np.shape(p) if not hasattr(p, "shape") else p.shape), value, dtype,
+        return full(tuple(np.shape(p) if not hasattr(p, "shape") else p.shape), 0, dtype,
                     p.device if isinstance(p, Array) else CPU)
-    is_leaf = lambda p: hasattr(p, "shape") and hasattr(p, "dtype")  # noqa: E731
-    zeros_in = tree_map(lambda p: filled(p, 0), primals, is_leaf=is_leaf)
+    zeros_in = tree_map(zeros_like, primals, is_leaf=lambda p: hasattr(p, "shape") and hasattr(p, "dtype"))
     out, pullback = vjp(fun, *zeros_in, pytorch_convention=False)
     _check_linear(fun, zeros_in, out, pullback)
     return lambda cotangent: tuple(pullback(cotangent))
@@ -447,7 +446,11 @@ def _check_linear(fun: Callable, zeros_in, out, pullback) -> None:
     """Raise unless fun's VJP at a random point (and a random cotangent) equals its VJP at zero: a
     linear (or affine) fun has one Jacobian everywhere; sin, squares, abs and ReLU do not."""
     rng = np.random.default_rng(0)
-    draw = lambda z: Array(rng.uniform(0.5, 1.5, np.shape(z)).astype(z.dtype)) if dtypes.is_inexact(z.dtype) else z  # noqa: E731
+
+    def draw(z):  # random values where z is (on its device: fun may close over arrays there)
+        if not dtypes.is_inexact(z.dtype):
+            return z
+        return device_put(Array(rng.uniform(0.5, 1.5, np.shape(z)).astype(z.dtype)), z.device)
     cotangent = tree_map(draw, out)
     elsewhere = vjp(fun, *tree_map(draw, zeros_in), pytorch_convention=False)[1](cotangent)
     for k, (a, b) in enumerate(zip(tree_flatten(pullback(cotangent))[0], tree_flatten(elsewhere)[0])):

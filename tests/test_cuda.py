@@ -395,3 +395,16 @@ def test_device_get_and_the_device_queries():
     np.testing.assert_array_equal(host["w"], [0.0, 1.0, 2.0])
     assert fg.default_backend() == "gpu" and fg.device_count() == len(fg.local_devices()) >= 1
     assert all(d.platform == "cuda" for d in fg.local_devices())
+
+
+def test_linear_transpose_on_the_device_with_device_constants():
+    """Its linearity check evaluates the function at a random point: placed on the primals' device,
+    where the function's closed-over arrays are (a host point met a device matrix there)."""
+    m = rng.standard_normal((2, 3))
+    on_device = fg.device_put(fnp.asarray(m), "cuda")
+    transpose = fg.linear_transpose(lambda a: on_device @ a, fg.device_put(fnp.zeros(3, dtype=fnp.float64), "cuda"))
+    (out,) = transpose(fg.device_put(fnp.ones(2, dtype=fnp.float64), "cuda"))
+    assert out.device == "cuda:0"
+    np.testing.assert_allclose(out.numpy(), m.T @ np.ones(2), rtol=1e-12)
+    with pytest.raises(ValueError, match="is not linear"):
+        fg.linear_transpose(fnp.sin, fg.device_put(fnp.zeros(3), "cuda"))
