@@ -235,6 +235,11 @@ def _widened(x):
     return E.convert_p(x, dtype=dtypes.float32) if x.dtype in dtypes.low_precision else x
 
 
+def _narrowed(out, dtype):
+    """A statistic computed in float32 (_widened) rounded back to its input's float16 or bfloat16."""
+    return astype(out, dtype) if dtype in dtypes.low_precision else out
+
+
 def _normalize_axis(axis: int, ndim: int) -> int:
     a = operator.index(axis)
     if not -ndim <= a < ndim:

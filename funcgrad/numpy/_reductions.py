@@ -5,13 +5,12 @@ import builtins
 
 import numpy as np
 
-from .. import dtypes
 from ..errors import ShapeError
 from ..ops import layout as Ly
 from ..ops import reductions as R
 from ..trace import bind
-from ._creation import (_axes, _float_arg, _normalize_axis, _widened, asarray, astype, autocast_to_float32, follow,
-                        full)
+from ._creation import (_axes, _float_arg, _narrowed, _normalize_axis, _widened, asarray, astype, autocast_to_float32,
+                        follow, full)
 from ._elementwise import _abs_squared, add, divide, equal, maximum, minimum, multiply, sqrt, subtract
 from ._elementwise import where as where_
 from ._layout import broadcast_to, ravel, reshape
@@ -93,11 +92,6 @@ def all(x, axis=None, keepdims: bool = False, where=None):  # noqa: A001
 
 def any(x, axis=None, keepdims: bool = False, where=None):  # noqa: A001
     return _reduce(R.any_p, _masked(asarray(x), where, False), axis, keepdims)
-
-
-def _narrowed(out, dtype):
-    """A statistic computed in float32 (_widened) rounded back to its input's float16 or bfloat16."""
-    return astype(out, dtype) if dtype in dtypes.low_precision else out
 
 
 def _count(x, axes) -> int:

@@ -415,7 +415,7 @@ def vector_norm(x, ord=2, axis=None, keepdims: bool = False):  # noqa: A002
     squares of a float16 vector of norm 500 overflow)."""
     x = fnp._float_arg(x)
     out = _vector_norm(fnp._widened(x), ord, axis, keepdims)
-    return fnp.astype(out, x.dtype) if x.dtype in dtypes.low_precision else out
+    return fnp._narrowed(out, x.dtype)
 
 
 def _vector_norm(x, ord, axis, keepdims: bool):  # noqa: A002
@@ -461,7 +461,7 @@ def matrix_norm(x, ord="fro", keepdims: bool = False):  # noqa: A002
 
 def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
     if x.dtype in dtypes.low_precision:  # as vector_norm's
-        return fnp.astype(_matrix_norm(fnp._widened(x), ord, axes, keepdims), x.dtype)
+        return fnp._narrowed(_matrix_norm(fnp._widened(x), ord, axes, keepdims), x.dtype)
     row, col = axes
     if ord == "fro" or ord is None:
         out = _safe_sqrt(fnp.sum(fnp._abs_squared(x), axis=axes, keepdims=keepdims))
