@@ -213,15 +213,17 @@ def linear(x, weight, bias=None):
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
-    """Normalise over the trailing `normalized_shape` axes (biased variance, as PyTorch)."""
+    """Normalise over the trailing `normalized_shape` axes (biased variance, as PyTorch). float16 and
+    bfloat16 inputs are normalised in float32 and rounded once to their dtype, as PyTorch's (and
+    rms_norm's, group_norm's and batch_norm's) are."""
     x = fnp.autocast_to_float32(fnp._float_arg(x))
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"layer_norm over {shape} needs input ending in those axes, got {x.shape}")
-    out = _normalized(x, shape, eps, center=True)
+    out = _normalized(fnp._widened(x), shape, eps, center=True)
     if weight is not None:
         out = out * weight
-    return out if bias is None else out + bias
+    return fnp._narrowed(out if bias is None else out + bias, x.dtype)
 
 
 def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
@@ -232,8 +234,8 @@ def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"rms_norm over {shape} needs input ending in those axes, got {x.shape}")
     eps = float(fnp.finfo(x.dtype).eps) if eps is None else eps
-    out = _normalized(x, shape, eps, center=False)
-    return out if weight is None else out * weight
+    out = _normalized(fnp._widened(x), shape, eps, center=False)
+    return fnp._narrowed(out if weight is None else out * weight, x.dtype)
 
 
 def _normalized(x, shape: tuple, eps: float, center: bool):
@@ -253,14 +255,14 @@ def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
         raise fg_errors.ShapeError(f"group_norm: {num_groups} groups do not divide the channels of an input of "
                                    f"shape {x.shape} (channels on axis 1)")
     n, c = x.shape[0], x.shape[1]
-    grouped = fnp.reshape(x, (n, num_groups, -1))
+    grouped = fnp.reshape(fnp._widened(x), (n, num_groups, -1))
     centered = grouped - fnp.mean(grouped, axis=2, keepdims=True)
     var = fnp.mean(centered * centered, axis=2, keepdims=True)
     out = fnp.reshape(centered * (1.0 / fnp.sqrt(var + eps)), x.shape)
     channel = (1, c) + (1,) * (x.ndim - 2)
     if weight is not None:
         out = out * fnp.reshape(fnp._arrays(x, weight)[1], channel)
-    return out if bias is None else out + fnp.reshape(fnp._arrays(x, bias)[1], channel)
+    return fnp._narrowed(out if bias is None else out + fnp.reshape(fnp._arrays(x, bias)[1], channel), x.dtype)
 
 
 def dropout(x, rate: float, key=None):

@@ -109,6 +109,7 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
     if x.ndim < 3:
         raise fg_errors.ShapeError(f"instance_norm expects (N, C, ...) input with spatial axes, got shape {x.shape}")
     x, running_mean, running_var, weight, bias = fnp.follow(x, running_mean, running_var, weight, bias)
+    narrow, x = x.dtype, fnp._widened(x)  # float16 and bfloat16 normalised in float32, rounded once
     channel = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if use_input_stats:
         if running_mean is not None or running_var is not None:
@@ -118,10 +119,11 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
     else:
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
-        out = (x - fnp.reshape(running_mean, channel)) / fnp.sqrt(fnp.reshape(running_var, channel) + eps)
+        mean, var = (fnp.reshape(fnp._widened(v), channel) for v in (running_mean, running_var))
+        out = (x - mean) / fnp.sqrt(var + eps)
     if weight is not None:
         out = out * fnp.reshape(weight, channel)
-    return out if bias is None else out + fnp.reshape(bias, channel)
+    return fnp._narrowed(out if bias is None else out + fnp.reshape(bias, channel), narrow)
 
 
 def adaptive_max_pool2d(x, output_size, return_indices: bool = False):

@@ -4,6 +4,7 @@ form (torch.nn.functional.batch_norm).
 Training mode (a key given, as dropout's, or training=True) normalises with the batch's mean and
 biased variance and records new running statistics through nn.state; evaluation mode (no key, or
 training=False) normalises with the running ones. momentum=None averages every batch so far.
+float16 and bfloat16 inputs are normalised in float32 and rounded once to their dtype (PyTorch's).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class _BatchNorm(Module):
             ranks = " or ".join(map(str, self.ranks)) if len(self.ranks) < 4 else f"{self.ranks[0]} or more"
             raise ShapeError(f"{type(self).__name__}({self.num_features}) needs an input of rank {ranks} with "
                              f"{self.num_features} channels on axis 1, got shape {x.shape}")
+        narrow, x = x.dtype, fnp._widened(x)
         training = key is not None if self.training is None else self.training
         if training or self.running_mean is None:
             mean, var, count = self._statistics(x, type(self).__name__ if training else None)
@@ -45,7 +47,7 @@ class _BatchNorm(Module):
                 self._record(mean, var * _bessel(count, var.dtype))
         else:
             mean, var = self.running_mean, self.running_var
-        return _normalized(x, mean, var, self.weight, self.bias, self.eps)
+        return fnp._narrowed(_normalized(x, mean, var, self.weight, self.bias, self.eps), narrow)
 
     def _statistics(self, x, training_caller: str | None):
         """Each channel's mean and biased variance, and the number of values they are over."""
@@ -108,6 +110,7 @@ def _per_channel(v, ndim: int):
 
 
 def _normalized(x, mean, var, weight, bias, eps: float):
+    mean, var = fnp._widened(mean), fnp._widened(var)  # half running statistics: eps added in float32
     out = (x - _per_channel(mean, x.ndim)) * _per_channel(1.0 / fnp.sqrt(var + eps), x.ndim)
     if weight is not None:
         out = out * _per_channel(weight, x.ndim)
@@ -132,10 +135,10 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
         if running_mean is not None or running_var is not None:
             raise ValueError("batch_norm: running statistics cannot be updated in place (arrays are immutable); "
                              "pass None for them when training, or use nn.BatchNorm1d/2d/3d, which records them")
-        mean, var = _batch_statistics(x, "batch_norm")
+        mean, var = _batch_statistics(fnp._widened(x), "batch_norm")
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var must be given in evaluation mode "
                              "(training=False)")
         mean, var = running_mean, running_var
-    return _normalized(x, mean, var, weight, bias, eps)
+    return fnp._narrowed(_normalized(fnp._widened(x), mean, var, weight, bias, eps), x.dtype)
