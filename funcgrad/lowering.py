@@ -275,7 +275,7 @@ class _Codegen:
             literal_dtype = scalar.compute_dtype(dtypes, dtype)
             refs = [fusion.literal(r, literal_dtype) if r is not None and not isinstance(r, str) else r for r in refs]
             local[eqn.out.id] = f"t{len(steps)}"
-            steps.append((fusion.step_source(eqn.prim, refs, dtypes, eqn.params, dtype), dtype))
+            steps.append(fusion.step_source(eqn.prim, refs, dtypes, eqn.params, dtype, f"s{len(steps)}"))
             members.append(eqn)
         return inputs, steps, members, sums, None if allowed is None else min(allowed)
 

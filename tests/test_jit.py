@@ -363,7 +363,8 @@ def test_fused_update_writes_donated_buffers_in_place():
     assert_close(new_m, expected[1], rtol=1e-6)
     assert {id(new_p._value), id(new_m._value)} == buffers
     # the kernel stores through the input parameters it overwrites (so LLVM vectorises the loop)
-    source = fusion.kernel_source(["full", "full", "full"], [("(x0 * x1)", np.dtype(np.float32)), ("(t0 + x2)", np.dtype(np.float32))],
+    source = fusion.kernel_source(["full", "full", "full"], [fusion.Step("(x0 * x1)", np.dtype(np.float32)),
+                                                             fusion.Step("(t0 + x2)", np.dtype(np.float32))],
                                   [0, 1], in_place={1: 2})
     assert "def kernel(in0, in1, in2, out0):" in source and "in2[i] = t1" in source
 

@@ -82,8 +82,8 @@ def test_every_elementwise_primitive_fuses_into_a_cpu_kernel_that_agrees(dtype):
     dtype = np.dtype(dtype)
     inputs = _inputs(dtype)
     cases = list(_cases(dtype, inputs))
-    steps = [(fusion.step_source(prim, ["x0", "x1", "x2"][:n], [dtype] * n, params, want.dtype), want.dtype)
-             for prim, params, n, want in cases]
+    steps = [fusion.step_source(prim, ["x0", "x1", "x2"][:n], [dtype] * n, params, want.dtype, f"s{j}")
+             for j, (prim, params, n, want) in enumerate(cases)]
     kernel = fusion.compile_kernel(fusion.kernel_source(["full"] * 3, steps, list(range(len(steps)))))
     outs = [np.empty(64, want.dtype) for _, _, _, want in cases]
     kernel(*inputs, *outs)
@@ -91,3 +91,22 @@ def test_every_elementwise_primitive_fuses_into_a_cpu_kernel_that_agrees(dtype):
         tol = {np.float32: 5e-6, np.float64: 1e-13}.get(want.dtype.type, 0)  # an integer's exp is a float
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
                                    equal_nan=True, err_msg=f"{prim.name} {params} on {dtype}")
+
+
+def test_a_value_a_scalar_expression_reuses_is_computed_once_in_both_dialects():
+    """polygamma's formula reads its reflected argument 1 - x (or x) ~30 times; rendered as one
+    expression, the CPU and CUDA kernels copied it into every use, and numba took 4 s to compile each
+    (the PTX check's costliest cases). Shared nodes are now assigned once, before the step."""
+    from funcgrad.cuda.kernels import elementwise as cuda_elementwise
+    from funcgrad.ops import scalar
+    from funcgrad.ops.special import polygamma_p
+    f32 = np.dtype(np.float32)
+    cpu = fusion.step_source(polygamma_p, ["x0"], [f32], {"n": 1}, f32, "s0")
+    cuda = cuda_elementwise.chain_source((f32,), ((polygamma_p.scalar, (("n", 1),), (("in", 0),), f32),), (0,))
+    for source in ("\n".join(cpu.shared + (cpu.expr,)), cuda):
+        assert source.count("(np.float32(1.0) - ") == 1, source  # 1 - x, reflected
+    x = scalar.operand("x", f32)
+    twice = scalar.exp(x) + 1.0
+    shared, expr = fusion.NUMBA.render_lines(scalar.where(twice > 2.0, twice * twice, x), f32, "c")
+    assert shared == ["c0 = (vm.exp(x) + np.float32(1.0))"]  # operands and literals are not shared nodes
+    assert expr == "((c0 * c0) if (c0 > np.float32(2.0)) else x)"

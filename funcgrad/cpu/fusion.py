@@ -17,6 +17,7 @@ import sys
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,13 +53,23 @@ class _Numba(scalar.Dialect):
 NUMBA = _Numba()
 
 
-def step_source(prim, refs: list, operand_dtypes: list, params: dict, out_dtype: np.dtype) -> str:
+class Step(NamedTuple):
+    """One fused step's source: its value (over x0.., t0.. and its shared subexpressions), the dtype
+    the kernel rounds it to, and the lines that compute its shared subexpressions first."""
+    expr: str
+    dtype: np.dtype
+    shared: tuple[str, ...] = ()
+
+
+def step_source(prim, refs: list, operand_dtypes: list, params: dict, out_dtype: np.dtype, name: str) -> Step:
     """One fused step: prim's scalar expression over operands named refs (None: an absent one), with
-    its literals in the step's compute dtype (the kernel then rounds the value to out_dtype)."""
+    its literals in the step's compute dtype (the kernel then rounds the value to out_dtype); its
+    shared subexpressions are named `{name}_0`, `{name}_1`..."""
     ct = scalar.compute_dtype(operand_dtypes, out_dtype)
     operands = [None if r is None else scalar.operand(r, d if isinstance(d, np.dtype) else ct)
                 for r, d in zip(refs, operand_dtypes)]
-    return NUMBA.render(scalar.evaluate(prim.scalar, operands, params), ct)
+    shared, expr = NUMBA.render_lines(scalar.evaluate(prim.scalar, operands, params), ct, f"{name}_")
+    return Step(expr, np.dtype(out_dtype), tuple(shared))
 
 
 # Kernels call vecmath's exp, tanh and erf (float32 without libm calls) and the loop functions; a
@@ -126,13 +137,13 @@ def loop_splits(in_shapes: list[tuple], out_shape: tuple) -> frozenset[int] | No
                      if all(operand_layout(s, out_shape, k) is not None for s in in_shapes))
 
 
-def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: list[int],
+def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
                   in_place: dict[int, int] | None = None,
                   sums: list[tuple[int, str]] = (), nested: bool = False) -> str:
     """One loop over flat, contiguous arrays. kinds: each input's operand_layout; with an 'inner',
     'outer' or 'cycle' input the loop nests (outer rows, then n_inner elements: the kernel's last
     argument).
-    steps: (expression over x0.. and t0.., dtype); outputs: the step indices to store;
+    steps: Steps (expressions over x0.. and t0..); outputs: the step indices to store;
     in_place: output k -> input i whose buffer it overwrites. Such an output is stored through the
     input's own parameter: LLVM then sees a load and a store at the same index and vectorises, where
     two parameters that turn out to overlap fail its runtime alias check and run the scalar loop.
@@ -150,7 +161,8 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     size = "size" if sums else f"{stores[0]}.size"
     lines = ["import math", "import numpy as np", "from numba import njit", "",
              f"from funcgrad.cpu import vecmath as vm  # {_VECMATH}"]
-    if any(re.search(r"\bsp\.", expr) for expr, _ in steps):  # that module compiles ufuncs on import
+    # the loop functions' module compiles ufuncs on import: imported only where a step calls one
+    if any(re.search(r"\bsp\.", line) for step in steps for line in (step.expr, *step.shared)):
         lines.append(f"from funcgrad.cpu import loops as sp  # {_LOOPS}")
     lines += ["", f"FASTMATH = set({sorted(FASTMATH)!r})", "",
               "@njit(cache=True, nogil=True, fastmath=FASTMATH, error_model=\"numpy\")",
@@ -174,8 +186,9 @@ def kernel_source(kinds: list[str], steps: list[tuple[str, np.dtype]], outputs: 
     else:
         lines.append(f"    for i in range({size}):")
     lines += [f"{indent}x{i} = in{i}[i]" for i, kind in enumerate(kinds) if kind == "full"]
-    for j, (expr, dtype) in enumerate(steps):
-        lines.append(f"{indent}t{j} = {_cast(dtype)}({expr})")
+    for j, step in enumerate(steps):
+        lines += [indent + line for line in step.shared]
+        lines.append(f"{indent}t{j} = {_cast(step.dtype)}({step.expr})")
     for store, j in zip(stores, outputs):
         lines.append(f"{indent}{store}[i] = t{j}")
     for k, (j, how) in enumerate(sums):

@@ -188,7 +188,38 @@ class Dialect:
         return f"{module}.{function}({', '.join([repr(c) for c in before] + list(args) + [repr(c) for c in after])})"
 
     def render(self, expr: Expr, dtype: np.dtype) -> str:
-        """Source for expr; untyped literals take `dtype` (booleans stay True / False)."""
+        """Source for expr as one expression; untyped literals take `dtype` (booleans stay True / False)."""
+        return self._spell(expr, dtype, lambda e: self.render(e, dtype))
+
+    def render_lines(self, expr: Expr, dtype: np.dtype, prefix: str) -> tuple[list[str], str]:
+        """expr as assignments and one expression over them: each node that expr reaches more than
+        once (polygamma's shifted argument, 30 times) is computed once, into `{prefix}{k}`, before
+        its uses, instead of being copied into each (numba typed every copy: 4 s a kernel). A shared
+        node inside one branch of a `where` is then computed for every element, which the NumPy error
+        model that both backends' kernels use makes harmless (x / 0 is inf, not an exception)."""
+        uses: dict[int, int] = {}
+        pending = [expr]
+        while pending:
+            node = pending.pop()
+            uses[id(node)] = uses.get(id(node), 0) + 1
+            if uses[id(node)] == 1:
+                pending.extend(_children(node))
+        lines: list[str] = []
+        names: dict[int, str] = {}
+
+        def spell(node: Expr) -> str:
+            if id(node) in names:
+                return names[id(node)]
+            text = self._spell(node, dtype, spell)
+            if uses[id(node)] > 1 and node.op not in ("operand", "literal"):
+                names[id(node)] = f"{prefix}{len(lines)}"
+                lines.append(f"{names[id(node)]} = {text}")
+                return names[id(node)]
+            return text
+        return lines, spell(expr)
+
+    def _spell(self, expr: Expr, dtype: np.dtype, sub: Callable[[Expr], str]) -> str:
+        """Source for one node, its operands spelled by sub."""
         op, args = expr.op, expr.args
         if op == "operand":
             return args[0]
@@ -196,15 +227,22 @@ class Dialect:
             value = args[0]
             return repr(value) if isinstance(value, bool) else self.literal(value, dtype)
         if op == "call":
-            rendered = [self.render(a, dtype) for a in args[1:]]
+            rendered = [sub(a) for a in args[1:]]
             part = _PARTS.get(args[0])
             return part.format(*rendered) if part else self.call(args[0], rendered, args[1:])
         if op == "where":
-            c, a, b = (self.render(x, dtype) for x in args)
+            c, a, b = (sub(x) for x in args)
             return f"({a} if {c} else {b})"
         if len(args) == 1:
-            return f"({op}{self.render(args[0], dtype)})"
-        return f"({self.render(args[0], dtype)} {op} {self.render(args[1], dtype)})"
+            return f"({op}{sub(args[0])})"
+        return f"({sub(args[0])} {op} {sub(args[1])})"
+
+
+def _children(expr: Expr) -> tuple:
+    """The Exprs a node computes from."""
+    if expr.op in ("operand", "literal"):
+        return ()
+    return expr.args[1:] if expr.op == "call" else expr.args
 
 
 def evaluate(scalar: Callable, operands: list, params: dict) -> Expr:

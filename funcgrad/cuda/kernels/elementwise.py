@@ -173,7 +173,9 @@ def _segment(p: str, kinds: tuple, steps: tuple, outputs: tuple, sums: tuple, in
             source = f"x{p}{ref[1]}" if ref[0] == "in" else f"t{p}{ref[1]}"
             operands.append(scalar.operand(narrow(source, target), target))
         fn = scalar_of(op)
-        expr = "i" if fn is iota else CUDA.render(scalar.evaluate(fn, operands, dict(params)), ct)
+        shared, expr = ([], "i") if fn is iota else \
+            CUDA.render_lines(scalar.evaluate(fn, operands, dict(params)), ct, f"s{p}{j}_")
+        body += shared
         body.append(f"t{p}{j} = {_step_value(expr, out_dtype, j in consumed)}")
     body += [f"o{p}{k}[S.element(i, {shape}, o{p}{k}_st, o{p}{k}_off)] = {narrow(f't{p}{j}', steps[j][3])}"
              for k, j in enumerate(outputs)]
