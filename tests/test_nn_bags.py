@@ -96,7 +96,8 @@ def test_margin_losses():
     assert_close(nn.TripletMarginWithDistanceLoss(distance_function=lambda u, v: fg.numpy.abs(u - v).sum(-1),
                                                   margin=0.5, swap=True)(a, p, n),
                  np.maximum(manhattan(a, p) - np.minimum(manhattan(a, n), manhattan(p, n)) + 0.5, 0).mean())
-    x, target = RNG.standard_normal((2, 4)), np.array([[3, 0, -1, 1], [1, 2, 3, 0]])
+    # a class listed twice counts twice (PyTorch walks the list): the last row
+    x, target = RNG.standard_normal((3, 4)), np.array([[3, 0, -1, 1], [1, 2, 3, 0], [2, 2, -1, 0]])
     expected = []
     for row, t in zip(x, target):
         listed = list(t[:list(t).index(-1)]) if -1 in t else list(t)

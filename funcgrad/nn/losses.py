@@ -440,7 +440,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 def multilabel_margin_loss(x, target, reduction: str = "mean"):
     """sum over target classes j and other classes i of max(0, 1 - (x[j] - x[i])) / C, per example
     (torch.nn.functional.multilabel_margin_loss): target (N, C) or (C,) lists the classes, ended by
-    the first -1."""
+    the first -1 (a class listed twice counts twice, as there)."""
     x = fnp._float_arg(x)
     target = np.asarray(fnp._concrete(target, "multilabel_margin_loss's target")).astype(np.int64)
     if x.ndim not in (1, 2) or target.shape != x.shape:
@@ -450,12 +450,11 @@ def multilabel_margin_loss(x, target, reduction: str = "mean"):
     c = rows.shape[1]
     if ((classes < -1) | (classes >= c)).any():
         raise IndexError(f"multilabel_margin_loss: target classes must be in [-1, {c}), got {classes.tolist()}")
-    is_target = np.zeros(classes.shape, bool)
+    listings = np.zeros(classes.shape, np.int64)  # how often each class is listed
     for n, row in enumerate(classes):
-        listed = row[:np.argmax(row < 0)] if (row < 0).any() else row
-        is_target[n, listed] = True
-    mask = fnp._placed(fnp.asarray(is_target), x.device)
-    picked = fnp._placed(fnp.asarray(is_target.astype(rows.dtype)), x.device)
+        np.add.at(listings[n], row[:np.argmax(row < 0)] if (row < 0).any() else row, 1)
+    mask = fnp._placed(fnp.asarray(listings > 0), x.device)
+    picked = fnp._placed(fnp.asarray(listings.astype(rows.dtype)), x.device)
     # hinge of every (target j, non-target i) pair: (N, C_j, C_i)
     hinge = relu(1.0 - (fnp.expand_dims(rows, 2) - fnp.expand_dims(rows, 1)))
     pairs = fnp.expand_dims(picked, 2) * fnp.expand_dims(fnp.where(mask, 0.0, 1.0), 1)
