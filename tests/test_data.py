@@ -1,5 +1,6 @@
 """DataLoader, samplers and the built-in datasets."""
 import gzip
+import re
 
 import numpy as np
 import pytest
@@ -199,6 +200,15 @@ def test_worker_processes_give_the_same_batches_and_report_errors():
     assert head + [b[1].tolist() for b in resumed] == single[:2] + single[2:]
     with pytest.raises(KeyError, match=r"DataLoader worker 1 \(batch 5\): .*example 11 is missing.*traceback"):
         list(data.DataLoader(_Squares(), 2, num_workers=2))
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.5, 2.0, True, "4"])
+def test_a_batch_size_that_is_not_a_positive_integer_is_named(bad):
+    ds = data.ArrayDataset(np.arange(10.0))
+    for make in (lambda: data.DataLoader(ds, batch_size=bad), lambda: data.BatchSampler(range(10), bad, False)):
+        with pytest.raises(ValueError, match=rf"batch_size must be an integer >= 1.*got {re.escape(repr(bad))}"):
+            list(make())
+    assert [b[0].tolist() for b in data.DataLoader(ds, batch_size=np.int64(4))][-1] == [8.0, 9.0]
 
 
 def test_pytorchs_samplers_batch_sampler_and_loader_options():

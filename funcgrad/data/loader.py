@@ -21,6 +21,16 @@ def _epoch_key(seed: int, epoch: int):
     return random.fold_in(random.key(seed), epoch)
 
 
+def _batch_size(value, none_allowed: bool = False):
+    """A batch size: an integer >= 1 (a float or bool would fail later with a message naming neither)."""
+    if value is None and none_allowed:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"batch_size must be an integer >= 1{' (or None: no batching)' if none_allowed else ''}, "
+                         f"got {value!r}")
+    return int(value)
+
+
 def _size(data_source) -> int:
     """The number of examples: an int, or len() of a dataset (PyTorch's samplers take the dataset)."""
     if isinstance(data_source, (int, np.integer)) and not isinstance(data_source, bool):
@@ -125,9 +135,7 @@ class BatchSampler(Sampler):
     """Lists of batch_size indices from a sampler (the last shorter unless drop_last)."""
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+        self.sampler, self.batch_size, self.drop_last = sampler, _batch_size(batch_size), drop_last
 
     def set_epoch(self, epoch: int) -> None:
         if hasattr(self.sampler, "set_epoch"):
@@ -254,8 +262,7 @@ class DataLoader:
                  num_workers: int = 0, worker_init_fn: Callable[[int], None] | None = None, timeout: float = 0.0,
                  multiprocessing_context: str | None = None, *, batch_sampler: Iterable[list] | None = None,
                  pin_memory: bool = False, persistent_workers: bool = False, prefetch_factor: int | None = None):
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1 (or None: no batching), got {batch_size}")
+        batch_size = _batch_size(batch_size, none_allowed=True)
         if batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
         if sampler is not None and shuffle:
