@@ -73,6 +73,24 @@ def test_bits_sorting_and_indices():
     assert fnp.einsum_path("ij,jk,kl->il", *ops)[0] == np.einsum_path("ij,jk,kl->il", *ops, optimize="greedy")[0]
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_multi_indices_in_both_orders_and_per_axis_modes(order):
+    dims, flat = (4, 5, 3), RNG.integers(0, 60, 9)
+    for got, want in zip(fnp.unravel_index(flat, dims, order=order), np.unravel_index(flat, dims, order=order)):
+        assert np.array_equal(np.asarray(got), want)
+    index = ([1, 7, 0], [3, -1, 4], [0, 9, 2])
+    for mode in ("clip", "wrap", ("clip", "wrap", "clip")):
+        assert np.array_equal(np.asarray(fnp.ravel_multi_index(index, dims, mode=mode, order=order)),
+                              np.ravel_multi_index(index, dims, mode=mode, order=order))
+    # too few index arrays were zipped against the dimensions and silently gave a wrong index
+    with pytest.raises(ValueError, match=r"2 index arrays and 3 modes for 3 dimensions"):
+        fnp.ravel_multi_index(index[:2], dims, order=order)
+    with pytest.raises(ValueError, match="only 'C' or 'F' order"):
+        fnp.unravel_index(flat, dims, order="K")
+    with pytest.raises(ValueError, match="mode must be 'raise', 'clip' or 'wrap'"):
+        fnp.ravel_multi_index(index, dims, mode="bogus", order=order)
+
+
 def test_aliases_and_io(tmp_path):
     assert fnp.float_ == np.float64 and fnp.single == np.float32 and fnp.int_ == np.int64 and fnp.uint == np.uint64
     assert fnp.cdouble == np.complex128 and fnp.csingle == np.complex64 and fnp.int_(3.7).dtype == np.int64

@@ -407,8 +407,16 @@ def diag_indices_from(arr) -> tuple:
     return diag_indices(shape[0], len(shape))
 
 
-def unravel_index(indices, shape) -> tuple:
-    """The multi-index of flat indices into shape (traceable: divisions, not a lookup)."""
+def _order(order: str) -> str:
+    if order not in ("C", "F"):
+        raise ValueError(f"only 'C' or 'F' order is permitted, got {order!r}")
+    return order
+
+
+def unravel_index(indices, shape, order: str = "C") -> tuple:
+    """The multi-index of flat indices into shape (traceable: divisions, not a lookup); order='F'
+    takes the first axis as the fastest-varying."""
+    dims = tuple(shape) if _order(order) == "C" else tuple(shape)[::-1]
     idx = fnp.asarray(indices)
     concrete = fnp.concrete_or_none(idx)
     size = int(np.prod(shape, dtype=np.int64))
@@ -417,17 +425,25 @@ def unravel_index(indices, shape) -> tuple:
                          f"for an array of size {size}")
     idx = fnp.where(idx < 0, idx + size, idx)
     out = []
-    for n in reversed(tuple(shape)):
+    for n in reversed(dims):
         out.append(fnp.remainder(idx, n) if n else idx)
         idx = fnp.floor_divide(idx, n) if n else idx
-    return tuple(reversed(out))
+    return tuple(reversed(out)) if order == "C" else tuple(out)
 
 
-def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C"):
-    if order != "C":
-        raise ValueError(f"ravel_multi_index supports order='C' only, got {order!r}")
+def ravel_multi_index(multi_index, dims, mode="raise", order: str = "C"):
+    """Flat indices of a multi-index into dims (NumPy's): mode 'raise', 'clip' or 'wrap', or one per
+    dimension; order='F' takes the first axis as the fastest-varying."""
+    multi_index, dims = tuple(multi_index), tuple(dims)
+    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    if len(multi_index) != len(dims) or len(modes) != len(dims):
+        raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays and {len(modes)} modes for "
+                         f"{len(dims)} dimensions {dims}: give one of each per dimension")
+    if any(m not in ("raise", "clip", "wrap") for m in modes):
+        raise ValueError(f"ravel_multi_index: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
+    axes = zip(multi_index, dims, modes)
     out = None
-    for i, n in zip(multi_index, dims):
+    for i, n, mode in (axes if _order(order) == "C" else reversed(tuple(axes))):
         i = fnp.asarray(i)
         concrete = fnp.concrete_or_none(i)
         if mode == "raise" and concrete is not None and concrete.size and (concrete.min() < 0 or concrete.max() >= n):
