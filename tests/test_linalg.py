@@ -41,6 +41,21 @@ def test_values_match_numpy(dtype):
     assert_close(fnp.linalg.multi_dot([a[0], a[1], b[0]]), np.linalg.multi_dot([a[0], a[1], b[0]]), rtol=tol, atol=tol)
 
 
+def test_solve_from_the_right_as_torch_left_false():
+    """x @ a = b (torch.linalg.solve(..., left=False)), batched and broadcast, with its gradient;
+    a batch of row vectors solves x @ a = b for each."""
+    bt = np.swapaxes(B, -1, -2)  # (2, 3, 4): rows of length 4
+    for a, b in ((A, bt), (A[0], bt[0]), (A, bt[0]), (A[0], bt)):
+        assert_close(fnp.linalg.solve(a, b, left=False), np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2),
+                                                                                     np.swapaxes(b, -1, -2)), -1, -2),
+                     rtol=1e-10, atol=1e-10)
+    x = np.asarray(fnp.linalg.solve(A, VEC, left=False))
+    assert_close(np.einsum("...i,...ij->...j", x, A), VEC, rtol=1e-10, atol=1e-10)
+    fg.check_grads(lambda a, b: fnp.linalg.solve(a, b, left=False), (A, bt), order=1)
+    with pytest.raises(fg.ShapeError, match=r"left=False: x @ a = b"):
+        fnp.linalg.solve(A, B, left=False)
+
+
 @pytest.mark.parametrize("ord_", [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf])
 def test_matrix_norms_match_numpy(ord_):
     assert_close(fnp.linalg.norm(A[0], ord_), np.linalg.norm(A[0], ord_), rtol=1e-10)

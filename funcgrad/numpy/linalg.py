@@ -73,15 +73,19 @@ def _back(x, dtype):
     return x if x.dtype == dtype else fnp.astype(x, dtype)
 
 
-def solve(a, b):
-    """x with a @ x = b. b is a vector (or batch of vectors) when b.ndim == 1 or b.shape == a.shape[:-1]
-    (PyTorch's rule), else a batch of (n, k) matrices."""
+def solve(a, b, *, left: bool = True):
+    """x with a @ x = b, or with left=False x @ a = b (torch.linalg.solve's). b is a vector (or batch
+    of vectors) when b.ndim == 1 or b.shape == a.shape[:-1] (PyTorch's rule), else a batch of (n, k)
+    matrices ((k, n) with left=False)."""
     a, dtype, b = _with_rhs(*_square(a, "solve"), b)
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
-    if b.shape[-1 if vector else -2] != a.shape[-1]:
-        raise ShapeError(f"solve: right-hand side of shape {b.shape} does not match matrices of shape {a.shape}")
+    if b.shape[-1 if vector or not left else -2] != a.shape[-1]:
+        raise ShapeError(f"solve: right-hand side of shape {b.shape} does not match matrices of shape {a.shape}"
+                         f"{'' if left else ' (left=False: x @ a = b)'}")
+    if not left:  # x a = b is a^T x^T = b^T
+        a, b = fnp.swapaxes(a, -1, -2), b if vector else fnp.swapaxes(b, -1, -2)
     x = bind(D.solve_p, a, fnp.expand_dims(b, -1) if vector else b)
-    return _back(fnp.squeeze(x, -1) if vector else x, dtype)
+    return _back(fnp.squeeze(x, -1) if vector else x if left else fnp.swapaxes(x, -1, -2), dtype)
 
 
 def inv(a):
