@@ -253,3 +253,57 @@ def test_path_entries_are_jax_key_entries_that_read_as_strings():
     assert DictKey("a") == DictKey("a") and SequenceKey(2) == "[2]" and GetAttrKey("w") == ".w"
     restored = pickle.loads(pickle.dumps(paths[3]))
     assert restored == paths[3] and restored[0].key == "b" and restored[1].name == "x"
+
+
+def test_the_rest_of_jax_tree_util_registered_keys_static_broadcast_and_structures():
+    """Each against what jax.tree_util gives for the same call (the expected values below)."""
+    tree = fg.tree
+
+    @tree.register_pytree_with_keys_class
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+        def tree_flatten_with_keys(self):
+            return ((tree.GetAttrKey("a"), self.a), (tree.GetAttrKey("b"), self.b)), "pair"
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            assert aux == "pair"
+            return cls(*children)
+
+    paths = [tree.keystr(p) for p, _ in tree.tree_leaves_with_path({"p": Pair(1, [2, 3])})]
+    assert paths == ["['p'].a", "['p'].b[0]", "['p'].b[1]"]
+    doubled = fg.jit(lambda p: tree.map(lambda v: v * 2, p))(Pair(fnp.asarray(1.0), fnp.asarray(2.0)))
+    assert (float(doubled.a), float(doubled.b)) == (2.0, 4.0)
+
+    @tree.register_static
+    class Config:
+        def __init__(self, n):
+            self.n = n
+
+        def __hash__(self):
+            return hash(self.n)
+
+        def __eq__(self, other):
+            return isinstance(other, Config) and other.n == self.n
+    assert tree.leaves([Config(3), 4]) == [4]
+    assert tree.structure([Config(3)]) == tree.structure([Config(3)]) != tree.structure([Config(4)])
+
+    full = {"a": [0, (0, 0)], "b": [[0, 0], None]}
+    assert tree.broadcast({"a": 1, "b": [2, 3]}, full) == {"a": [1, (1, 1)], "b": [[2, 2], None]}
+    with pytest.raises(ValueError, match=r"the prefix's \{'a': \*, 'b': \*\} does not match"):
+        tree.broadcast({"a": 1, "b": 2}, {"a": 1, "c": 2})
+    assert tree.reduce_associative(lambda x, y: x + y, [1, 2, 3, 4, 5]) == 15
+    assert tree.reduce_associative(lambda x, y: x + y, [], identity=0) == 0
+    with pytest.raises(TypeError, match="needs an identity"):
+        tree.reduce_associative(lambda x, y: x + y, [])
+    assert tree.flatten_one_level({"a": 1, "b": [2]}) == ([1, [2]], ("a", "b"))
+    with pytest.raises(ValueError, match="can't tree-flatten type"):
+        tree.flatten_one_level(1)
+    assert (tree.all_leaves([1, 2.0, np.ones(2)]), tree.all_leaves([1, None]), tree.all_leaves([1, [2]])) == \
+        (True, False, False)
+    s = tree.structure([1, (2, 3)])
+    assert tree.treedef_children(s) == [tree.structure(1), tree.structure((2, 3))]
+    assert not tree.treedef_is_leaf(s) and tree.treedef_is_leaf(tree.structure(1))
+    assert tree.unflatten(tree.treedef_tuple([s, tree.structure(1)]), [1, 2, 3, 4]) == ([1, (2, 3)], 4)

@@ -1,11 +1,5 @@
-"""Pytrees: nested containers of arrays, flattened to a list of leaves and a structure.
-
-dict (sorted keys), OrderedDict (its order), defaultdict (sorted keys), list, tuple, namedtuple and
-None are built in (jax.tree_util's nodes); any other type joins with
-`register_pytree_node`, the `register_pytree_node_class` decorator (jax.tree_util's) or, for
-dataclasses, the `register_dataclass` decorator. The functions also go by jax.tree's short names
-(`fg.tree.map`, `fg.tree.leaves`, ...).
-"""
+"""Pytrees' core: the node registry, PyTreeDef, flattening and the tree functions built on them
+(funcgrad/tree/__init__.py says what a pytree is)."""
 from __future__ import annotations
 
 import builtins
@@ -14,13 +8,6 @@ import dataclasses
 import functools
 import itertools
 from typing import Any, Callable, Hashable, Iterable, NamedTuple, Sequence
-
-__all__ = [
-    "PyTreeDef", "Partial", "register_pytree_node", "register_pytree_node_class", "register_dataclass",
-    "static_field", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
-    "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path", "tree_reduce", "tree_all",
-    "tree_transpose", "keystr", "DictKey", "SequenceKey", "GetAttrKey", "FlattenedIndexKey",
-]
 
 
 def _key_entry(name: str, field: str, text: Callable[[Any], str], doc: str) -> type:
@@ -515,10 +502,3 @@ class Partial(functools.partial):
 
 register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                      lambda func, children: Partial(func, *children[0], **children[1]))
-
-# jax.tree's short names
-all = tree_all  # noqa: A001
-flatten, flatten_with_path, leaves, leaves_with_path = tree_flatten, tree_flatten_with_path, tree_leaves, \
-    tree_leaves_with_path
-map, map_with_path, reduce, structure = tree_map, tree_map_with_path, tree_reduce, tree_structure  # noqa: A001
-transpose, unflatten = tree_transpose, tree_unflatten
