@@ -119,4 +119,5 @@ def test_half_inputs_are_normalised_in_float32_and_rounded_once(name, dtype):
     float32_error = 2e-5  # of the float32 terms (of size ~10) that the last step adds, where they cancel
     assert np.all(np.abs(got - exact) <= half_ulp * 1.01 + float32_error), np.max(np.abs(got - exact) / half_ulp)
     same = HALF_NORMS[name](x, w, b)  # half weights: the same rounding of the same value
-    assert same.dtype == dtype and np.array_equal(np.asarray(same.astype(fg.float64)), got)
+    assert same.dtype == dtype
+    assert np.array_equal(np.asarray(same.astype(fg.float64)), got)

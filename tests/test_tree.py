@@ -305,5 +305,6 @@ def test_the_rest_of_jax_tree_util_registered_keys_static_broadcast_and_structur
         (True, False, False)
     s = tree.structure([1, (2, 3)])
     assert tree.treedef_children(s) == [tree.structure(1), tree.structure((2, 3))]
-    assert not tree.treedef_is_leaf(s) and tree.treedef_is_leaf(tree.structure(1))
+    assert not tree.treedef_is_leaf(s)
+    assert tree.treedef_is_leaf(tree.structure(1))
     assert tree.unflatten(tree.treedef_tuple([s, tree.structure(1)]), [1, 2, 3, 4]) == ([1, (2, 3)], 4)
