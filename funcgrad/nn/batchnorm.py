@@ -131,14 +131,15 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
         if v is not None and tuple(v.shape) != (x.shape[1],):
             raise ShapeError(f"batch_norm: {name} should have shape ({x.shape[1]},) for the {x.shape[1]} channels "
                              f"of input {x.shape}, got {tuple(v.shape)}")
+    narrow, x = x.dtype, fnp._widened(x)
     if training:
         if running_mean is not None or running_var is not None:
             raise ValueError("batch_norm: running statistics cannot be updated in place (arrays are immutable); "
                              "pass None for them when training, or use nn.BatchNorm1d/2d/3d, which records them")
-        mean, var = _batch_statistics(fnp._widened(x), "batch_norm")
+        mean, var = _batch_statistics(x, "batch_norm")
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var must be given in evaluation mode "
                              "(training=False)")
         mean, var = running_mean, running_var
-    return fnp._narrowed(_normalized(fnp._widened(x), mean, var, weight, bias, eps), x.dtype)
+    return fnp._narrowed(_normalized(x, mean, var, weight, bias, eps), narrow)
