@@ -16,8 +16,10 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable, unfla
     def children(x):
         keyed, aux = flatten_with_keys(x)
         return [c for _, c in keyed], aux
-    register_pytree_node(nodetype, flatten or children, unflatten, keys=lambda x, aux: [k for k, _ in
-                                                                                       flatten_with_keys(x)[0]])
+
+    def keys(x, aux):
+        return [k for k, _ in flatten_with_keys(x)[0]]
+    register_pytree_node(nodetype, flatten or children, unflatten, keys=keys)
 
 
 def register_pytree_with_keys_class(cls: type) -> type:
