@@ -100,6 +100,8 @@ HALF_NORMS = {  # each normalisation over (N, C, H, W) input, with per-channel o
                                                            w, b, use_input_stats=False),
     "layer_norm": lambda x, w, b: nn.layer_norm(x, x.shape[-1], w[:6], b[:6]),
     "rms_norm": lambda x, w, b: nn.rms_norm(x, x.shape[-1], w[:6], eps=1e-5),
+    "layer_norm without affine": lambda x, w, b: nn.layer_norm(x, x.shape[-1]),  # the fused kernel's own rounding
+    "rms_norm without affine": lambda x, w, b: nn.rms_norm(x, x.shape[-1], eps=1e-5),
 }
 
 

@@ -220,10 +220,13 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"layer_norm over {shape} needs input ending in those axes, got {x.shape}")
-    out = _normalized(fnp._widened(x), shape, eps, center=True)
+    affine = weight is not None or bias is not None  # then in float32 too (the kernel rounds once itself)
+    out = _normalized(fnp._widened(x) if affine else x, shape, eps, center=True)
     if weight is not None:
         out = out * weight
-    return fnp._narrowed(out if bias is None else out + bias, x.dtype)
+    if bias is not None:
+        out = out + bias
+    return fnp._narrowed(out, x.dtype) if affine else out
 
 
 def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
@@ -234,8 +237,9 @@ def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"rms_norm over {shape} needs input ending in those axes, got {x.shape}")
     eps = float(fnp.finfo(x.dtype).eps) if eps is None else eps
-    out = _normalized(fnp._widened(x), shape, eps, center=False)
-    return fnp._narrowed(out if weight is None else out * weight, x.dtype)
+    if weight is None:  # the fused kernel computes half types in float32 and rounds once
+        return _normalized(x, shape, eps, center=False)
+    return fnp._narrowed(_normalized(fnp._widened(x), shape, eps, center=False) * weight, x.dtype)
 
 
 def _normalized(x, shape: tuple, eps: float, center: bool):
