@@ -427,6 +427,36 @@ def test_every_numpy_quantile_method_agrees_with_numpy(method):
     fg.check_grads(lambda v: fnp.quantile(v, [0.15, 0.6], axis=1, method=method), (m,), order=1)
 
 
+def test_weighted_quantiles_agree_with_numpy():
+    """NumPy 2's weights (inverted_cdf only): whole and 1-D weights, over an axis and all of them, q
+    on the weights' steps (0.3 of ten equal weights: float64 shares, as NumPy compares), zero
+    weights first and inside, NaN ignored by nanquantile; gradients reach the chosen values."""
+    rng = np.random.default_rng(4)
+    x = np.round(rng.standard_normal((3, 10)), 1)
+    w = rng.integers(0, 4, (3, 10)).astype(float)
+    w[:, 0] = 0.0
+    qs = [0.0, 0.1, 0.3, 0.5, 0.7, 0.999, 1.0]
+    for weights, axis in ((w, 1), (w, None), (w[0], 1), (w[:, 0] + 1.0, 0), (np.ones((3, 10)), 1)):
+        for f, nf in ((fnp.quantile, np.quantile), (fnp.percentile, np.percentile)):
+            q = qs if f is fnp.quantile else [100 * v for v in qs]
+            np.testing.assert_array_equal(f(x, q, axis=axis, weights=weights, method="inverted_cdf", keepdims=True),
+                                          nf(x, q, axis=axis, weights=weights, method="inverted_cdf", keepdims=True))
+    with_nan = x.copy()
+    with_nan[1, 3] = np.nan
+    np.testing.assert_array_equal(fnp.nanquantile(with_nan, qs, axis=1, weights=w + 1, method="inverted_cdf"),
+                                  np.nanquantile(with_nan, qs, axis=1, weights=w + 1, method="inverted_cdf"))
+    grad = np.asarray(fg.grad(lambda v: fnp.sum(fnp.quantile(v, 0.5, axis=1, weights=w + 1, method="inverted_cdf")))(x))
+    chosen = np.quantile(x, 0.5, axis=1, weights=w + 1, method="inverted_cdf")
+    np.testing.assert_array_equal(grad.sum(1), [1, 1, 1])
+    np.testing.assert_array_equal(x[grad == 1], chosen)
+    for bad, message in ((dict(weights=w), "only method 'inverted_cdf'"),
+                         (dict(weights=-w, method="inverted_cdf"), "non-negative and finite"),
+                         (dict(weights=w * 0, method="inverted_cdf"), "all zero"),
+                         (dict(weights=w[0, :3], method="inverted_cdf"), "weights of shape")):
+        with pytest.raises((ValueError, fg.ShapeError), match=message):
+            fnp.quantile(x, 0.5, axis=1, **bad)
+
+
 def test_quantiles_of_nothing_are_nan():
     """NumPy's median of an empty array is nan (its quantile raises IndexError); jax.numpy gives nan."""
     assert np.isnan(float(fnp.median(fnp.zeros(0))))

@@ -11,7 +11,7 @@ _scalar_types makes the dtype names (fnp.float32) callable casts, and _array_api
 API standard's own names (acos, isdtype, unique_all, __array_namespace_info__, ...).
 """
 from . import (_array_api, _bessel, _contractions, _creation, _editing, _elementwise, _index_tricks, _io, _layout,
-               _math, _polynomial, _reductions, _shapes, _signal, _statistics, _ufunc)
+               _math, _polynomial, _quantiles, _reductions, _shapes, _signal, _statistics, _ufunc)
 from . import fft, linalg
 from ._base import *  # noqa: F401,F403
 from ._util import _beside, _concrete  # noqa: F401  (a constant beside an array; host values of an operand)
@@ -26,6 +26,7 @@ from ._signal import *  # noqa: F401,F403
 from ._polynomial import *  # noqa: F401,F403
 from ._editing import *  # noqa: F401,F403
 from ._statistics import *  # noqa: F401,F403
+from ._quantiles import *  # noqa: F401,F403
 from ._index_tricks import *  # noqa: F401,F403
 from ._io import *  # noqa: F401,F403
 from ._scalar_types import *  # noqa: F401,F403  (after _base: the dtype names that also cast)

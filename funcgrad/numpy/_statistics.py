@@ -1,5 +1,5 @@
-"""NaN-aware reductions, order statistics (quantile, median, ...), searching and counting (searchsorted,
-histogram, nonzero, unique, ...) and covariance.
+"""NaN-aware reductions, searching and counting (searchsorted, histogram, nonzero, unique, ...) and
+covariance (quantiles and medians: _quantiles.py).
 
 Functions whose output shape depends on the values (nonzero, unique, ...) need concrete inputs, as in
 JAX: under jit they raise ConcretizationError, and nonzero/argwhere/flatnonzero take size= to stay
@@ -20,7 +20,7 @@ from ._util import _beside, _concrete
 
 __all__ = [
     "nancumsum", "nancumprod", "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanargmax",
-    "nanargmin", "quantile", "percentile", "nanquantile", "nanpercentile", "median", "nanmedian", "average", "ptp",
+    "nanargmin", "average", "ptp",
     "count_nonzero", "searchsorted", "digitize", "bincount", "histogram", "histogram_bin_edges", "histogramdd",
     "histogram2d", "cov", "corrcoef",
     "where", "nonzero", "argwhere", "flatnonzero", "unique", "isin", "intersect1d", "union1d", "setdiff1d", "setxor1d",
@@ -98,111 +98,6 @@ def nanargmax(a, axis=None, keepdims: bool = False):
 
 def nanargmin(a, axis=None, keepdims: bool = False):
     return _nan_arg(fnp.argmin, np.inf, a, axis, keepdims)
-
-
-# NumPy's quantile methods: Hyndman and Fan's continuous ones as (alpha, beta) of the position
-# n q + alpha + q (1 - alpha - beta) - 1 among n sorted values, its discontinuous ones, and four more.
-_CONTINUOUS = {"linear": (1.0, 1.0), "interpolated_inverted_cdf": (0.0, 1.0), "hazen": (0.5, 0.5),
-               "weibull": (0.0, 0.0), "median_unbiased": (1 / 3, 1 / 3), "normal_unbiased": (3 / 8, 3 / 8)}
-_QUANTILE_METHODS = (*_CONTINUOUS, "lower", "higher", "nearest", "midpoint", "inverted_cdf", "averaged_inverted_cdf",
-                     "closest_observation")
-
-
-def _quantile_positions(method: str, q, count):
-    """(lo, hi, weight of hi): the sorted positions a quantile q reads among count values (an array
-    per slice) and how it mixes them, as NumPy's method does."""
-    last = fnp.maximum(count - 1, 0)  # an all-NaN slice of nanquantile reads position 0, then is NaN
-    if method in ("lower", "higher", "nearest", "midpoint"):
-        pos = q * last
-        lo, hi = fnp.floor(pos), fnp.ceil(pos)
-        if method != "midpoint":
-            lo = hi = {"lower": lo, "higher": hi, "nearest": fnp.round(pos)}[method]
-        return lo, hi, 0.5
-    if method in ("inverted_cdf", "closest_observation"):  # one sorted value: the next unless exactly on one
-        pos = count * q - (1.0 if method == "inverted_cdf" else 1.5)
-        below = fnp.floor(pos)
-        stays = (pos == below) if method == "inverted_cdf" else (pos == below) & (below % 2 == 1)
-        at = fnp.maximum(fnp.where(stays, below, below + 1), 0)
-        return at, at, 0.0
-    if method == "averaged_inverted_cdf":
-        pos = count * q - 1.0
-    else:
-        alpha, beta = _CONTINUOUS[method]
-        pos = q * last if method == "linear" else count * q + (alpha + q * (1 - alpha - beta)) - 1
-    below = fnp.floor(pos)
-    weight = fnp.where(pos == below, 0.5, 1.0) if method == "averaged_inverted_cdf" else pos - below
-    clamp = lambda i: fnp.where(pos >= last, last, fnp.where(pos < 0, 0, i))  # noqa: E731  (NumPy's bounds)
-    return clamp(below), clamp(below + 1), weight
-
-
-def _quantile(a, q, axis, method, keepdims, ignore_nan, per: int = 1):
-    """q of a, given per `per` (100 for percentiles): constants take a's dtype before the division,
-    so 0.3 or 30 percent of a float64 array is not first rounded to float32."""
-    if method not in _QUANTILE_METHODS:
-        raise ValueError(f"quantile method must be one of {_QUANTILE_METHODS}, got {method!r}")
-    a = fnp._float_arg(a)
-    q = fnp.astype(_beside(q if isinstance(q, ArrayBase) else np.asarray(q, a.dtype), a), a.dtype)
-    if per != 1:
-        q = q / per
-    concrete_q = fnp.concrete_or_none(q)
-    if concrete_q is not None and ((concrete_q < 0) | (concrete_q > 1)).any():
-        raise ValueError(f"quantiles must be in the range [0, 1], got {concrete_q}")
-    axes = fnp._axes(axis, a.ndim)
-    kept = [d for d in range(a.ndim) if d not in axes]
-    x = fnp.transpose(a, kept + list(axes))
-    n = int(np.prod([a.shape[d] for d in axes], dtype=np.int64))  # not -1: a kept axis may be empty
-    x = fnp.reshape(x, x.shape[:len(kept)] + (n,))
-    if n == 0:  # nothing to take a quantile of: NaN, as jax.numpy (and NumPy's median) give
-        out = fnp.full(q.shape + x.shape[:-1], np.nan, a.dtype, device=a.device)
-        return fnp.reshape(out, q.shape + tuple(1 if d in axes else a.shape[d] for d in range(a.ndim))) \
-            if keepdims else out
-    x = fnp.sort(x, axis=-1)  # NaN sorts last
-    if ignore_nan:
-        count = fnp.sum(~fnp.isnan(x), axis=-1, keepdims=True)
-    else:
-        count = fnp.full(x.shape[:-1] + (1,), n, dtypes.default_int, device=x.device)
-    qs = fnp.reshape(q, q.shape + (1,) * (x.ndim - 1) + (1,))  # q axes lead, then the kept axes
-    lo, hi, frac = _quantile_positions(method, qs, fnp.astype(count, a.dtype))
-    xb = fnp.broadcast_to(x, q.shape + x.shape)
-    take = lambda i: fnp.take_along_axis(xb, fnp.astype(fnp.broadcast_to(i, q.shape + x.shape[:-1] + (1,)),  # noqa: E731
-                                                           dtypes.int64), axis=-1)
-    below, above = take(lo), take(hi)
-    out = below + (above - below) * frac
-    out = fnp.squeeze(out, -1)
-    if not ignore_nan:
-        out = fnp.where(fnp.any(fnp.isnan(x), axis=-1), np.asarray(np.nan, a.dtype), out)
-    else:
-        out = fnp.where(fnp.squeeze(count, -1) == 0, np.asarray(np.nan, a.dtype), out)
-    if keepdims:
-        shape = list(a.shape)
-        for d in axes:
-            shape[d] = 1
-        out = fnp.reshape(out, q.shape + tuple(shape))
-    return out
-
-
-def quantile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
-    return _quantile(a, q, axis, interpolation or method, keepdims, ignore_nan=False)
-
-
-def nanquantile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
-    return _quantile(a, q, axis, interpolation or method, keepdims, ignore_nan=True)
-
-
-def percentile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
-    return _quantile(a, q, axis, interpolation or method, keepdims, ignore_nan=False, per=100)
-
-
-def nanpercentile(a, q, axis=None, method: str = "linear", keepdims: bool = False, *, interpolation=None):
-    return _quantile(a, q, axis, interpolation or method, keepdims, ignore_nan=True, per=100)
-
-
-def median(a, axis=None, keepdims: bool = False):
-    return quantile(a, 0.5, axis, keepdims=keepdims)
-
-
-def nanmedian(a, axis=None, keepdims: bool = False):
-    return nanquantile(a, 0.5, axis, keepdims=keepdims)
 
 
 def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
