@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes
 from . import _base as fnp
 from ..errors import ShapeError
-from ._shapes import indices as _indices
+from ._index_tricks import indices as _indices
 from ._statistics import lexsort
 from ._util import _beside, _concrete
 

@@ -1,18 +1,25 @@
 """NumPy's index tricks r_ and c_: concatenation written as indexing (differentiable, as in
-jax.numpy): fnp.r_[a, 0.0, 1:4, b], fnp.c_[x, y] (1-D arrays as columns); and s_ / index_exp,
-which build index tuples (NumPy's own objects: an index is the same whatever the array)."""
+jax.numpy): fnp.r_[a, 0.0, 1:4, b], fnp.c_[x, y] (1-D arrays as columns); s_ / index_exp,
+which build index tuples (NumPy's own objects: an index is the same whatever the array); and the
+index builders: indices, the triangle and diagonal indices, mgrid / ogrid, and flat <-> multi-index
+conversion (unravel_index, ravel_multi_index, traceable)."""
 from __future__ import annotations
 
 import builtins
 
 import numpy as np
 
-from ..array import ArrayBase
+from .. import dtypes
+from . import _base as fnp
+from ..array import Array, ArrayBase
+from ..errors import ShapeError
 from ._creation import _is_scalar, arange, asarray, astype, linspace
 from ._layout import concatenate, reshape, transpose
 from ._math import result_type
 
-__all__ = ["c_", "index_exp", "r_", "s_"]
+__all__ = ["c_", "index_exp", "r_", "s_", "indices", "tril_indices", "triu_indices", "diag_indices",
+           "diag_indices_from", "tril_indices_from", "triu_indices_from", "unravel_index", "ravel_multi_index",
+           "mgrid", "ogrid"]
 
 
 def _at_least(a, ndmin: int, trans1d: int):
@@ -75,3 +82,104 @@ r_ = _Concatenator(0, 1, -1)
 c_ = _Concatenator(-1, 2, 0)
 
 s_, index_exp = np.s_, np.index_exp
+
+
+def indices(dimensions, dtype=dtypes.int64, sparse: bool = False):
+    out = np.indices(tuple(dimensions), dtype=dtypes.canonicalize(dtype), sparse=sparse)
+    return tuple(Array(o) for o in out) if sparse else Array(out)
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
+    return tuple(Array(i.astype(np.int64)) for i in np.tril_indices(n, k, m))
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
+    return tuple(Array(i.astype(np.int64)) for i in np.triu_indices(n, k, m))
+
+
+def tril_indices_from(arr, k: int = 0) -> tuple:
+    shape = fnp.shape(arr)
+    return tril_indices(shape[-2], k, shape[-1])
+
+
+def triu_indices_from(arr, k: int = 0) -> tuple:
+    shape = fnp.shape(arr)
+    return triu_indices(shape[-2], k, shape[-1])
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple:
+    return tuple(Array(np.arange(n)) for _ in builtins.range(ndim))
+
+
+def diag_indices_from(arr) -> tuple:
+    shape = fnp.shape(arr)
+    if len(shape) < 2 or len(set(shape)) != 1:
+        raise ShapeError(f"diag_indices_from needs an array of rank >= 2 with equal sides, got shape {shape}")
+    return diag_indices(shape[0], len(shape))
+
+
+def _order(order: str) -> str:
+    if order not in ("C", "F"):
+        raise ValueError(f"only 'C' or 'F' order is permitted, got {order!r}")
+    return order
+
+
+def unravel_index(indices, shape, order: str = "C") -> tuple:
+    """The multi-index of flat indices into shape (traceable: divisions, not a lookup); order='F'
+    takes the first axis as the fastest-varying."""
+    dims = tuple(shape) if _order(order) == "C" else tuple(shape)[::-1]
+    idx = fnp.asarray(indices)
+    concrete = fnp.concrete_or_none(idx)
+    size = int(np.prod(shape, dtype=np.int64))
+    if concrete is not None and concrete.size and (concrete.min() < -size or concrete.max() >= size):
+        raise ValueError(f"index {concrete.max() if concrete.max() >= size else concrete.min()} is out of bounds "
+                         f"for an array of size {size}")
+    idx = fnp.where(idx < 0, idx + size, idx)
+    out = []
+    for n in reversed(dims):
+        out.append(fnp.remainder(idx, n) if n else idx)
+        idx = fnp.floor_divide(idx, n) if n else idx
+    return tuple(reversed(out)) if order == "C" else tuple(out)
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order: str = "C"):
+    """Flat indices of a multi-index into dims (NumPy's): mode 'raise', 'clip' or 'wrap', or one per
+    dimension; order='F' takes the first axis as the fastest-varying."""
+    multi_index, dims = tuple(multi_index), tuple(dims)
+    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    if len(multi_index) != len(dims) or len(modes) != len(dims):
+        raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays and {len(modes)} modes for "
+                         f"{len(dims)} dimensions {dims}: give one of each per dimension")
+    if any(m not in ("raise", "clip", "wrap") for m in modes):
+        raise ValueError(f"ravel_multi_index: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
+    axes = zip(multi_index, dims, modes)
+    out = None
+    for i, n, mode in (axes if _order(order) == "C" else reversed(tuple(axes))):
+        i = fnp.asarray(i)
+        concrete = fnp.concrete_or_none(i)
+        if mode == "raise" and concrete is not None and concrete.size and (concrete.min() < 0 or concrete.max() >= n):
+            raise ValueError(f"invalid entry in coordinates array: {concrete} for a dimension of size {n}")
+        if mode == "clip":
+            i = fnp.clip(i, 0, n - 1)
+        elif mode == "wrap":
+            i = fnp.remainder(i, n)
+        out = i if out is None else out * n + i
+    return out
+
+
+class _Grid:
+    """mgrid / ogrid: np.mgrid's slicing syntax, floats in the default float dtype."""
+
+    def __init__(self, sparse: bool):
+        self.sparse = sparse
+
+    def __getitem__(self, key):
+        grid = (np.ogrid if self.sparse else np.mgrid)[key]
+
+        def convert(g):
+            g = np.asarray(g)
+            return Array(g.astype(dtypes.default_float) if g.dtype.kind == "f" else g.astype(dtypes.default_int))
+        return [convert(g) for g in grid] if isinstance(grid, (list, tuple)) else convert(grid)
+
+
+mgrid, ogrid = _Grid(False), _Grid(True)

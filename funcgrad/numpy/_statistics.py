@@ -15,7 +15,8 @@ from .. import dtypes
 from . import _base as fnp
 from ..array import Array, ArrayBase
 from ..errors import ShapeError
-from ._shapes import atleast_2d, cumprod, diagonal, diff, unravel_index
+from ._index_tricks import unravel_index
+from ._shapes import atleast_2d, cumprod, diagonal, diff
 from ._util import _beside, _concrete
 
 __all__ = [
