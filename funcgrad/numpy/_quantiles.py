@@ -109,12 +109,13 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, per: int = 1, weights=No
         lo, hi, frac = _quantile_positions(method, qs, fnp.astype(count, a.dtype))
     else:  # NumPy's: cdf[i - 1] < q <= cdf[i], a leading run of zero weights never chosen
         cdf = fnp.cumsum(fnp.where(fnp.isnan(x), 0.0, w) if ignore_nan else w, axis=-1)
-        cdf = cdf / fnp.maximum(cdf[..., -1:], np.finfo(np.float64).tiny)
+        total = cdf[..., -1:]
+        count = fnp.where(total > 0, count, 0)  # a slice without weight has no quantile
+        cdf = cdf / fnp.maximum(total, np.finfo(np.float64).tiny)
         cdf = fnp.where(cdf == 0, -1.0, cdf)
         q64s = fnp.reshape(q64, q64.shape + (1,) * (x.ndim - 1) + (1,))
         lo = hi = fnp.minimum(fnp.sum(cdf < q64s, axis=-1, keepdims=True), n - 1)
         frac = 0.0
-        count = fnp.where(cdf[..., -1:] > 0, count, 0)  # a slice without weight has no quantile
     xb = fnp.broadcast_to(x, q.shape + x.shape)
     take = lambda i: fnp.take_along_axis(xb, fnp.astype(fnp.broadcast_to(i, q.shape + x.shape[:-1] + (1,)),  # noqa: E731
                                                            dtypes.int64), axis=-1)
