@@ -35,6 +35,8 @@ def test_embedding_bag_options_and_refusals():
     indices, offsets, weights = np.array([1, 2, 4, 5]), np.array([0, 1, 4]), RNG.standard_normal(4)
     out = F.embedding_bag(indices, W, offsets, mode="sum", per_sample_weights=weights, include_last_offset=True)
     assert_close(out, np.stack([W[1] * weights[0], (W[[2, 4, 5]] * weights[1:, None]).sum(0)]))
+    with pytest.raises(ValueError, match="last offset ends the last bag and must be the number of indices, 6; got 3"):
+        F.embedding_bag(np.array([1, 2, 4, 5, 7, 8]), W, np.array([0, 1, 3]), include_last_offset=True)
     with pytest.raises(ValueError, match="per_sample_weights need mode='sum'"):
         F.embedding_bag(indices, W, offsets, per_sample_weights=weights)
     with pytest.raises(ValueError, match="offsets must start at 0"):

@@ -37,7 +37,10 @@ def _bags(indices, offsets, include_last_offset: bool, fname: str):
     if starts.size == 0 or starts[0] != 0 or (np.diff(starts) < 0).any() or starts[-1] > idx.shape[0]:
         raise ValueError(f"{fname}: offsets must start at 0 and not decrease nor pass the {idx.shape[0]} indices, "
                          f"got {starts.tolist()}")
-    if include_last_offset:
+    if include_last_offset:  # CSR offsets; PyTorch's modes disagree on indices past the last (sum drops them, max not)
+        if starts[-1] != idx.shape[0]:
+            raise ValueError(f"{fname}: with include_last_offset the last offset ends the last bag and must be the "
+                             f"number of indices, {idx.shape[0]}; got {starts[-1]}")
         starts = starts[:-1]
     owner = np.searchsorted(starts, np.arange(idx.shape[0]), side="right") - 1
     return idx, owner, starts.size
