@@ -19,7 +19,9 @@ from ..custom import custom_jvp
 from ..ops import elementwise as E
 from ..ops import reductions as R
 from ..ops import special as S
+from ._faddeeva import dawsn, erfcx_complex, wofz  # noqa: F401
 from ._hypergeometric import hyp1f1  # noqa: F401
+from ._loggamma import loggamma  # noqa: F401
 from ._integral_functions import bessel_jn, fresnel, sici, spence  # noqa: F401
 from ..trace import bind
 
@@ -28,7 +30,7 @@ __all__ = ["gammaln", "lgamma", "digamma", "psi", "polygamma", "gamma", "beta", 
            "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr", "log1mexp", "i0", "i0e", "i1",
            "i1e", "expn", "exp1", "expi", "zeta", "bernoulli", "gammasgn", "rgamma", "factorial", "poch", "kl_div",
            "rel_entr", "softmax", "log_softmax", "comb", "boxcox", "boxcox1p", "erfcx", "spence", "sici", "fresnel",
-           "bessel_jn", "hyp1f1"]
+           "bessel_jn", "hyp1f1", "wofz", "dawsn", "loggamma"]
 
 
 def gammaln(x):
@@ -471,8 +473,10 @@ def _boxcox_of_log(log_x, lmbda):
 def erfcx(x):
     """The scaled complementary error function exp(x^2) erfc(x): directly below 25, where neither
     factor overflows nor underflows, and by its asymptotic series 1 / (x sqrt(pi)) sum (-1)^k (2k-1)!! /
-    (2 x^2)^k above (10 terms: below 1e-16 there)."""
+    (2 x^2)^k above (10 terms: below 1e-16 there). Of a complex x, the Faddeeva function w(ix)."""
     x = fnp._float_arg(x)
+    if dtypes.is_complex(x.dtype):
+        return erfcx_complex(x)
     large = x >= 25.0
     direct = fnp.exp(fnp.where(large, 0.0, x) ** 2) * erfc(fnp.where(large, 0.0, x))
     y = fnp.where(large, x, 25.0)
