@@ -109,6 +109,8 @@ def test_modes_are_the_densities_maxima():
     assert_close(D.Dirichlet(np.array([0.5, 2.0, 3.0])).mode, np.array([0.0, 1.0, 2.0]) / 3)
     assert_close(D.Dirichlet(np.array([0.5, 0.2, 0.3])).mode, np.array([1.0, 0.0, 0.0]))  # all below 1: a corner
     assert_close(D.Beta(0.5, 0.7).mode, 1.0)
+    assert np.isnan(np.asarray(D.Dirichlet(np.array([1.0, 1.0, 0.5])).mode)).all()  # none above 1, one at 1: no mode
+    assert np.isnan(float(D.Beta(1.0, 1.0).mode))  # uniform (PyTorch: NaN; it was 0, and [0, 0] off the simplex)
     assert_close(D.OneHotCategorical(probs=np.array([0.2, 0.5, 0.3])).mode, np.array([0.0, 1.0, 0.0]))
     mvn = D.MultivariateNormal(np.array([1.0, 2.0]), np.eye(2))
     assert_close(D.Independent(D.Normal(np.array([1.0, 2.0]), 1.0), 1).mode, mvn.mode)

@@ -305,12 +305,13 @@ class Chi2(_GammaFamily):
 
 def _dirichlet_mode(concentration):
     """PyTorch's: the normalised concentrations above 1, or, where every concentration is below 1,
-    the corner of the largest (the first, as every ratio is then 0 / 0)."""
+    the corner of the largest (the first, as every ratio is then 0 / 0); NaN where none is above 1
+    and some is 1 (Dirichlet(1, 1) is uniform: no mode)."""
     above = fnp.maximum(concentration - 1, 0.0)
     total = fnp.sum(above, -1, keepdims=True)
     corner = F.one_hot(fnp.argmax(fnp.where(total > 0, above, 0.0), axis=-1), concentration.shape[-1],
                        concentration.dtype)
-    mode = above / fnp.where(total > 0, total, 1.0)
+    mode = fnp.where(total > 0, above / fnp.where(total > 0, total, 1.0), math.nan)
     return fnp.where(fnp.all(concentration < 1, -1, keepdims=True), corner, mode)
 
 
