@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import numpy as fnp
 from ..array import Array
+from ..numpy import linalg
 from ..scipy import special
 from ..tree import register_dataclass
 from . import constraints
@@ -142,6 +143,16 @@ def _params(*values):
 def _distribution(cls):
     """A frozen dataclass pytree: its parameters are children, validate_args is structure."""
     return register_dataclass(dataclasses.dataclass(frozen=True)(cls))
+
+
+def _factored_matrices(tril, batch_shape: tuple) -> dict:
+    """scale_tril, covariance_matrix and precision_matrix from the Cholesky factor, broadcast to the
+    batch shape (PyTorch's expanded views) for a distribution's fields."""
+    inverse = linalg.inv(tril)
+    full = tuple(batch_shape) + tuple(tril.shape[-2:])
+    matrices = {"scale_tril": tril, "covariance_matrix": tril @ fnp.swapaxes(tril, -1, -2),
+                "precision_matrix": fnp.swapaxes(inverse, -1, -2) @ inverse}
+    return {name: fnp.broadcast_to(m, full) for name, m in matrices.items()}
 
 
 def _clamped_logit(p):

@@ -17,7 +17,7 @@ from ..scipy import linalg as scipy_linalg
 from ..scipy import special
 from ..tree import static_field
 from . import constraints
-from ._base import Distribution, _check, _distribution
+from ._base import Distribution, _check, _distribution, _factored_matrices
 from ._discrete import _set_binary
 
 VON_MISES_ROUNDS = 32  # rejection rounds under jit (each accepts > 65% of what is left)
@@ -413,8 +413,8 @@ class Wishart(Distribution):
         if self.validate_args:
             _check(df > p - 1, f"Wishart: df must be greater than dim - 1 = {p - 1}")
             _check(fnp.diagonal(tril, 0, -2, -1) > 0, "Wishart: the matrix must be positive definite")
-        for name, value in (("df", df), ("scale_tril", tril), ("covariance_matrix", tril @ fnp.swapaxes(tril, -1, -2)),
-                            ("precision_matrix", None)):
+        batch = np.broadcast_shapes(tuple(df.shape), tuple(tril.shape[:-2]))
+        for name, value in {"df": fnp.broadcast_to(df, batch), **_factored_matrices(tril, batch)}.items():
             object.__setattr__(self, name, value)
 
     @property
