@@ -121,6 +121,40 @@ def test_kl_divergences_are_expectations_of_log_ratios():
     assert_close(uniform, math.log(4), rtol=1e-13)
     with pytest.raises(TypeError, match=r"no closed-form KL divergence is registered for Cauchy \|\| Normal"):
         D.kl_divergence(D.Cauchy(0.0, 1.0), D.Normal(0.0, 1.0))  # neither PyTorch nor funcgrad has this pair
+    with pytest.raises(NotImplementedError):  # what PyTorch raises, and code falling back to samples catches
+        D.kl_divergence(D.Weibull(1.0, 2.0), D.Weibull(1.5, 2.0))  # different transforms: no closed form
+
+
+def test_kl_divergences_of_subclasses_and_transformed_families():
+    """A rule serves its types' subclasses (Chi2 is a gamma, as PyTorch's), and one bijection applied to
+    both sides leaves KL unchanged (LogNormal, InverseGamma, HalfCauchy, LogisticNormal)."""
+    def by_quadrature(p, q, low, high):  # the integral of p log(p / q) over x = e^t, on a fine grid of t
+        t = np.linspace(math.log(low), math.log(high), 400001)
+        log_p, log_q = np.asarray(p.log_prob(np.exp(t))), np.asarray(q.log_prob(np.exp(t)))
+        return float(np.sum(np.exp(log_p + t) * (log_p - log_q)) * (t[1] - t[0]))
+    chi2, gamma = D.Chi2(_f64(3.0)[0]), D.Gamma(_f64(2.0)[0], _f64(0.8)[0])
+    assert_close(D.kl_divergence(chi2, gamma), by_quadrature(chi2, gamma, 1e-12, 200), rtol=1e-5)
+    assert_close(D.kl_divergence(gamma, D.Chi2(_f64(5.0)[0])), by_quadrature(gamma, D.Chi2(_f64(5.0)[0]), 1e-12, 200),
+                 rtol=1e-5)
+    normal = D.Normal(_f64(0.5)[0], _f64(2.0)[0])
+    assert_close(D.kl_divergence(chi2, normal), by_quadrature(chi2, normal, 1e-12, 200), rtol=1e-5)
+    (m1, s1), (m2, s2) = (0.3, 0.5), (-0.2, 0.9)
+    assert_close(D.kl_divergence(D.LogNormal(_f64(m1)[0], _f64(s1)[0]), D.LogNormal(_f64(m2)[0], _f64(s2)[0])),
+                 math.log(s2 / s1) + (s1 ** 2 + (m1 - m2) ** 2) / (2 * s2 ** 2) - 0.5, rtol=1e-13)
+    inverse_p, inverse_q = D.InverseGamma(_f64(3.0)[0], _f64(2.0)[0]), D.InverseGamma(_f64(2.0)[0], _f64(1.0)[0])
+    assert_close(D.kl_divergence(inverse_p, inverse_q), by_quadrature(inverse_p, inverse_q, 1e-4, 1e9), rtol=1e-5)
+    half_p, half_q = D.HalfCauchy(_f64(1.0)[0]), D.HalfCauchy(_f64(2.5)[0])
+    assert_close(D.kl_divergence(half_p, half_q), math.log((1.0 + 2.5) ** 2 / (4 * 1.0 * 2.5)), rtol=1e-12)
+    simplex_p = D.LogisticNormal(np.array([0.1, -0.3]), np.array([1.0, 0.5]))
+    simplex_q = D.LogisticNormal(np.array([0.0, 0.2]), np.array([0.7, 0.9]))
+    per_axis = np.log(np.array([0.7, 0.9]) / np.array([1.0, 0.5])) + (np.array([1.0, 0.5]) ** 2 + np.array(
+        [0.1, -0.5]) ** 2) / (2 * np.array([0.7, 0.9]) ** 2) - 0.5
+    assert_close(D.kl_divergence(simplex_p, simplex_q), per_axis.sum(), rtol=1e-12)  # one event: summed
+
+    class Shifted(D.Normal):
+        """A user's subclass takes its parent's rule."""
+    assert_close(D.kl_divergence(Shifted(_f64(0.0)[0], _f64(1.0)[0]), D.Normal(_f64(1.0)[0], _f64(1.0)[0])), 0.5,
+                 rtol=1e-13)
 
 
 def test_validation_errors_name_what_was_wrong():

@@ -1,6 +1,7 @@
 """KL divergences in closed form, registered by the pair of types (torch.distributions.kl)."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -11,29 +12,44 @@ from ..numpy import linalg
 from ..scipy import special
 from ._base import Distribution, _finite
 from ._composite import Independent
-from ._continuous import (Beta, Cauchy, Dirichlet, Exponential, Gamma, HalfNormal, Laplace, MultivariateNormal,
-                          Normal, Uniform)
+from ._continuous import (Beta, Cauchy, Dirichlet, Exponential, HalfNormal, Laplace, LogNormal, MultivariateNormal,
+                          Normal, Uniform, _GammaFamily)
 from ._discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from ._families import ContinuousBernoulli, LowRankMultivariateNormal
-from ._transformed import EULER, Gumbel, Pareto, TransformedDistribution
+from ._transformed import EULER, Gumbel, Pareto, _Pushforward
 
 _KL: dict[tuple[type, type], Callable] = {}
 
 
+class NoClosedFormError(TypeError, NotImplementedError):
+    """No closed-form KL for these distributions: a TypeError, and PyTorch's NotImplementedError, which
+    code that falls back to a sampled estimate catches."""
+
+
 def register_kl(type_p: type, type_q: type):
-    """Decorator: fn(p, q) computes KL(p || q) for these types (torch.distributions.register_kl)."""
+    """Decorator: fn(p, q) computes KL(p || q) for these types and their subclasses
+    (torch.distributions.register_kl)."""
     def register(fn):
         _KL[(type_p, type_q)] = fn
+        _rule.cache_clear()
         return fn
     return register
 
 
+@functools.cache
+def _rule(type_p: type, type_q: type) -> Callable | None:
+    """The rule registered for the nearest ancestors of the two types (p's first, as PyTorch's)."""
+    matches = [(type_p.__mro__.index(a), type_q.__mro__.index(b), fn) for (a, b), fn in _KL.items()
+               if issubclass(type_p, a) and issubclass(type_q, b)]
+    return min(matches, key=lambda match: match[:2])[2] if matches else None
+
+
 def kl_divergence(p: Distribution, q: Distribution) -> Array:
     """KL(p || q) = E_p[log p - log q], in closed form for the registered pairs."""
-    rule = _KL.get((type(p), type(q)))
+    rule = _rule(type(p), type(q))
     if rule is None:
-        raise TypeError(f"no closed-form KL divergence is registered for {type(p).__name__} || {type(q).__name__}; "
-                        f"add one with register_kl or estimate it from samples")
+        raise NoClosedFormError(f"no closed-form KL divergence is registered for {type(p).__name__} || "
+                                f"{type(q).__name__}; add one with register_kl or estimate it from samples")
     return rule(p, q)
 
 
@@ -62,7 +78,7 @@ def _kl_laplace(p, q):
     return -fnp.log(ratio) + gap + ratio * fnp.exp(-gap * q.scale / p.scale) - 1
 
 
-@register_kl(Gamma, Gamma)
+@register_kl(_GammaFamily, _GammaFamily)
 def _kl_gamma(p, q):
     a, b, c, d = p.concentration, p.rate, q.concentration, q.rate
     return ((a - c) * special.digamma(a) - special.gammaln(a) + special.gammaln(c) + c * (fnp.log(b) - fnp.log(d))
@@ -173,9 +189,16 @@ def _kl_continuous_bernoulli(p, q):
             - fnp.log1p(-q.probs))
 
 
-@register_kl(TransformedDistribution, TransformedDistribution)
+@register_kl(_Pushforward, _Pushforward)
 def _kl_transformed(p, q):
-    if p.transforms != q.transforms or p.event_shape != q.event_shape:
-        raise TypeError("kl_divergence: TransformedDistributions have a closed form only with the same transforms "
-                        "and event shape")
-    return kl_divergence(p.base_dist, q.base_dist)
+    """KL is invariant under one bijection applied to both: the bases' KL where the transforms are equal
+    (HalfCauchy's |x|, InverseGamma's 1 / x, LogisticNormal's stick breaking; PyTorch's rule)."""
+    if type(p) is not type(q) or p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NoClosedFormError(f"kl_divergence: {type(p).__name__} || {type(q).__name__} has a closed form only "
+                                f"with the same transforms and event shape")
+    return kl_divergence(p._layout()[0], q._layout()[0])  # the bases as the transforms see them (events, batch)
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_log_normal(p, q):
+    return _kl_normal(p, q)  # exp applied to both Normals

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import numpy as fnp
 from ..scipy import special
-from ._continuous import Beta, Exponential, Gamma, Laplace, Normal, Uniform
+from ._continuous import Beta, Exponential, Laplace, Normal, Uniform, _GammaFamily
 from ._discrete import Bernoulli, Binomial, Poisson
 from ._families import ContinuousBernoulli
 from ._kl import register_kl
@@ -28,7 +28,7 @@ def _mean_log(p):
     """E log X for p on the positive reals."""
     if isinstance(p, Exponential):
         return -EULER - fnp.log(p.rate)
-    if isinstance(p, Gamma):
+    if isinstance(p, _GammaFamily):
         return special.digamma(p.concentration) - fnp.log(p.rate)
     if isinstance(p, Beta):
         return special.digamma(p.concentration1) - special.digamma(p.concentration1 + p.concentration0)
@@ -50,7 +50,7 @@ def _laplace_transform(p, t):
         return fnp.exp(-t * p.loc + 0.5 * (t * p.scale) ** 2)
     if isinstance(p, Exponential):
         return p.rate / (p.rate + t)
-    if isinstance(p, Gamma):
+    if isinstance(p, _GammaFamily):
         return (1 + t / p.rate) ** -p.concentration
     return (fnp.exp(-t * p.low) - fnp.exp(-t * p.high)) / (t * (p.high - p.low))  # Uniform
 
@@ -103,7 +103,7 @@ def _support(d):
     """(lowest, highest) value d takes: Python floats where fixed, arrays where parameters set them."""
     if isinstance(d, (Normal, Laplace, Gumbel)):
         return -_INF, _INF
-    if isinstance(d, (Exponential, Gamma)):
+    if isinstance(d, (Exponential, _GammaFamily)):
         return 0.0, _INF
     if isinstance(d, (Beta, ContinuousBernoulli)):
         return 0.0, 1.0
@@ -144,18 +144,18 @@ def _kl(cross):
     return kl
 
 
-_CROSS = {Normal: _cross_normal, Exponential: _cross_exponential, Gamma: _cross_gamma, Gumbel: _cross_gumbel,
+_CROSS = {Normal: _cross_normal, Exponential: _cross_exponential, _GammaFamily: _cross_gamma, Gumbel: _cross_gumbel,
           Uniform: _cross_uniform, Pareto: _cross_pareto, Beta: _cross_beta,
           ContinuousBernoulli: _cross_continuous_bernoulli, Laplace: _cross_laplace}
 _PAIRS = {  # PyTorch's registered pairs of different families, by q
-    Normal: (Beta, ContinuousBernoulli, Exponential, Gamma, Gumbel, Laplace, Pareto, Uniform),
-    Exponential: (Beta, ContinuousBernoulli, Gamma, Gumbel, Laplace, Normal, Pareto, Uniform),
-    Gamma: (Beta, Exponential, Gumbel, Laplace, Normal, Pareto, Uniform),
-    Gumbel: (Exponential, Gamma, Normal, Uniform),
-    Uniform: (Beta, ContinuousBernoulli, Exponential, Gamma, Gumbel, Laplace, Normal, Pareto),
-    Pareto: (Beta, ContinuousBernoulli, Exponential, Gamma, Gumbel, Laplace, Normal, Uniform),
-    Beta: (Exponential, Gamma, Gumbel, Laplace, Normal, Pareto, Uniform),
-    ContinuousBernoulli: (Beta, Exponential, Gamma, Gumbel, Laplace, Normal, Pareto, Uniform),
+    Normal: (Beta, ContinuousBernoulli, Exponential, _GammaFamily, Gumbel, Laplace, Pareto, Uniform),
+    Exponential: (Beta, ContinuousBernoulli, _GammaFamily, Gumbel, Laplace, Normal, Pareto, Uniform),
+    _GammaFamily: (Beta, Exponential, Gumbel, Laplace, Normal, Pareto, Uniform),
+    Gumbel: (Exponential, _GammaFamily, Normal, Uniform),
+    Uniform: (Beta, ContinuousBernoulli, Exponential, _GammaFamily, Gumbel, Laplace, Normal, Pareto),
+    Pareto: (Beta, ContinuousBernoulli, Exponential, _GammaFamily, Gumbel, Laplace, Normal, Uniform),
+    Beta: (Exponential, _GammaFamily, Gumbel, Laplace, Normal, Pareto, Uniform),
+    ContinuousBernoulli: (Beta, Exponential, _GammaFamily, Gumbel, Laplace, Normal, Pareto, Uniform),
     Laplace: (Normal,),
 }
 for _q, _ps in _PAIRS.items():
