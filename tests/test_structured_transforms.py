@@ -54,6 +54,7 @@ def test_positive_definite_transform_is_l_l_transposed():
     assert_close(D.PositiveDefiniteTransform().inv(y), np.tril(x, -1) + np.diagonal(x, 0, -2, -1)[..., None]
                  * np.eye(3), rtol=1e-10, atol=1e-12)
     assert isinstance(D.transform_to(C.positive_definite), D.PositiveDefiniteTransform)
+    assert isinstance(D.transform_to(C.positive_semidefinite), D.PositiveDefiniteTransform)  # onto it too
 
 
 def test_cat_and_stack_apply_each_transform_to_its_slice():

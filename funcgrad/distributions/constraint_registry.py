@@ -81,4 +81,5 @@ _both(constraints.corr_cholesky, lambda c: transforms.CorrCholeskyTransform())
 biject_to.register(constraints.simplex, lambda c: transforms.StickBreakingTransform())
 transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform())  # onto, not one-to-one
 transform_to.register(constraints.lower_cholesky, lambda c: transforms.LowerCholeskyTransform())
-transform_to.register(constraints.positive_definite, lambda c: transforms.PositiveDefiniteTransform())
+for _kind in (constraints.positive_definite, constraints.positive_semidefinite):  # onto both (PyTorch's)
+    transform_to.register(_kind, lambda c: transforms.PositiveDefiniteTransform())
