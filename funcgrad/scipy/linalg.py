@@ -5,7 +5,7 @@ from it and funcgrad.numpy.linalg, and expm is Higham's scaling and squaring wit
 approximant; lu is a primitive too (LAPACK's blocked getrf on the CPU, an elimination kernel on
 the GPU, differentiable). SciPy's overwrite_*/check_finite flags are accepted and have no effect
 (Arrays are immutable). hessenberg, solve_sylvester, eigh_tridiagonal and qr_multiply are composed
-(_reductions.py); schur, sqrtm and funm are not provided."""
+(_reductions.py); schur, rsf2csf, sqrtm and funm run the Schur decomposition on the host (_schur.py)."""
 from __future__ import annotations
 
 import math
@@ -21,10 +21,11 @@ from ..trace import bind
 from ._matrices import *  # noqa: F401,F403  (the special matrices)
 from ._matrices import __all__ as _matrices
 from ._reductions import eigh_tridiagonal, hessenberg, qr_multiply, solve_sylvester  # noqa: F401
+from ._schur import funm, rsf2csf, schur, sqrtm  # noqa: F401
 
 __all__ = ["solve_triangular", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "solve", "inv",
            *_matrices, "det", "eigh", "svd", "qr", "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar",
-           "hessenberg", "solve_sylvester", "eigh_tridiagonal", "qr_multiply"]
+           "hessenberg", "solve_sylvester", "eigh_tridiagonal", "qr_multiply", "schur", "rsf2csf", "sqrtm", "funm"]
 
 inv, det = _linalg.inv, _linalg.det
 
