@@ -15,7 +15,8 @@ parameter groups, _schedules.py the learning-rate schedules, _plateau.py reduce_
 _whole_step.py the optimisers whose rule holds the learning rate (ASGD, Adafactor, Muon),
 _lbfgs.py L-BFGS, whose step evaluates the function itself; optax's own: _optax_rules.py its update
 rules that PyTorch lacks, _optax_optimizers.py its optimisers by name, _edits.py the edits of the
-updates (zeroing, clipping per unit, noise), _hyperparams.py inject_hyperparams.
+updates (zeroing, clipping per unit, noise), _hyperparams.py inject_hyperparams; losses.py optax.losses
+(per-example, optax's signatures; also at this module's top level, as optax's).
 """
 
 from ._base import (  # noqa: F401
@@ -46,6 +47,8 @@ from ._optax_optimizers import (  # noqa: F401
 from ._hyperparams import InjectHyperparamsState, inject_hyperparams  # noqa: F401
 from ._plateau import ReduceLROnPlateauState, reduce_on_plateau  # noqa: F401
 from ._lbfgs import LBFGS, LBFGSState, lbfgs  # noqa: F401
+from . import losses  # noqa: F401
+from .losses import *  # noqa: F401,F403  (optax's losses at its top level too)
 from ._whole_step import (  # noqa: F401
     AdafactorState, ASGDState, MuonState, adafactor, asgd, muon, orthogonalize)
 from ._schedules import (  # noqa: F401
