@@ -14,6 +14,12 @@ C = RNG.standard_normal((2, 3, 4)).astype(np.float32)
 WITH_NAN = np.array([[1.0, np.nan, 3.0, -2.0], [np.nan, np.nan, np.nan, np.nan], [0.5, 4.0, -1.0, 2.0]], np.float32)
 INTS = np.array([3, 1, 4, 1, 5, 9, 2, 6], np.int64)
 
+
+def _flat(parts):
+    """Several results (a fit and its covariance) as one array, with each one's shape kept apart."""
+    return np.concatenate([np.ravel(np.asarray(p)) for p in parts] + [np.float64(np.shape(p)) for p in parts])
+
+
 # (label, funcgrad call, NumPy call): both called with the module as the argument
 CASES = [
     ("atleast_3d", lambda m: m.atleast_3d(V), None),
@@ -191,6 +197,12 @@ CASES = [
     ("polyfit_weights_columns", lambda m: m.polyfit(np.float32([0, 1, 2, 3, 5]), np.float32([[1, 2], [3, 1], [2, 2],
                                                                                            [5, 0], [4, 1]]), 1,
                                                    w=np.float32([1, 2, 1, 0.5, 1])), None),
+    ("polyfit_cov", lambda m: _flat(m.polyfit(np.float64([0, 1, 2, 3, 5, 6]), np.float64([1, 3, 2, 5, 4, 7]), 2,
+                                              cov=True)), None),
+    ("polyfit_cov_unscaled_columns", lambda m: _flat(m.polyfit(np.float64([0, 1, 2, 3, 5]), np.float64(
+        [[1, 2], [3, 1], [2, 2], [5, 0], [4, 1]]), 1, w=np.float64([1, 2, 1, 0.5, 1]), cov="unscaled")), None),
+    ("polyfit_cov_columns", lambda m: _flat(m.polyfit(np.float64([0, 1, 2, 3, 5]), np.float64(
+        [[1, 2], [3, 1], [2, 2], [5, 0], [4, 1]]), 1, w=np.float64([1, 2, 1, 0.5, 1]), cov=True)), None),
     ("poly", lambda m: m.poly(np.float32([1, -2, 0.5])), None),
     ("vander", lambda m: m.vander(V[:3], 4, increasing=True), None),
     ("unwrap", lambda m: m.unwrap(np.cumsum(V * 4)), None),

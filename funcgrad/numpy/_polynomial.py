@@ -15,7 +15,7 @@ from ..errors import ShapeError
 from ..trace import is_differentiated
 from ._math import finfo
 from ._shapes import diff
-from .linalg import lstsq
+from .linalg import inv, lstsq
 from ._util import _concrete
 from ._signal import convolve
 
@@ -118,14 +118,16 @@ def vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803  (N
     return fnp.power(fnp.expand_dims(x, 1), fnp.asarray(powers.astype(x.dtype), device=x.device))
 
 
-def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = False):
+def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool | str = False):
     """Least-squares coefficients (highest power first) of a polynomial of degree deg through
     (x, y), y one or several (columns) data sets; w weights the residuals (NumPy's 1 / sigma); with
     no more points than coefficients, the least-norm fit.
-    full returns NumPy's (coefficients, residuals, rank, singular values, rcond)."""
-    if cov:
-        raise ValueError("polyfit: cov=True is not supported (its scaling is a NumPy-specific convention); "
-                         "compute it from the fit's Vandermonde matrix")
+    full returns NumPy's (coefficients, residuals, rank, singular values, rcond); otherwise cov=True
+    (coefficients, covariance), the covariance scaled by the residuals' variance (chi^2 / (points -
+    coefficients)), or unscaled with cov='unscaled'; (deg + 1, deg + 1, K) for K data sets (NumPy's
+    (deg + 1, deg + 1, 1) unscaled)."""
+    if cov not in (False, True, "unscaled"):
+        raise ValueError(f"polyfit: cov must be a bool or 'unscaled', got {cov!r}")
     deg = int(deg)
     if deg < 0:
         raise ValueError(f"polyfit: deg must be non-negative, got {deg}")
@@ -145,7 +147,18 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     scale = fnp.where(scale == 0, 1.0, scale)
     coefficients, residuals, rank, singular = lstsq(lhs / scale, rhs, rcond=rcond)
     coefficients = coefficients / (scale if y.ndim == 1 else scale[:, None])
-    return (coefficients, residuals, rank, singular, rcond) if full else coefficients
+    if full or not cov:
+        return (coefficients, residuals, rank, singular, rcond) if full else coefficients
+    scaled = lhs / scale
+    base = inv(fnp.swapaxes(scaled, 0, 1) @ scaled) / (scale[:, None] * scale[None, :])
+    if cov == "unscaled":
+        return coefficients, base if y.ndim == 1 else base[..., None]  # NumPy's (n, n, 1) for every data set
+    points = x.shape[0]
+    if points <= deg + 1:
+        raise ValueError(f"polyfit: the number of data points ({points}) must exceed the {deg + 1} coefficients to "
+                         f"scale the covariance matrix")
+    chi2 = fnp.sum((rhs - lhs @ coefficients) ** 2, axis=0)  # the weighted residuals, whatever the rank
+    return coefficients, (base * chi2 if y.ndim == 1 else base[..., None] * chi2) / (points - deg - 1)
 
 
 def poly(seq_of_zeros):
