@@ -102,3 +102,23 @@ def test_householder_product_multiplies_the_reflectors(shape, k):
         check_grads(lambda x, t: L.householder_product(x, t), (a, taus), order=1)
     with pytest.raises(ShapeError, match="householder_product needs"):
         L.householder_product(np.ones((2, 3)), np.ones(1))
+
+
+def test_schur_symmetric_product_and_cholesky_update():
+    a = RNG.standard_normal((4, 4))
+    t, vs = (np.asarray(m) for m in L.schur(a))
+    assert_close(vs @ t @ vs.T, a, atol=1e-13)
+    assert len(L.schur(a, compute_schur_vectors=False)) == 1
+    with pytest.raises(ValueError, match="sorting the eigenvalues"):
+        L.schur(a, sort_eig_vals=True)
+    b, c = RNG.standard_normal((3, 4, 2)), RNG.standard_normal((3, 4, 4))
+    product = 2 * b @ np.swapaxes(b, -1, -2) + 0.5 * c
+    assert_close(L.symmetric_product(b, c, alpha=2.0, beta=0.5), product, rtol=1e-14)
+    mirrored = np.tril(product) + np.swapaxes(np.tril(product, -1), -1, -2)  # syrk's: the lower triangle
+    assert_close(L.symmetric_product(b, c, alpha=2.0, beta=0.5, symmetrize_output=True), mirrored, rtol=1e-14)
+    r, w = np.linalg.cholesky(a @ a.T + np.eye(4)).T, RNG.standard_normal(4)
+    updated = np.asarray(L.cholesky_update(r, w))
+    assert_close(updated, np.linalg.cholesky(r.T @ r + np.outer(w, w)).T, rtol=1e-12)  # the positive-diagonal factor
+    check_grads(lambda v: L.cholesky_update(r, v), (w,), order=1)
+    with pytest.raises(ShapeError, match=r"a square matrix and a vector of its size, got shapes \(4, 4\) and \(3,\)"):
+        L.cholesky_update(r, w[:3])

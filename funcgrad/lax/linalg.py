@@ -1,6 +1,7 @@
 """jax.lax.linalg: the decompositions under lax's signatures and result orders (eigh gives the
 vectors first, lu the pivots and the permutation, triangular_solve solves from either side),
-in terms of funcgrad.numpy.linalg and funcgrad.scipy.linalg, whose derivatives they keep.
+in terms of funcgrad.numpy.linalg and funcgrad.scipy.linalg, whose derivatives they keep (schur, on the
+host, has none; symmetric_product and cholesky_update are composed).
 
 Where PyTorch and JAX differ, funcgrad follows PyTorch: cholesky of a matrix that is not positive
 definite raises instead of returning NaNs.
@@ -17,7 +18,7 @@ from ..scipy import linalg as sl
 from ..scipy.linalg import _pivots_to_permutation
 
 __all__ = ["cholesky", "eig", "eigh", "householder_product", "lu", "lu_pivots_to_permutation", "qr", "svd",
-           "triangular_solve", "tridiagonal_solve"]
+           "triangular_solve", "tridiagonal_solve", "schur", "symmetric_product", "cholesky_update"]
 
 
 def _matrices(x, name: str, square: bool = True):
@@ -156,3 +157,45 @@ def householder_product(a, taus):
         v = fnp.where(rows > i, a[..., :, i:i + 1], fnp.where(rows == i, np.ones((), a.dtype), np.zeros((), a.dtype)))
         q = q - taus[..., i, None, None] * v * fnp.matmul(_mH(v), q)
     return q
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False, select_callable=None) -> list:
+    """[T, vs] with x = vs T vs^H (scipy.linalg.schur's host computation: real Schur form of a real x,
+    triangular of a complex one), or [T] without the vectors; a list, as jax.lax.linalg.schur. Sorting
+    the eigenvalues raises, as JAX's (LAPACK's gees sorts, JAX does not use it)."""
+    if sort_eig_vals or select_callable is not None:
+        raise ValueError("lax.linalg.schur: sorting the eigenvalues (sort_eig_vals, select_callable) is not "
+                         "supported, as in JAX; reorder the Schur form with Givens rotations")
+    t, vs = sl.schur(_matrices(x, "schur"))
+    return [t, vs] if compute_schur_vectors else [t]
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0.0, symmetrize_output: bool = False):
+    """alpha a a^T + beta c for a (..., m, n) and a symmetric c (..., m, m); with symmetrize_output the
+    lower triangle mirrored onto the upper (BLAS syrk's, and JAX's, where c is not quite symmetric)."""
+    a, c = _matrices(a_matrix, "symmetric_product", square=False), _matrices(c_matrix, "symmetric_product")
+    if c.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"lax.linalg.symmetric_product: a of shape {tuple(a.shape)} needs c of shape "
+                         f"(..., {a.shape[-2]}, {a.shape[-2]}), got {tuple(c.shape)}")
+    out = alpha * (a @ fnp.swapaxes(a, -1, -2)) + beta * c
+    return fnp.tril(out) + fnp.swapaxes(fnp.tril(out, -1), -1, -2) if symmetrize_output else out
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper-triangular R' with R'^T R' = R^T R + w w^T, in O(n^2) by one Givens rotation per row
+    (each folds w's next entry into R's diagonal); differentiable, as its steps are."""
+    r, w = _matrices(r_matrix, "cholesky_update"), fnp.asarray(w_vector)
+    n = r.shape[-1]
+    if r.ndim != 2 or tuple(w.shape) != (n,):
+        raise ShapeError(f"lax.linalg.cholesky_update takes a square matrix and a vector of its size, got shapes "
+                         f"{tuple(r.shape)} and {tuple(w.shape)}")
+    w = fnp.astype(w, r.dtype)
+    rows = []
+    for k in range(n):
+        row, head = r[k], w[k]
+        radius = fnp.sqrt(row[k] * row[k] + head * head)
+        safe = fnp.where(radius == 0, 1.0, radius)
+        c, s = fnp.where(radius == 0, 1.0, row[k] / safe), fnp.where(radius == 0, 0.0, head / safe)
+        rows.append(c * row + s * w)
+        w = c * w - s * row
+    return fnp.stack(rows)
