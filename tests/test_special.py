@@ -264,3 +264,23 @@ def test_softmax_over_any_axes_and_a_slice_holding_inf():
     b = np.array([[1.0, 2.0], [3.0, 4.0]])
     assert_close(S.softmax(b), np.exp(b) / np.exp(b).sum(), rtol=1e-15)
     fg.check_grads(lambda v: S.softmax(v, axis=0), (b,), order=2)
+
+
+def test_owens_t_against_closed_forms_quadrature_and_its_derivatives():
+    h = np.concatenate([RNG.uniform(-8, 8, 30), [0.0, 1e-8]])
+    normal = NormalDist()
+    upper = np.array([normal.cdf(-abs(v)) for v in h])
+    assert_close(S.owens_t(h, np.ones_like(h)), 0.5 * (1 - upper) * upper, rtol=1e-13)  # T(h, 1)
+    assert_close(S.owens_t(h, np.full_like(h, np.inf)), np.where(h == 0, 0.25, 0.5 * upper), rtol=1e-13)
+    a = RNG.uniform(-20, 20, 10)
+    assert_close(S.owens_t(np.zeros(10), a), np.arctan(a) / (2 * np.pi), rtol=1e-14)  # T(0, a)
+    for hv, av in [(0.5, 0.3), (2.0, 5.0), (-1.5, -0.7), (6.0, 1e-5)]:  # the defining integral
+        x = np.linspace(0, av, 200001)
+        integrand = np.exp(-hv * hv * (1 + x * x) / 2) / (1 + x * x) / (2 * np.pi)
+        assert_close(S.owens_t(hv, av), np.trapezoid(integrand, x), rtol=1e-9)
+    assert_close(S.owens_t(np.array([0.5, 2.0, -1.5]), np.array([0.3, 5.0, -0.7])),  # SciPy's values
+                 [0.040786707344250106, 0.011375065974089608, -0.02709148046414578], rtol=1e-13)
+    assert S.owens_t(40.0, 2.0) == 0.0
+    assert S.owens_t(np.inf, 1.0) == 0.0
+    fg.check_grads(S.owens_t, (np.array([0.7, -1.2, 3.0]), np.array([1.7, 0.4, -0.9])), order=1)
+    assert S.owens_t(np.float32(1.0), np.float32(0.5)).dtype == fnp.float32
