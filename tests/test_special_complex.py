@@ -130,3 +130,32 @@ def test_loggamma_identities_across_its_branches():
     grad = fg.grad(lambda v: fnp.real(S.loggamma(v)))(np.complex128(point))
     assert_close(complex(grad), np.conj(slope), rtol=1e-7)
     assert_close(fg.grad(S.loggamma)(np.array(3.0)), 1.5 - 0.5772156649015329, rtol=1e-12)
+
+
+def test_sph_harm_y_closed_forms_orthonormality_and_signatures():
+    theta, phi = RNG.uniform(0, np.pi, 20), RNG.uniform(0, 2 * np.pi, 20)
+    s, c, e = np.sin(theta), np.cos(theta), np.exp(1j * phi)
+    assert_close(S.sph_harm_y(0, 0, theta, phi), np.full(20, 0.5 / math.sqrt(math.pi)), rtol=1e-15)
+    assert_close(S.sph_harm_y(1, 0, theta, phi), 0.5 * math.sqrt(3 / math.pi) * c, rtol=1e-14, atol=1e-15)
+    assert_close(S.sph_harm_y(1, 1, theta, phi), -0.5 * math.sqrt(3 / (2 * math.pi)) * s * e, rtol=1e-14)
+    assert_close(S.sph_harm_y(1, -1, theta, phi), 0.5 * math.sqrt(3 / (2 * math.pi)) * s / e, rtol=1e-14)
+    assert_close(S.sph_harm_y(2, 2, theta, phi), 0.25 * math.sqrt(15 / (2 * math.pi)) * s * s * e * e, rtol=1e-14)
+    assert_close(S.sph_harm_y(3, 4, theta, phi), np.zeros(20), atol=0)  # |m| > n
+    x, w = np.polynomial.legendre.leggauss(40)  # the sphere: Gauss-Legendre in cos(theta), uniform in phi
+    grid_theta, grid_phi = np.meshgrid(np.arccos(x), np.arange(64) * 2 * np.pi / 64, indexing="ij")
+    area = np.outer(w, np.full(64, 2 * np.pi / 64))
+    pairs = [(0, 0), (3, -2), (3, 2), (7, 5), (12, -1), (12, 0)]
+    values = [np.asarray(S.sph_harm_y(n, m, grid_theta, grid_phi)) for n, m in pairs]
+    gram = np.array([[np.sum(u * np.conj(v) * area) for v in values] for u in values])
+    assert_close(gram, np.eye(len(pairs)), atol=1e-13)
+    assert S.sph_harm_y(2, 1, np.float32(0.3), np.float32(0.2)).dtype == fnp.complex64
+    jitted = fg.jit(lambda t: S.sph_harm_y(np.array([3, 5]), np.array([1, -4]), t, 0.5, n_max=5))(np.array([0.4, 2.0]))
+    assert_close(jitted, [complex(S.sph_harm_y(3, 1, 0.4, 0.5)), complex(S.sph_harm_y(5, -4, 2.0, 0.5))], rtol=1e-14)
+    point, h = 0.4, 1e-6  # d/dtheta against central differences
+    slope = (complex(S.sph_harm_y(3, 2, np.float64(point + h), 0.5)) -
+             complex(S.sph_harm_y(3, 2, np.float64(point - h), 0.5))) / (2 * h)
+    assert_close(fg.grad(lambda t: fnp.real(S.sph_harm_y(3, 2, t, 0.5)))(np.float64(point)), slope.real, rtol=1e-7)
+    with pytest.raises(ValueError, match="diff_n=1"):
+        S.sph_harm_y(2, 1, 0.3, 0.2, diff_n=1)
+    with pytest.raises(fg.errors.ConcretizationError, match="pass n_max under jit"):
+        fg.jit(lambda n: S.sph_harm_y(n, 1, 0.3, 0.2))(np.array(3))

@@ -23,6 +23,7 @@ from ._faddeeva import dawsn, erfcx_complex, wofz  # noqa: F401
 from ._hypergeometric import hyp1f1  # noqa: F401
 from ._loggamma import loggamma  # noqa: F401
 from ._owens_t import owens_t  # noqa: F401
+from ._spherical import sph_harm_y  # noqa: F401
 from ._integral_functions import bessel_jn, fresnel, sici, spence  # noqa: F401
 from ..trace import bind
 
@@ -31,7 +32,7 @@ __all__ = ["gammaln", "lgamma", "digamma", "psi", "polygamma", "gamma", "beta", 
            "log_ndtr", "expit", "logit", "logsumexp", "xlogy", "xlog1py", "entr", "log1mexp", "i0", "i0e", "i1",
            "i1e", "expn", "exp1", "expi", "zeta", "bernoulli", "gammasgn", "rgamma", "factorial", "poch", "kl_div",
            "rel_entr", "softmax", "log_softmax", "comb", "boxcox", "boxcox1p", "erfcx", "spence", "sici", "fresnel",
-           "bessel_jn", "hyp1f1", "wofz", "dawsn", "loggamma", "owens_t"]
+           "bessel_jn", "hyp1f1", "wofz", "dawsn", "loggamma", "owens_t", "sph_harm_y"]
 
 
 def gammaln(x):
