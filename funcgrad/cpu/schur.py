@@ -26,19 +26,31 @@ def _kernels():
     return k.hessenberg, k.real_schur, k.complex_schur
 
 
+def _times_power_of_two(h: np.ndarray, exponent: int) -> np.ndarray:
+    """h * 2^exponent, exactly (ldexp: no overflow of the factor itself at the subnormal end)."""
+    if h.dtype.kind == "c":
+        return np.ldexp(h.real, exponent) + 1j * np.ldexp(h.imag, exponent)
+    return np.ldexp(h, exponent)
+
+
 def schur(a: np.ndarray, complex_form: bool) -> tuple[np.ndarray, np.ndarray]:
     """(T, Z) of one square matrix: real Schur form for a real matrix unless complex_form, else
-    triangular (complex). Computed in float64 / complex128 (one compiled kernel each) and returned
-    in a's precision. Raises where the QR algorithm does not converge."""
+    triangular (complex). Computed in float64 / complex128 (one compiled kernel each), on a scaled by
+    a power of 2 to entries near 1 (the shifts' products of 1e300 entries would overflow, of 1e-300
+    underflow), and returned in a's precision. Raises where the QR algorithm does not converge."""
     hessenberg, real_schur, complex_schur = _kernels()
     n = a.shape[0]
     real = not np.iscomplexobj(a)
     h = np.array(a, dtype=np.float64 if real else np.complex128, copy=True)
     z = np.eye(n, dtype=h.dtype)
-    if n:
+    largest = float(np.abs(h).max()) if n else 0.0
+    exponent = np.frexp(largest)[1] if 0 < largest < np.inf else 0
+    h = _times_power_of_two(h, -exponent)
+    if n:  # entries near 1, so the shifts' products neither overflow nor underflow
         hessenberg(h, z)
         if not (real_schur(h, z) if real else complex_schur(h, z)):
             raise np.linalg.LinAlgError(f"schur: the QR algorithm did not converge for a {n}x{n} matrix")
+    h = _times_power_of_two(h, exponent)
     if real and complex_form:
         h, z = real_to_complex(h, z)
     dtype = np.result_type(a.dtype, np.complex64 if h.dtype.kind == "c" else np.float32)
