@@ -136,6 +136,14 @@ def test_pytorch_conventions_at_kinks():
     gx, gy = fg.grad(lambda x, y: fnp.sum(x ** y), argnums=(0, 1))(np.array([0.0, 2.0]), np.array([0.0, 3.0]))
     assert_close(gx, [0.0, 12.0])
     assert_close(gy, [0.0, 8 * np.log(2)])
+    # fmod has slope 1 in x and -trunc(x / y) in y also where the remainder is 0 (it was 0 there)
+    x, y = np.array([-3.0, 0.0, 1.5, 4.0, -0.7]), np.array([1.5, 2.0, -1.5, -1.5, 0.3])
+    gx, gy = fg.grad(lambda x, y: fnp.sum(fnp.fmod(x, y)), argnums=(0, 1))(x, y)
+    assert_close(gx, np.ones(5), rtol=0)
+    assert_close(gy, -np.trunc(x / y), rtol=0)
+    # atan2 at the origin: both partials 0 (PyTorch's; 0 / 0 gave NaN)
+    assert_close(fg.grad(lambda a, b: fnp.arctan2(a, b), argnums=(0, 1))(np.float64(0.0), np.float64(0.0)), (0.0, 0.0),
+                 rtol=0)
 
 
 def test_softplus_beta_and_threshold_as_pytorch():

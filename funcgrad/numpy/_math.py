@@ -135,10 +135,25 @@ def fmod(x1, x2):
     remainder's -inf) with the dividend's sign bit (fmod(0, -2) is +0, fmod(-0, 2) is -0)."""
     x1, x2 = fnp._array_pair(x1, x2)
     if dtypes.is_float(x1.dtype):
-        return copysign(fnp.remainder(fnp.abs(x1), fnp.abs(x2)), x1)
+        return _float_fmod(x1, x2)
     rem = fnp.remainder(x1, x2)
     flip = fnp.not_equal(rem, 0) & fnp.not_equal(signbit(x1), signbit(x2))
     return fnp.where(flip, rem - x2, rem)
+
+
+@custom_jvp
+def _float_fmod(x1, x2):
+    return copysign(fnp.remainder(fnp.abs(x1), fnp.abs(x2)), x1)
+
+
+def _float_fmod_jvp(primals, tangents):
+    """x1 - trunc(x1 / x2) x2 away from the jumps: slope 1 in x1 (also where the remainder is 0, where the
+    composed |.| and copysign would give 0), -trunc(x1 / x2) in x2 (PyTorch's and JAX's rem)."""
+    (x1, x2), (t1, t2) = primals, tangents
+    return _float_fmod(x1, x2), t1 - fnp.trunc(x1 / x2) * t2
+
+
+_float_fmod.defjvp(_float_fmod_jvp)
 
 
 def heaviside(x1, x2):
@@ -241,8 +256,8 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
 
 
 def angle(z, deg: bool = False):
-    """The argument of each complex number, atan2(imag, real); 0 or pi for reals (NumPy), with a
-    zero gradient there (atan2's would be NaN at 0)."""
+    """The argument of each complex number, atan2(imag, real) (whose gradient at 0 is 0, PyTorch's); 0
+    or pi for reals (NumPy), with a zero gradient."""
     z = fnp._float_arg(z)
     if dtypes.is_complex(z.dtype):
         out = fnp.arctan2(fnp.imag(z), fnp.real(z))

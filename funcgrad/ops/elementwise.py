@@ -234,7 +234,10 @@ minimum_p = _binary("minimum", np.minimum, X.minimum,
 
 
 def _atan2_common(x, y):
-    return add_p(mul_p(x, x), mul_p(y, y))
+    """a^2 + b^2, with 1 at the origin: there both partials are 0 / 0, and PyTorch takes them as 0
+    (JAX gives NaN)."""
+    square = add_p(mul_p(x, x), mul_p(y, y))
+    return add_p(square, convert_p(eq_p(square, const(0, square.dtype)), dtype=square.dtype))
 
 
 # arctan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
