@@ -349,11 +349,16 @@ def _diag_embed(w):
 
 
 # a = V diag(w) V^H with real w. JVP: M = V^H dA V, dw = Re diag(M), dV = V (F o M); its transpose:
-# conj(V) (diag(gw) + F o (V^T gV)) V^T (for real matrices, Giles' V (...) V^T).
+# conj(V) (diag(gw) + F o (V^T gV)) V^T (for real matrices, Giles' V (...) V^T). Where V^T gV is 0 (the
+# eigenvectors unused: eigvalsh) the term is 0, not inf * 0 at repeated eigenvalues: the eigenvalues'
+# gradient V diag(gw) V^T is defined there (PyTorch's eigvalsh, JAX's symbolic zero).
 def _eigh_vjp(g, out, a):
     w, v = _eigh_parts(out)
     gw, gv = _eigh_parts(g)
-    inner = E.add_p(_diag_embed(_real_part(gw)), E.mul_p(_gaps(w), L.matmul_p(_mT(v), gv)))
+    rotated = L.matmul_p(_mT(v), gv)
+    zero = np.zeros((), rotated.dtype)
+    vectors = E.select_p(E.eq_p(rotated, zero), zero, E.mul_p(_gaps(w), rotated))
+    inner = E.add_p(_diag_embed(_real_part(gw)), vectors)
     return L.matmul_p(L.matmul_p(_conj(v), inner), _mT(v))
 
 
