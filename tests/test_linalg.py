@@ -292,7 +292,7 @@ def test_eig_refuses_the_gpu_by_name():
         fnp.linalg.eig(fg.device_put(fg.asarray(np.eye(2)), "cuda"))
 
 
-def test_eigvalsh_gradient_at_repeated_eigenvalues():
+def test_eigenvalue_gradients_at_repeated_eigenvalues():
     """The eigenvalues' gradient V diag(g) V^T needs no eigengap; with the eigenvectors unused it was
     inf * 0 = NaN wherever two eigenvalues are equal (a multiple of the identity, a covariance)."""
     q, _ = np.linalg.qr(RNG.standard_normal((4, 4)))
@@ -301,6 +301,8 @@ def test_eigvalsh_gradient_at_repeated_eigenvalues():
     top = q[:, 3:] @ q[:, 3:].T  # the largest eigenvalue's projector (a simple eigenvalue: a gradient)
     assert_close(fg.grad(lambda m: fnp.linalg.eigvalsh(m)[-1])(a), top, atol=1e-12)
     assert_close(fg.grad(lambda m: fnp.sum(fnp.linalg.eigvalsh(m)))(3 * np.eye(3)), np.eye(3), atol=0)
+    general = np.linalg.inv(q) @ np.diag([2.0, 2.0, -1.0, 4.0]) @ q  # eigvals: dw = diag(V^-1 da V), no gap
+    assert_close(fg.grad(lambda m: fnp.sum(fnp.real(fnp.linalg.eigvals(m))))(general), np.eye(4), atol=1e-12)
 
 
 def test_eigh_reads_the_triangle_uplo_names_as_numpy_does():

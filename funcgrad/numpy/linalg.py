@@ -239,8 +239,25 @@ def eig(a) -> EigResult:
     return EigResult(values, vectors)
 
 
+@custom_jvp
+def _eigvals(a):
+    return bind(D.eig_p, a)[..., 0, :]
+
+
+@_eigvals.defjvp
+def _eigvals_jvp(primals, tangents):
+    """dw = diag(V^-1 da V) alone: no eigengap, so repeated eigenvalues of a diagonalisable matrix have
+    a derivative (PyTorch's; eig's rule would multiply the unused vectors' zero cotangent by inf)."""
+    (a,), (da,) = primals, tangents
+    w, v = _eig(a)
+    return w, diagonal(solve(v, fnp.astype(da, v.dtype)) @ v)
+
+
 def eigvals(a):
-    return eig(a).eigenvalues
+    """The eigenvalues of general square matrices, complex (see eig); differentiable wherever the
+    matrix is diagonalisable, repeated eigenvalues included."""
+    a, _ = _square(a, "eigvals")
+    return _eigvals(a)
 
 
 class QRResult(NamedTuple):
