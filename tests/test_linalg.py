@@ -306,6 +306,20 @@ def test_eigenvalue_gradients_at_repeated_eigenvalues():
     assert_close(fg.grad(lambda m: fnp.sum(fnp.real(fnp.linalg.eigvals(m))))(general), np.eye(4), atol=1e-12)
 
 
+def test_pinv_and_spectral_norm_gradients_at_repeated_singular_values():
+    """pinv differentiates through P (Golub and Pereyra), not the SVD's vectors, whose derivative divides
+    by the gaps between singular values: at 2 I it was NaN. The 2-norm's gradient splits a tie evenly
+    (PyTorch's amax of the singular values), not onto one of them."""
+    w = RNG.standard_normal((3, 3))
+    expected = -0.25 * w  # d sum(W * inv(A)) = -A^-T W A^-T, at A = 2 I
+    assert_close(fg.grad(lambda m: fnp.sum(w * fnp.linalg.pinv(m)))(2 * np.eye(3)), expected, rtol=1e-14)
+    wide = np.hstack([2 * np.eye(3), 0.3 * RNG.standard_normal((3, 2))])  # full rank, well conditioned
+    fg.check_grads(lambda m: fnp.linalg.pinv(m), (wide,), order=2)
+    fg.check_grads(lambda m: fnp.linalg.pinv(m), (RNG.standard_normal((5, 3)),), order=1)  # and tall
+    assert_close(fg.grad(lambda m: fnp.linalg.norm(m, 2))(2 * np.eye(3)), np.eye(3) / 3, rtol=1e-14)
+    assert_close(fg.grad(lambda m: fnp.linalg.norm(m, -2))(2 * np.eye(3)), np.eye(3) / 3, rtol=1e-14)
+
+
 def test_eigh_reads_the_triangle_uplo_names_as_numpy_does():
     """An explicit UPLO picks the triangle (NumPy's and PyTorch's); without one the input is
     symmetrised (JAX's default). Both agree on symmetric input."""

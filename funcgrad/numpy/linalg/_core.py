@@ -371,10 +371,28 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None, atol=None):
     a, dtype = _matrices(a, "pinv")
     if rcond is not None and rtol is not None:
         raise TypeError("pinv: give rtol or rcond, not both")
-    u, s, vh = svd(a, full_matrices=False)
-    keep = fnp.greater(s, _cutoff(s, rtol if rcond is None else rcond, a.shape, atol))
-    s_inv = fnp.where(keep, 1 / fnp.where(keep, s, np.ones((), s.dtype)), np.zeros((), s.dtype))
-    return _back(fnp.matmul(_mH(vh) * fnp.expand_dims(s_inv, -2), _mH(u)), dtype)
+    tolerance = rtol if rcond is None else rcond
+
+    @custom_jvp
+    def pseudo_inverse(m):
+        u, s, vh = svd(m, full_matrices=False)
+        keep = fnp.greater(s, _cutoff(s, tolerance, m.shape, atol))
+        s_inv = fnp.where(keep, 1 / fnp.where(keep, s, np.ones((), s.dtype)), np.zeros((), s.dtype))
+        return fnp.matmul(_mH(vh) * fnp.expand_dims(s_inv, -2), _mH(u))
+
+    @pseudo_inverse.defjvp
+    def _pinv_jvp(primals, tangents):
+        """Golub and Pereyra's derivative at constant rank, dP = -P dA P + P P^H dA^H (I - A P) +
+        (I - P A) dA^H P^H P (PyTorch's): through P alone, not the SVD's vectors, whose derivative
+        divides by the gaps between singular values (NaN at 2 I)."""
+        (m,), (dm,) = primals, tangents
+        p = pseudo_inverse(m)
+        ph, dmh = _mH(p), _mH(dm)
+        row_space = dmh - dmh @ (m @ p)  # dA^H (I - A P)
+        column_space = dmh @ (ph @ p) - (p @ m) @ (dmh @ (ph @ p))  # (I - P A) dA^H P^H P
+        return p, -(p @ dm @ p) + (p @ ph) @ row_space + column_space
+
+    return _back(pseudo_inverse(a), dtype)
 
 
 def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None, atol=None):  # noqa: N803  (NumPy's name)

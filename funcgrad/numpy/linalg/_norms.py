@@ -88,7 +88,8 @@ def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
     elif ord in (2, -2, "nuc"):
         moved = fnp.moveaxis(x, (row, col), (-2, -1))
         s = svdvals(moved)
-        out = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else fnp.sum(s, axis=-1)
+        # the largest / smallest by max / min, whose gradient splits a tie evenly (PyTorch's amax / amin)
+        out = fnp.max(s, axis=-1) if ord == 2 else fnp.min(s, axis=-1) if ord == -2 else fnp.sum(s, axis=-1)
         if keepdims:
             out = fnp.expand_dims(fnp.expand_dims(out, min(row, col)), max(row, col))
         return out
