@@ -16,7 +16,7 @@ from . import fft, linalg
 from ._base import *  # noqa: F401,F403
 from ._util import _beside, _concrete  # noqa: F401  (a constant beside an array; host values of an operand)
 # for funcgrad's own layers (nn, lax):
-from ._base import (_array_pair, _arrays, _axes, _common, _float_arg, _float_args, _float_pair,  # noqa: F401
+from ._base import (_array_pair, _arrays, _axes, _common, _complex_arg, _float_arg, _float_args, _float_pair,  # noqa: F401
                     _index_array, _narrowed, _normalize_axis, _pair, _placed, _precision, _weak, _widened,
                     autocast_to_float32, concrete_or_none, follow)
 from ._math import *  # noqa: F401,F403

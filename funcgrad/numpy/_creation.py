@@ -182,6 +182,15 @@ def _float_arg(x):
     return x if dtypes.is_inexact(x.dtype) else E.convert_p(x, dtype=dtypes.default_float)
 
 
+def _complex_arg(x):
+    """A complex array for a function of complex numbers (the FFTs, the Faddeeva function): integers
+    and half precision as complex64, float32 as complex64, float64 as complex128."""
+    x = _float_arg(x)
+    if x.dtype in dtypes.low_precision:
+        x = E.convert_p(x, dtype=dtypes.float32)
+    return x if dtypes.is_complex(x.dtype) else E.convert_p(x, dtype=dtypes.complex_dtype(x.dtype))
+
+
 def _array_pair(x, y):
     """Two arrays of one dtype for a binary function composed of others: promoted as _pair does (a
     Python scalar is weak, so it takes a float64 array's precision), then the scalar made an array."""

@@ -26,13 +26,6 @@ _NORMS = ("backward", "ortho", "forward")
 _SWAPPED = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
-def _complex_input(a):
-    x = fnp._float_arg(a)
-    if x.dtype in dtypes.low_precision:
-        x = fnp.astype(x, dtypes.float32)
-    return x if dtypes.is_complex(x.dtype) else fnp.astype(x, dtypes.complex_dtype(x.dtype))
-
-
 def _real_input(a, name: str):
     x = fnp._float_arg(a)
     if dtypes.is_complex(x.dtype):
@@ -98,11 +91,11 @@ def _one_axis(n, axis):
 
 def fft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """The one-dimensional DFT along axis (complex output)."""
-    return _transform(_complex_input(a), "fft", *_one_axis(n, axis), norm, "fft")
+    return _transform(fnp._complex_arg(a), "fft", *_one_axis(n, axis), norm, "fft")
 
 
 def ifft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
-    return _transform(_complex_input(a), "ifft", *_one_axis(n, axis), norm, "ifft")
+    return _transform(fnp._complex_arg(a), "ifft", *_one_axis(n, axis), norm, "ifft")
 
 
 def rfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
@@ -112,15 +105,15 @@ def rfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
 
 def irfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """The inverse of rfft: n real values (default 2 * (m - 1)) from m non-negative frequencies."""
-    return _transform(_complex_input(a), "irfft", *_one_axis(n, axis), norm, "irfft")
+    return _transform(fnp._complex_arg(a), "irfft", *_one_axis(n, axis), norm, "irfft")
 
 
 def fftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None):
-    return _transform(_complex_input(a), "fft", s, axes, norm, "fftn")
+    return _transform(fnp._complex_arg(a), "fft", s, axes, norm, "fftn")
 
 
 def ifftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None):
-    return _transform(_complex_input(a), "ifft", s, axes, norm, "ifftn")
+    return _transform(fnp._complex_arg(a), "ifft", s, axes, norm, "ifftn")
 
 
 def rfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None):
@@ -128,7 +121,7 @@ def rfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, 
 
 
 def irfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None):
-    return _transform(_complex_input(a), "irfft", s, axes, norm, "irfftn")
+    return _transform(fnp._complex_arg(a), "irfft", s, axes, norm, "irfftn")
 
 
 def fft2(a, s=None, axes: Sequence[int] = (-2, -1), norm: str | None = None):
@@ -154,7 +147,7 @@ def _swapped(norm):
 
 def hfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """The DFT of a signal with Hermitian symmetry, given by its non-negative frequencies: real output."""
-    return irfft(fnp.conj(_complex_input(a)), n, axis, _swapped(norm))
+    return irfft(fnp.conj(fnp._complex_arg(a)), n, axis, _swapped(norm))
 
 
 def ihfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):

@@ -95,17 +95,10 @@ def _wofz_jvp(primals, tangents):
     return w, t * (2j / math.sqrt(math.pi) - 2 * z * w)
 
 
-def _complex_arg(z):
-    z = fnp._float_arg(z)
-    if z.dtype in dtypes.low_precision:
-        z = fnp.astype(z, dtypes.float32)
-    return z if dtypes.is_complex(z.dtype) else fnp.astype(z, dtypes.complex_dtype(z.dtype))
-
-
 def wofz(z):
     """The Faddeeva function exp(-z^2) erfc(-iz) (scipy.special.wofz), complex: complex64 for
     float32 and integer arguments, complex128 for float64 (jax.scipy.special.wofz's promotion)."""
-    return _wofz(_complex_arg(z))
+    return _wofz(fnp._complex_arg(z))
 
 
 def erfcx_complex(z):
