@@ -75,7 +75,7 @@ def test_schur_batches_jit_vmap_and_errors():
     assert_close(fg.vmap(L.sqrtm)(a @ np.swapaxes(a, -1, -2)), np.stack([np.asarray(L.sqrtm(m @ m.T)) for m in a]),
                  rtol=1e-13)
     assert L.schur(np.zeros((2, 0, 0)))[0].shape == (2, 0, 0)
-    with pytest.raises(ValueError, match=r"schur: expected square matrices \(..., n, n\), got shape \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"schur: a must be square matrices \(..., n, n\), got shape \(2, 3\)"):
         L.schur(np.ones((2, 3)))
     with pytest.raises(ValueError, match="output must be 'real' or 'complex', got 'upper'"):
         L.schur(a, output="upper")

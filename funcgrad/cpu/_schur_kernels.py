@@ -46,12 +46,14 @@ def hessenberg(h, z):
         for i in range(k + 2, n):
             h[i, k] = 0.0
 
+
 @njit(cache=True)
 def negligible(h, k, eps):
     scale = np.abs(h[k - 1, k - 1]) + np.abs(h[k, k])
     if scale == 0.0:
         scale = np.sum(np.abs(h))
     return np.abs(h[k, k - 1]) <= eps * scale
+
 
 @njit(cache=True)
 def bottom_of_window(h, m, eps):
@@ -64,6 +66,7 @@ def bottom_of_window(h, m, eps):
         k -= 1
     return 0
 
+
 @njit(cache=True)
 def rotate(h, z, i, c, s, upto):
     """h <- G h G^T on rows / columns i, i + 1 with G = [[c, s], [-s, c]] (real), columns from
@@ -72,12 +75,17 @@ def rotate(h, z, i, c, s, upto):
     for j in range(max(i - 1, 0), n):
         a, b = h[i, j], h[i + 1, j]
         h[i, j], h[i + 1, j] = c * a + s * b, -s * a + c * b
-    for j in range(0, upto + 1):
-        a, b = h[j, i], h[j, i + 1]
-        h[j, i], h[j, i + 1] = c * a + s * b, -s * a + c * b
-    for j in range(z.shape[0]):
-        a, b = z[j, i], z[j, i + 1]
-        z[j, i], z[j, i + 1] = c * a + s * b, -s * a + c * b
+    rotate_columns(h, i, c, s, upto + 1)
+    rotate_columns(z, i, c, s, z.shape[0])
+
+
+@njit(cache=True)
+def rotate_columns(m, i, c, s, stop):
+    """m[:stop, i:i + 2] <- m[:stop, i:i + 2] G^T."""
+    for j in range(stop):
+        a, b = m[j, i], m[j, i + 1]
+        m[j, i], m[j, i + 1] = c * a + s * b, -s * a + c * b
+
 
 @njit(cache=True)
 def standardise(h, z, i):
@@ -103,6 +111,7 @@ def standardise(h, z, i):
         h[i, i] = mean
         h[i + 1, i + 1] = mean
 
+
 @njit(cache=True)
 def reflect3(h, z, k, x, y, w, left_from, right_to, rows):
     """The reflector of [x, y, w] (rows k .. k + rows - 1) applied to h from both sides and to z."""
@@ -123,20 +132,21 @@ def reflect3(h, z, k, x, y, w, left_from, right_to, rows):
         h[k + 1, j] -= s * v1
         if rows == 3:
             h[k + 2, j] -= s * v2
-    for j in range(0, right_to + 1):
-        s = v0 * h[j, k] + v1 * h[j, k + 1] + (v2 * h[j, k + 2] if rows == 3 else 0.0)
+    reflect_columns(h, k, v0, v1, v2, beta, rows, right_to + 1)
+    reflect_columns(z, k, v0, v1, v2, beta, rows, z.shape[0])
+
+
+@njit(cache=True)
+def reflect_columns(m, k, v0, v1, v2, beta, rows, stop):
+    """m[:stop, k:k + rows] <- m[:stop, k:k + rows] (I - beta v v^T)."""
+    for j in range(stop):
+        s = v0 * m[j, k] + v1 * m[j, k + 1] + (v2 * m[j, k + 2] if rows == 3 else 0.0)
         s *= beta
-        h[j, k] -= s * v0
-        h[j, k + 1] -= s * v1
+        m[j, k] -= s * v0
+        m[j, k + 1] -= s * v1
         if rows == 3:
-            h[j, k + 2] -= s * v2
-    for j in range(z.shape[0]):
-        s = v0 * z[j, k] + v1 * z[j, k + 1] + (v2 * z[j, k + 2] if rows == 3 else 0.0)
-        s *= beta
-        z[j, k] -= s * v0
-        z[j, k + 1] -= s * v1
-        if rows == 3:
-            z[j, k + 2] -= s * v2
+            m[j, k + 2] -= s * v2
+
 
 @njit(cache=True)
 def real_schur(h, z):
@@ -182,6 +192,7 @@ def real_schur(h, z):
         reflect3(h, z, m - 1, x, y, 0.0, m - 2, m, 2)
         h[m, m - 2] = 0.0
     return True
+
 
 @njit(cache=True)
 def complex_schur(h, z):

@@ -21,11 +21,12 @@ __all__ = ["schur", "rsf2csf", "sqrtm", "funm"]
 
 
 def _square(a, name: str):
+    """a as square matrices (..., n, n) of a linear-algebra dtype (integers and half types as float32)."""
     a = fnp._float_arg(a)
     if a.dtype not in D.LINALG_DTYPES:
         a = fnp.astype(a, dtypes.float32)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{name}: expected square matrices (..., n, n), got shape {tuple(a.shape)}")
+        raise ValueError(f"{name}: a must be square matrices (..., n, n), got shape {tuple(a.shape)}")
     return a
 
 

@@ -21,7 +21,7 @@ from ..trace import bind
 from ._matrices import *  # noqa: F401,F403  (the special matrices)
 from ._matrices import __all__ as _matrices
 from ._reductions import eigh_tridiagonal, hessenberg, qr_multiply, solve_sylvester  # noqa: F401
-from ._schur import funm, rsf2csf, schur, sqrtm  # noqa: F401
+from ._schur import _square, funm, rsf2csf, schur, sqrtm  # noqa: F401
 
 __all__ = ["solve_triangular", "lu", "lu_factor", "lu_solve", "cholesky", "cho_factor", "cho_solve", "solve", "inv",
            *_matrices, "det", "eigh", "svd", "qr", "block_diag", "toeplitz", "hilbert", "expm", "expm_frechet", "polar",
@@ -69,11 +69,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
 
 
 def _lu_packed(a, name: str):
-    a = fnp._float_arg(a)
-    if a.dtype not in D.LINALG_DTYPES:
-        a = fnp.astype(a, dtypes.float32)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{name}: a must be square matrices (..., n, n), got shape {tuple(a.shape)}")
+    a = _square(a, name)
     return bind(D.lu_p, a), a.shape[-1]
 
 
