@@ -1,5 +1,7 @@
-"""numba kernels of the Schur decomposition (cpu/schur.py, which imports this module on first use:
-numba's import costs ~0.3 s). Module-level functions, so numba's cache keeps them between processes."""
+"""numba kernels of the Schur decomposition's QR algorithm (cpu/schur.py, which imports this module on
+first use: numba's import costs ~0.3 s). Module-level functions, so numba's cache keeps them between
+processes; the helpers have no Python wrapper (less to compile: ~12 s for both kernels when no cache
+holds them)."""
 import numpy as np
 from numba import njit
 
@@ -7,47 +9,7 @@ _EXCEPTIONAL = 10  # steps without a deflation before an exceptional shift
 _STEPS_PER_ROW = 40
 
 
-@njit(cache=True)
-def hessenberg(h, z):
-    """h to upper Hessenberg form in place by Householder reflectors, accumulated into z."""
-    n = h.shape[0]
-    v = np.empty(n, h.dtype)
-    for k in range(n - 2):
-        norm = 0.0
-        for i in range(k + 1, n):
-            norm += abs(h[i, k]) ** 2
-        norm = np.sqrt(norm)
-        if norm == 0.0:
-            continue
-        lead = h[k + 1, k]
-        phase = lead / abs(lead) if lead != 0 else lead * 0 + 1
-        for i in range(k + 1, n):
-            v[i] = h[i, k]
-        v[k + 1] += phase * norm  # v = x + phase |x| e1: no cancellation
-        vv = 0.0
-        for i in range(k + 1, n):
-            vv += abs(v[i]) ** 2
-        scale = 2.0 / vv
-        for j in range(k, n):  # h <- (I - 2 v v^H / v^H v) h
-            s = h[k + 1, j] * 0
-            for i in range(k + 1, n):
-                s += np.conj(v[i]) * h[i, j]
-            s *= scale
-            for i in range(k + 1, n):
-                h[i, j] -= s * v[i]
-        for target in (h, z):  # h <- h (I - 2 v v^H / v^H v), z likewise
-            for i in range(n):
-                s = target[i, k + 1] * 0
-                for j in range(k + 1, n):
-                    s += target[i, j] * v[j]
-                s *= scale
-                for j in range(k + 1, n):
-                    target[i, j] -= s * np.conj(v[j])
-        for i in range(k + 2, n):
-            h[i, k] = 0.0
-
-
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def negligible(h, k, eps):
     scale = np.abs(h[k - 1, k - 1]) + np.abs(h[k, k])
     if scale == 0.0:
@@ -55,7 +17,7 @@ def negligible(h, k, eps):
     return np.abs(h[k, k - 1]) <= eps * scale
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def bottom_of_window(h, m, eps):
     """The first row of the unreduced block ending at row m (its subdiagonal entries zeroed)."""
     k = m
@@ -67,7 +29,7 @@ def bottom_of_window(h, m, eps):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def rotate(h, z, i, c, s, upto):
     """h <- G h G^T on rows / columns i, i + 1 with G = [[c, s], [-s, c]] (real), columns from
     i - 1 on the left (h is Hessenberg), rows to `upto` on the right; z <- z G^T."""
@@ -79,7 +41,7 @@ def rotate(h, z, i, c, s, upto):
     rotate_columns(z, i, c, s, z.shape[0])
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def rotate_columns(m, i, c, s, stop):
     """m[:stop, i:i + 2] <- m[:stop, i:i + 2] G^T."""
     for j in range(stop):
@@ -87,7 +49,7 @@ def rotate_columns(m, i, c, s, stop):
         m[j, i], m[j, i + 1] = c * a + s * b, -s * a + c * b
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def standardise(h, z, i):
     """The 2x2 block at (i, i): split by a rotation where its eigenvalues are real, else rotated to
     equal diagonal entries (LAPACK's standard form)."""
@@ -112,7 +74,7 @@ def standardise(h, z, i):
         h[i + 1, i + 1] = mean
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def reflect3(h, z, k, x, y, w, left_from, right_to, rows):
     """The reflector of [x, y, w] (rows k .. k + rows - 1) applied to h from both sides and to z."""
     norm = np.sqrt(x * x + y * y + w * w)
@@ -136,7 +98,7 @@ def reflect3(h, z, k, x, y, w, left_from, right_to, rows):
     reflect_columns(z, k, v0, v1, v2, beta, rows, z.shape[0])
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def reflect_columns(m, k, v0, v1, v2, beta, rows, stop):
     """m[:stop, k:k + rows] <- m[:stop, k:k + rows] (I - beta v v^T)."""
     for j in range(stop):

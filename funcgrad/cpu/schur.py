@@ -1,7 +1,7 @@
-"""The Schur decomposition A = Z T Z^H of one square matrix on the CPU (numba), for
+"""The Schur decomposition A = Z T Z^H of one square matrix on the CPU, for
 funcgrad.scipy.linalg's schur, rsf2csf, sqrtm and funm.
 
-Householder reduction to Hessenberg form, then the QR algorithm with full-matrix updates, so T and
+Householder reduction to Hessenberg form (NumPy), then the QR algorithm (numba) with full-matrix updates, so T and
 Z come out together (Golub and Van Loan, Matrix Computations, 7.4-7.5):
 
 - real matrices: Francis's implicit double-shift step (3x3 reflectors chasing the bulge), which keeps
@@ -21,9 +21,27 @@ import numpy as np
 
 
 def _kernels():
-    """(hessenberg, real_schur, complex_schur), numba's import paid on first use."""
+    """(real_schur, complex_schur), numba's import paid on first use."""
     from . import _schur_kernels as k
-    return k.hessenberg, k.real_schur, k.complex_schur
+    return k.real_schur, k.complex_schur
+
+
+def _hessenberg(h: np.ndarray, z: np.ndarray) -> None:
+    """h to upper Hessenberg form in place by Householder reflectors (v = x + phase |x| e1: no
+    cancellation), accumulated into z. NumPy's vectorised rank-1 updates, n - 2 of them: no compiled
+    kernel to wait for, and as fast as one for the sizes the QR algorithm takes."""
+    n = h.shape[0]
+    for k in range(n - 2):
+        v = h[k + 1:, k].copy()
+        norm = np.linalg.norm(v)
+        if norm == 0.0:
+            continue
+        v[0] += (v[0] / abs(v[0]) if v[0] != 0 else 1.0) * norm
+        v /= np.linalg.norm(v)
+        h[k + 1:, k:] -= 2.0 * np.outer(v, v.conj() @ h[k + 1:, k:])
+        h[:, k + 1:] -= 2.0 * np.outer(h[:, k + 1:] @ v, v.conj())
+        z[:, k + 1:] -= 2.0 * np.outer(z[:, k + 1:] @ v, v.conj())
+        h[k + 2:, k] = 0.0
 
 
 def _times_power_of_two(h: np.ndarray, exponent: int) -> np.ndarray:
@@ -38,7 +56,7 @@ def schur(a: np.ndarray, complex_form: bool) -> tuple[np.ndarray, np.ndarray]:
     triangular (complex). Computed in float64 / complex128 (one compiled kernel each), on a scaled by
     a power of 2 to entries near 1 (the shifts' products of 1e300 entries would overflow, of 1e-300
     underflow), and returned in a's precision. Raises where the QR algorithm does not converge."""
-    hessenberg, real_schur, complex_schur = _kernels()
+    real_schur, complex_schur = _kernels()
     n = a.shape[0]
     real = not np.iscomplexobj(a)
     h = np.array(a, dtype=np.float64 if real else np.complex128, copy=True)
@@ -47,7 +65,7 @@ def schur(a: np.ndarray, complex_form: bool) -> tuple[np.ndarray, np.ndarray]:
     exponent = np.frexp(largest)[1] if 0 < largest < np.inf else 0
     h = _times_power_of_two(h, -exponent)
     if n:  # entries near 1, so the shifts' products neither overflow nor underflow
-        hessenberg(h, z)
+        _hessenberg(h, z)
         if not (real_schur(h, z) if real else complex_schur(h, z)):
             raise np.linalg.LinAlgError(f"schur: the QR algorithm did not converge for a {n}x{n} matrix")
     h = _times_power_of_two(h, exponent)
