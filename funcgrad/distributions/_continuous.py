@@ -396,7 +396,7 @@ class Dirichlet(Distribution):
 @_distribution
 class MultivariateNormal(Distribution):
     """N(loc, covariance): one of covariance_matrix, scale_tril (its Cholesky factor) and
-    precision_matrix; all three are then fields, broadcast with loc to the batch shape (PyTorch's)."""
+    precision_matrix; all three are then fields (as given, not broadcast with loc)."""
     loc: Array
     covariance_matrix: Array | None = None
     scale_tril: Array | None = None
@@ -423,12 +423,11 @@ class MultivariateNormal(Distribution):
                              f"{tuple(tril.shape)} do not match")
         if self.validate_args:
             _check(fnp.diagonal(tril, 0, -2, -1) > 0, "MultivariateNormal: the matrix must be positive definite")
-        batch = np.broadcast_shapes(tuple(loc.shape[:-1]), tuple(tril.shape[:-2]))
-        fields = {"loc": fnp.broadcast_to(loc, batch + tuple(loc.shape[-1:])), **_factored_matrices(tril, batch)}
-        for name, value in fields.items():
+        for name, value in {"loc": loc, **_factored_matrices(tril)}.items():
             object.__setattr__(self, name, value)
 
-    batch_shape = property(lambda self: tuple(self.loc.shape[:-1]))
+    batch_shape = property(lambda self: np.broadcast_shapes(tuple(self.loc.shape[:-1]),
+                                                            tuple(self.scale_tril.shape[:-2])))
     event_shape = property(lambda self: tuple(self.loc.shape[-1:]))
     mean = property(lambda self: fnp.broadcast_to(self.loc, self.batch_shape + self.event_shape))
     mode = mean

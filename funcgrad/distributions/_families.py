@@ -413,8 +413,7 @@ class Wishart(Distribution):
         if self.validate_args:
             _check(df > p - 1, f"Wishart: df must be greater than dim - 1 = {p - 1}")
             _check(fnp.diagonal(tril, 0, -2, -1) > 0, "Wishart: the matrix must be positive definite")
-        batch = np.broadcast_shapes(tuple(df.shape), tuple(tril.shape[:-2]))
-        for name, value in {"df": fnp.broadcast_to(df, batch), **_factored_matrices(tril, batch)}.items():
+        for name, value in {"df": df, **_factored_matrices(tril)}.items():
             object.__setattr__(self, name, value)
 
     @property
