@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes
 from .. import numpy as fnp
 from ..errors import ShapeError
-from ..nn import _functional as A
+from ..nn import _functional as F
 
 __all__ = ["squared_error", "l2_loss", "huber_loss", "log_cosh", "cosine_similarity", "cosine_distance",
            "softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels", "safe_softmax_cross_entropy",
@@ -93,7 +93,7 @@ def softmax_cross_entropy(logits, labels, axis=-1, where=None):
     """-sum labels * log_softmax(logits) along axis (labels: probabilities, e.g. one-hot)."""
     logits = _floating(logits, "logits", "softmax_cross_entropy")
     where = _where(where, logits, axis)
-    return -fnp.sum(fnp.asarray(labels) * A.log_softmax(logits, axis, where=where), axis=axis, where=where)
+    return -fnp.sum(fnp.asarray(labels) * F.log_softmax(logits, axis, where=where), axis=axis, where=where)
 
 
 def _masked_logsumexp(x, axis: int, where):
@@ -135,7 +135,7 @@ def safe_softmax_cross_entropy(logits, labels):
     NaN (0 log 0 = 0), in value and gradient."""
     logits = _floating(logits, "logits", "safe_softmax_cross_entropy")
     labels = fnp.asarray(labels)
-    log_probs = A.log_softmax(logits, -1)
+    log_probs = F.log_softmax(logits, -1)
     return -fnp.sum(fnp.where(labels != 0, labels * fnp.where(labels != 0, log_probs, 0.0), 0.0), axis=-1)
 
 
@@ -143,7 +143,7 @@ def sigmoid_binary_cross_entropy(logits, labels):
     """-labels log sigmoid(logits) - (1 - labels) log sigmoid(-logits), elementwise."""
     logits = _floating(logits, "logits", "sigmoid_binary_cross_entropy")
     labels = fnp.astype(fnp.asarray(labels), logits.dtype)
-    return -labels * A.log_sigmoid(logits) - (1.0 - labels) * A.log_sigmoid(-logits)
+    return -labels * F.log_sigmoid(logits) - (1.0 - labels) * F.log_sigmoid(-logits)
 
 
 def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0):
@@ -151,7 +151,7 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0):
     and 1 - alpha for negatives where alpha is given; 1 - p_t from log-sigmoids, not 1 - p."""
     logits = _floating(logits, "logits", "sigmoid_focal_loss")
     labels = fnp.astype(fnp.asarray(labels), logits.dtype)
-    log_p, log_q = A.log_sigmoid(logits), A.log_sigmoid(-logits)
+    log_p, log_q = F.log_sigmoid(logits), F.log_sigmoid(-logits)
     log_miss = fnp.logaddexp(log_p + fnp.log(1 - labels), log_q + fnp.log(labels))  # log(1 - p_t)
     loss = sigmoid_binary_cross_entropy(logits, labels) * fnp.exp(gamma * log_miss)
     return loss if alpha is None else (alpha * labels + (1.0 - alpha) * (1.0 - labels)) * loss
@@ -162,7 +162,7 @@ def poly_loss_cross_entropy(logits, labels, *, epsilon=2.0, axis=-1, where=None)
     logits = _floating(logits, "logits", "poly_loss_cross_entropy")
     labels = _floating(labels, "labels", "poly_loss_cross_entropy")
     mask = _where(where, logits, axis)
-    miss = fnp.sum(labels * (1 - A.softmax(logits, axis, where=mask)), axis=axis, where=mask)
+    miss = fnp.sum(labels * (1 - F.softmax(logits, axis, where=mask)), axis=axis, where=mask)
     return softmax_cross_entropy(logits, labels, axis, where) + epsilon * miss
 
 
@@ -182,13 +182,13 @@ def perceptron_loss(predictor_outputs, targets):
 
 def _label_scores(scores, labels):
     scores = fnp.asarray(scores)
-    return scores, fnp.sum(scores * A.one_hot(labels, scores.shape[-1], dtype=scores.dtype), axis=-1)
+    return scores, fnp.sum(scores * F.one_hot(labels, scores.shape[-1], dtype=scores.dtype), axis=-1)
 
 
 def multiclass_hinge_loss(scores, labels):
     """max_k (scores_k + 1 - [k = label]) - scores_label (Crammer and Singer)."""
     scores, own = _label_scores(scores, labels)
-    return fnp.max(scores + 1.0 - A.one_hot(labels, scores.shape[-1], dtype=scores.dtype), axis=-1) - own
+    return fnp.max(scores + 1.0 - F.one_hot(labels, scores.shape[-1], dtype=scores.dtype), axis=-1) - own
 
 
 def multiclass_perceptron_loss(scores, labels):
