@@ -109,5 +109,8 @@ def test_funm_against_expm_and_eigendecompositions():
     f, error = L.funm(b, lambda x: x * x, disp=False)
     assert_close(f, b @ b, rtol=1e-12, atol=1e-12)
     assert 0 < float(error) < 1e-10
+    # a repeated eigenvalue: the recurrence cannot divide by the gap, and the estimate says so (SciPy's 1)
+    jordan = np.array([[2.0, 1.0, 0.5], [0.0, 2.0, 1.0], [0.0, 0.0, 3.0]])
+    assert float(L.funm(jordan, fnp.exp, disp=False)[1]) == 1.0
     with pytest.raises(ValueError, match="func must map the 5 eigenvalues to as many values"):
         L.funm(b, fnp.sum)

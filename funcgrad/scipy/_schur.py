@@ -89,7 +89,8 @@ def _triangular_sqrt(t: np.ndarray) -> np.ndarray:
 
 def _parlett(t: np.ndarray, f_diagonal: np.ndarray) -> tuple[np.ndarray, float]:
     """F = f(t) for upper triangular t from f on its diagonal, by Parlett's recurrence (Golub and Van
-    Loan 11.1.1), and the smallest gap between diagonal entries it divided by."""
+    Loan 11.1.1), and the smallest gap between diagonal entries (0 where two repeat: the division is
+    then skipped, as SciPy's, and the entry is not f's)."""
     n = t.shape[0]
     f = np.diag(f_diagonal.astype(t.dtype))
     smallest = np.inf
@@ -98,8 +99,8 @@ def _parlett(t: np.ndarray, f_diagonal: np.ndarray) -> tuple[np.ndarray, float]:
             j = i + p
             s = t[i, j] * (f[j, j] - f[i, i]) + t[i, i + 1:j] @ f[i + 1:j, j] - f[i, i + 1:j] @ t[i + 1:j, j]
             gap = t[j, j] - t[i, i]
+            smallest = min(smallest, abs(gap))
             if gap != 0:
-                smallest = min(smallest, abs(gap))
                 s = s / gap
             f[i, j] = s
     return f, smallest
@@ -122,8 +123,10 @@ def sqrtm(A, blocksize: int = 1) -> Array:  # noqa: N803  (SciPy's name)
 def funm(A, func: Callable, disp: bool = True):  # noqa: N803  (SciPy's name)
     """f(A) for a scalar function f applied elementwise to the eigenvalues (func takes and returns an
     array): Schur form, func on its diagonal, Parlett's recurrence (scipy.linalg.funm). Complex, as
-    jax.scipy.linalg.funm; with disp=False also SciPy's estimate of the relative error. Repeated
-    eigenvalues make the recurrence divide by zero (SciPy's and JAX's too: use expm, sqrtm there)."""
+    jax.scipy.linalg.funm; with disp=False also SciPy's estimate of the relative error. Where
+    eigenvalues repeat the recurrence cannot divide by their gap and the result is not f(A) (SciPy's
+    and JAX's neither): the estimate is then 1 or more than the strict upper triangle's norm says (use
+    expm, sqrtm there)."""
     a = _square(A, "funm")
     if a.ndim != 2:
         raise ValueError(f"funm: expected one square matrix (n, n), got shape {tuple(a.shape)}")
@@ -139,7 +142,8 @@ def funm(A, func: Callable, disp: bool = True):  # noqa: N803  (SciPy's name)
         f, smallest = _parlett(np.asarray(t_host), np.asarray(f_host))
         tol = np.finfo(real).eps
         upper = np.abs(np.triu(np.asarray(t_host), 1)).sum(axis=0).max() if t_host.shape[0] > 1 else 0.0
-        error = np.inf if not np.isfinite(f).all() else min(1.0, max(tol, tol / min(smallest, 1e300) * upper))
+        gap = tol if smallest == 0 else min(smallest, 1e300)  # SciPy's: a zero gap counts as eps
+        error = np.inf if not np.isfinite(f).all() else min(1.0, max(tol, tol / gap * upper))
         return f, np.asarray(error, real)
     f, error = pure_callback(host, (ShapeDtypeStruct(tuple(t.shape), t.dtype), ShapeDtypeStruct((), real)),
                              t, f_diagonal, vmap_method="sequential")
