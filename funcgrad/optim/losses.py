@@ -136,7 +136,7 @@ def safe_softmax_cross_entropy(logits, labels):
     logits = _floating(logits, "logits", "safe_softmax_cross_entropy")
     labels = fnp.asarray(labels)
     log_probs = F.log_softmax(logits, -1)
-    return -fnp.sum(fnp.where(labels != 0, labels * fnp.where(labels != 0, log_probs, 0.0), 0.0), axis=-1)
+    return -fnp.sum(labels * fnp.where(labels != 0, log_probs, 0.0), axis=-1)
 
 
 def sigmoid_binary_cross_entropy(logits, labels):

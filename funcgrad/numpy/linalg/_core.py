@@ -389,7 +389,8 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None, atol=None):
         p = pseudo_inverse(m)
         ph, dmh = _mH(p), _mH(dm)
         row_space = dmh - dmh @ (m @ p)  # dA^H (I - A P)
-        column_space = dmh @ (ph @ p) - (p @ m) @ (dmh @ (ph @ p))  # (I - P A) dA^H P^H P
+        tail = dmh @ (ph @ p)
+        column_space = tail - (p @ m) @ tail  # (I - P A) dA^H P^H P
         return p, -(p @ dm @ p) + (p @ ph) @ row_space + column_space
 
     return _back(pseudo_inverse(a), dtype)
