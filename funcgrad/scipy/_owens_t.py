@@ -59,8 +59,10 @@ def _owens_t64(h, a):
     inverse = fnp.where(steep, 1 / fnp.where(steep, a, 1.0), 0.0)
     ah = fnp.where(steep & (h > 0), h * a, 0.0)  # inf * 0 kept out: T(0, a) is atan(a) / 2 pi below
     tails = 0.5 * ((1 - _upper_tail(h)) * _upper_tail(ah) + (1 - _upper_tail(ah)) * _upper_tail(h))
-    reflected = _small_slope(fnp.where(inverse == 0, 0.0, ah), inverse)  # T(inf, 0) = 0: kept from inf * 0
-    value = fnp.where(steep, tails - reflected, _small_slope(h, fnp.where(steep, 0.0, a)))
+    # one quadrature for every element: T(a h, 1 / a) where |a| > 1, T(h, a) elsewhere (T(inf, 0) = 0: the
+    # reflection of an infinite a is kept from inf * 0)
+    slope = _small_slope(fnp.where(steep, fnp.where(inverse == 0, 0.0, ah), h), fnp.where(steep, inverse, a))
+    value = fnp.where(steep, tails - slope, slope)
     value = fnp.where(h == 0, fnp.arctan(a) / (2 * math.pi), value)
     return fnp.where(far, 0.0, sign * value)
 
