@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -30,11 +29,11 @@ from .. import numpy as fnp
 from ..ops import elementwise as E
 from ..ops import special as S
 from ..trace import bind
+from ._bernoulli import bernoulli_numbers
 
 __all__ = ["loggamma"]
 
-_BERNOULLI_EVEN = (Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66),
-                   Fraction(-691, 2730), Fraction(7, 6), Fraction(-3617, 510))  # B_2, B_4, ..., B_16
+_BERNOULLI_EVEN = bernoulli_numbers(16)[2::2]  # B_2, B_4, ..., B_16
 _STIRLING = tuple(float(b / (2 * k * (2 * k - 1))) for k, b in enumerate(_BERNOULLI_EVEN, 1))
 _LARGE = 7.0  # Re z or |Im z| beyond which Stirling's series is used
 _TAYLOR_RADIUS, _TAYLOR_TERMS = 0.2, 26  # 0.2^26 / 26 < 1e-19

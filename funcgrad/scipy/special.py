@@ -6,9 +6,7 @@ xlog1py, entr). Each is a primitive of ops/special.py or composed from primitive
 transform applies; integer arguments compute in the default float dtype."""
 from __future__ import annotations
 
-import functools
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -19,6 +17,7 @@ from ..custom import custom_jvp
 from ..ops import elementwise as E
 from ..ops import reductions as R
 from ..ops import special as S
+from ._bernoulli import bernoulli_numbers as _bernoulli_numbers
 from ._faddeeva import dawsn, erfcx_complex, wofz  # noqa: F401
 from ._hypergeometric import hyp1f1  # noqa: F401
 from ._loggamma import loggamma  # noqa: F401
@@ -354,15 +353,6 @@ def zeta(x, q=None):
     trivial = (x < 0) & (fnp.fmod(x, 2.0) == 0)  # the zeros at -2, -4, ... (sin(pi s / 2) rounds off them)
     reflected = fnp.where(x == 0, -0.5, fnp.where(trivial, 0.0, reflected))  # zeta(0): 0 * zeta(1) would be NaN
     return fnp.where(x > 1, _hurwitz(high, fnp.ones_like(high)), fnp.where(x == 1, math.inf, reflected))
-
-
-@functools.cache
-def _bernoulli_numbers(n: int) -> tuple:
-    """B_0 .. B_n as Fractions (B_1 = -1/2): B_m = -1 / (m + 1) sum_{k < m} C(m + 1, k) B_k."""
-    numbers = [Fraction(1)]
-    for m in range(1, n + 1):
-        numbers.append(-sum(math.comb(m + 1, k) * numbers[k] for k in range(m)) / (m + 1))
-    return tuple(numbers)
 
 
 def bernoulli(n: int):
