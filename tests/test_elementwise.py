@@ -298,3 +298,16 @@ def test_integer_powers_with_negative_exponents_are_pytorchs_and_jaxs(dtype):
         x ** -1  # a negative Python exponent raises, as in NumPy, PyTorch and JAX
     with pytest.raises(ValueError, match="negative integer powers"):
         fnp.power(base, -1)  # host integers too (they went round the check and gave 0)
+
+
+def test_bfloat16_clip_and_integer_casts_keep_their_rules():
+    """clip keeps bfloat16 with Python-number bounds (its shape rule: maximum, then minimum), and a
+    bfloat16 -> integer cast wraps as float16's does (PyTorch's; ml_dtypes 0.7's own cast gives 0)."""
+    x = fnp.asarray(np.array([-2.0, -0.5, 0.25, 3.0, 300.0]), fnp.bfloat16)
+    clipped = fnp.clip(x, -1.0, 0.5)
+    assert clipped.dtype == fnp.bfloat16
+    np.testing.assert_array_equal(np.asarray(clipped, np.float32), [-1.0, -0.5, 0.25, 0.5, 0.5])
+    assert fg.jit(lambda v: fnp.clip(v, -1.0, 0.5))(x).dtype == fnp.bfloat16
+    half = np.array([-2.0, -1.0, 2.5, 300.0], np.float16)
+    for target in (np.uint8, np.int8, np.int32):
+        np.testing.assert_array_equal(fnp.astype(fnp.asarray(half, fnp.bfloat16), target), half.astype(target))

@@ -403,6 +403,15 @@ defjvp(select_p, None,
        lambda t, out, c, x, y: broadcast_like(select_p(c, zero(t.dtype), t), out))
 
 
+def _clip(x, lo, hi):
+    """np.clip as _clip_shape reads it, maximum with the lower bound then minimum with the upper:
+    np.clip's own promotion made bfloat16 with Python-number bounds float32 (ml_dtypes 0.7)."""
+    if lo is None and hi is None:
+        return np.array(x)  # a copy, as np.clip's
+    out = x if lo is None else np.maximum(x, lo)
+    return out if hi is None else np.minimum(out, hi)
+
+
 def _clip_scalar(x, lo, hi):
     if lo is not None:
         x = X.maximum(x, lo)
@@ -424,7 +433,7 @@ def _not_below(x, lo):
 
 
 # PyTorch's clamp: the gradient flows to x where lo <= x <= hi, else to the bound that won.
-clip_p = _elementwise("clip", np.clip, _clip_scalar, _clip_shape, real_numbers=True)
+clip_p = _elementwise("clip", _clip, _clip_scalar, _clip_shape, real_numbers=True)
 defvjp(clip_p,
        lambda g, out, x, lo, hi: select_p(_in_range(x, lo, hi), g, zero(g.dtype)),
        lambda g, out, x, lo, hi: unbroadcast(select_p(lt_p(x, lo), g, zero(g.dtype)), shape_of(lo)),
@@ -441,6 +450,8 @@ def _convert_impl(x, dtype):
     x = np.asarray(x)
     if dtypes.is_complex(x.dtype) and not dtypes.is_complex(dtype) and dtype != np.bool_:
         x = x.real  # a complex number becomes a real one by its real part (NumPy's, PyTorch's cast)
+    if x.dtype == dtypes.bfloat16 and np.dtype(dtype).kind in "iu":
+        x = x.astype(np.float32)  # as float16's and the GPU's casts: -2 -> 254 in uint8 (ml_dtypes 0.7's own gives 0)
     return x.astype(dtype, copy=False)
 
 
