@@ -17,8 +17,9 @@ import numpy as np
 
 from .arena import Arenas, BufferPlan, Recycler, nbytes_of, unplanned
 from .array import Array
-from .cpu import fusion
+from .cpu import fusion, threads
 from .ops import layout, scalar
+from .ops.core import aval
 from .ops import linalg as L
 from .program import (Const, Eqn, Program, Var, fold_broadcasts, fold_transposes, last_uses, optimize, schedule,
                       transpose_matmul_outputs)
@@ -149,7 +150,7 @@ class _Codegen:
 
     def __init__(self, program: Program, donated: set[int]):
         self.program = program
-        self.namespace: dict[str, Any] = {"__name__": "funcgrad.program", "np": np, "_flat": _flat, "_scalar": _scalar, "_writable": _writable,
+        self.namespace: dict[str, Any] = {"__name__": "funcgrad.program", "np": np, "_flat": _flat, "_scalar": _scalar, "_split": fusion.split_kernel, "_writable": _writable,
                                           "_is_array": _is_array}
         self.lines: list[str] = []
         self.names: dict[int, str] = {v.id: f"a{i}" for i, v in enumerate(program.in_vars)}
@@ -168,6 +169,12 @@ class _Codegen:
         self.start = 0  # the position of the group being emitted
         self.out_ids = {o.id for o in program.outs if isinstance(o, Var)}
         self.recycled: list[tuple[str, tuple, np.dtype]] = []  # outputs' buffers from a Recycler
+        # A program with a step that splits its work over the kernel threads runs with BLAS on one
+        # thread, its GEMMs and large fused kernels split over those threads too (cpu/gemm.py), so
+        # no BLAS worker spins on a core they need; other programs leave the GEMMs to BLAS's threads.
+        self.owns_cores = threads.THREADS > 1 and any(
+            e.prim.threaded is not None and e.prim.threaded(*(x.aval if isinstance(x, Var) else aval(x.value)
+                                                             for x in e.inputs), **e.params) for e in program.eqns)
 
     def _buffer_lifetimes(self):
         """For each var, the buffers it may alias; for each owned buffer, its last reader. What a
@@ -235,13 +242,21 @@ class _Codegen:
                    for x, kind in zip(inputs, kinds)]
         out_names, in_place = self._output_buffers([members[i].out for i in outputs], inputs, in_refs, end)
         sum_names = self._sum_buffers(sums)
-        size = [str(int(np.prod(shape, dtype=np.int64)))] if sums else []
+        elements = int(np.prod(shape, dtype=np.int64))
+        size = [str(elements)] if sums else []
+        parallel = self.owns_cores and not sums and elements >= fusion.PARALLEL_ELEMENTS
         source = fusion.kernel_source(kinds, steps, outputs, in_place,
-                                      [(step, how) for _, step, how in sums], nested=split is not None)
+                                      [(step, how) for _, step, how in sums], nested=split is not None, ranged=parallel)
         kernel = self.const(None)
         self.namespace[kernel] = _LazyKernel(source, self.namespace, kernel)
-        n_inner = [] if split is None else [str(int(np.prod(shape[split:], dtype=np.int64)))]
-        self.lines.append(f"{kernel}({', '.join(in_refs + out_names + sum_names + size + n_inner)})")
+        inner = 1 if split is None else int(np.prod(shape[split:], dtype=np.int64))
+        n_inner = [] if split is None else [str(inner)]
+        args = ", ".join(in_refs + out_names + sum_names + size + n_inner)
+        if parallel:  # the elements (or outer rows) split over the cores
+            work = elements * len(steps) * threads.ELEMENT_WORK
+            self.lines.append(f"_split({kernel}, {elements // max(1, inner)}, {work}, {args})")
+        else:
+            self.lines.append(f"{kernel}({args})")
 
     def _kernel_steps(self, group: list[Eqn], shape: tuple):
         """The kernel's external inputs (each read once), its steps as (source, dtype), the members
@@ -357,6 +372,9 @@ class _Codegen:
                 [f"    return [{', '.join(outs)}]", "finally:", "    _give(B)"]
         else:
             body = self.lines + [f"return [{', '.join(outs)}]"]
+        if self.owns_cores:
+            self.namespace["_cores"] = threads.serial_blas
+            body = ["with _cores:"] + [f"    {line}" for line in body]
         source = f"def run({args}):\n" + "".join(f"    {line}\n" for line in body)
         exec(compile(source, "<funcgrad.jit>", "exec"), self.namespace)  # noqa: S102  (our generated code)
         run = self.namespace["run"]

@@ -9,6 +9,7 @@ import funcgrad.numpy as fnp
 from funcgrad import nn
 from funcgrad.nn import functional as F
 from funcgrad.ops import attention as A
+from funcgrad.ops import conv as C
 
 from .helpers import assert_close
 
@@ -16,36 +17,37 @@ RNG = np.random.default_rng(0)
 
 
 def np_conv2d(x, w, b, stride, padding, dilation=1, groups=1):
-    """Direct-loop reference convolution (cross-correlation), NCHW / OIHW."""
+    """Direct-loop reference convolution (cross-correlation), NCHW / OIHW; dilation an int or one
+    per axis."""
     x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
-    ho = (h - dilation * (kh - 1) - 1) // stride + 1
-    wo = (wd - dilation * (kw - 1) - 1) // stride + 1
+    dh, dw = (dilation, dilation) if np.ndim(dilation) == 0 else dilation
+    ho = (h - dh * (kh - 1) - 1) // stride + 1
+    wo = (wd - dw * (kw - 1) - 1) // stride + 1
     out = np.zeros((n, o, ho, wo))
     og = o // groups
     for oc in range(o):
         g = oc // og
         for i in range(ho):
             for j in range(wo):
-                patch = x[:, g * cg:(g + 1) * cg, i * stride:i * stride + dilation * (kh - 1) + 1:dilation,
-                          j * stride:j * stride + dilation * (kw - 1) + 1:dilation]
+                patch = x[:, g * cg:(g + 1) * cg, i * stride:i * stride + dh * (kh - 1) + 1:dh,
+                          j * stride:j * stride + dw * (kw - 1) + 1:dw]
                 out[:, oc, i, j] = np.sum(patch * w[oc], axis=(1, 2, 3)) + (b[oc] if b is not None else 0)
     return out
 
 
-@pytest.fixture(params=["rows", "image-major", "winograd"])
+@pytest.fixture(params=["rows", "image-major", "direct"])
 def conv_layout(request, monkeypatch):
     """The CPU convolution's three ways: window matrices as channels-last rows (taken from ROW_RUN
-    channels per group up) or image-major windows (thin inputs), and Winograd tiles for 3x3 stride-1
-    convs (from MIN_CHANNELS channels and MIN_PIXELS outputs per image up, their gradients by rows);
-    these tests' small sizes take image-major windows unless the thresholds are lowered."""
-    from funcgrad.cpu import conv as cpu_conv, winograd
-    if request.param in ("rows", "winograd"):
+    channels per group up) or image-major windows (thin inputs), and the direct passes of stride-1
+    convs (from MIN_CHANNELS channels per group and MIN_USE of the computed outputs up); these
+    tests' small sizes take image-major windows unless the thresholds are changed."""
+    from funcgrad.cpu import conv as cpu_conv, direct
+    monkeypatch.setattr(direct, "MIN_CHANNELS", 1 if request.param == "direct" else 1 << 30)
+    monkeypatch.setattr(direct, "MIN_USE", 0.0)
+    if request.param == "rows":
         monkeypatch.setattr(cpu_conv, "ROW_RUN", 1)
-    if request.param == "winograd":
-        monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
-        monkeypatch.setattr(winograd, "MIN_PIXELS", 1)
     return request.param
 
 
@@ -90,7 +92,7 @@ def test_conv2d_chunks_of_images_give_the_whole_batch(monkeypatch, conv_layout):
         return fg.value_and_grad(lambda x, w: fnp.sum(F.conv2d(x, w, stride=2, padding=1, groups=2) ** 2),
                                  argnums=(0, 1))(x, w)
     whole = run()
-    monkeypatch.setattr(cpu_conv, "CHUNK_BYTES", 1)  # (stride 2: Winograd's chunks are tested with it)
+    monkeypatch.setattr(cpu_conv, "CHUNK_BYTES", 1)
     chunked = run()
     for a, b in zip(fg.tree_leaves(whole), fg.tree_leaves(chunked)):
         assert_close(a, b, rtol=1e-12)
@@ -109,58 +111,74 @@ def test_conv2d_low_precision_and_integer_inputs(conv_layout):
     np.testing.assert_array_equal(out, np_conv2d(xi, wi, None, 1, 1).astype(np.int64))
 
 
-def test_conv2d_winograd_tiles_match_direct_loops(monkeypatch):
-    """3x3 stride-1 convs over 16x16 outputs and up take Winograd's F(2x2, 3x3) tiles: float64 values
-    and gradients against the direct loops and finite differences (an odd output size cuts the last
-    tiles, groups), uneven padding and chunks of one image against im2col, an infinity or a NaN giving
-    exactly im2col's results, and float32 as accurate as im2col's GEMM against the float64 result."""
-    from funcgrad.cpu import conv as cpu_conv, winograd
+def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
+    """Stride-1 convs over 8 channels a group and up run the direct passes (cpu/direct.py): float64
+    values and both gradients against the direct loops and finite differences (groups, dilation,
+    uneven padding, padding past the kernel's reach, whose input gradient crops the cotangent); the
+    same results with tasks split over three threads, the weight gradient's sums in many runs and
+    pixels in short chunks; a non-finite input or weight giving im2col's IEEE results; and float32
+    as accurate as im2col's GEMMs against the float64 result."""
+    from funcgrad.cpu import conv as cpu_conv, direct, threads
     calls = []
-    real = winograd.conv
-    monkeypatch.setattr(winograd, "conv", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for name in ("conv", "conv_input_grad", "conv_weight_grad"):
+        real = getattr(direct, name)
+        monkeypatch.setattr(direct, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
     x, w, b = RNG.standard_normal((3, 16, 17, 16)), RNG.standard_normal((16, 8, 3, 3)), RNG.standard_normal(16)
     out = F.conv2d(x, w, b, padding=1, groups=2)
-    assert len(calls) == 1
+    assert calls == ["conv"]  # at the default thresholds
     assert_close(out, np_conv2d(x, w, b, 1, 1, groups=2), atol=1e-10)
-    fg.check_grads(lambda x, w: F.conv2d(x, w, padding=1, groups=2), (x[:1, :, :16], w), order=1)
-    assert len(calls) > 1
+    fg.check_grads(lambda x, w: F.conv2d(x, w, padding=1, groups=2), (x[:1], w), order=1)
+    assert {"conv_input_grad", "conv_weight_grad"} <= set(calls)
 
-    # uneven padding and chunks of one image, against im2col
-    monkeypatch.setattr(winograd, "MIN_PIXELS", 1)
-    monkeypatch.setattr(winograd, "CHUNK_BYTES", 1)
-    padding = ((0, 2), (2, 1))
-    xs, ws = x[:, :, :5, :6], RNG.standard_normal((16, 16, 3, 3))
-    calls.clear()
-    got = cpu_conv.conv(xs, ws, (1, 1), padding, (1, 1), 1)
-    assert len(calls) == 1
-    monkeypatch.setattr(winograd, "applies", lambda *a: False)
-    assert_close(got, cpu_conv.conv(xs, ws, (1, 1), padding, (1, 1), 1), rtol=1e-12, atol=1e-12)
+    xs, ws = x[:2, :, :9, :8], RNG.standard_normal((12, 16, 3, 2))
+    for padding, dilation in [(((0, 2), (2, 1)), (1, 1)), (((3, 3), (1, 4)), (2, 1))]:
+        def f(x, w):
+            return C.conv_p(x, w, stride=(1, 1), padding=padding, dilation=dilation, groups=1)
+        padded = np.pad(xs, ((0, 0), (0, 0)) + padding)
+        assert_close(f(xs, ws), np_conv2d(padded, ws, None, 1, 0, dilation), atol=1e-10)
+        calls.clear()
+        fg.check_grads(f, (xs, ws), order=1)
+        assert {"conv_input_grad", "conv_weight_grad"} <= set(calls)
 
-    # an infinity or a NaN in the input or the weight: im2col's IEEE results (the transforms would
-    # turn the direct sum's +-inf into inf - inf = NaN)
+    def passes(x, w):
+        y, pullback = fg.vjp(lambda x, w: F.conv2d(x, w, padding=1, dilation=(1, 2), groups=2), x, w)
+        return [y, *pullback(fnp.ones_like(y))]
+    whole = passes(xs, ws[:, :8])
+    monkeypatch.setattr(threads, "THREADS", 3)
+    monkeypatch.setattr(threads, "MIN_TASK_WORK", 1)
+    monkeypatch.setattr(direct, "SUMS_BYTES", 1)
+    monkeypatch.setattr(direct, "PIXEL_CHUNK", 5)
+    direct._weight_grad_kernel.cache_clear()
+    for a, b in zip(whole, passes(xs, ws[:, :8])):
+        assert_close(a, b, rtol=1e-12, atol=1e-12)
     monkeypatch.undo()
-    monkeypatch.setattr(winograd, "MIN_PIXELS", 1)
-    monkeypatch.setattr(winograd, "conv", lambda *a, **k: calls.append(1) or real(*a, **k))
-    bad_x, bad_w = xs.copy(), ws.copy()
-    bad_x[0, 3, 2, 2], bad_x[1, 0, 4, 5], bad_w[2, 1, 1, 1] = np.inf, np.nan, -np.inf
+    direct._weight_grad_kernel.cache_clear()
 
-    def passes():
-        return [cpu_conv.conv(bad_x, ws, (1, 1), padding, (1, 1), 1),
-                cpu_conv.conv(xs, bad_w, (1, 1), padding, (1, 1), 1)]
-    calls.clear()
-    results = passes()
-    assert len(calls) == 2 and all(np.isinf(r).any() for r in results)  # Winograd declined both
-    monkeypatch.setattr(winograd, "applies", lambda *a: False)
-    for got_bad, want in zip(results, passes()):
-        np.testing.assert_array_equal(got_bad, want)
+    # an infinity or a NaN: im2col's IEEE results (the weight gradient's discarded columns would
+    # meet them with zero cotangents, so it runs im2col itself there)
+    bad_x, bad_w = xs.copy(), ws[:, :8].copy()
+    bad_x[0, 3, 2, 2], bad_x[1, 0, 4, 5], bad_w[2, 1, 1, 1] = np.inf, np.nan, -np.inf
+    with np.errstate(invalid="ignore"):
+        got = [passes(bad_x, ws[:, :8]), passes(xs, bad_w)]
+        monkeypatch.setattr(direct, "MIN_CHANNELS", 1 << 30)
+        want = [passes(bad_x, ws[:, :8]), passes(xs, bad_w)]
+    for results, want in zip(got, want):
+        for a, b in zip(results, want):
+            a, b = np.asarray(a), np.asarray(b)
+            np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+            np.testing.assert_array_equal(a[np.isinf(a)], b[np.isinf(a)])
+            finite = np.isfinite(a)
+            assert finite.any() and np.abs(a[finite] - b[finite]).max() < 1e-9
+    monkeypatch.undo()
 
     # float32: the error against the float64 result within twice im2col's
     x32 = RNG.standard_normal((2, 32, 16, 16)).astype(np.float32)
     w32 = RNG.standard_normal((32, 32, 3, 3)).astype(np.float32)
-    exact = cpu_conv.conv(x32.astype(np.float64), w32.astype(np.float64), (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    exact = direct.conv(x32.astype(np.float64), w32.astype(np.float64), ((1, 1), (1, 1)), (1, 1), 1)
+    got32 = direct.conv(x32, w32, ((1, 1), (1, 1)), (1, 1), 1)
+    monkeypatch.setattr(direct, "MIN_CHANNELS", 1 << 30)
     im2col_error = np.abs(cpu_conv.conv(x32, w32, (1, 1), ((1, 1), (1, 1)), (1, 1), 1) - exact).max()
-    monkeypatch.undo()
-    assert np.abs(winograd.conv(x32, w32, ((1, 1), (1, 1)), 1) - exact).max() <= 2 * im2col_error
+    assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 2 * im2col_error
 
 
 def test_conv2d_wide_channels_take_rows_and_match_direct_loops():

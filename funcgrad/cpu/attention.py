@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from . import gemm
 from .rows import row_kernels
 from .workspace import scratch
 
@@ -36,7 +37,7 @@ def _probs(q, k_t, bias, scale, causal, r0, r1):
 
 def _softmax_of_scores(s, q, k_t, bias, scale, causal, r0):
     """s (C-contiguous) = the probabilities of q's rows, query rows r0 onwards of the bias and mask."""
-    np.matmul(q, k_t, out=s)
+    gemm.matmul(q, k_t, out=s)
     zero = bias.size == 0 or (not any(bias.strides) and bias.flat[0] == 0)  # the broadcast 0 of no bias
     row_kernels().attention_probs(s.reshape(_batch(q), q.shape[-2], k_t.shape[-1]), bias, not zero,
                                   s.dtype.type(scale), causal, r0, s.dtype.type(0))
@@ -74,7 +75,7 @@ def attention(q, k, v, bias, scale: float, causal: bool, out: np.ndarray | None 
     step = _block_rows(_batch(q), lq, k.shape[-2], q.itemsize)
     for r0 in range(0, lq, step):
         r1 = min(lq, r0 + step)
-        np.matmul(_probs(q, k_t, bias, scale, causal, r0, r1), v, out=out[..., r0:r1, :])
+        gemm.matmul(_probs(q, k_t, bias, scale, causal, r0, r1), v, out=out[..., r0:r1, :])
     return out
 
 
@@ -98,17 +99,17 @@ def attention_grads(q, k, v, bias, out, g, scale: float, causal: bool, score_gra
     for r0 in range(0, lq, step):
         r1 = min(lq, r0 + step)
         p = _probs(q, k_t, bias, scale, causal, r0, r1)
-        _into(np.matmul, np.swapaxes(p, -1, -2), g[..., r0:r1, :], dv, accumulate=r0 > 0)
+        _into(gemm.matmul, np.swapaxes(p, -1, -2), g[..., r0:r1, :], dv, accumulate=r0 > 0)
         ds = scratch("attention score gradient", p.shape, p.dtype)
-        np.matmul(g[..., r0:r1, :], v_t, out=ds)
+        gemm.matmul(g[..., r0:r1, :], v_t, out=ds)
         rows = (_batch(q), r1 - r0, lk)  # named sizes: -1 cannot be solved for when there are no keys
         row_kernels().attention_score_grads(ds.reshape(rows), p.reshape(rows), delta[..., r0:r1].reshape(rows[:2]),
                                             ds.dtype.type(1 if score_grad else scale))
         if score_grad:  # the gradient of the scores as the bias sees them, then scaled for q and k
             views[3][..., r0:r1, :] = ds
             ds *= scale
-        np.matmul(ds, k, out=dq[..., r0:r1, :])
-        _into(np.matmul, np.swapaxes(ds, -1, -2), q[..., r0:r1, :], dk, accumulate=r0 > 0)
+        gemm.matmul(ds, k, out=dq[..., r0:r1, :])
+        _into(gemm.matmul, np.swapaxes(ds, -1, -2), q[..., r0:r1, :], dk, accumulate=r0 > 0)
     return packed
 
 

@@ -1,4 +1,6 @@
-"""Convolution on the CPU as BLAS GEMMs over small chunks of images' windows.
+"""Convolution on the CPU: most stride-1 passes over 8 channels and more run directly from the
+images (cpu/direct.py; its applies() says which), the others as BLAS GEMMs over small chunks of
+images' windows.
 
 A chunk's windows are copied into a matrix (im2col) that stays in cache, never the whole batch's
 (58 MB for a 3x3 conv of 32 channels on 64 MNIST images). Two layouts of that matrix:
@@ -18,9 +20,6 @@ A chunk's windows are copied into a matrix (im2col) that stays in cache, never t
   channel runs would be a value or three long: a GEMM per image writes NCHW directly, the weight
   gradient sums per-image products, and col2im adds the input gradient's windows back.
 
-A 3x3 stride-1 conv over images of 16x16 outputs and up goes to winograd.py instead (its
-applies() says when, with the measurements).
-
 Arrays here are NumPy arrays: x (N, C, H, W), weight (O, C / groups, kh, kw), padding
 ((top, bottom), (left, right)).
 """
@@ -31,9 +30,9 @@ from functools import cache
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from . import windows, winograd
+from . import direct, gemm, windows
 from .padding import padded, padded_rows, padded_shape
-from .workspace import deliver, image_chunks, scratch
+from .workspace import deliver, image_chunks, scratch, target
 
 CHUNK_BYTES = 4 << 20  # one chunk's window matrix: large enough for BLAS, small enough for cache
 ROW_RUN = 8  # channels per group from which channels-last rows pay (a run of 8 float32 is one AVX vector)
@@ -51,6 +50,18 @@ def _output_hw(x_shape, kernel, stride, padding, dilation) -> tuple:
 
 def _by_rows(channels_per_group: int, dtype) -> bool:
     return channels_per_group >= ROW_RUN and np.dtype(dtype) in _ROW_DTYPES
+
+
+def direct_forward(x_shape, kernel, channels_per_group: int, stride, padding, dilation, dtype) -> bool:
+    """Whether conv and conv_weight_grad of this geometry run the direct passes (cpu/direct.py)."""
+    out_hw = _output_hw(x_shape, kernel, stride, padding, dilation)
+    return direct.applies(stride, dtype, channels_per_group, out_hw, x_shape[3] + sum(padding[1]))
+
+
+def direct_input_grad(image_size, kernel, out_per_group: int, stride, dilation, dtype) -> bool:
+    """Whether conv_input_grad of this geometry runs the direct pass: the correlation of the
+    cotangent, whose rows are the image's width plus the kernel's reach."""
+    return direct.applies(stride, dtype, out_per_group, tuple(image_size), image_size[1] + dilation[1] * (kernel[1] - 1))
 
 
 def _image_chunks(n: int, image_bytes: int):
@@ -168,10 +179,8 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
     n = x.shape[0]
     ho, wo = _output_hw(x.shape, (kh, kw), stride, padding, dilation)
     dtype = np.result_type(x, weight)
-    if winograd.applies((kh, kw), stride, dilation, cg, out_ch // groups, (ho, wo), dtype):
-        result = winograd.conv(x, weight, padding, groups, out)
-        if result is not None:  # None: non-finite values, whose IEEE results im2col gives
-            return result
+    if direct_forward(x.shape, (kh, kw), cg, stride, padding, dilation, dtype):
+        return deliver(direct.conv(x, weight, padding, dilation, groups, target(out, dtype)), out)
     out = np.empty((n, groups, out_ch // groups, ho * wo), dtype) if out is None else \
         out.reshape(n, groups, out_ch // groups, ho * wo)
     if _by_rows(cg, dtype):
@@ -182,12 +191,12 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
             # copy to NCHW: OpenBLAS runs this orientation enough faster than (Og, K) @ (K, n * P),
             # whose result would move in runs of an image's pixels, to pay for the copy
             pixels = scratch("conv pixel rows", (groups, (stop - start) * ho * wo, og), dtype)
-            np.matmul(cols.reshape(groups, pixels.shape[1], cols.shape[-1]), w_rows.transpose(0, 2, 1), out=pixels)
+            gemm.matmul(cols.reshape(groups, pixels.shape[1], cols.shape[-1]), w_rows.transpose(0, 2, 1), out=pixels)
             out[start:stop] = pixels.reshape(groups, stop - start, ho * wo, og).transpose(1, 0, 3, 2)
     else:
         w = weight.reshape(groups, out_ch // groups, cg * kh * kw)
         for start, stop, cols in _window_chunks(x, (kh, kw), stride, padding, dilation, groups):
-            np.matmul(w, cols, out=out[start:stop])
+            gemm.matmul(w, cols, out=out[start:stop])
     return out.reshape(n, out_ch, ho, wo)
 
 
@@ -197,6 +206,10 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups, out=None) 
     n, out_ch, ho, wo = g.shape
     cg, og = x.shape[1] // groups, out_ch // groups
     dtype = np.result_type(x, g)
+    if direct_forward(x.shape, kernel, cg, stride, padding, dilation, dtype):
+        result = direct.conv_weight_grad(x, g, kernel, padding, dilation, groups)
+        if result is not None:  # None: a non-finite input, whose IEEE results the GEMMs below give
+            return deliver(result, out)
     acc = np.zeros((groups, og, cg * kernel[0] * kernel[1]), dtype)
     g = g.reshape(n, groups, og, ho * wo)
     if _by_rows(cg, dtype):
@@ -206,12 +219,12 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups, out=None) 
             products = scratch("conv weight products", acc.shape, dtype)
             pixels = (stop - start) * ho * wo
             cols = cols.reshape(groups, pixels, acc.shape[-1])
-            acc += np.matmul(g_rows.reshape(groups, og, pixels), cols, out=products)
+            acc += gemm.matmul(g_rows.reshape(groups, og, pixels), cols, out=products)
         return deliver(np.ascontiguousarray(acc.reshape(out_ch, kernel[0], kernel[1], cg).transpose(0, 3, 1, 2)), out)
     for start, stop, cols in _window_chunks(x, kernel, stride, padding, dilation, groups):
         # (n, G, Og, P) @ (n, G, P, K) -> per image; summed over the chunk's images
         products = scratch("conv weight products", (stop - start,) + acc.shape, dtype)
-        acc += np.matmul(g[start:stop], cols.transpose(0, 1, 3, 2), out=products).sum(axis=0)
+        acc += gemm.matmul(g[start:stop], cols.transpose(0, 1, 3, 2), out=products).sum(axis=0)
     return deliver(acc.reshape(out_ch, cg, kernel[0], kernel[1]), out)
 
 
@@ -223,6 +236,8 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups, ou
     (pt, pb), (pl, pr) = padding
     h, w = image_size
     dtype = np.result_type(g, weight)
+    if direct_input_grad(image_size, (kh, kw), out_ch // groups, stride, dilation, dtype):
+        return deliver(direct.conv_input_grad(g, weight, padding, dilation, groups, target(out, dtype)), out)
     g = g.reshape(n, groups, out_ch // groups, ho * wo)
     if _by_rows(cg, dtype):
         out = np.empty((n, cg * groups, h, w), dtype) if out is None else out
@@ -233,7 +248,7 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups, ou
             # (n * P, Og) @ (Og, K) per group, the cotangent copied in runs of an image's pixels
             g_rows = _cotangent_rows(g, start, stop, dtype)
             cols = scratch("conv windows", (groups, (stop - start) * ho * wo, kh * kw * cg), dtype)
-            np.matmul(g_rows.reshape(groups, out_ch // groups, cols.shape[1]).transpose(0, 2, 1), w_rows, out=cols)
+            gemm.matmul(g_rows.reshape(groups, out_ch // groups, cols.shape[1]).transpose(0, 2, 1), w_rows, out=cols)
             rows = scratch("conv padded rows", (stop - start,) + padded_hw + (cg * groups,), dtype)
             rows.fill(0)
             add_runs(rows, cols.reshape(groups, stop - start, ho * wo, kh * kw * cg))
@@ -243,7 +258,7 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups, ou
     w_t = weight.reshape(groups, out_ch // groups, cg * kh * kw).transpose(0, 2, 1)  # (G, K, Og)
     for start, stop in _image_chunks(n, cg * groups * kh * kw * ho * wo * full.itemsize):
         cols = scratch("conv windows", (stop - start, groups, w_t.shape[1], ho * wo), dtype)
-        np.matmul(w_t, g[start:stop], out=cols)
+        gemm.matmul(w_t, g[start:stop], out=cols)
         cols = cols.reshape(stop - start, cg * groups, kh, kw, ho, wo)
         col2im_into(cols.transpose(0, 1, 4, 5, 2, 3), full[start:stop], stride, dilation)
     return deliver(full[:, :, pt:pt + h, pl:pl + w], out)

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
@@ -23,14 +24,16 @@ import numpy as np
 
 from .. import dtypes
 from ..ops import scalar
+from . import threads
 
 # LLVM may contract a * b + c into one fused multiply-add (as XLA does); nothing else is relaxed,
 # so NaN and inf propagate as they do in NumPy. Kernels use numba's NumPy error model: x / 0 is
 # inf or nan as in NumPy, and without Python's zero-division check the loops vectorise.
 FASTMATH = {"contract"}
-# Kernels run on the calling thread: BLAS owns the cores. A numba thread pool (OpenMP) beside
-# OpenBLAS's took cores from the GEMMs that follow while its threads spun waiting for work: the
-# MNIST-size CNN step ran 118 ms with pooled kernels above 1M elements, 96 ms with none.
+# A kernel over PARALLEL_ELEMENTS or more is split over the cores by cpu/threads.py, whose threads
+# wait without spinning (numba's OpenMP pool spun and took the cores from the GEMMs that followed:
+# the MNIST-size CNN step ran 118 ms with pooled kernels above 1M elements, 96 ms with none).
+PARALLEL_ELEMENTS = 1 << 17
 FUSABLE_DTYPES = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint32,
                             dtypes.uint64, dtypes.uint8, dtypes.bool_})
 
@@ -139,7 +142,7 @@ def loop_splits(in_shapes: list[tuple], out_shape: tuple) -> frozenset[int] | No
 
 def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
                   in_place: dict[int, int] | None = None,
-                  sums: list[tuple[int, str]] = (), nested: bool = False) -> str:
+                  sums: list[tuple[int, str]] = (), nested: bool = False, ranged: bool = False) -> str:
     """One loop over flat, contiguous arrays. kinds: each input's operand_layout; with an 'inner',
     'outer' or 'cycle' input the loop nests (outer rows, then n_inner elements: the kernel's last
     argument).
@@ -152,7 +155,9 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     kernel then nests, and adds row after row as NumPy's sum over leading axes does), or, cycling,
     outer row o into element o % size of sum{k} (through (size, n_inner) float64 accumulators, so
     the inner loop still vectorises; each then summed over its inner positions). The loop's length
-    is then the argument `size`."""
+    is then the argument `size`.
+    ranged (no sums): the kernel's last two arguments lo, hi bound its outer loop (elements, or
+    outer rows where it nests), so parts of one call can run on different threads (split_kernel)."""
     in_place = in_place or {}
     nested = nested or any(kind in ("inner", "outer", "cycle") for kind in kinds)
     stores = [f"in{in_place[k]}" if k in in_place else f"out{k}" for k in range(len(outputs))]
@@ -166,10 +171,16 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
         lines.append(f"from funcgrad.cpu import loops as sp  # {_LOOPS}")
     lines += ["", f"FASTMATH = set({sorted(FASTMATH)!r})", "",
               "@njit(cache=True, nogil=True, fastmath=FASTMATH, error_model=\"numpy\")",
-              f"def kernel({', '.join(args + (['n_inner'] if nested else []))}):"]
+              f"def kernel({', '.join(args + (['n_inner'] if nested else []) + (['lo', 'hi'] if ranged else []))}):"]
     # Runtime scalars are read once, before the loop: read inside it, LLVM must assume a store to an
     # output could change them, and then it will not vectorise the loop.
     lines += [f"    x{i} = in{i}[0]" for i, kind in enumerate(kinds) if kind == "scalar"]
+    if ranged:  # the loops below run over slices from 0, as unranged: a loop from a signed lo would
+        # make numba test each index for wrap-around, which keeps LLVM from vectorising (1.8x slower)
+        rows = "lo * n_inner:hi * n_inner" if nested else "lo:hi"
+        lines += [f"    in{i} = in{i}[{rows}]" for i, kind in enumerate(kinds) if kind == "full"]
+        lines += [f"    in{i} = in{i}[lo:hi]" for i, kind in enumerate(kinds) if kind == "outer"]
+        lines += [f"    {name} = {name}[{rows}]" for name in stores if name.startswith("out")]
     lines += [f"    acc{k} = 0.0" for k, (_, how) in enumerate(sums) if how == "all"]
     cycles = [k for k, (_, how) in enumerate(sums) if how == "cycle"]
     lines += [f"    cyc{k} = np.zeros((sum{k}.size, n_inner))" for k in cycles]
@@ -177,7 +188,8 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     if nested:
         lines.append(f"    for o in range({size} // n_inner if n_inner else 0):")
         lines += [f"        x{i} = in{i}[o]" for i, kind in enumerate(kinds) if kind == "outer"]
-        lines += [f"        x{i} = in{i}[o % in{i}.size]" for i, kind in enumerate(kinds) if kind == "cycle"]
+        cycle = "(o + lo)" if ranged else "o"
+        lines += [f"        x{i} = in{i}[{cycle} % in{i}.size]" for i, kind in enumerate(kinds) if kind == "cycle"]
         lines += [f"        row{k} = cyc{k}[o % sum{k}.size]" for k in cycles]
         lines.append("        for j in range(n_inner):")
         indent = "            "
@@ -200,6 +212,11 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     return "\n".join(lines) + "\n"
 
 
+def split_kernel(kernel, tasks: int, work: int, *args) -> None:
+    """kernel(*args, lo, hi), a ranged kernel, over [0, tasks) split over the cores."""
+    threads.split(lambda lo, hi: kernel(*args, lo, hi), tasks, work, per_thread=2)
+
+
 def cache_dir() -> Path:
     """$FUNCGRAD_CACHE_DIR, else ~/.cache/funcgrad, else a temporary directory."""
     for candidate in (os.environ.get("FUNCGRAD_CACHE_DIR"), Path.home() / ".cache" / "funcgrad",
@@ -216,9 +233,19 @@ def cache_dir() -> Path:
     raise RuntimeError("no writable directory for compiled kernels; set FUNCGRAD_CACHE_DIR")
 
 
-@cache
 def compile_kernel(source: str):
-    """The numba kernel for this source, from a file named by its hash (written once)."""
+    """The numba kernel for this source, from a file named by its hash (written once). Threads
+    that ask for the same new kernel at once (the parts of a split kernel's first call) wait for
+    one of them to compile it."""
+    with _compiling:
+        return _compile(source)
+
+
+_compiling = threading.Lock()
+
+
+@cache
+def _compile(source: str):
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
     path = cache_dir() / f"fused_{digest}.py"
     if not path.exists() or path.read_text() != source:

@@ -1,5 +1,5 @@
 """Zero-padded copies of NCHW images in scratch memory, as NCHW or as channels-last rows, for the
-convolutions' window copies (cpu/conv.py) and tile transforms (cpu/winograd.py).
+convolutions' window copies (cpu/conv.py).
 
 padding is ((top, bottom), (left, right)), each >= 0."""
 from __future__ import annotations

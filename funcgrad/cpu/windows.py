@@ -12,6 +12,7 @@ from functools import cache
 
 import numpy as np
 
+from . import threads
 from .workspace import deliver
 
 
@@ -209,8 +210,11 @@ def window_argmax(x: np.ndarray, kernel, stride, padding, dilation, out_hw, out=
     if not out.size:
         return out
     ph, pw = (lo for lo, _ in padding)
-    nan, empty = _fast_argmax(*kernel, *stride, *dilation)(x, out, ph, pw)
-    if nan or empty:  # the general loop lets a NaN win, or names the window in the padding
+    fast, planes = _fast_argmax(*kernel, *stride, *dilation), x.reshape(-1, 1, *x.shape[2:])
+    found, flags = out.reshape(-1, 1, *out.shape[2:]), []
+    threads.split(lambda a, b: flags.append(fast(planes[a:b], found[a:b], ph, pw)), planes.shape[0],
+                  x.size * threads.ELEMENT_WORK)
+    if any(nan or empty for nan, empty in flags):  # the general loop lets a NaN win, or names the window in the padding
         _kernels()[2](x, out, *kernel, *stride, ph, pw, *dilation)
     return out
 
@@ -220,8 +224,12 @@ def scatter_rows(g: np.ndarray, index: np.ndarray, width: int, out=None) -> np.n
     C-contiguous (M, width) array of g's dtype, where one is given)."""
     work = g.dtype if g.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     acc = out if out is not None and out.dtype == work else np.empty((g.shape[0], width), work)
-    acc.fill(0)
-    _kernels()[3](np.ascontiguousarray(g, work), np.ascontiguousarray(index), acc)
+    g, index, scatter = np.ascontiguousarray(g, work), np.ascontiguousarray(index), _kernels()[3]
+
+    def rows(a: int, b: int) -> None:
+        acc[a:b].fill(0)
+        scatter(g[a:b], index[a:b], acc[a:b])
+    threads.split(rows, g.shape[0], acc.size * threads.ELEMENT_WORK)
     return deliver(acc.astype(g.dtype, copy=False), out)
 
 
@@ -231,5 +239,6 @@ def gather_rows(x: np.ndarray, index: np.ndarray, out=None) -> np.ndarray:
     if x.dtype not in (np.float32, np.float64):
         return deliver(np.take_along_axis(x, index, axis=1), out)
     out = np.empty(index.shape, x.dtype) if out is None else out
-    _kernels()[4](np.ascontiguousarray(x), np.ascontiguousarray(index), out)
+    x, index, gather = np.ascontiguousarray(x), np.ascontiguousarray(index), _kernels()[4]
+    threads.split(lambda a, b: gather(x[a:b], index[a:b], out[a:b]), x.shape[0], index.size * threads.ELEMENT_WORK)
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..cpu import conv as cpu_conv, windows
 from ..cpu.conv import output_size
 from ..errors import ShapeError
@@ -154,14 +155,36 @@ def _merge(x, axis: int):
     return reshape_p(x, shape=tuple(x.shape[:axis]) + (x.shape[axis] * x.shape[axis + 1],) + tuple(x.shape[axis + 2:]))
 
 
+def _work_dtype(a, b, precision) -> np.dtype:
+    """The dtype the CPU passes compute in: float32 for half precision (_low_precision_matmul)."""
+    if precision is not None or a.dtype in dtypes.low_precision or b.dtype in dtypes.low_precision:
+        return np.dtype(np.float32)
+    return np.result_type(a.dtype, b.dtype)
+
+
+def _conv_threaded(x, w, *, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    return cpu_conv.direct_forward(x.shape, w.shape[2:], w.shape[1], stride, padding, dilation,
+                                   _work_dtype(x, w, precision))
+
+
+def _input_grad_threaded(g, w, *, image_size, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    return cpu_conv.direct_input_grad(image_size, w.shape[2:], w.shape[0] // groups, stride, dilation,
+                                      _work_dtype(g, w, precision))
+
+
+def _weight_grad_threaded(x, g, *, kernel, stride, padding, dilation, groups, precision=None, out_dtype=None):
+    return cpu_conv.direct_forward(x.shape, kernel, x.shape[1] // groups, stride, padding, dilation,
+                                   _work_dtype(x, g, precision))
+
+
 conv_p = Primitive("conv", _low_precision_matmul(cpu_conv.conv), shape_rule=_conv_shape, batch_rule=_conv_batch("iwi"),
-                   cuda="conv", fresh=True, writes_into=True)
+                   cuda="conv", fresh=True, writes_into=True, threaded=_conv_threaded)
 conv_input_grad_p = Primitive("conv_input_grad", _low_precision_matmul(cpu_conv.conv_input_grad),
                               shape_rule=_input_grad_shape, batch_rule=_conv_batch("iwi"), cuda="conv_input_grad",
-                              fresh=True, writes_into=True)
+                              fresh=True, writes_into=True, threaded=_input_grad_threaded)
 conv_weight_grad_p = Primitive("conv_weight_grad", _low_precision_matmul(cpu_conv.conv_weight_grad),
                                shape_rule=_weight_grad_shape, batch_rule=_conv_batch("iiw"), cuda="conv_weight_grad",
-                               fresh=True, writes_into=True)
+                               fresh=True, writes_into=True, threaded=_weight_grad_threaded)
 
 # <conv(x, w), g> = <x, conv_input_grad(g, w)> = <w, conv_weight_grad(x, g)>: every rule is one of the three.
 defvjp(conv_p,

@@ -76,13 +76,13 @@ def aval(x):
 class Primitive:
     """An operation and everything the transforms and backends need to know about it."""
     __slots__ = ("name", "impl", "shape_rule", "batch_rule", "cuda", "_cuda_impl", "scalar", "fresh", "ordered",
-                 "writes_into", "differentiable", "vjps", "vjp_argnum", "vjp_joint", "jvps", "jvp_argnum", "jvp_joint")
+                 "writes_into", "differentiable", "threaded", "vjps", "vjp_argnum", "vjp_joint", "jvps", "jvp_argnum", "jvp_joint")
 
     __call__ = bind  # prim(*args, **params) is bind(prim, *args, **params)
 
     def __init__(self, name: str, impl: Callable, *, shape_rule: Callable, batch_rule: Callable, cuda: str,
                  scalar: Callable | None = None, fresh: bool = False, ordered: bool = False,
-                 writes_into: bool = False, differentiable: bool = True):
+                 writes_into: bool = False, differentiable: bool = True, threaded: Callable | None = None):
         if name in registry:
             raise ValueError(f"primitive {name!r} is defined twice")
         self.name = name
@@ -102,6 +102,11 @@ class Primitive:
         # one that is not fresh may return a view of an input instead (reshape, where no copy is needed)
         self.writes_into = writes_into
         self.differentiable = differentiable
+        # threaded(*avals, **params): whether the CPU implementation splits its work over funcgrad's
+        # kernel threads (cpu/threads.py) for operands of those shapes and dtypes; a jitted program
+        # with such a step runs with BLAS on one thread and its GEMMs split over the same threads,
+        # so that no BLAS worker spins on a core the split needs (lowering.py)
+        self.threaded = threaded
         self.vjps: tuple | None = None
         self.vjp_argnum: Callable | None = None
         # vjp_joint(g, out, *args, wanted=(argument indices), **params) -> a cotangent (or None) per

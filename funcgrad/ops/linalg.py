@@ -7,6 +7,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import dtypes
+from ..cpu import gemm
 from ..cpu.workspace import deliver
 from .core import Primitive, ShapedArray, defjvp, defvjp
 from .layout import batch_elementwise, batch_first, reshape_p, transpose_p, unbroadcast
@@ -62,10 +63,10 @@ def _matmul(a, b, out=None):
     if np.ndim(a) > 2 and np.ndim(b) == 2:  # a stack times one matrix (x @ W): one GEMM of all rows,
         rows = np.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))  # where NumPy would run a GEMM per matrix
         into = None if out is None else out.reshape(rows.shape[0], b.shape[-1])
-        return np.matmul(rows, b, out=into).reshape(a.shape[:-1] + (b.shape[-1],))
+        return gemm.matmul(rows, b, out=into).reshape(a.shape[:-1] + (b.shape[-1],))
     if np.ndim(a) > 2 and np.ndim(b) > 2 and _small_transposed(a, b):  # OpenBLAS's NT kernel on small matrices ran
         b = np.ascontiguousarray(b)  # 0.55-0.8x its NN one (64 x 64 x 32 .. 64 x 128 x 64 per matrix) with the copy
-    return np.matmul(a, b, out=out)
+    return gemm.matmul(a, b, out=out)
 
 
 def _small_transposed(a, b) -> bool:

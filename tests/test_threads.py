@@ -1,0 +1,164 @@
+"""The CPU's own threads (cpu/threads.py): task ranges split over them, BLAS kept on one thread
+meanwhile, GEMMs cut along each of their extents (cpu/gemm.py), the programs that own the cores
+(jit), and the SIMD vectors the direct convolutions are written in (cpu/simd.py)."""
+import threading
+
+import numpy as np
+import pytest
+from numba import njit
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.cpu import fusion, gemm, simd, threads
+
+from .helpers import assert_close
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture
+def three_threads(monkeypatch):
+    """Splits over three threads from one task's work up (the pool may hold fewer: its threads
+    then take more ranges)."""
+    monkeypatch.setattr(threads, "THREADS", 3)
+    monkeypatch.setattr(threads, "MIN_TASK_WORK", 1)
+
+
+@pytest.mark.parametrize("tasks,per_thread", [(1, 8), (7, 1), (100, 8), (5, 3)])
+def test_split_runs_every_task_once_on_several_threads(three_threads, tasks, per_thread):
+    seen, names, helped = [], set(), threading.Event()
+    main = threading.current_thread()
+
+    def run(t0, t1):
+        names.add(threading.current_thread().name)
+        if threading.current_thread() is not main:
+            helped.set()
+        elif tasks > 1:  # the calling thread's ranges wait (at most 30 s) for a pool thread to take one
+            helped.wait(30)
+        seen.extend(range(t0, t1))
+    threads.split(run, tasks, 10 ** 9, per_thread=per_thread)
+    assert sorted(seen) == list(range(tasks))
+    assert len(names) == 1 if tasks == 1 else len(names) >= 2
+
+
+def test_split_stays_on_the_calling_thread_below_its_work_threshold():
+    names = set()
+    threads.split(lambda t0, t1: names.add(threading.current_thread().name), 50, threads.MIN_TASK_WORK)
+    assert names == {threading.current_thread().name}
+
+
+def test_split_raises_a_ranges_error_after_every_range_has_ended(three_threads):
+    def run(t0, t1):
+        if t0 == 0:
+            raise ValueError("range 0 failed")
+    with pytest.raises(ValueError, match="range 0 failed"):
+        threads.split(run, 12, 10 ** 9, per_thread=4)
+    # a split inside a pool thread runs there, inline, instead of waiting on the pool it occupies
+    inner = []
+    threads.split(lambda t0, t1: threads.split(lambda a, b: inner.extend(range(a, b)), 4, 10 ** 9), 2, 10 ** 9,
+                  per_thread=1)
+    assert sorted(inner) == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_serial_blas_holds_blas_at_one_thread_and_gives_its_count_back():
+    """Every BLAS library loaded when funcgrad first needs one (NumPy's among them) runs on one
+    thread inside the outermost block and has its own count back after it."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threads.serial_blas:
+        controlled = threads.serial_blas.libraries
+    if not controlled:
+        pytest.skip("no BLAS library found")
+    paths = {lib.filepath for lib in controlled}
+
+    def counts():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["filepath"] in paths}
+    original = [lib.get_num_threads() for lib in controlled]
+    try:
+        for lib in controlled:
+            lib.set_num_threads(3)  # as a user might have it
+        with threads.serial_blas:
+            with threads.serial_blas:  # nested: the outermost block restores
+                assert set(counts().values()) == {1}
+            assert set(counts().values()) == {1}
+        assert counts() == {path: 3 for path in paths}
+    finally:
+        for lib, count in zip(controlled, original):
+            lib.set_num_threads(count)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((8, 5, 6), (8, 6, 7)),     # the batch
+    ((90, 6), (6, 7)),          # the rows of a
+    ((5, 6), (6, 90)),          # the columns of b
+    ((5, 300), (300, 7)),       # the contraction, summed
+    ((3, 5, 300), (300, 4)),    # the contraction of a broadcast stack
+    ((2, 1, 40, 6), (3, 6, 5)),  # broadcast batch dimensions: the rows
+])
+def test_gemm_cuts_every_extent_and_equals_numpy(three_threads, a_shape, b_shape, monkeypatch):
+    a, b = RNG.standard_normal(a_shape), RNG.standard_normal(b_shape)
+    want = np.matmul(a, b)
+    cuts = []
+    real = threads.split
+    monkeypatch.setattr(threads, "split", lambda run, tasks, *rest, **k: cuts.append(tasks) or real(run, tasks, *rest, **k))
+    with threads.serial_blas:
+        assert_close(gemm.matmul(a, b), want, rtol=1e-12, atol=1e-12)
+        out = np.full(want.shape, np.nan)
+        assert gemm.matmul(a, b, out=out) is out
+        assert_close(out, want, rtol=1e-12, atol=1e-12)
+        ints = gemm.matmul(a.astype(np.int64), b.astype(np.int64))
+        np.testing.assert_array_equal(ints, np.matmul(a.astype(np.int64), b.astype(np.int64)))
+    assert len(cuts) == 3 and cuts[0] in (a_shape[0], a_shape[-2], b_shape[-1], a_shape[-1])
+    assert_close(gemm.matmul(a, b), want, rtol=1e-12, atol=1e-12)  # outside: BLAS's own threads
+    assert len(cuts) == 3
+
+
+def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatch):
+    """A jitted program with a step whose CPU implementation splits its work (a direct
+    convolution) runs with BLAS on one thread, its GEMMs split over the kernel threads and its
+    fused kernels over PARALLEL_ELEMENTS run as ranges of their elements (or outer rows), reading
+    every operand layout as the unsplit kernel: a full operand, a bias row (inner), a per-row
+    column (outer), a per-channel (C, 1, 1) bias (cycle), a scalar. A program without one leaves
+    its GEMMs to BLAS's own threads and splits nothing."""
+    from funcgrad.cpu import direct
+    from funcgrad.nn import functional as F
+    monkeypatch.setattr(direct, "MIN_USE", 0.0)
+    monkeypatch.setattr(fusion, "PARALLEL_ELEMENTS", 64)
+    ranged, owned = [], []
+    real_split, real_matmul = fusion.split_kernel, gemm.matmul
+    monkeypatch.setattr(fusion, "split_kernel", lambda kernel, tasks, *rest: ranged.append(tasks) or
+                        real_split(kernel, tasks, *rest))
+    monkeypatch.setattr(gemm, "matmul", lambda *a, **k: owned.append(threads.serial_blas.active) or real_matmul(*a, **k))
+    x = RNG.standard_normal((3, 8, 5, 6)).astype(np.float32)
+    w = RNG.standard_normal((4, 8, 3, 3)).astype(np.float32)
+    row, col, channel = (RNG.standard_normal(s).astype(np.float32) for s in [(6,), (3, 4, 5, 1), (4, 1, 1)])
+    dense = RNG.standard_normal((120, 7)).astype(np.float32)
+
+    def f(x, w, row, col, channel, s):
+        y = F.conv2d(x, w, padding=1)
+        return [fnp.tanh(y * s + row) - col, fnp.exp(y) * channel + 1.0, fnp.reshape(y, (3, -1)) @ dense]
+    args = (x, w, row, col, channel, np.float32(0.5))
+    jitted = fg.jit(f)(*args)
+    assert ranged and owned and all(owned) and not threads.serial_blas.active
+    for got, want in zip(jitted, f(*args)):
+        assert_close(got, want, rtol=1e-5, atol=1e-5)
+    ranged.clear(), owned.clear()
+    assert_close(fg.jit(lambda x: fnp.tanh(x @ dense[:6, :6]) + 1.0)(x), np.tanh(x @ dense[:6, :6]) + 1.0, rtol=1e-5)
+    assert owned and not any(owned) and not ranged
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_simd_vectors_load_broadcast_fuse_and_store(dtype):
+    lanes = simd.lanes(dtype)
+    assert lanes * np.dtype(dtype).itemsize == simd.VECTOR_BYTES
+
+    @njit
+    def axpy(a, x, y, out):  # out = a[1] * x + y over whole vectors, from any offset
+        for i in range(0, out.size - lanes + 1, lanes):
+            simd.store(out, i, simd.fma(simd.broadcast(a, 1, lanes), simd.load(x, i + 1, lanes), simd.load(y, i, lanes)))
+        simd.store(out, out.size - lanes, simd.splat(a[0], lanes))
+    a, x, y = np.array([7.0, 3.0], dtype), RNG.standard_normal(4 * lanes + 1).astype(dtype), \
+        RNG.standard_normal(4 * lanes).astype(dtype)
+    out = np.zeros(4 * lanes, dtype)
+    axpy(a, x, y, out)
+    assert_close(out[:3 * lanes], 3.0 * x[1:3 * lanes + 1] + y[:3 * lanes], rtol=1e-6)
+    np.testing.assert_array_equal(out[3 * lanes:], np.full(lanes, 7.0, dtype))
