@@ -75,8 +75,8 @@ def main() -> None:
           f"{'PyTorch':>20}")
     for shape in shapes:
         n, c, side, o = shape
-        runs_direct = [cpu_conv.direct_forward((n, c, side, side), (3, 3), c, ONE, PADDING, ONE, np.float32),
-                       cpu_conv.direct_input_grad((side, side), (3, 3), o, ONE, ONE, np.float32)]
+        runs_direct = [cpu_conv.direct_forward((n, c, side, side), (3, 3), c, o, ONE, PADDING, ONE, np.float32),
+                       cpu_conv.direct_input_grad((side, side), (3, 3), c, o, ONE, ONE, np.float32)]
         for name, fns in passes(shape).items():
             samples = interleaved_samples(fns, rounds=args.rounds, block=0.2, settle=0.2)
             cells = []

@@ -123,6 +123,15 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
     for name in ("conv", "conv_input_grad", "conv_weight_grad"):
         real = getattr(direct, name)
         monkeypatch.setattr(direct, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
+    for reduced, produced, hw, width, dtype, taken in [
+            (32, 64, (28, 28), 30, np.float32, True), (32, 64, (8, 8), 10, np.float64, True),
+            (3, 16, (28, 28), 30, np.float32, False),      # a thin first layer
+            (32, 1, (28, 28), 30, np.float32, False),      # and its input gradient
+            (256, 256, (7, 7), 9, np.float32, False),      # wide channels: im2col's GEMM
+            (32, 64, (2, 2), 4, np.float32, False),        # rows of 4 padded to whole vectors
+            (32, 64, (28, 28), 30, np.float16, False)]:    # (half precision computes in float32 first)
+        assert direct.applies((1, 1), dtype, reduced, produced, hw, width) == taken
+    assert not direct.applies((2, 1), np.float32, 32, 64, (14, 28), 30)
     x, w, b = RNG.standard_normal((3, 16, 17, 16)), RNG.standard_normal((16, 8, 3, 3)), RNG.standard_normal(16)
     out = F.conv2d(x, w, b, padding=1, groups=2)
     assert calls == ["conv"]  # at the default thresholds

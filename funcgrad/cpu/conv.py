@@ -52,16 +52,18 @@ def _by_rows(channels_per_group: int, dtype) -> bool:
     return channels_per_group >= ROW_RUN and np.dtype(dtype) in _ROW_DTYPES
 
 
-def direct_forward(x_shape, kernel, channels_per_group: int, stride, padding, dilation, dtype) -> bool:
+def direct_forward(x_shape, kernel, in_per_group: int, out_per_group: int, stride, padding, dilation, dtype) -> bool:
     """Whether conv and conv_weight_grad of this geometry run the direct passes (cpu/direct.py)."""
     out_hw = _output_hw(x_shape, kernel, stride, padding, dilation)
-    return direct.applies(stride, dtype, channels_per_group, out_hw, x_shape[3] + sum(padding[1]))
+    return direct.applies(stride, dtype, in_per_group, out_per_group, out_hw, x_shape[3] + sum(padding[1]))
 
 
-def direct_input_grad(image_size, kernel, out_per_group: int, stride, dilation, dtype) -> bool:
+def direct_input_grad(image_size, kernel, in_per_group: int, out_per_group: int, stride, dilation, dtype) -> bool:
     """Whether conv_input_grad of this geometry runs the direct pass: the correlation of the
-    cotangent, whose rows are the image's width plus the kernel's reach."""
-    return direct.applies(stride, dtype, out_per_group, tuple(image_size), image_size[1] + dilation[1] * (kernel[1] - 1))
+    cotangent (out_per_group channels summed into in_per_group), whose rows are the image's width
+    plus the kernel's reach."""
+    return direct.applies(stride, dtype, out_per_group, in_per_group, tuple(image_size),
+                          image_size[1] + dilation[1] * (kernel[1] - 1))
 
 
 def _image_chunks(n: int, image_bytes: int):
@@ -179,7 +181,7 @@ def conv(x, weight, stride, padding, dilation, groups, out=None) -> np.ndarray:
     n = x.shape[0]
     ho, wo = _output_hw(x.shape, (kh, kw), stride, padding, dilation)
     dtype = np.result_type(x, weight)
-    if direct_forward(x.shape, (kh, kw), cg, stride, padding, dilation, dtype):
+    if direct_forward(x.shape, (kh, kw), cg, out_ch // groups, stride, padding, dilation, dtype):
         return deliver(direct.conv(x, weight, padding, dilation, groups, target(out, dtype)), out)
     out = np.empty((n, groups, out_ch // groups, ho * wo), dtype) if out is None else \
         out.reshape(n, groups, out_ch // groups, ho * wo)
@@ -206,7 +208,7 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups, out=None) 
     n, out_ch, ho, wo = g.shape
     cg, og = x.shape[1] // groups, out_ch // groups
     dtype = np.result_type(x, g)
-    if direct_forward(x.shape, kernel, cg, stride, padding, dilation, dtype):
+    if direct_forward(x.shape, kernel, cg, og, stride, padding, dilation, dtype):
         result = direct.conv_weight_grad(x, g, kernel, padding, dilation, groups)
         if result is not None:  # None: a non-finite input, whose IEEE results the GEMMs below give
             return deliver(result, out)
@@ -236,7 +238,7 @@ def conv_input_grad(g, weight, image_size, stride, padding, dilation, groups, ou
     (pt, pb), (pl, pr) = padding
     h, w = image_size
     dtype = np.result_type(g, weight)
-    if direct_input_grad(image_size, (kh, kw), out_ch // groups, stride, dilation, dtype):
+    if direct_input_grad(image_size, (kh, kw), cg, out_ch // groups, stride, dilation, dtype):
         return deliver(direct.conv_input_grad(g, weight, padding, dilation, groups, target(out, dtype)), out)
     g = g.reshape(n, groups, out_ch // groups, ho * wo)
     if _by_rows(cg, dtype):

@@ -9,8 +9,9 @@ window matrix first (the MNIST CNN's 32 -> 64 conv: a 58 MB matrix for each pass
 compute every q < Ho * Wp; the Wp - Wo columns past the end of each output row are discarded.
 
 - forward: out[o, q] = sum over c, t of w[o, c, t] * x[c, q + shift_t]. A task is one image's run
-  of OUT_VECTORS vectors of q for one group; its accumulators are OUT_BLOCK output channels by those
-  vectors (24 registers), and it streams the weights through them channel by channel and tap by tap.
+  of a few vectors of q for one group (of OUT_VECTORS, whichever pads Ho * Wp least); its
+  accumulators are OUT_BLOCK output channels by those vectors (16-24 registers), and it streams
+  the weights through them channel by channel and tap by tap.
 - input gradient: the forward pass over the cotangent, padded by d * (k - 1) - p on each side
   (cropped where that is negative), with the kernel flipped and its channel axes swapped.
 - weight gradient: dw[o, c, t] = sum over images and q of g[o, q] * x[c, q + shift_t], with g zero
@@ -35,8 +36,8 @@ from . import threads
 from .simd import lanes
 from .workspace import scratch
 
-MIN_CHANNELS, MIN_USE = 8, 0.6  # where the direct passes beat im2col's GEMMs (applies)
-OUT_BLOCK, OUT_VECTORS = 4, 6  # forward accumulators: output channels x vectors of pixels
+MIN_CHANNELS, MAX_CHANNELS, MIN_USE = 8, 128, 0.6  # where the direct passes beat im2col's GEMMs (applies)
+OUT_BLOCK, OUT_VECTORS = 4, (6, 5, 4)  # forward accumulators: output channels x vectors of pixels
 GRAD_REGISTERS = 24  # weight-gradient accumulators: vectors of output channels x (channel, tap) pairs
 PIXEL_CHUNK = 64  # pixels whose cotangents and planes every weight-gradient tile reads in turn
 SUMS_BYTES = 256 << 10  # weight-gradient sums updated in one pass over the images (within L2)
@@ -44,16 +45,28 @@ _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _SIMD = hashlib.sha256(Path(__file__).with_name("simd.py").read_bytes()).hexdigest()[:16]
 
 
-def applies(stride, dtype, channels: int, out_hw, width: int) -> bool:
-    """Whether a pass runs here: stride 1, float32 or float64, at least MIN_CHANNELS input channels a
-    group (thinner inputs give each broadcast weight too few products: the RGB or grey first layer
-    ran 0.5-0.8x im2col's time), and outputs (Ho, Wo) over rows of `width` padded columns at least
-    MIN_USE of the q the kernels compute (7x7 outputs of 9-column rows: 0.51, and 0.65-0.82x im2col's
-    time; 8x8 outputs of 10-column rows: 0.67, and 1.2-1.36x as fast; 28x28 of 30: 0.91, 1.5-1.9x)."""
-    if not (all(s == 1 for s in stride) and np.dtype(dtype) in _DTYPES and channels >= MIN_CHANNELS):
+def applies(stride, dtype, reduced: int, produced: int, out_hw, width: int) -> bool:
+    """Whether a pass runs here: stride 1, float32 or float64, channels a group (those the pass sums
+    over, and those it produces) from MIN_CHANNELS to MAX_CHANNELS, and outputs (Ho, Wo) over rows of
+    `width` padded columns at least MIN_USE of the q the kernels compute. Measured against im2col
+    (benchmarks/conv.py, 3x3 convs): thinner inputs give each broadcast weight too few products (a
+    grey or RGB first layer: 0.5-0.8x its time; its input gradient, 32 channels into 1, fills a
+    quarter of a block of OUT_BLOCK output channels: 0.6x); up to 128 channels the three passes took 0.4-0.85x
+    its time at 7x7 to 56x56, at 256 0.85-1.5x, at 512 1.2-1.6x (im2col's one GEMM with K = 9 C
+    runs at BLAS's speed there, where a task's planes and weights outgrow the caches); 28x28
+    outputs of 30-column rows use 0.97 of what is computed, 8x8 of 10: 0.8."""
+    if not (all(s == 1 for s in stride) and np.dtype(dtype) in _DTYPES
+            and MIN_CHANNELS <= min(reduced, produced) and max(reduced, produced) <= MAX_CHANNELS):
         return False
-    block = lanes(dtype) * OUT_VECTORS
-    return out_hw[0] * out_hw[1] >= MIN_USE * _round_up(out_hw[0] * width, block)
+    computed = _round_up(out_hw[0] * width, lanes(dtype) * _pixel_vectors(out_hw[0] * width, dtype))
+    return out_hw[0] * out_hw[1] >= MIN_USE * computed
+
+
+def _pixel_vectors(q: int, dtype) -> int:
+    """Of OUT_VECTORS, the vectors of pixels a forward task takes that pad q pixels least (the
+    most where they tie): 8x8 outputs of 10-column rows, 80 pixels, are 5 vectors of 16 float32,
+    where 6 would compute 96."""
+    return min(OUT_VECTORS, key=lambda v: (_round_up(q, lanes(dtype) * v), -v))
 
 
 def _round_up(n: int, step: int) -> int:
@@ -67,12 +80,12 @@ def _header() -> list[str]:
 
 
 @cache
-def _forward_kernel(dtype: np.dtype):
+def _forward_kernel(dtype: np.dtype, nv: int):
     """kernel(planes, weights, shifts, out, groups, cin, plane, n_ob, q_len, t0, t1): planes (N *
     groups * cin planes of `plane` elements, and a tail), weights (groups, n_ob, cin, taps, OUT_BLOCK),
-    out (N, groups, n_ob * OUT_BLOCK, q_len), tasks (image, group, block of q) t0 .. t1."""
+    out (N, groups, n_ob * OUT_BLOCK, q_len), tasks (image, group, block of nv vectors of q) t0 .. t1."""
     from .fusion import compile_kernel
-    lane, ob, nv = lanes(dtype), OUT_BLOCK, OUT_VECTORS
+    lane, ob = lanes(dtype), OUT_BLOCK
     block = lane * nv
     acc = [(o, v, f"a{o}_{v}") for o in range(ob) for v in range(nv)]
     lines = _header() + [
@@ -276,7 +289,8 @@ def _correlate(x, weight, padding, dilation, groups: int, out, dtype) -> np.ndar
         out[...] = 0
         return out
     n_ob = -(-og // OUT_BLOCK)
-    block = lanes(dtype) * OUT_VECTORS
+    vectors = _pixel_vectors(ho * wp, dtype)
+    block = lanes(dtype) * vectors
     q_len = _round_up(ho * wp, block)
     shifts = _shifts((kh, kw), dilation, wp)
     planes, wp, _ = _planes("direct planes", x, padding, hp * wp, max(0, q_len + int(shifts[-1]) - hp * wp), dtype)
@@ -284,7 +298,7 @@ def _correlate(x, weight, padding, dilation, groups: int, out, dtype) -> np.ndar
     w[:, :og] = weight.reshape(groups, og, cin, kh * kw)
     w = np.ascontiguousarray(w.reshape(groups, n_ob, OUT_BLOCK, cin, kh * kw).transpose(0, 1, 3, 4, 2)).reshape(-1)
     sums = scratch("direct sums", (n * groups * n_ob * OUT_BLOCK * q_len,), dtype)
-    kernel = _forward_kernel(np.dtype(dtype))
+    kernel = _forward_kernel(np.dtype(dtype), vectors)
     threads.split(lambda t0, t1: kernel(planes, w, shifts, sums, groups, cin, hp * wp, n_ob, q_len, t0, t1),
                   n * groups * (q_len // block), n * out_ch * cin * kh * kw * q_len)
     _from_planes(sums, out, og, n_ob * OUT_BLOCK, wp)

@@ -163,18 +163,18 @@ def _work_dtype(a, b, precision) -> np.dtype:
 
 
 def _conv_threaded(x, w, *, stride, padding, dilation, groups, precision=None, out_dtype=None):
-    return cpu_conv.direct_forward(x.shape, w.shape[2:], w.shape[1], stride, padding, dilation,
+    return cpu_conv.direct_forward(x.shape, w.shape[2:], w.shape[1], w.shape[0] // groups, stride, padding, dilation,
                                    _work_dtype(x, w, precision))
 
 
 def _input_grad_threaded(g, w, *, image_size, stride, padding, dilation, groups, precision=None, out_dtype=None):
-    return cpu_conv.direct_input_grad(image_size, w.shape[2:], w.shape[0] // groups, stride, dilation,
+    return cpu_conv.direct_input_grad(image_size, w.shape[2:], w.shape[1], w.shape[0] // groups, stride, dilation,
                                       _work_dtype(g, w, precision))
 
 
 def _weight_grad_threaded(x, g, *, kernel, stride, padding, dilation, groups, precision=None, out_dtype=None):
-    return cpu_conv.direct_forward(x.shape, kernel, x.shape[1] // groups, stride, padding, dilation,
-                                   _work_dtype(x, g, precision))
+    return cpu_conv.direct_forward(x.shape, kernel, x.shape[1] // groups, g.shape[1] // groups, stride, padding,
+                                   dilation, _work_dtype(x, g, precision))
 
 
 conv_p = Primitive("conv", _low_precision_matmul(cpu_conv.conv), shape_rule=_conv_shape, batch_rule=_conv_batch("iwi"),
