@@ -129,9 +129,9 @@ def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatc
                         real_split(kernel, tasks, *rest))
     monkeypatch.setattr(gemm, "matmul", lambda *a, **k: owned.append(threads.serial_blas.active) or real_matmul(*a, **k))
     x = RNG.standard_normal((3, 8, 5, 6)).astype(np.float32)
-    w = RNG.standard_normal((4, 8, 3, 3)).astype(np.float32)
-    row, col, channel = (RNG.standard_normal(s).astype(np.float32) for s in [(6,), (3, 4, 5, 1), (4, 1, 1)])
-    dense = RNG.standard_normal((120, 7)).astype(np.float32)
+    w = RNG.standard_normal((8, 8, 3, 3)).astype(np.float32)
+    row, col, channel = (RNG.standard_normal(s).astype(np.float32) for s in [(6,), (3, 8, 5, 1), (8, 1, 1)])
+    dense = RNG.standard_normal((240, 7)).astype(np.float32)
 
     def f(x, w, row, col, channel, s):
         y = F.conv2d(x, w, padding=1)
