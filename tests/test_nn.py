@@ -140,13 +140,15 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
     assert {"conv_input_grad", "conv_weight_grad"} <= set(calls)
 
     xs, ws = x[:2, :, :9, :8], RNG.standard_normal((12, 16, 3, 2))
-    for padding, dilation in [(((0, 2), (2, 1)), (1, 1)), (((3, 3), (1, 4)), (2, 1))]:
+    wide = RNG.standard_normal((8, 16, 5, 5))  # 25 taps: a loop over them, where up to 9 are written out
+    for padding, dilation, wk in [(((0, 2), (2, 1)), (1, 1), ws), (((3, 3), (1, 4)), (2, 1), ws),
+                                  (((2, 2), (3, 1)), (1, 1), wide)]:
         def f(x, w):
             return C.conv_p(x, w, stride=(1, 1), padding=padding, dilation=dilation, groups=1)
         padded = np.pad(xs, ((0, 0), (0, 0)) + padding)
-        assert_close(f(xs, ws), np_conv2d(padded, ws, None, 1, 0, dilation), atol=1e-10)
+        assert_close(f(xs, wk), np_conv2d(padded, wk, None, 1, 0, dilation), atol=1e-10)
         calls.clear()
-        fg.check_grads(f, (xs, ws), order=1)
+        fg.check_grads(f, (xs, wk), order=1)
         assert {"conv_input_grad", "conv_weight_grad"} <= set(calls)
 
     def passes(x, w):
