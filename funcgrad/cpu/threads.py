@@ -8,11 +8,11 @@ threads wait on a queue (no spinning), so between calls the cores are free; numb
 spins after each kernel and took the cores from the GEMMs that followed (cpu/fusion.py).
 
 OpenBLAS's threads spin too, for ~0.1 s after each threaded GEMM: a kernel split over the cores
-in that time shares one with the spinner. So funcgrad's GEMMs are split here as well
-(cpu/gemm.py), each part on one BLAS thread: `with serial_blas:` sets every BLAS library loaded
-when funcgrad first needs one (NumPy's among them; threadpoolctl finds them) to one thread and
-gives each its own count back when the outermost such block ends, so NumPy code outside funcgrad
-keeps its threads.
+in that time shares one with the spinner. So a jitted program whose steps split their work runs
+inside `with serial_blas:` (lowering.py), and its GEMMs are split here as well, each part on one
+BLAS thread (cpu/gemm.py): serial_blas sets every BLAS library loaded when funcgrad first needs
+one (NumPy's among them; threadpoolctl finds them) to one thread and gives each its own count
+back when the outermost such block ends, so NumPy code outside funcgrad keeps its threads.
 
 THREADS is OMP_NUM_THREADS where it is set (as PyTorch and OpenBLAS read it; launchers set it to
 1 a process), else the cores this process may run on.
