@@ -155,14 +155,16 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
         y, pullback = fg.vjp(lambda x, w: F.conv2d(x, w, padding=1, dilation=(1, 2), groups=2), x, w)
         return [y, *pullback(fnp.ones_like(y))]
     whole = passes(xs, ws[:, :8])
-    monkeypatch.setattr(threads, "THREADS", 3)
-    monkeypatch.setattr(threads, "MIN_TASK_WORK", 1)
-    monkeypatch.setattr(direct, "SUMS_BYTES", 1)
-    monkeypatch.setattr(direct, "PIXEL_CHUNK", 5)
-    direct._weight_grad_kernel.cache_clear()
-    for a, b in zip(whole, passes(xs, ws[:, :8])):
-        assert_close(a, b, rtol=1e-12, atol=1e-12)
-    monkeypatch.undo()
+    for pipeline in (1 << 30, 0):  # each stage split over its own tasks; the images split, a thread running every stage of its own
+        monkeypatch.setattr(threads, "THREADS", 3)
+        monkeypatch.setattr(threads, "MIN_TASK_WORK", 1)
+        monkeypatch.setattr(direct, "SUMS_BYTES", 1)
+        monkeypatch.setattr(direct, "PIXEL_CHUNK", 5)
+        monkeypatch.setattr(direct, "PIPELINE_IMAGES", pipeline)
+        direct._weight_grad_kernel.cache_clear()
+        for a, b in zip(whole, passes(xs, ws[:, :8])):
+            assert_close(a, b, rtol=1e-12, atol=1e-12)
+        monkeypatch.undo()
     direct._weight_grad_kernel.cache_clear()
 
     # an infinity or a NaN: im2col's IEEE results (the weight gradient's discarded columns would
@@ -171,8 +173,12 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
     bad_x[0, 3, 2, 2], bad_x[1, 0, 4, 5], bad_w[2, 1, 1, 1] = np.inf, np.nan, -np.inf
     with np.errstate(invalid="ignore"):
         got = [passes(bad_x, ws[:, :8]), passes(xs, bad_w)]
+        monkeypatch.setattr(threads, "MIN_TASK_WORK", 1)
+        monkeypatch.setattr(direct, "PIPELINE_IMAGES", 0)
+        got += [passes(bad_x, ws[:, :8]), passes(xs, bad_w)]
+        monkeypatch.undo()
         monkeypatch.setattr(direct, "MIN_CHANNELS", 1 << 30)
-        want = [passes(bad_x, ws[:, :8]), passes(xs, bad_w)]
+        want = 2 * [passes(bad_x, ws[:, :8]), passes(xs, bad_w)]
     for results, want in zip(got, want):
         for a, b in zip(results, want):
             a, b = np.asarray(a), np.asarray(b)

@@ -42,6 +42,7 @@ OUT_BLOCK, OUT_VECTORS = 4, (6, 5, 4)  # forward accumulators: output channels x
 GRAD_REGISTERS = 24  # weight-gradient accumulators: vectors of output channels x (channel, tap) pairs
 PIXEL_CHUNK = 64  # pixels whose cotangents and planes every weight-gradient tile reads in turn
 SUMS_BYTES = 256 << 10  # weight-gradient sums updated in one pass over the images (within L2)
+PIPELINE_IMAGES = 4  # images a thread from which a pass's stages run image by image (_over_images)
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _SIMD = hashlib.sha256(Path(__file__).with_name("simd.py").read_bytes()).hexdigest()[:16]
 
@@ -187,101 +188,88 @@ def _weight_grad_kernel(dtype: np.dtype, vectors: int):
 
 @cache
 def _layout_kernels():
-    """to_planes(x, planes, keep, every, top, left, wp, plane, bad, t0, t1): the images of x (N, C,
-    H, W), taken as N * C // keep runs of keep planes, into flat planes of `plane` elements, `every`
-    a run (the rest zero): image p at (top, left) of plane (p // keep) * every + p % keep, zeros
-    around it; bad[d] = whether plane d received an infinity or NaN; tasks: planes t0 .. t1.
-    from_planes(planes, out, keep, every, wp, t0, t1): the reverse, each output row read from the
-    start of its plane's row (the planes' own stride `plane` is planes.size // their count)."""
+    """to_planes, from_planes and to_rows: the copies between NumPy's layout and the kernels'.
+    Each takes its arrays flat (C-contiguous) and runs tasks t0 .. t1, a plane or an image each;
+    a plane's rows are copied as runs of contiguous elements and its padding zeroed in one fill
+    (2-D indexing of each element ran at 2-3 ns an element: a third of an 8x8 forward pass)."""
     from numba import njit
+    _u = np.uint64  # an unsigned index: no wrap-around test of negative ones, so the row loops vectorise (2-3x)
 
     @njit(cache=True, nogil=True)
-    def to_planes(x, planes, keep, every, top, left, wp, plane, bad, t0, t1):
-        n, c, h, w = x.shape
-        if (n * c % keep or planes.size < n * c // keep * every * plane or top < 0 or left < 0 or left + w > wp
-                or (top + h) * wp > plane or keep > every or bad.size < t1 or t0 < 0 or t1 > n * c // keep * every):
+    def to_planes(x, count, h, w, crop, planes, top, left, wp, plane, bad, t0, t1):
+        """Planes t0 .. t1 of x (count planes of h x w): rows crop[0] .. crop[0] + crop[2], columns
+        crop[1] .. crop[1] + crop[3] of each at (top, left) of its flat plane of `plane` elements,
+        zeros around; bad[d] = whether plane d received an infinity or NaN."""
+        y0, x0, hk, wk = crop[0], crop[1], crop[2], crop[3]
+        if (x.size != count * h * w or planes.size < count * plane or min(y0, x0, hk, wk, top, left, t0) < 0
+                or y0 + hk > h or x0 + wk > w or left + wk > wp or (top + hk) * wp > plane or bad.size < count
+                or t1 > count):
             raise ValueError("direct conv: the images do not fit their planes")
         for d in range(t0, t1):
-            base, k = d * plane, d % every
-            stop, flag = base, False
-            if k < keep:
-                p = d // every * keep + k
-                image = x[p // c, p % c]
-                for y in range(h):
-                    row = base + (top + y) * wp + left
-                    for z in range(stop, row):
-                        planes[z] = 0
-                    for z in range(w):
-                        v = image[y, z]
-                        planes[row + z] = v
-                        flag |= (v - v) != 0  # inf - inf and NaN - NaN are NaN
-                    stop = row + w
-            for z in range(stop, base + plane):
-                planes[z] = 0
+            base = d * plane
+            planes[base:base + plane] = 0
+            flag = False
+            for y in range(hk):
+                src = (d * h + y0 + y) * w + x0
+                dst = base + (top + y) * wp + left
+                for z in range(wk):
+                    v = x[_u(src + z)]
+                    planes[_u(dst + z)] = v
+                    flag |= (v - v) != 0  # inf - inf and NaN - NaN are NaN
             bad[d] = flag
 
     @njit(cache=True, nogil=True)
-    def from_planes(planes, out, keep, every, wp, t0, t1):
-        n, c, h, w = out.shape
-        count = n * c // keep * every
-        plane = planes.size // max(1, count)
-        if n * c % keep or keep > every or w > wp or h * wp > plane or t0 < 0 or t1 > n * c:
+    def from_planes(planes, out, keep, every, ho, wo, wp, t0, t1):
+        """out (planes of ho x wo) from runs of `every` planes whose first `keep` hold its planes,
+        each row read from the start of its plane's row (their stride: planes.size // their count)."""
+        count = out.size // max(1, ho * wo)
+        plane = planes.size // max(1, count // max(1, keep) * every)
+        if count % max(1, keep) or keep > every or wo > wp or ho * wp > plane or t0 < 0 or t1 > count:
             raise ValueError("direct conv: the planes do not hold the output")
         for p in range(t0, t1):
             base = (p // keep * every + p % keep) * plane
-            image = out[p // c, p % c]
-            for y in range(h):
-                for z in range(w):
-                    image[y, z] = planes[base + y * wp + z]
+            for y in range(ho):
+                src, dst = base + y * wp, (p * ho + y) * wo
+                for z in range(wo):
+                    out[_u(dst + z)] = planes[_u(src + z)]
 
     @njit(cache=True, nogil=True)
-    def to_rows(g, rows, groups, wp, t0, t1):
-        """rows (N, groups, q_len, og) = g (N, groups * o, Ho, Wo) channels-last, pixel (y, x) at
+    def to_rows(g, n, o, h, w, rows, groups, q_len, og, wp, t0, t1):
+        """rows (n, groups, q_len, og) = g (n, groups * o, h, w) channels-last, pixel (y, x) at
         y * wp + x, zeros elsewhere; tasks: (image, group) pairs t0 .. t1."""
-        n, channels, h, w = g.shape
-        q_len, og = rows.shape[2:]
-        o = channels // groups
-        if rows.shape[0] != n or rows.shape[1] != groups or o * groups != channels or o > og or w > wp \
-                or h * wp > q_len or t0 < 0 or t1 > n * groups:
+        if (g.size != n * groups * o * h * w or rows.size != n * groups * q_len * og or o > og or w > wp
+                or h * wp > q_len or t0 < 0 or t1 > n * groups):
             raise ValueError("direct conv: the cotangent does not fit its rows")
         for task in range(t0, t1):
-            image, group = task // groups, task % groups
-            out = rows[image, group]
-            out[:] = 0
-            for y in range(h):
-                for c in range(o):
-                    plane = g[image, group * o + c]
+            base = task * q_len * og
+            rows[base:base + q_len * og] = 0
+            for c in range(o):
+                src = (task * o + c) * h * w
+                for y in range(h):
                     for z in range(w):
-                        out[y * wp + z, c] = plane[y, z]
+                        rows[_u(base + (y * wp + z) * og + c)] = g[_u(src + y * w + z)]
     return to_planes, from_planes, to_rows
 
 
 # ---- planes -------------------------------------------------------------------------------------
-def _planes(name: str, x: np.ndarray, padding, plane: int, reach: int, dtype, keep: int = 1, every: int = 1):
-    """(flat, wp, finite): x (N, C, H, W) zero-padded by padding (negative: cropped) as flat planes of
-    `plane` elements (rows of wp; plane >= hp * wp), in runs of `every` planes of which the first
-    `keep` hold images (the rest zeros), in scratch memory and followed by `reach` zeros (what the
-    last plane's reads run past its end); finite: whether every value of x that was kept is finite."""
+def _planes(name: str, x: np.ndarray, padding, plane: int, dtype):
+    """(flat, wp, lay, bad): scratch memory for x (N, C, H, W) zero-padded by padding (negative:
+    cropped) as flat planes of `plane` elements (rows of wp; plane >= hp * wp, so that what a
+    kernel reads past a plane's pixels is its own zeros, never another image's plane, which may not
+    be laid out yet), and lay(p0, p1), which writes planes p0 .. p1 there; bad[p]: whether plane p
+    received an infinity or NaN."""
     (top, bottom), (left, right) = padding
     n, c, h, w = x.shape
     wp = w + left + right
-    kept = x[:, :, max(0, -top):h - max(0, -bottom), max(0, -left):w - max(0, -right)]
-    if kept.dtype != dtype:
-        kept = kept.astype(dtype)
-    count = n * c // keep * every
-    flat = scratch(name, (count * plane + reach,), dtype)
-    flat[count * plane:] = 0
-    bad = scratch(name + " flags", (count,), np.bool_)
-    to_planes = _layout_kernels()[0]
-    threads.split(lambda t0, t1: to_planes(kept, flat, keep, every, max(0, top), max(0, left), wp, plane, bad, t0, t1),
-                  count, count * plane * threads.ELEMENT_WORK)
-    return flat, wp, not bad.any()
+    crop = np.array([max(0, -top), max(0, -left), max(0, h - max(0, -top) - max(0, -bottom)),
+                     max(0, w - max(0, -left) - max(0, -right))], np.int64)
+    flat = scratch(name, (n * c * plane,), dtype)
+    bad = scratch(name + " flags", (n * c,), np.bool_)
+    source, to_planes = np.ascontiguousarray(x, dtype).reshape(-1), _layout_kernels()[0]
 
-
-def _from_planes(planes, out, keep: int, every: int, wp: int) -> None:
-    from_planes = _layout_kernels()[1]
-    count = out.shape[0] * out.shape[1]
-    threads.split(lambda t0, t1: from_planes(planes, out, keep, every, wp, t0, t1), count, out.size * threads.ELEMENT_WORK)
+    def lay(p0: int, p1: int) -> None:
+        to_planes(source, n * c, h, w, crop, flat, max(0, top), max(0, left), wp, plane, bad, p0, p1)
+    return flat, wp, lay, bad
 
 
 def _shifts(kernel, dilation, wp: int) -> np.ndarray:
@@ -289,11 +277,32 @@ def _shifts(kernel, dilation, wp: int) -> np.ndarray:
     return np.array([i * dh * wp + j * dw for i in range(kh) for j in range(kw)], np.int64)
 
 
+def _over_images(n: int, work: int, stages) -> None:
+    """stages(n0, n1, spread) for images 0 .. n: each stage of a pass (lay out, compute, copy out)
+    runs spread(fn, t0, t1, work), fn over its tasks t0 .. t1 for those images. With images enough
+    for every thread to take a few, one split over the images, each thread running all the stages
+    of its own (one hand-off to the pool a pass instead of one a stage, ~30 us each on this
+    project's 2-core VM, and each image's planes still in cache for the next stage); else every
+    stage split over its own tasks."""
+    if n >= PIPELINE_IMAGES * threads.THREADS:
+        threads.split(lambda n0, n1: stages(n0, n1, _inline), n, work)
+    else:
+        stages(0, n, _spread)
+
+
+def _inline(fn, t0: int, t1: int, work: int) -> None:
+    fn(t0, t1)
+
+
+def _spread(fn, t0: int, t1: int, work: int) -> None:
+    threads.split(lambda a, b: fn(t0 + a, t0 + b), t1 - t0, work)
+
+
 # ---- the passes ---------------------------------------------------------------------------------
 def _correlate(x, weight, padding, dilation, groups: int, out, dtype) -> np.ndarray:
     """The stride-1 cross-correlation of x (N, C, H, W) with weight (O, C / groups, kh, kw) under
     padding (negative: cropped), into out (N, O, Ho, Wo) where given."""
-    n = x.shape[0]
+    n, c = x.shape[:2]
     out_ch, cin, kh, kw = weight.shape
     og = out_ch // groups
     hp, wp = (x.shape[2] + sum(padding[0]), x.shape[3] + sum(padding[1]))
@@ -307,15 +316,26 @@ def _correlate(x, weight, padding, dilation, groups: int, out, dtype) -> np.ndar
     block = lanes(dtype) * vectors
     q_len = _round_up(ho * wp, block)
     shifts = _shifts((kh, kw), dilation, wp)
-    planes, wp, _ = _planes("direct planes", x, padding, hp * wp, max(0, q_len + int(shifts[-1]) - hp * wp), dtype)
+    plane = max(hp * wp, q_len + int(shifts[-1]))
+    planes, wp, lay, _ = _planes("direct planes", x, padding, plane, dtype)
     w = np.zeros((groups, n_ob * OUT_BLOCK, cin, kh * kw), dtype)
     w[:, :og] = weight.reshape(groups, og, cin, kh * kw)
     w = np.ascontiguousarray(w.reshape(groups, n_ob, OUT_BLOCK, cin, kh * kw).transpose(0, 1, 3, 4, 2)).reshape(-1)
     sums = scratch("direct sums", (n * groups * n_ob * OUT_BLOCK * q_len,), dtype)
     kernel = _forward_kernel(np.dtype(dtype), vectors, kh * kw if kh * kw <= UNROLL_TAPS else 0)
-    threads.split(lambda t0, t1: kernel(planes, w, shifts, sums, groups, cin, hp * wp, n_ob, q_len, t0, t1),
-                  n * groups * (q_len // block), n * out_ch * cin * kh * kw * q_len)
-    _from_planes(sums, out, og, n_ob * OUT_BLOCK, wp)
+    target = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
+    result, from_planes = target.reshape(-1), _layout_kernels()[1]
+    tasks, work = groups * (q_len // block), out_ch * cin * kh * kw * q_len  # an image's
+
+    def stages(n0: int, n1: int, spread) -> None:
+        spread(lay, n0 * c, n1 * c, (n1 - n0) * c * plane * threads.ELEMENT_WORK)
+        spread(lambda t0, t1: kernel(planes, w, shifts, sums, groups, cin, plane, n_ob, q_len, t0, t1),
+               n0 * tasks, n1 * tasks, (n1 - n0) * work)
+        spread(lambda t0, t1: from_planes(sums, result, og, n_ob * OUT_BLOCK, ho, wo, wp, t0, t1),
+               n0 * out_ch, n1 * out_ch, (n1 - n0) * out_ch * ho * wo * threads.ELEMENT_WORK)
+    _over_images(n, n * work, stages)
+    if target is not out:
+        out[...] = target
     return out
 
 
@@ -352,23 +372,29 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
     og = _round_up(out_ch // groups, vectors * lane)
     shifts = _shifts(kernel, dilation, wp)
     pairs = _round_up(cin * shifts.size, GRAD_REGISTERS // vectors)  # the extra pairs' sums are dropped
+    plane = q_len + int(shifts[-1])  # hp * wp and the last tap's reach past it
     offsets = np.zeros(pairs, np.int64)
-    offsets[:cin * shifts.size] = (np.arange(cin)[:, None] * (hp * wp) + shifts).reshape(-1)
-    planes, wp, finite = _planes("direct planes", x, padding, hp * wp, max(0, q_len + int(shifts[-1]) - hp * wp), dtype)
-    if not finite:
-        return None
-    rows = scratch("direct cotangent rows", (n, groups, q_len, og), dtype)
-    to_rows = _layout_kernels()[2]
-    threads.split(lambda t0, t1: to_rows(g, rows, groups, wp, t0, t1), n * groups, rows.size * threads.ELEMENT_WORK)
-    kernel_fn = _weight_grad_kernel(np.dtype(dtype), vectors)
+    offsets[:cin * shifts.size] = (np.arange(cin)[:, None] * plane + shifts).reshape(-1)
+    planes, wp, lay, bad = _planes("direct planes", x, padding, plane, dtype)
+    rows = scratch("direct cotangent rows", (n * groups * q_len * og,), dtype)
+    to_rows, kernel_fn = _layout_kernels()[2], _weight_grad_kernel(np.dtype(dtype), vectors)
+    cot = np.ascontiguousarray(g, dtype).reshape(-1)
     partials: dict[int, np.ndarray] = {}  # each thread's sums, whichever image ranges it takes
 
-    def run(n0: int, n1: int) -> None:
+    def accumulate(n0: int, n1: int) -> None:
         partial = partials.get(threading.get_ident())
         if partial is None:
             partial = partials[threading.get_ident()] = np.zeros(groups * pairs * og, dtype)
-        kernel_fn(planes, rows.reshape(-1), offsets, partial, groups, cin, hp * wp, og, q_len, n0, n1)
-    threads.split(run, n, n * groups * pairs * og * q_len)
+        kernel_fn(planes, rows, offsets, partial, groups, cin, plane, og, q_len, n0, n1)
+
+    def stages(n0: int, n1: int, spread) -> None:
+        spread(lay, n0 * cin * groups, n1 * cin * groups, (n1 - n0) * cin * groups * plane * threads.ELEMENT_WORK)
+        spread(lambda t0, t1: to_rows(cot, n, out_ch // groups, ho, wo, rows, groups, q_len, og, wp, t0, t1),
+               n0 * groups, n1 * groups, (n1 - n0) * groups * q_len * og * threads.ELEMENT_WORK)
+        spread(accumulate, n0, n1, (n1 - n0) * groups * pairs * og * q_len)
+    _over_images(n, n * groups * pairs * og * q_len, stages)
+    if bad.any():
+        return None
     sums = sum(partials.values()).reshape(groups, pairs, og)[:, :cin * shifts.size, :out_ch // groups]
     return np.ascontiguousarray(sums.reshape(groups, cin, kernel[0], kernel[1], -1).transpose(0, 4, 1, 2, 3)) \
         .reshape(out_ch, cin, kernel[0], kernel[1])
