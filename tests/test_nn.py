@@ -167,8 +167,8 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
         monkeypatch.undo()
     direct._weight_grad_kernel.cache_clear()
 
-    # an infinity or a NaN: im2col's IEEE results (the weight gradient's discarded columns would
-    # meet them with zero cotangents, so it runs im2col itself there)
+    # an infinity or a NaN: im2col's IEEE results (the weight gradient sums the real pixels only,
+    # so no discarded column's zero cotangent meets them)
     bad_x, bad_w = xs.copy(), ws[:, :8].copy()
     bad_x[0, 3, 2, 2], bad_x[1, 0, 4, 5], bad_w[2, 1, 1, 1] = np.inf, np.nan, -np.inf
     with np.errstate(invalid="ignore"):

@@ -209,9 +209,7 @@ def conv_weight_grad(x, g, kernel, stride, padding, dilation, groups, out=None) 
     cg, og = x.shape[1] // groups, out_ch // groups
     dtype = np.result_type(x, g)
     if direct_forward(x.shape, kernel, cg, og, stride, padding, dilation, dtype):
-        result = direct.conv_weight_grad(x, g, kernel, padding, dilation, groups)
-        if result is not None:  # None: a non-finite input, whose IEEE results the GEMMs below give
-            return deliver(result, out)
+        return deliver(direct.conv_weight_grad(x, g, kernel, padding, dilation, groups), out)
     acc = np.zeros((groups, og, cg * kernel[0] * kernel[1]), dtype)
     g = g.reshape(n, groups, og, ho * wo)
     if _by_rows(cg, dtype):
