@@ -250,9 +250,11 @@ def _layout_kernels():
             base, src = task * pixels * og, task * o * pixels
             if o < og:
                 rows[base:base + pixels * og] = 0
-            for p0 in range(0, pixels, 8):  # 8 pixels of every channel in turn: the writes run along
-                for p in range(p0, min(pixels, p0 + 8)):  # rows, each line read is used twice (a
-                    for c in range(o):  # plane at a time, or a pixel at a time, ran 2-3.5x as long)
+            # 8 pixels of every channel in turn: the writes run along the rows and each line read
+            # serves two turns (a plane at a time, or a pixel at a time, ran 2-3.5x as long)
+            for p0 in range(0, pixels, 8):
+                for p in range(p0, min(pixels, p0 + 8)):
+                    for c in range(o):
                         rows[_u(base + p * og + c)] = g[_u(src + c * pixels + p)]
     return to_planes, from_planes, to_rows
 
