@@ -112,6 +112,33 @@ def test_gemm_cuts_every_extent_and_equals_numpy(three_threads, a_shape, b_shape
     assert len(cuts) == 3
 
 
+def test_split_sums_add_their_parts_in_the_ranges_order_whichever_thread_ran_them(three_threads, monkeypatch):
+    """The direct conv's weight gradient and a GEMM cut along its contraction give the same bits
+    when the ranges run in reverse on one thread (as a slow thread would have them claimed) as
+    over the pool: each range's sums are its own, added in the ranges' order. They were the
+    threads' own once, so a training run's weights differed in their last bits from run to run."""
+    from funcgrad.cpu import direct
+    x, g = RNG.standard_normal((12, 8, 6, 7)), RNG.standard_normal((12, 8, 6, 7))
+    a, b = RNG.standard_normal((4, 600)), RNG.standard_normal((600, 3))
+
+    def results():
+        with threads.serial_blas:
+            return direct.conv_weight_grad(x, g, (3, 3), ((1, 1), (1, 1)), (1, 1), 1), gemm.matmul(a, b)
+    pooled = results()
+
+    def reversed_split(run, tasks, work, per_thread=threads.CHUNKS_PER_THREAD):
+        chunks = min(tasks, max(1, min(threads.THREADS, tasks, work // threads.MIN_TASK_WORK)) * per_thread)
+        bounds = [tasks * k // chunks for k in range(chunks + 1)]  # split's ranges
+        for k in reversed(range(chunks)):
+            run(bounds[k], bounds[k + 1])
+    monkeypatch.setattr(threads, "split", reversed_split)
+    for got, want in zip(results(), pooled):
+        np.testing.assert_array_equal(got, want)
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), (2, 3))
+    assert_close(pooled[0], np.einsum("nohw,nchwij->ocij", g, windows), rtol=1e-12, atol=1e-12)
+    assert_close(pooled[1], a @ b, rtol=1e-12, atol=1e-12)
+
+
 def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatch):
     """A jitted program with a step whose CPU implementation splits its work (a direct
     convolution) runs with BLAS on one thread, its GEMMs split over the kernel threads and its

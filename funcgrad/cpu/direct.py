@@ -18,7 +18,8 @@ compute every q < Ho * Wp; the Wp - Wo columns past the end of each output row a
   shift_t] (no discarded column is visited: a fifth of the work at 8x8), g copied channels-last,
   so a tile of 24 accumulators is a few vectors of output channels by several (channel, tap)
   pairs: per pixel, each cotangent vector is loaded once and each pair's input value broadcast
-  once (the GEMM micro-kernel's shape). Each thread sums its images into sums of its own.
+  once (the GEMM micro-kernel's shape). Each range of images has sums of its own, added in
+  the ranges' order (not the threads': the same bits every run).
 
 Tasks are split over the cores (cpu/threads.py). Arrays are NumPy arrays: x (N, C, H, W), weight
 (O, C / groups, kh, kw), padding ((top, bottom), (left, right)).
@@ -26,7 +27,6 @@ Tasks are split over the cores (cpu/threads.py). Arrays are NumPy arrays: x (N, 
 from __future__ import annotations
 
 import hashlib
-import threading
 from functools import cache
 from pathlib import Path
 
@@ -364,7 +364,8 @@ def conv_input_grad(g, weight, padding, dilation, groups: int, out=None) -> np.n
 
 def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray:
     """The gradient of a stride-1 conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups,
-    kh, kw), summed over the real pixels only (as im2col's terms, non-finite inputs included)."""
+    kh, kw), summed over the real pixels only (as im2col's terms, non-finite inputs included), each range
+    of images into sums of its own, added in a fixed order (run to run the same bits)."""
     dtype = np.result_type(x, g)
     lane = lanes(dtype)
     n, out_ch, ho, wo = g.shape
@@ -382,13 +383,11 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
     rows = scratch("direct cotangent rows", (n * groups * ho * wo * og,), dtype)
     to_rows, kernel_fn = _layout_kernels()[2], _weight_grad_kernel(np.dtype(dtype), vectors)
     cot = np.ascontiguousarray(g, dtype).reshape(-1)
-    partials: dict[int, np.ndarray] = {}  # each thread's sums, whichever image ranges it takes
+    partials: dict[int, np.ndarray] = {}  # the sums of each range of images, by its first
     work = groups * pairs * og * ho * wo  # an image's
 
     def accumulate(n0: int, n1: int) -> None:
-        partial = partials.get(threading.get_ident())
-        if partial is None:
-            partial = partials[threading.get_ident()] = np.zeros(groups * pairs * og, dtype)
+        partials[n0] = partial = np.zeros(groups * pairs * og, dtype)  # dict assignment is atomic
         kernel_fn(planes, rows, offsets, partial, groups, cin, hp * wp, og, ho, wo, wp, n0, n1)
 
     def stages(n0: int, n1: int, spread) -> None:
@@ -397,6 +396,7 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
                n0 * groups, n1 * groups, (n1 - n0) * groups * ho * wo * og * threads.ELEMENT_WORK)
         spread(accumulate, n0, n1, (n1 - n0) * work)
     _over_images(n, n * work, stages)
-    sums = sum(partials.values()).reshape(groups, pairs, og)[:, :cin * shifts.size, :out_ch // groups]
+    # added in the ranges' order, whichever thread took each: the same sums every run
+    sums = sum(partials[k] for k in sorted(partials)).reshape(groups, pairs, og)[:, :cin * shifts.size, :out_ch // groups]
     return np.ascontiguousarray(sums.reshape(groups, cin, kernel[0], kernel[1], -1).transpose(0, 4, 1, 2, 3)) \
         .reshape(out_ch, cin, kernel[0], kernel[1])

@@ -41,14 +41,15 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
 
 def _split_contraction(a, b, out, k: int, work: int) -> None:
     """out = a @ b as the sum of the products of parts of the contraction: the first part written
-    into out, each other into a part of its own, added to out at the end."""
-    parts: list[np.ndarray] = []
+    into out, each other into a part of its own, added to out at the end in the parts' order
+    (whichever thread computed each: the same bits every run)."""
+    parts: dict[int, np.ndarray] = {}
 
     def run(i: int, j: int) -> None:
         if i == 0:
             np.matmul(a[..., :j], b[..., :j, :], out=out)
         else:
-            parts.append(np.matmul(a[..., i:j], b[..., i:j, :]))  # list.append is atomic
+            parts[i] = np.matmul(a[..., i:j], b[..., i:j, :])  # dict assignment is atomic
     threads.split(run, k, work, per_thread=1)
-    for part in parts:
-        out += part
+    for i in sorted(parts):
+        out += parts[i]
