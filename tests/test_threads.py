@@ -135,8 +135,19 @@ def test_split_sums_add_their_parts_in_the_ranges_order_whichever_thread_ran_the
     for got, want in zip(results(), pooled):
         np.testing.assert_array_equal(got, want)
     windows = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), (2, 3))
-    assert_close(pooled[0], np.einsum("nohw,nchwij->ocij", g, windows), rtol=1e-12, atol=1e-12)
+    want = np.einsum("nohw,nchwij->ocij", g, windows)
+    assert_close(pooled[0], want, rtol=1e-12, atol=1e-12)
     assert_close(pooled[1], a @ b, rtol=1e-12, atol=1e-12)
+
+    # sums that would outgrow SUMS_HELD: one range a thread, so one set of sums each
+    monkeypatch.undo()
+    monkeypatch.setattr(threads, "THREADS", 3)
+    monkeypatch.setattr(threads, "MIN_TASK_WORK", 1)
+    monkeypatch.setattr(direct, "SUMS_HELD", 1)
+    ranges, real = [], threads.split
+    monkeypatch.setattr(threads, "split", lambda run, tasks, work, per_thread=8: ranges.append(per_thread) or real(run, tasks, work, per_thread))
+    assert_close(direct.conv_weight_grad(x, g, (3, 3), ((1, 1), (1, 1)), (1, 1), 1), want, rtol=1e-12, atol=1e-12)
+    assert ranges == [1]
 
 
 def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatch):

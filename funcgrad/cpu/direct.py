@@ -43,6 +43,7 @@ GRAD_REGISTERS = 24  # weight-gradient accumulators: vectors of output channels 
 PIXEL_CHUNK = 64  # pixels whose cotangents and planes every weight-gradient tile reads in turn
 SUMS_BYTES = 256 << 10  # weight-gradient sums updated in one pass over the images (within L2)
 PIPELINE_IMAGES = 4  # images a thread from which a pass's stages run image by image (_over_images)
+SUMS_HELD = 64 << 20  # bytes of weight-gradient sums (a set for each range of images) held at once, at most
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _SIMD = hashlib.sha256(Path(__file__).with_name("simd.py").read_bytes()).hexdigest()[:16]
 
@@ -283,25 +284,22 @@ def _shifts(kernel, dilation, wp: int) -> np.ndarray:
     return np.array([i * dh * wp + j * dw for i in range(kh) for j in range(kw)], np.int64)
 
 
-def _over_images(n: int, work: int, stages) -> None:
+def _over_images(n: int, work: int, stages, per_thread: int = threads.CHUNKS_PER_THREAD) -> None:
     """stages(n0, n1, spread) for images 0 .. n: each stage of a pass (lay out, compute, copy out)
     runs spread(fn, t0, t1, work), fn over its tasks t0 .. t1 for those images. With images enough
     for every thread to take a few, one split over the images, each thread running all the stages
     of its own (one hand-off to the pool a pass instead of one a stage, ~30 us each on this
     project's 2-core VM, and each image's planes still in cache for the next stage); else every
-    stage split over its own tasks."""
+    stage split over its own tasks. Either way in at most `per_thread` ranges a thread."""
     if n >= PIPELINE_IMAGES * threads.THREADS:
-        threads.split(lambda n0, n1: stages(n0, n1, _inline), n, work)
+        threads.split(lambda n0, n1: stages(n0, n1, _inline), n, work, per_thread)
     else:
-        stages(0, n, _spread)
+        stages(0, n, lambda fn, t0, t1, stage_work: threads.split(
+            lambda a, b: fn(t0 + a, t0 + b), t1 - t0, stage_work, per_thread))
 
 
 def _inline(fn, t0: int, t1: int, work: int) -> None:
     fn(t0, t1)
-
-
-def _spread(fn, t0: int, t1: int, work: int) -> None:
-    threads.split(lambda a, b: fn(t0 + a, t0 + b), t1 - t0, work)
 
 
 # ---- the passes ---------------------------------------------------------------------------------
@@ -395,7 +393,8 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
         spread(lambda t0, t1: to_rows(cot, n, out_ch // groups, ho * wo, rows, groups, og, t0, t1),
                n0 * groups, n1 * groups, (n1 - n0) * groups * ho * wo * og * threads.ELEMENT_WORK)
         spread(accumulate, n0, n1, (n1 - n0) * work)
-    _over_images(n, n * work, stages)
+    held = threads.THREADS * groups * pairs * og * np.dtype(dtype).itemsize  # a set of sums for each thread
+    _over_images(n, n * work, stages, max(1, min(threads.CHUNKS_PER_THREAD, SUMS_HELD // held)))
     # added in the ranges' order, whichever thread took each: the same sums every run
     sums = sum(partials[k] for k in sorted(partials)).reshape(groups, pairs, og)[:, :cin * shifts.size, :out_ch // groups]
     return np.ascontiguousarray(sums.reshape(groups, cin, kernel[0], kernel[1], -1).transpose(0, 4, 1, 2, 3)) \
