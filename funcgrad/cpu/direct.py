@@ -389,7 +389,7 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
         kernel_fn(planes, rows, offsets, partial, groups, cin, hp * wp, og, ho, wo, wp, n0, n1)
 
     def stages(n0: int, n1: int, spread) -> None:
-        spread(lay, n0 * cin * groups, n1 * cin * groups, (n1 - n0) * cin * groups * hp * wp * threads.ELEMENT_WORK)
+        spread(lay, n0 * x.shape[1], n1 * x.shape[1], (n1 - n0) * x.shape[1] * hp * wp * threads.ELEMENT_WORK)
         spread(lambda t0, t1: to_rows(cot, n, out_ch // groups, ho * wo, rows, groups, og, t0, t1),
                n0 * groups, n1 * groups, (n1 - n0) * groups * ho * wo * og * threads.ELEMENT_WORK)
         spread(accumulate, n0, n1, (n1 - n0) * work)
