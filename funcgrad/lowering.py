@@ -150,8 +150,9 @@ class _Codegen:
 
     def __init__(self, program: Program, donated: set[int]):
         self.program = program
-        self.namespace: dict[str, Any] = {"__name__": "funcgrad.program", "np": np, "_flat": _flat, "_scalar": _scalar, "_split": fusion.split_kernel, "_writable": _writable,
-                                          "_is_array": _is_array}
+        self.namespace: dict[str, Any] = {"__name__": "funcgrad.program", "np": np, "_flat": _flat, "_scalar": _scalar,
+                                          "_split": fusion.split_kernel, "_split_sums": fusion.split_summing_kernel,
+                                          "_writable": _writable, "_is_array": _is_array}
         self.lines: list[str] = []
         self.names: dict[int, str] = {v.id: f"a{i}" for i, v in enumerate(program.in_vars)}
         self.donated = {program.in_vars[i].id for i in donated}
@@ -243,20 +244,24 @@ class _Codegen:
         out_names, in_place = self._output_buffers([members[i].out for i in outputs], inputs, in_refs, end)
         sum_names = self._sum_buffers(sums)
         elements = int(np.prod(shape, dtype=np.int64))
-        size = [str(elements)] if sums else []
-        parallel = self.owns_cores and not sums and elements >= fusion.PARALLEL_ELEMENTS
-        source = fusion.kernel_source(kinds, steps, outputs, in_place,
-                                      [(step, how) for _, step, how in sums], nested=split is not None, ranged=parallel)
+        parallel = self.owns_cores and elements >= (fusion.PARALLEL_SUM_ELEMENTS if sums else fusion.PARALLEL_ELEMENTS)
+        size = [str(elements)] if sums and not parallel else []
+        source = fusion.kernel_source(kinds, steps, outputs, in_place, sums=[(step, how) for _, step, how in sums],
+                                      nested=split is not None, ranged=parallel)
         kernel = self.const(None)
         self.namespace[kernel] = _LazyKernel(source, self.namespace, kernel)
         inner = 1 if split is None else int(np.prod(shape[split:], dtype=np.int64))
         n_inner = [] if split is None else [str(inner)]
-        args = ", ".join(in_refs + out_names + sum_names + size + n_inner)
-        if parallel:  # the elements (or outer rows) split over the cores
-            work = elements * len(steps) * threads.ELEMENT_WORK
-            self.lines.append(f"_split({kernel}, {elements // max(1, inner)}, {work}, {args})")
+        if not parallel:
+            self.lines.append(f"{kernel}({', '.join(in_refs + out_names + sum_names + size + n_inner)})")
+            return
+        work, tasks = elements * len(steps) * threads.ELEMENT_WORK, elements // max(1, inner)  # elements or outer rows
+        if sums:  # each range sums into arrays of its own (fusion.split_summing_kernel)
+            head, sums, tail = ("(" + "".join(f"{ref}, " for ref in refs) + ")"
+                                for refs in (in_refs + out_names, sum_names, n_inner))
+            self.lines.append(f"_split_sums({kernel}, {tasks}, {work}, {head}, {sums}, {tail})")
         else:
-            self.lines.append(f"{kernel}({args})")
+            self.lines.append(f"_split({kernel}, {tasks}, {work}, {', '.join(in_refs + out_names + n_inner)})")
 
     def _kernel_steps(self, group: list[Eqn], shape: tuple):
         """The kernel's external inputs (each read once), its steps as (source, dtype), the members

@@ -116,14 +116,21 @@ def test_split_sums_add_their_parts_in_the_ranges_order_whichever_thread_ran_the
     """The direct conv's weight gradient and a GEMM cut along its contraction give the same bits
     when the ranges run in reverse on one thread (as a slow thread would have them claimed) as
     over the pool: each range's sums are its own, added in the ranges' order. They were the
-    threads' own once, so a training run's weights differed in their last bits from run to run."""
+    threads' own once, so a training run's weights differed in their last bits from run to run.
+    So do a jitted program's fused sums, split over rows."""
     from funcgrad.cpu import direct
+    from funcgrad.nn import functional as F
+    monkeypatch.setattr(direct, "MIN_USE", 0.0)
+    monkeypatch.setattr(fusion, "PARALLEL_SUM_ELEMENTS", 64)
     x, g = RNG.standard_normal((12, 8, 6, 7)), RNG.standard_normal((12, 8, 6, 7))
     a, b = RNG.standard_normal((4, 600)), RNG.standard_normal((600, 3))
+    sums = fg.jit(lambda x, w: (fnp.sum(fnp.tanh(F.conv2d(x, w, padding=1)), axis=0),
+                                fnp.sum(F.conv2d(x, w, padding=1) ** 2, axis=(0, 2, 3))))
 
     def results():
         with threads.serial_blas:
-            return direct.conv_weight_grad(x, g, (3, 3), ((1, 1), (1, 1)), (1, 1), 1), gemm.matmul(a, b)
+            wgrad, product = direct.conv_weight_grad(x, g, (3, 3), ((1, 1), (1, 1)), (1, 1), 1), gemm.matmul(a, b)
+        return (wgrad, product, *sums(x, g[:8, :, :3, :3]))
     pooled = results()
 
     def reversed_split(run, tasks, work, per_thread=threads.CHUNKS_PER_THREAD):
@@ -138,6 +145,9 @@ def test_split_sums_add_their_parts_in_the_ranges_order_whichever_thread_ran_the
     want = np.einsum("nohw,nchwij->ocij", g, windows)
     assert_close(pooled[0], want, rtol=1e-12, atol=1e-12)
     assert_close(pooled[1], a @ b, rtol=1e-12, atol=1e-12)
+    y = np.einsum("nchwij,ocij->nohw", windows, g[:8, :, :3, :3])
+    assert_close(pooled[2], np.tanh(y).sum(0), rtol=1e-12, atol=1e-12)
+    assert_close(pooled[3], (y * y).sum((0, 2, 3)), rtol=1e-12, atol=1e-12)
 
     # sums that would outgrow SUMS_HELD: one range a thread, so one set of sums each
     monkeypatch.undo()
@@ -155,16 +165,21 @@ def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatc
     convolution) runs with BLAS on one thread, its GEMMs split over the kernel threads and its
     fused kernels over PARALLEL_ELEMENTS run as ranges of their elements (or outer rows), reading
     every operand layout as the unsplit kernel: a full operand, a bias row (inner), a per-row
-    column (outer), a per-channel (C, 1, 1) bias (cycle), a scalar. A program without one leaves
-    its GEMMs to BLAS's own threads and splits nothing."""
+    column (outer), a per-channel (C, 1, 1) bias (cycle), a scalar; and summing as it does: over
+    the leading axes (a bias gradient), over all but the channels (a conv bias's), over all. A
+    program without one leaves its GEMMs to BLAS's own threads and splits nothing."""
     from funcgrad.cpu import direct
     from funcgrad.nn import functional as F
     monkeypatch.setattr(direct, "MIN_USE", 0.0)
     monkeypatch.setattr(fusion, "PARALLEL_ELEMENTS", 64)
+    monkeypatch.setattr(fusion, "PARALLEL_SUM_ELEMENTS", 64)
     ranged, owned = [], []
     real_split, real_matmul = fusion.split_kernel, gemm.matmul
     monkeypatch.setattr(fusion, "split_kernel", lambda kernel, tasks, *rest: ranged.append(tasks) or
                         real_split(kernel, tasks, *rest))
+    real_source, summing = fusion.kernel_source, set()  # the kinds of sums ranged kernels make
+    monkeypatch.setattr(fusion, "kernel_source", lambda *a, sums=(), ranged=False, **k: summing.update(
+        how for _, how in sums if ranged) or real_source(*a, sums=sums, ranged=ranged, **k))
     monkeypatch.setattr(gemm, "matmul", lambda *a, **k: owned.append(threads.serial_blas.active) or real_matmul(*a, **k))
     x = RNG.standard_normal((3, 8, 5, 6)).astype(np.float32)
     w = RNG.standard_normal((8, 8, 3, 3)).astype(np.float32)
@@ -173,10 +188,11 @@ def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatc
 
     def f(x, w, row, col, channel, s):
         y = F.conv2d(x, w, padding=1)
-        return [fnp.tanh(y * s + row) - col, fnp.exp(y) * channel + 1.0, fnp.reshape(y, (3, -1)) @ dense]
+        return [fnp.tanh(y * s + row) - col, fnp.exp(y) * channel + 1.0, fnp.reshape(y, (3, -1)) @ dense,
+                fnp.sum(fnp.tanh(fnp.reshape(y, (3, -1))) * s, axis=0), fnp.sum(y * y * channel, axis=(0, 2, 3)), fnp.sum(fnp.exp(y * s))]
     args = (x, w, row, col, channel, np.float32(0.5))
     jitted = fg.jit(f)(*args)
-    assert ranged and owned and all(owned) and not threads.serial_blas.active
+    assert ranged and summing == {"lead", "cycle", "all"} and owned and all(owned) and not threads.serial_blas.active
     for got, want in zip(jitted, f(*args)):
         assert_close(got, want, rtol=1e-5, atol=1e-5)
     ranged.clear(), owned.clear()
