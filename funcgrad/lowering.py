@@ -73,8 +73,8 @@ SUM_CYCLE_MAX = 1 << 20
 
 
 def _sum_kind(eqn: Eqn, shape: tuple, allowed) -> tuple[str, Any] | None:
-    """('all', 'lead' or 'cycle', the splits the group allows with it) if eqn sums a value of a
-    group of this shape in a way its kernel can, else None."""
+    """('all', 'lead', 'cycle' or 'rows', the splits the group allows with it) if eqn sums a value
+    of a group of this shape in a way its kernel can, else None."""
     x = eqn.inputs[0] if eqn.prim is layout.sum_p else None
     if not isinstance(x, Var) or x.aval.shape != shape or x.aval.dtype not in (np.float32, np.float64) \
             or eqn.out.aval.dtype != x.aval.dtype:
@@ -84,6 +84,8 @@ def _sum_kind(eqn: Eqn, shape: tuple, allowed) -> tuple[str, Any] | None:
         return ("all", allowed) if 0 < int(np.prod(shape, dtype=np.int64)) <= SUM_ALL_MAX else None
     if axes == tuple(range(len(axes))):
         how, split = "lead", len(axes)
+    elif axes == tuple(range(len(shape) - len(axes), len(shape))):  # each outer row over its inner positions
+        how, split = "rows", len(shape) - len(axes)
     else:  # kept axes [first, split) between summed leading and trailing ones: each outer row o adds
         kept = [a for a in range(len(shape)) if a not in axes]  # into kept element o % their count
         how, split = "cycle", kept[-1] + 1
@@ -257,9 +259,10 @@ class _Codegen:
             return
         work, tasks = elements * len(steps) * threads.ELEMENT_WORK, elements // max(1, inner)  # elements or outer rows
         if sums:  # each range sums into arrays of its own (fusion.split_summing_kernel)
-            head, sums, tail = ("(" + "".join(f"{ref}, " for ref in refs) + ")"
-                                for refs in (in_refs + out_names, sum_names, n_inner))
-            self.lines.append(f"_split_sums({kernel}, {tasks}, {work}, {head}, {sums}, {tail})")
+            head, sum_refs, tail = ("(" + "".join(f"{ref}, " for ref in refs) + ")"
+                                    for refs in (in_refs + out_names, sum_names, n_inner))
+            rows = tuple(k for k, (_, _, how) in enumerate(sums) if how == "rows")
+            self.lines.append(f"_split_sums({kernel}, {tasks}, {work}, {head}, {sum_refs}, {tail}, {rows})")
         else:
             self.lines.append(f"_split({kernel}, {tasks}, {work}, {', '.join(in_refs + out_names + n_inner)})")
 

@@ -251,6 +251,30 @@ def test_sums_over_all_but_middle_axes_fuse_and_match_float64():
     assert empty.shape == (3,) and not np.asarray(empty).any()
 
 
+def test_sums_over_trailing_axes_fuse_as_row_totals_and_match_float64():
+    """A softmax's Jacobian sums p * g over each row's last axis: its kernel keeps the row's values
+    in float64 and totals them, at any size (a cycling sum's accumulators were capped at 2^20), with
+    NaN and inf carried into their row's total, a row of -0.0 summing to +0.0 (as NumPy's,
+    PyTorch's and JAX's sums) and empty rows to 0."""
+    p, g = RNG.random((1100, 1000)).astype(np.float32), RNG.standard_normal((1100, 1000)).astype(np.float32)
+    p[3, 7], g[5, 0], g[9, :] = np.nan, np.inf, -0.0
+    p[9, :] = 1.0
+
+    def jacobian(p, g):
+        return p * (g - fnp.sum(p * g, axis=-1, keepdims=True))
+    jf = fg.jit(lambda p, g: fnp.sum(p * g, axis=-1, keepdims=True))
+    total = np.asarray(jf(p, g))
+    want = np.sum(p.astype(np.float64) * g, axis=-1, keepdims=True)
+    assert_close(total, want, rtol=1e-6, atol=1e-5)
+    assert np.isnan(total[3, 0]) and total[5, 0] == np.inf and total[9, 0] == 0 and not np.signbit(total[9, 0])
+    assert len(_calls(next(iter(jf.cache.values())).run.source)) == 1  # the product and its row totals: one kernel
+    assert_close(fg.jit(jacobian)(p[:20], g[:20]), jacobian(p[:20], g[:20]), rtol=1e-5, atol=1e-5)
+    cube = RNG.standard_normal((3, 4, 5))
+    assert_close(fg.jit(lambda c: fnp.sum(fnp.tanh(c), axis=(1, 2)))(cube), np.tanh(cube).sum((1, 2)), rtol=1e-12)
+    empty = fg.jit(lambda x: fnp.sum(fnp.exp(x), axis=-1))(np.zeros((3, 0), np.float32))
+    assert empty.shape == (3,) and not np.asarray(empty).any()
+
+
 def test_program_is_optimised_and_printable():
     def f(x):
         unused = fnp.exp(x)  # noqa: F841  (dead code)

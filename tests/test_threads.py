@@ -166,7 +166,8 @@ def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatc
     fused kernels over PARALLEL_ELEMENTS run as ranges of their elements (or outer rows), reading
     every operand layout as the unsplit kernel: a full operand, a bias row (inner), a per-row
     column (outer), a per-channel (C, 1, 1) bias (cycle), a scalar; and summing as it does: over
-    the leading axes (a bias gradient), over all but the channels (a conv bias's), over all. A
+    the leading axes (a bias gradient), over all but the channels (a conv bias's), over all, over
+    each row (a softmax's Jacobian). A
     program without one leaves its GEMMs to BLAS's own threads and splits nothing."""
     from funcgrad.cpu import direct
     from funcgrad.nn import functional as F
@@ -189,10 +190,11 @@ def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatc
     def f(x, w, row, col, channel, s):
         y = F.conv2d(x, w, padding=1)
         return [fnp.tanh(y * s + row) - col, fnp.exp(y) * channel + 1.0, fnp.reshape(y, (3, -1)) @ dense,
-                fnp.sum(fnp.tanh(fnp.reshape(y, (3, -1))) * s, axis=0), fnp.sum(y * y * channel, axis=(0, 2, 3)), fnp.sum(fnp.exp(y * s))]
+                fnp.sum(fnp.tanh(fnp.reshape(y, (3, -1))) * s, axis=0), fnp.sum(y * y * channel, axis=(0, 2, 3)), fnp.sum(fnp.exp(y * s)),
+                fnp.sum(fnp.reshape(y, (3, -1)) * 3.0, axis=-1)]
     args = (x, w, row, col, channel, np.float32(0.5))
     jitted = fg.jit(f)(*args)
-    assert ranged and summing == {"lead", "cycle", "all"} and owned and all(owned) and not threads.serial_blas.active
+    assert ranged and summing == {"lead", "cycle", "all", "rows"} and owned and all(owned) and not threads.serial_blas.active
     for got, want in zip(jitted, f(*args)):
         assert_close(got, want, rtol=1e-5, atol=1e-5)
     ranged.clear(), owned.clear()

@@ -81,6 +81,7 @@ def step_source(prim, refs: list, operand_dtypes: list, params: dict, out_dtype:
 # Kernels call vecmath's exp, tanh and erf (float32 without libm calls) and the loop functions; a
 # kernel's source names their files' digests, so kernels cached on disk are rebuilt when they change.
 _VECMATH = hashlib.sha256(Path(__file__).with_name("vecmath.py").read_bytes()).hexdigest()[:16]
+_NORM_KERNELS = hashlib.sha256(Path(__file__).with_name("norm_kernels.py").read_bytes()).hexdigest()[:16]
 _LOOPS = hashlib.sha256(b"".join((Path(__file__).parent.parent / "ops" / f"{name}.py").read_bytes()  # each loop
                                  for name in sorted({f for f, _, _ in scalar.LOOPS.values()}))  # function's module
                         ).hexdigest()[:16]
@@ -153,12 +154,13 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     in_place: output k -> input i whose buffer it overwrites. Such an output is stored through the
     input's own parameter: LLVM then sees a load and a store at the same index and vectorises, where
     two parameters that turn out to overlap fail its runtime alias check and run the scalar loop.
-    sums: (step, 'all', 'lead' or 'cycle') for each step also summed, into sum{k}: over every
-    element (in float64, then rounded), over the outer dimensions into n_inner zeroed sums (the
-    kernel then nests, and adds row after row as NumPy's sum over leading axes does), or, cycling,
+    sums: (step, 'all', 'lead', 'cycle' or 'rows') for each step also summed, into sum{k}: over
+    every element (in float64, then rounded), over the outer dimensions into n_inner zeroed sums
+    (the kernel then nests, and adds row after row as NumPy's sum over leading axes does), cycling,
     outer row o into element o % size of sum{k} (through (size, n_inner) float64 accumulators, so
-    the inner loop still vectorises; each then summed over its inner positions). The loop's length
-    is then the argument `size`.
+    the inner loop still vectorises; each then summed over its inner positions), or each outer row
+    over its inner positions into sum{k}[o] (the row's values kept in float64, then summed). The
+    loop's length is then the argument `size`.
     ranged: the kernel's last two arguments lo, hi bound its outer loop (elements, or outer rows
     where it nests), so parts of one call can run on different threads (split_kernel); its sums
     are then those of its range. The loop runs over range(hi - lo) (no `size` argument): bounded
@@ -174,6 +176,9 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     # the loop functions' module compiles ufuncs on import: imported only where a step calls one
     if any(re.search(r"\bsp\.", line) for step in steps for line in (step.expr, *step.shared)):
         lines.append(f"from funcgrad.cpu import loops as sp  # {_LOOPS}")
+    totals = [k for k, (_, how) in enumerate(sums) if how in ("cycle", "rows")]
+    if totals:
+        lines.append(f"from funcgrad.cpu.norm_kernels import row_sum  # {_NORM_KERNELS}")
     lines += ["", f"FASTMATH = set({sorted(FASTMATH)!r})", "",
               "@njit(cache=True, nogil=True, fastmath=FASTMATH, error_model=\"numpy\")",
               f"def kernel({', '.join(args + (['n_inner'] if nested else []) + (['lo', 'hi'] if ranged else []))}):"]
@@ -189,6 +194,8 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     lines += [f"    acc{k} = 0.0" for k, (_, how) in enumerate(sums) if how == "all"]
     cycles = [k for k, (_, how) in enumerate(sums) if how == "cycle"]
     lines += [f"    cyc{k} = np.zeros((sum{k}.size, n_inner))" for k in cycles]
+    rows = [k for k, (_, how) in enumerate(sums) if how == "rows"]
+    lines += [f"    buf{k} = np.empty(n_inner)" for k in rows]
     indent = "        "
     if nested:
         lines.append(f"    for o in range({'hi - lo' if ranged else f'{size} // n_inner if n_inner else 0'}):")
@@ -209,11 +216,12 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     for store, j in zip(stores, outputs):
         lines.append(f"{indent}{store}[i] = t{j}")
     for k, (j, how) in enumerate(sums):
-        lines.append(f"{indent}acc{k} += t{j}" if how == "all" else
-                     f"{indent}row{k}[j] += t{j}" if how == "cycle" else f"{indent}sum{k}[j] += t{j}")
+        lines.append(f"{indent}acc{k} += t{j}" if how == "all" else f"{indent}row{k}[j] += t{j}" if how == "cycle"
+                     else f"{indent}buf{k}[j] = t{j}" if how == "rows" else f"{indent}sum{k}[j] += t{j}")
+    lines += [f"        sum{k}[{'o + lo' if ranged else 'o'}] = row_sum(buf{k})" for k in rows]  # after the row
     lines += [f"    sum{k}[0] = acc{k}" for k, (_, how) in enumerate(sums) if how == "all"]
     for k in cycles:
-        lines += [f"    for c in range(sum{k}.size):", f"        sum{k}[c] = cyc{k}[c].sum()"]
+        lines += [f"    for c in range(sum{k}.size):", f"        sum{k}[c] = row_sum(cyc{k}[c])"]
     return "\n".join(lines) + "\n"
 
 
@@ -222,24 +230,28 @@ def split_kernel(kernel, tasks: int, work: int, *args) -> None:
     threads.split(lambda lo, hi: kernel(*args, lo, hi), tasks, work, per_thread=2)
 
 
-def split_summing_kernel(kernel, tasks: int, work: int, head: tuple, sums: tuple, tail: tuple) -> None:
+def split_summing_kernel(kernel, tasks: int, work: int, head: tuple, sums: tuple, tail: tuple,
+                         rows: tuple = ()) -> None:
     """kernel(*head, *sums, *tail, lo, hi), a ranged kernel with sums (zeroed where they add over
     leading axes), over [0, tasks) split over the cores: each range but the whole sums into arrays
     of its own, added into `sums` in the ranges' order once all have run (whichever thread ran
-    each: the same bits every run). Unsplit, the kernel sums straight into `sums`."""
+    each: the same bits every run). Unsplit, the kernel sums straight into `sums`. The sums at
+    positions `rows` (each outer row's own) every range writes its rows of in place."""
     parts: dict[int, list[np.ndarray]] = {}
 
     def run(lo: int, hi: int) -> None:
         if lo == 0 and hi == tasks:
             kernel(*head, *sums, *tail, lo, hi)
             return
-        mine = [np.zeros_like(s) for s in sums]
+        mine = [s if k in rows else np.zeros_like(s) for k, s in enumerate(sums)]
         kernel(*head, *mine, *tail, lo, hi)
         parts[lo] = mine  # dict assignment is atomic
     threads.split(run, tasks, work, per_thread=2)
     if parts:
         first, *rest = sorted(parts)
         for k, total in enumerate(sums):
+            if k in rows:
+                continue
             np.copyto(total, parts[first][k])
             for lo in rest:
                 total += parts[lo][k]
