@@ -176,8 +176,7 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     # the loop functions' module compiles ufuncs on import: imported only where a step calls one
     if any(re.search(r"\bsp\.", line) for step in steps for line in (step.expr, *step.shared)):
         lines.append(f"from funcgrad.cpu import loops as sp  # {_LOOPS}")
-    totals = [k for k, (_, how) in enumerate(sums) if how in ("cycle", "rows")]
-    if totals:
+    if any(how in ("cycle", "rows") for _, how in sums):  # their totals are row_sum's
         lines.append(f"from funcgrad.cpu.norm_kernels import row_sum  # {_NORM_KERNELS}")
     lines += ["", f"FASTMATH = set({sorted(FASTMATH)!r})", "",
               "@njit(cache=True, nogil=True, fastmath=FASTMATH, error_model=\"numpy\")",
@@ -194,8 +193,8 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     lines += [f"    acc{k} = 0.0" for k, (_, how) in enumerate(sums) if how == "all"]
     cycles = [k for k, (_, how) in enumerate(sums) if how == "cycle"]
     lines += [f"    cyc{k} = np.zeros((sum{k}.size, n_inner))" for k in cycles]
-    rows = [k for k, (_, how) in enumerate(sums) if how == "rows"]
-    lines += [f"    buf{k} = np.empty(n_inner)" for k in rows]
+    row_totals = [k for k, (_, how) in enumerate(sums) if how == "rows"]
+    lines += [f"    buf{k} = np.empty(n_inner)" for k in row_totals]
     indent = "        "
     if nested:
         lines.append(f"    for o in range({'hi - lo' if ranged else f'{size} // n_inner if n_inner else 0'}):")
@@ -218,7 +217,7 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     for k, (j, how) in enumerate(sums):
         lines.append(f"{indent}acc{k} += t{j}" if how == "all" else f"{indent}row{k}[j] += t{j}" if how == "cycle"
                      else f"{indent}buf{k}[j] = t{j}" if how == "rows" else f"{indent}sum{k}[j] += t{j}")
-    lines += [f"        sum{k}[{'o + lo' if ranged else 'o'}] = row_sum(buf{k})" for k in rows]  # after the row
+    lines += [f"        sum{k}[{'o + lo' if ranged else 'o'}] = row_sum(buf{k})" for k in row_totals]  # after the row
     lines += [f"    sum{k}[0] = acc{k}" for k, (_, how) in enumerate(sums) if how == "all"]
     for k in cycles:
         lines += [f"    for c in range(sum{k}.size):", f"        sum{k}[c] = row_sum(cyc{k}[c])"]
