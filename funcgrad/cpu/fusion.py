@@ -234,26 +234,20 @@ def split_summing_kernel(kernel, tasks: int, work: int, head: tuple, sums: tuple
     """kernel(*head, *sums, *tail, lo, hi), a ranged kernel with sums (zeroed where they add over
     leading axes), over [0, tasks) split over the cores: each range but the whole sums into arrays
     of its own, added into `sums` in the ranges' order once all have run (whichever thread ran
-    each: the same bits every run). Unsplit, the kernel sums straight into `sums`. The sums at
+    each: threads.split_parts). Unsplit, the kernel sums straight into `sums`. The sums at
     positions `rows` (each outer row's own) every range writes its rows of in place."""
-    parts: dict[int, list[np.ndarray]] = {}
-
-    def run(lo: int, hi: int) -> None:
-        if lo == 0 and hi == tasks:
-            kernel(*head, *sums, *tail, lo, hi)
-            return
-        mine = [s if k in rows else np.zeros_like(s) for k, s in enumerate(sums)]
+    def run(lo: int, hi: int) -> list | None:
+        whole = lo == 0 and hi == tasks
+        mine = [s if whole or k in rows else np.zeros_like(s) for k, s in enumerate(sums)]
         kernel(*head, *mine, *tail, lo, hi)
-        parts[lo] = mine  # dict assignment is atomic
-    threads.split(run, tasks, work, per_thread=2)
-    if parts:
-        first, *rest = sorted(parts)
+        return None if whole else mine
+    first, *rest = threads.split_parts(run, tasks, work, per_thread=2)
+    if first is not None:
         for k, total in enumerate(sums):
-            if k in rows:
-                continue
-            np.copyto(total, parts[first][k])
-            for lo in rest:
-                total += parts[lo][k]
+            if k not in rows:
+                np.copyto(total, first[k])
+                for part in rest:
+                    total += part[k]
 
 
 def cache_dir() -> Path:

@@ -42,14 +42,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
 def _split_contraction(a, b, out, k: int, work: int) -> None:
     """out = a @ b as the sum of the products of parts of the contraction: the first part written
     into out, each other into a part of its own, added to out at the end in the parts' order
-    (whichever thread computed each: the same bits every run)."""
-    parts: dict[int, np.ndarray] = {}
-
-    def run(i: int, j: int) -> None:
-        if i == 0:
-            np.matmul(a[..., :j], b[..., :j, :], out=out)
-        else:
-            parts[i] = np.matmul(a[..., i:j], b[..., i:j, :])  # dict assignment is atomic
-    threads.split(run, k, work, per_thread=1)
-    for i in sorted(parts):
-        out += parts[i]
+    (threads.split_parts: the same bits every run)."""
+    def run(i: int, j: int):
+        return np.matmul(a[..., i:j], b[..., i:j, :], out=out if i == 0 else None)
+    for part in threads.split_parts(run, k, work, per_thread=1)[1:]:
+        out += part

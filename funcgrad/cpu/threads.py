@@ -106,6 +106,18 @@ def split(run: Callable[[int, int], None], tasks: int, work: int, per_thread: in
         raise error
 
 
+def split_parts(run: Callable[[int, int], object], tasks: int, work: int,
+                per_thread: int = CHUNKS_PER_THREAD) -> list:
+    """split(run, ...) keeping each range's run(t0, t1): the values in the ranges' order, whichever
+    thread ran each, so sums made of them come out the same bits every run."""
+    parts: dict[int, object] = {}
+
+    def keep(t0: int, t1: int) -> None:
+        parts[t0] = run(t0, t1)  # dict assignment is atomic
+    split(keep, tasks, work, per_thread)
+    return [parts[t0] for t0 in sorted(parts)]
+
+
 class _SerialBlas:
     """`with serial_blas:` runs its block with every BLAS library at one thread (see the module)."""
 
