@@ -134,9 +134,8 @@ def test_split_sums_add_their_parts_in_the_ranges_order_whichever_thread_ran_the
     pooled = results()
 
     def reversed_split(run, tasks, work, per_thread=threads.CHUNKS_PER_THREAD):
-        chunks = min(tasks, max(1, min(threads.THREADS, tasks, work // threads.MIN_TASK_WORK)) * per_thread)
-        bounds = [tasks * k // chunks for k in range(chunks + 1)]  # split's ranges
-        for k in reversed(range(chunks)):
+        bounds = threads.ranges(tasks, work, per_thread)[1]  # split's ranges
+        for k in reversed(range(len(bounds) - 1)):
             run(bounds[k], bounds[k + 1])
     monkeypatch.setattr(threads, "split", reversed_split)
     for got, want in zip(results(), pooled):

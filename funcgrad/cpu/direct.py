@@ -288,7 +288,7 @@ def _over_images(n: int, work: int, stages, per_thread: int = threads.CHUNKS_PER
     """stages(n0, n1, spread) for images 0 .. n: each stage of a pass (lay out, compute, copy out)
     runs spread(fn, t0, t1, work), fn over its tasks t0 .. t1 for those images. With images enough
     for every thread to take a few, one split over the images, each thread running all the stages
-    of its own (one hand-off to the pool a pass instead of one a stage, ~30 us each on this
+    of its own (one hand-off to the pool a pass instead of one a stage, 60-90 us each on this
     project's 2-core VM, and each image's planes still in cache for the next stage); else every
     stage split over its own tasks. Either way in at most `per_thread` ranges a thread."""
     if n >= PIPELINE_IMAGES * threads.THREADS:

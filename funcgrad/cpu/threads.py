@@ -25,7 +25,11 @@ import queue
 import threading
 from typing import Callable
 
-MIN_TASK_WORK = 1 << 20  # multiply-adds a thread below which a split runs on the calling thread alone
+# Multiply-adds a thread (and a range) below which a split does not pay: handing a range to a
+# thread on another core and being woken when it is done cost 60-90 us on this project's 2-core
+# VM (two wake-ups across cores, 15-45 us each; on one core 6 us), so a thread's share must be
+# worth ~150 us of work (8M multiply-adds of a kernel, 0.5M elements of an elementwise pass).
+MIN_TASK_WORK = 1 << 23
 CHUNKS_PER_THREAD = 8
 ELEMENT_WORK = 16  # the multiply-adds an element a kernel copies, compares or maps counts as (~1 ns)
 
@@ -74,17 +78,26 @@ def _get_pool() -> _Pool:
         return _pool
 
 
+def ranges(tasks: int, work: int, per_thread: int = CHUNKS_PER_THREAD) -> tuple[int, list[int]]:
+    """(threads, bounds): how split divides [0, tasks) of `work` multiply-adds: the threads that
+    take part and the ranges' bounds: one range where one thread runs, else up to `per_thread` a
+    thread and none below MIN_TASK_WORK (each range's claim takes the GIL, which may wake a thread
+    on the other core)."""
+    threads = max(1, min(THREADS, tasks, work // MIN_TASK_WORK))
+    chunks = 1 if threads == 1 else min(tasks, threads * per_thread, max(threads, work // MIN_TASK_WORK))
+    return threads, [tasks * k // chunks for k in range(chunks + 1)]
+
+
 def split(run: Callable[[int, int], None], tasks: int, work: int, per_thread: int = CHUNKS_PER_THREAD) -> None:
     """run(t0, t1) over [0, tasks), in `per_thread` contiguous ranges a thread, which the calling
     thread and the pool's claim in turn as each finishes its last. `work` is the multiply-adds of
     all tasks (below MIN_TASK_WORK a thread, fewer threads take part). An exception in any range is
     raised here, after every range has ended."""
-    threads = max(1, min(THREADS, tasks, work // MIN_TASK_WORK))
+    threads, bounds = ranges(tasks, work, per_thread)
     if threads == 1 or getattr(_inside, "pool", False):
         run(0, tasks)
         return
-    chunks = min(tasks, threads * per_thread)
-    bounds = [tasks * k // chunks for k in range(chunks + 1)]
+    chunks = len(bounds) - 1
     claims = itertools.count()  # next() is atomic under the GIL
     stop = []
 
