@@ -24,6 +24,20 @@ def three_threads(monkeypatch):
     monkeypatch.setattr(threads, "MIN_TASK_WORK", 1)
 
 
+def test_a_split_hands_a_thread_and_a_range_at_least_min_task_work(monkeypatch):
+    """A hand-off to a thread on another core costs 60-90 us here: a second thread takes part only
+    for MIN_TASK_WORK of work a thread, and no range carries less (each claim takes the GIL)."""
+    monkeypatch.setattr(threads, "THREADS", 2)
+    least = threads.MIN_TASK_WORK
+    assert threads.ranges(100, 2 * least - 1) == (1, [0, 100])  # one thread: one range
+    assert threads.ranges(100, 2 * least) == (2, [0, 50, 100])
+    for tasks, work, per_thread in ((64, 9 * least, 8), (64, 1000 * least, 8), (7, 1000 * least, 1), (3, 5 * least, 8)):
+        count, bounds = threads.ranges(tasks, work, per_thread)
+        chunks = len(bounds) - 1
+        assert count == 2 and bounds[0] == 0 and bounds[-1] == tasks and sorted(set(bounds)) == bounds
+        assert chunks == min(tasks, 2 * per_thread, work // least)  # ranges of MIN_TASK_WORK or more, on average
+
+
 @pytest.mark.parametrize("tasks,per_thread", [(1, 8), (7, 1), (100, 8), (5, 3)])
 def test_split_runs_every_task_once_on_several_threads(three_threads, tasks, per_thread):
     seen, names, helped = [], set(), threading.Event()
