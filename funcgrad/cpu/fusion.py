@@ -195,6 +195,8 @@ def kernel_source(kinds: list[str], steps: list[Step], outputs: list[int],
     lines += [f"    cyc{k} = np.zeros((sum{k}.size, n_inner))" for k in cycles]
     row_totals = [k for k, (_, how) in enumerate(sums) if how == "rows"]
     lines += [f"    buf{k} = np.empty(n_inner)" for k in row_totals]
+    for k in row_totals:  # empty rows total 0; the loop below visits none of them
+        lines += ["    if n_inner == 0:", f"        sum{k}[{'lo:hi' if ranged else ':'}] = 0"]
     indent = "        "
     if nested:
         lines.append(f"    for o in range({'hi - lo' if ranged else f'{size} // n_inner if n_inner else 0'}):")
