@@ -26,7 +26,8 @@ def three_threads(monkeypatch):
 
 def test_a_split_hands_a_thread_and_a_range_at_least_min_task_work(monkeypatch):
     """A hand-off to a thread on another core costs 60-90 us here: a second thread takes part only
-    for MIN_TASK_WORK of work a thread, and no range carries less (each claim takes the GIL)."""
+    for MIN_TASK_WORK of work a thread, and the ranges carry at least that on average (each claim
+    takes the GIL)."""
     monkeypatch.setattr(threads, "THREADS", 2)
     least = threads.MIN_TASK_WORK
     assert threads.ranges(100, 2 * least - 1) == (1, [0, 100])  # one thread: one range

@@ -84,15 +84,14 @@ def ranges(tasks: int, work: int, per_thread: int = CHUNKS_PER_THREAD) -> tuple[
     thread and none below MIN_TASK_WORK (each range's claim takes the GIL, which may wake a thread
     on the other core)."""
     threads = max(1, min(THREADS, tasks, work // MIN_TASK_WORK))
-    chunks = 1 if threads == 1 else min(tasks, threads * per_thread, max(threads, work // MIN_TASK_WORK))
+    chunks = 1 if threads == 1 else min(tasks, threads * per_thread, work // MIN_TASK_WORK)  # >= threads
     return threads, [tasks * k // chunks for k in range(chunks + 1)]
 
 
 def split(run: Callable[[int, int], None], tasks: int, work: int, per_thread: int = CHUNKS_PER_THREAD) -> None:
-    """run(t0, t1) over [0, tasks), in `per_thread` contiguous ranges a thread, which the calling
-    thread and the pool's claim in turn as each finishes its last. `work` is the multiply-adds of
-    all tasks (below MIN_TASK_WORK a thread, fewer threads take part). An exception in any range is
-    raised here, after every range has ended."""
+    """run(t0, t1) over [0, tasks), in the contiguous ranges that ranges() gives for `work`
+    multiply-adds, which the calling thread and the pool's claim in turn as each finishes its last.
+    An exception in any range is raised here, after every range has ended."""
     threads, bounds = ranges(tasks, work, per_thread)
     if threads == 1 or getattr(_inside, "pool", False):
         run(0, tasks)
