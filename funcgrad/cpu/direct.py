@@ -16,7 +16,7 @@ compute every q < Ho * Wp; the Wp - Wo columns past the end of each output row a
   (cropped where that is negative), with the kernel flipped and its channel axes swapped.
 - weight gradient: dw[o, c, t] = sum over images and the real pixels q of g[o, q] * x[c, q +
   shift_t] (no discarded column is visited: a fifth of the work at 8x8), g copied channels-last,
-  so a tile of 24 accumulators is a few vectors of output channels by several (channel, tap)
+  so a tile of 16 accumulators is a few vectors of output channels by several (channel, tap)
   pairs: per pixel, each cotangent vector is loaded once and each pair's input value broadcast
   once (the GEMM micro-kernel's shape). Each range of images has sums of its own, added in
   the ranges' order (not the threads': the same bits every run).
@@ -39,7 +39,11 @@ from .workspace import scratch
 MIN_CHANNELS, MAX_CHANNELS, MIN_USE = 8, 128, 0.6  # where the direct passes beat im2col's GEMMs (applies)
 UNROLL_TAPS = 9  # kernels of up to this many taps have them written out (_forward_kernel)
 OUT_BLOCK, OUT_VECTORS = 4, (6, 5, 4)  # forward accumulators: output channels x vectors of pixels
-GRAD_REGISTERS = 24  # weight-gradient accumulators: vectors of output channels x (channel, tap) pairs
+# Weight-gradient accumulators: vectors of output channels x (channel, tap) pairs. Not 24: with six
+# pairs a tile (64 channels) the pixel loop needs more integer registers than x86-64 has (a plane
+# offset a pair, q, z, the bounds), LLVM reloaded ~10 of them from the stack every pixel, and the
+# pass ran at 0.4x its speed with 16 (4 pairs: 3 reloads) on a Zen 4 VM, on two threads.
+GRAD_REGISTERS = 16
 PIXEL_CHUNK = 64  # pixels whose cotangents and planes every weight-gradient tile reads in turn
 SUMS_BYTES = 256 << 10  # weight-gradient sums updated in one pass over the images (within L2)
 PIPELINE_IMAGES = 4  # images a thread from which a pass's stages run image by image (_over_images)
