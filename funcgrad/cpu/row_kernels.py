@@ -15,11 +15,13 @@ def row_max(row, n):
     NaN, 0 * inf) is passed over, which no caller sees: exp(NaN - m) carries it into the row's sum.
     The maximum of the values' bits as integers that order as the values do (the magnitude bits of
     negatives flipped, a map that is its own inverse): an integer maximum vectorises, where a float
-    one that must propagate NaN stays scalar (3.2x the time over rows of 64)."""
+    one that must propagate NaN stays scalar (3.2x the time over rows of 64). Inlined into its caller
+    (a call per row: 2.6x the time over rows of 64) and each step cast back to the lanes' type
+    (numba widens int32 arithmetic to int64, half as many lanes: 1.5x)."""
     return np.max(row[:n])
 
 
-@overload(row_max, jit_options={"error_model": "numpy"})
+@overload(row_max, inline="always", jit_options={"error_model": "numpy"})
 def _row_max(row, n):
     single = row.dtype == types.float32
     bits, value = (np.int32, np.float32) if single else (np.int64, np.float64)
@@ -27,11 +29,12 @@ def _row_max(row, n):
 
     def impl(row, n):
         ordered = row.view(bits)
-        m = lowest
+        sh, mag, m = bits(shift), bits(magnitude), bits(lowest)
         for j in range(n):
             b = ordered[j]
-            m = max(m, b ^ ((b >> shift) & magnitude))
-        return bits(m ^ ((m >> shift) & magnitude)).view(value)
+            key = bits(b ^ bits(bits(b >> sh) & mag))
+            m = key if key > m else m
+        return bits(m ^ bits(bits(m >> sh) & mag)).view(value)
     return impl
 
 
