@@ -254,3 +254,21 @@ def test_arg_reductions_over_a_filled_axis_of_an_empty_batch():
     assert fnp.argmin(empty_batch, axis=1, keepdims=True).shape == (0, 1)
     with pytest.raises(fg.ShapeError, match="empty selection"):
         fnp.argmax(empty_batch, axis=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_max_is_numpys_max_with_infinities_signed_zeros_and_nan(dtype):
+    """The shift of every softmax and logsumexp row: an integer maximum of the values' bits, over
+    row[:n] of any length (vector body and remainder), the specials included."""
+    from numba import njit
+
+    from funcgrad.cpu.row_kernels import row_max
+    kernel = njit(lambda row, n: row_max(row, n))
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(1, 70))
+        row = (rng.standard_normal(n + 3) * dtype(10.0) ** rng.integers(-30, 30)).astype(dtype)
+        row[rng.integers(0, n, size=int(rng.integers(0, 4)))] = rng.choice([np.inf, -np.inf, -0.0, 0.0, np.nan])
+        row[n:] = np.inf  # past n: never read
+        got, want = kernel(row, n), np.max(row[:n])
+        assert (np.isnan(got) and np.isnan(want)) or got == want, row[:n]
