@@ -133,6 +133,48 @@ def _groups(eqns: list[Eqn], scalars: bool = True, sums: bool = True) -> list[li
     return groups
 
 
+def _kernel_parts(group: list[Eqn], most: int) -> list[list[Eqn]]:
+    """group as kernels that each read at most `most` arrays of more than one element where it can
+    be cut so: its independent chains (joined where one reads another's value or both read one
+    array, which a kernel may overwrite in place), packed in order. The scheduler puts equations of
+    one shape side by side, so an optimiser's update of every parameter of a shape is one group."""
+    producer = {e.out.id: i for i, e in enumerate(group)}
+    parent = list(range(len(group)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    first_reader: dict = {}
+    for i, eqn in enumerate(group):
+        for x in eqn.inputs:
+            if isinstance(x, Var) and x.id in producer:
+                parent[root(i)] = root(producer[x.id])
+        for key in _arrays_read(eqn) - producer.keys():
+            parent[root(i)] = root(first_reader.setdefault(key, i))
+    chains: dict[int, list[int]] = {}
+    for i in range(len(group)):
+        chains.setdefault(root(i), []).append(i)
+    reads = {r: set().union(*(_arrays_read(group[i]) for i in members)) - producer.keys()
+             for r, members in chains.items()}
+    parts, members, arrays = [], [], set()
+    for r, chain in chains.items():
+        if members and len(arrays | reads[r]) > most:
+            parts.append(members)
+            members, arrays = [], set()
+        members, arrays = members + chain, arrays | reads[r]
+    parts.append(members)
+    return [[group[i] for i in sorted(part)] for part in parts]
+
+
+def _arrays_read(eqn: Eqn) -> set:
+    """The arrays of more than one element an equation reads (a var's id, a constant's object; 0-d
+    ones a kernel reads once, before its loop)."""
+    return {x.id if isinstance(x, Var) else ("const", id(x.value)) for x in eqn.inputs
+            if (x.aval.shape if isinstance(x, Var) else np.shape(x.value)) != ()}
+
+
 def _fusion_key(eqn: Eqn):
     if _splits(eqn) is not False:
         return eqn.out.aval.shape
@@ -361,7 +403,8 @@ class _Codegen:
             end = position + len(group) - 1
             self.start = position
             if len(group) >= 2 or self._single_kernel(group[0]):
-                self.emit_group(group, end)
+                for part in _kernel_parts(group, fusion.KERNEL_INPUTS):
+                    self.emit_group(part, end)
             else:
                 self.emit_eqn(group[0])
             self.release(position, end)

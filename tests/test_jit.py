@@ -402,6 +402,33 @@ def test_fused_update_writes_donated_buffers_in_place():
     assert "def kernel(in0, in1, in2, out0):" in source and "in2[i] = t1" in source
 
 
+def test_same_shape_updates_split_into_kernels_of_a_few_arrays_each():
+    """The scheduler puts an optimiser's update of every parameter of one shape in one group; its
+    kernel would read 4 arrays a parameter, past what LLVM vectorises, so the group runs as its
+    independent chains packed into kernels of at most fusion.KERNEL_INPUTS arrays, each parameter's
+    chain whole in one of them, and the donated buffers are still written in place."""
+    def update(ps, ms, vs, gs):
+        out = []
+        for p, m, v, g in zip(ps, ms, vs, gs):
+            m, v = 0.9 * m + 0.1 * g, 0.99 * v + 0.01 * g * g
+            out.append((p - 0.01 * m / (fnp.sqrt(v) + 1e-8), m, v))
+        return [o[0] for o in out], [o[1] for o in out], [o[2] for o in out]
+    arrays = [[RNG.standard_normal((6, 5)).astype(np.float32) for _ in range(5)] for _ in range(4)]
+    arrays[2] = [np.abs(v) for v in arrays[2]]
+    expected = update(*[[fg.asarray(a) for a in group] for group in arrays])
+    state = [[fg.asarray(a.copy()) for a in group] for group in arrays]
+    buffers = {id(a._value) for group in state[:3] for a in group}
+    jf = fg.jit(update, donate_argnums=(0, 1, 2))
+    got = jf(*state)
+    for got_group, want_group in zip(got, expected):
+        for g, w in zip(got_group, want_group):
+            assert_close(g, w, rtol=1e-6)
+    assert {id(a._value) for group in got for a in group} == buffers
+    calls = _calls(next(iter(jf.cache.values())).run.source)
+    reads = [len(re.findall(r"_flat\(a\d+\)|_flat\(v\d+\)", line)) for line in calls]
+    assert len(calls) == 3 and max(reads) <= fusion.KERNEL_INPUTS, calls  # 2 + 2 + 1 parameters
+
+
 def test_concretization_error_names_argument_and_line():
     def f(x, n):
         if x.sum() > 0:  # a Python branch on a traced value
