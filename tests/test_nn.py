@@ -117,7 +117,7 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
     uneven padding, padding past the kernel's reach, whose input gradient crops the cotangent); the
     same results with tasks split over three threads, the weight gradient's sums in many runs and
     pixels in short chunks; a non-finite input or weight giving im2col's IEEE results; and float32
-    as accurate as im2col's GEMMs against the float64 result."""
+    about as accurate as im2col's GEMMs against the float64 result."""
     from funcgrad.cpu import conv as cpu_conv, direct, threads
     calls = []
     for name in ("conv", "conv_input_grad", "conv_weight_grad"):
@@ -196,6 +196,17 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
     monkeypatch.setattr(direct, "MIN_CHANNELS", 1 << 30)
     im2col_error = np.abs(cpu_conv.conv(x32, w32, (1, 1), ((1, 1), (1, 1)), (1, 1), 1) - exact).max()
     assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 2 * im2col_error
+    # and the weight gradient's sums over 16 images of 28 x 28 (values of nonzero mean, so the sums
+    # grow): within 3x im2col's, where one chain over a range's pixels was 23x
+    monkeypatch.undo()
+    x32 = RNG.standard_normal((16, 8, 28, 28)).astype(np.float32) + 1
+    g32 = RNG.standard_normal((16, 16, 28, 28)).astype(np.float32) + 0.5
+    pads = ((1, 1), (1, 1))
+    exact = direct.conv_weight_grad(x32.astype(np.float64), g32.astype(np.float64), (3, 3), pads, (1, 1), 1)
+    got32 = direct.conv_weight_grad(x32, g32, (3, 3), pads, (1, 1), 1)
+    monkeypatch.setattr(direct, "MIN_CHANNELS", 1 << 30)
+    im2col_error = np.abs(cpu_conv.conv_weight_grad(x32, g32, (3, 3), (1, 1), pads, (1, 1), 1) - exact).max()
+    assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 3 * im2col_error
 
 
 def test_conv2d_wide_channels_take_rows_and_match_direct_loops():

