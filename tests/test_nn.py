@@ -207,6 +207,16 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
     monkeypatch.setattr(direct, "MIN_CHANNELS", 1 << 30)
     im2col_error = np.abs(cpu_conv.conv_weight_grad(x32, g32, (3, 3), (1, 1), pads, (1, 1), 1) - exact).max()
     assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 3 * im2col_error
+    # the input gradient's sums over 128 channels' 9 taps: within 2x im2col's (one chain over them
+    # all, before each 16 channels' sums were added apart: 6x)
+    monkeypatch.undo()
+    g32 = RNG.standard_normal((2, 128, 12, 12)).astype(np.float32) + 0.5
+    w32 = RNG.standard_normal((128, 32, 3, 3)).astype(np.float32) + 0.5
+    exact = direct.conv_input_grad(g32.astype(np.float64), w32.astype(np.float64), pads, (1, 1), 1)
+    got32 = direct.conv_input_grad(g32, w32, pads, (1, 1), 1)
+    monkeypatch.setattr(direct, "MIN_CHANNELS", 1 << 30)
+    im2col_error = np.abs(cpu_conv.conv_input_grad(g32, w32, (12, 12), (1, 1), pads, (1, 1), 1) - exact).max()
+    assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 2 * im2col_error
 
 
 def test_conv2d_wide_channels_take_rows_and_match_direct_loops():
