@@ -156,8 +156,7 @@ def _kernel_parts(group: list[Eqn], most: int) -> list[list[Eqn]]:
     chains: dict[int, list[int]] = {}
     for i in range(len(group)):
         chains.setdefault(root(i), []).append(i)
-    reads = {r: set().union(*(_arrays_read(group[i]) for i in members)) - producer.keys()
-             for r, members in chains.items()}
+    reads = {r: set().union(*(_arrays_read(group[i]) for i in chain)) - producer.keys() for r, chain in chains.items()}
     parts, members, arrays = [], [], set()
     for r, chain in chains.items():
         if members and len(arrays | reads[r]) > most:

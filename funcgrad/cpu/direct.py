@@ -169,7 +169,7 @@ def _weight_grad_kernel(dtype: np.dtype, vectors: int):
     `vectors` vectors of output channels by those pairs, from zero over each run of about
     PIXEL_CHUNK pixels (whose cotangents and planes stay in cache for every tile), then added to
     partial: two short chains of float32 sums instead of one over all the range's pixels (against
-    float64, 2.8-3.2x less error on MNIST's conv2 and at 8x8 and 56x56, in the same time).
+    float64, 2.4-3.2x less error on MNIST's conv2 and at 8x8 and 56x56, in the same time).
     The pairs go in runs whose sums take SUMS_BYTES, each run over all the images (the sums stay in
     cache too)."""
     from .fusion import compile_kernel

@@ -4,8 +4,9 @@ LLVM vectorises loops, but not a GEMM-style micro-kernel: a block of accumulator
 in registers while a long reduction streams past them only stays there when the kernel holds them
 as values, and numba has no vector type. `Vec` is one (an LLVM vector of `lanes` elements, 64
 bytes: one AVX-512 register, two AVX2 or four SSE/NEON ones, which LLVM splits it into), and
-`load`, `store`, `splat`, `broadcast`, `fma` and `add` are its instructions, emitted inline. A kernel's local Vec
-variables become SSA values, so its accumulators live in registers from first FMA to the store.
+`load`, `store`, `splat`, `broadcast`, `fma` and `add` are its instructions, emitted inline. A
+kernel's local Vec variables become SSA values, so its accumulators live in registers from first
+FMA to the store.
 
 `load` and `store` take a 1-D C-contiguous array and an element index and do no bounds check:
 the kernels that use them check their arrays' sizes once, before the loops.
