@@ -38,7 +38,7 @@ PARALLEL_ELEMENTS = 1 << 17
 # at the end (a bias gradient over 4096 x 64 took 0.14 ms either way; over 4096 x 784, split, 0.65x).
 PARALLEL_SUM_ELEMENTS = 1 << 19
 # Arrays a kernel reads at most where its group's independent chains can be cut apart so
-# (lowering._kernel_parts): LLVM vectorises a loop over many arrays only after testing at run time
+# (grouping.kernel_parts): LLVM vectorises a loop over many arrays only after testing at run time
 # that none it writes overlaps another, and gives up past a budget of such tests. An AdamW update
 # of two parameters (8 arrays in, 6 out) still vectorised; of three or more, which the scheduler
 # puts in one group when they have one shape, its square roots and divisions ran scalar (the

@@ -107,7 +107,7 @@ def fused_source(segments: tuple) -> str:
     one with sums a thread per kept element (column), which walks the summed rows in order (NumPy's
     order for a bias gradient) and evaluates the chain at each; a whole sum (one column) is
     compensated (Kahan), as accurate as the CPU's float64 one. The grid's threads are dealt to the
-    segments in turn. Sums are of float32 or float64 values (lowering._sum_kind)."""
+    segments in turn. Sums are of float32 or float64 values (grouping.sum_kind)."""
     if len(segments) == 1 and not segments[0][3]:
         args, hoisted, lines = _segment("", *segments[0][:4], "        ")
         return _kernel(["n", "shape"] + args, hoisted,
