@@ -128,17 +128,18 @@ def kernel_parts(group: list[Eqn], most: int) -> list[list[Eqn]]:
             parent[i] = parent[parent[i]]
             i = parent[i]
         return i
+    outside = [_arrays_read(eqn) - producer.keys() for eqn in group]  # the arrays each reads from outside
     first_reader: dict = {}
     for i, eqn in enumerate(group):
         for x in eqn.inputs:
             if isinstance(x, Var) and x.id in producer:
                 parent[root(i)] = root(producer[x.id])
-        for key in _arrays_read(eqn) - producer.keys():
+        for key in outside[i]:
             parent[root(i)] = root(first_reader.setdefault(key, i))
     chains: dict[int, list[int]] = {}
     for i in range(len(group)):
         chains.setdefault(root(i), []).append(i)
-    reads = {r: set().union(*(_arrays_read(group[i]) for i in chain)) - producer.keys() for r, chain in chains.items()}
+    reads = {r: set().union(*(outside[i] for i in chain)) for r, chain in chains.items()}
     parts, members, arrays = [], [], set()
     for r, chain in chains.items():
         if members and len(arrays | reads[r]) > most:
