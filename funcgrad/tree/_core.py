@@ -394,19 +394,21 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = No
     """Like tree_flatten, but each leaf comes with its path: a tuple of key strings, JAX's key
     entries (DictKey, SequenceKey, GetAttrKey, FlattenedIndexKey) where the node says what they are."""
     out: list[tuple[tuple[str, ...], Any]] = []
-
-    def walk(x, path):
-        node = None if (is_leaf is not None and is_leaf(x)) else _node_type(x)
-        if node is None:
-            out.append((path, x))
-            return
-        children, aux = node.flatten(x)
-        children = list(children)
-        for key, child in zip(node.keys(x, aux), children):
-            walk(child, path + (key,))
-
-    walk(tree, ())
+    _walk_with_path(tree, (), is_leaf, out)
     return out, tree_structure(tree, is_leaf)
+
+
+def _walk_with_path(x, path: tuple, is_leaf, out: list) -> None:
+    """Append x's (path, leaf) pairs to out. A module function, not a closure calling itself,
+    which would be a reference cycle left for the garbage collector on every call (grad checks
+    its arguments with tree_flatten_with_path)."""
+    node = None if (is_leaf is not None and is_leaf(x)) else _node_type(x)
+    if node is None:
+        out.append((path, x))
+        return
+    children, aux = node.flatten(x)
+    for key, child in zip(node.keys(x, aux), list(children)):
+        _walk_with_path(child, path + (key,), is_leaf, out)
 
 
 def keystr(path: tuple[str, ...]) -> str:
