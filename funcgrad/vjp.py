@@ -1,12 +1,12 @@
-"""Reverse mode: vjp, grad, value_and_grad, jacrev. VJPTrace records a tape of Nodes while the
-function runs on concrete values; the backward pass walks the nodes reachable from the outputs in
-reverse topological order, summing cotangents. custom_vjp functions and checkpointed regions
-(funcgrad.custom) record one node each."""
+"""Reverse mode: vjp, grad, value_and_grad, jacrev. VJPTrace records a tape while the function
+runs on concrete values: each primitive's result is a PrimitiveTracer, its own tape node; inputs,
+custom_vjp functions and checkpointed regions (funcgrad.custom) are Nodes. The backward pass walks
+the nodes reachable from the outputs in reverse recording order, summing cotangents."""
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
-import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -28,60 +28,111 @@ _creation_order = itertools.count()
 
 
 class Node:
-    """One recorded primitive: what its VJP rules need, and where its inputs came from.
+    """A tape node that is not a primitive's output: an input, or a custom_vjp function or
+    checkpointed region (subclasses), whose outputs are NodeTracers pointing at it.
 
-    parents: (argument index, parent node, parent output index) for each traced argument.
-    order: when it was recorded; a node's parents exist before it, so recording order is a
-    topological order of every tape.
+    parents: one flat tuple of (argument index, parent node, parent output index) for each traced
+    argument. order: when it was recorded; a node's parents exist before it, so recording order is
+    a topological order of every tape.
     """
-    __slots__ = ("prim", "args", "params", "out", "parents", "order")
+    __slots__ = ("parents", "order")
     n_out = 1
 
-    def __init__(self, prim, args, params, out, parents):
-        self.prim = prim
-        self.args = args
-        self.params = params
-        self.out = out
+    def __init__(self, parents: tuple):
         self.parents = parents
         self.order = next(_creation_order)
 
-    def backward(self, cts):
-        g, prim, out, args, params = cts[0], self.prim, self.out, self.args, self.params
-        if prim.vjp_joint is not None:
-            joint = prim.vjp_joint(g, out, *args, wanted=tuple(i for i, _, _ in self.parents), **params)
-            return [(node, idx, joint[i]) for i, node, idx in self.parents]
-        rules = prim.vjps
-        if rules is not None and len(self.parents) == 1:  # the common case, without prim.vjp's call
-            i, node, idx = self.parents[0]
-            rule = rules[i] if i < len(rules) else None
-            if rule is not None:
-                return [(node, idx, rule(g, out, *args, **params))]
-        return [(node, idx, prim.vjp(i, g, out, args, params)) for i, node, idx in self.parents]
 
-    def release(self):
-        """Drop the residuals once this node's cotangents are out (a tape replayed only once)."""
-        self.args = self.out = None
-
-
-def _input_node() -> Node:
-    return Node(None, (), None, None, ())
+def edges(parents: tuple):
+    """A node's flat parents tuple as (argument index, parent node, parent output index) triples."""
+    return zip(parents[0::3], parents[1::3], parents[2::3])
 
 
 class VJPTracer(Tracer):
-    __slots__ = ("_value", "_node", "_index")
+    """A value on a reverse-mode tape: the output `_index` of the tape node `_node`."""
+    __slots__ = ("_value",)
     differentiated = True
-
-    def __init__(self, trace, value, node, index):
-        self._trace = trace
-        self._value = value
-        self._node = node
-        self._index = index
 
     def primal(self):
         return self._value
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
+
+
+class NodeTracer(VJPTracer):
+    """An input's value, or one output of a custom_vjp function or checkpointed region."""
+    __slots__ = ("_node", "_index")
+
+    def __init__(self, trace, value, node: Node, index: int):
+        self._trace = trace
+        self._value = value
+        self._node = node
+        self._index = index
+
+
+class PrimitiveTracer(VJPTracer):
+    """A primitive's output and its tape node in one object, which keeps the primitive, its
+    params and its arguments as bind received them (this trace's tracers among them).
+
+    The tape is the objects a forward pass keeps alive, and Python's garbage collector promotes and
+    rescans every one of them: a separate node, its list of unboxed values and its tuple of parents
+    were three more per operation, and the collector's passes cost more than the operations of a
+    long eager chain. The values and the parents are read off the arguments when the backward
+    pass needs them.
+    """
+    __slots__ = ("prim", "inputs", "params", "order")
+    n_out = 1
+    _index = 0
+    _node = property(lambda self: self)
+
+    def __init__(self, trace, value, prim, inputs: tuple, params: dict):
+        self._trace = trace
+        self._value = value
+        self.prim = prim
+        self.inputs = inputs
+        self.params = params
+        self.order = next(_creation_order)
+
+    @property
+    def parents(self) -> tuple:
+        trace, parents, i = self._trace, (), 0
+        for a in self.inputs:
+            if isinstance(a, VJPTracer) and a._trace is trace:
+                parents += (i, a._node, a._index)
+            i += 1
+        return parents
+
+    def backward(self, cts):
+        g, prim, out, params, inputs = cts[0], self.prim, self._value, self.params, self.inputs
+        rules = prim.vjps
+        if len(inputs) == 1 and rules and rules[0] is not None and prim.vjp_joint is None:
+            a = inputs[0]  # the one argument: this trace's tracer, or bind would not have come here
+            ct = rules[0](g, out, a._value, **params)
+            return [(a, 0, ct) if type(a) is PrimitiveTracer else (a._node, a._index, ct)]
+        args, parents, i, trace = [], [], 0, self._trace
+        for a in inputs:
+            if isinstance(a, VJPTracer) and a._trace is trace:
+                args.append(a._value)
+                parents.append((i, a, 0) if type(a) is PrimitiveTracer else (i, a._node, a._index))
+            else:
+                args.append(a)
+            i += 1
+        if prim.vjp_joint is not None:
+            joint = prim.vjp_joint(g, out, *args, wanted=tuple(i for i, _, _ in parents), **params)
+            return [(node, idx, joint[i]) for i, node, idx in parents]
+        if rules is not None and len(parents) == 1:  # the common case, without prim.vjp's call
+            i, node, idx = parents[0]
+            rule = rules[i] if i < len(rules) else None
+            if rule is not None:
+                return [(node, idx, rule(g, out, *args, **params))]
+        return [(node, idx, prim.vjp(i, g, out, args, params)) for i, node, idx in parents]
+
+    def release(self):
+        """Drop the arguments once this node's cotangents are out (a tape replayed only once): the
+        parents' values go as soon as nothing else needs them, so activation memory falls during
+        the pass. The value stays: whoever holds this tracer may still read it."""
+        self.inputs = None
 
 
 class VJPTrace(Trace):
@@ -91,40 +142,35 @@ class VJPTrace(Trace):
         if not self.alive:  # used after grad returned: a leak, or a rule reading a closed-over value
             if not hooks.dead_as_constants:
                 self.check_alive()
-            return bind(prim, *[a._value if type(a) is VJPTracer and a._trace is self else a for a in args], **params)
-        vals, parents = [], []
+            return bind(prim, *[a._value if isinstance(a, VJPTracer) and a._trace is self else a for a in args],
+                        **params)
+        vals = []
         nested = False  # a tracer of a lower level among the values (ours may hold one): bind one level down
-        i = 0
         for a in args:  # unbox's loop, inline: this is every traced operation's path
-            if type(a) is VJPTracer and a._trace is self:
-                v = a._value
-                parents.append((i, a._node, a._index))
-            else:
-                v = a
+            v = a._value if isinstance(a, VJPTracer) and a._trace is self else a
             vals.append(v)
-            if isinstance(v, Tracer):
+            if type(v) is not Array and isinstance(v, Tracer):
                 nested = True
-            i += 1
         out = bind(prim, *vals, **params) if nested else apply(prim, vals, params)
         if not prim.differentiable or out.dtype not in dtypes.inexact_dtypes:
             return out
-        return VJPTracer(self, out, Node(prim, vals, params, out, parents), 0)
+        return PrimitiveTracer(self, out, prim, args, params)
 
     def unbox(self, leaves):
         """This trace's tracers replaced by their values, and the parents they came from."""
-        vals, parents = [], []
+        vals, parents = [], ()
         i = 0
         for a in leaves:
-            if type(a) is VJPTracer and a._trace is self:
+            if isinstance(a, VJPTracer) and a._trace is self:
                 vals.append(a._value)
-                parents.append((i, a._node, a._index))
+                parents += (i, a._node, a._index)
             else:
                 vals.append(a)
             i += 1
         return vals, parents
 
     def box_outputs(self, node, out_leaves):
-        return [VJPTracer(self, o, node, k) if _is_float_array(o) else o
+        return [NodeTracer(self, o, node, k) if _is_float_array(o) else o
                 for k, o in enumerate(out_leaves)]
 
     def process_custom_vjp(self, fn, args):
@@ -156,7 +202,7 @@ class _MultiOutputNode(Node):
     __slots__ = ("n_out", "out_tree", "out_avals")
 
     def __init__(self, out_tree, out_leaves, parents):
-        super().__init__(None, (), None, None, parents)
+        super().__init__(parents)
         self.n_out = len(out_leaves)
         self.out_tree = out_tree
         self.out_avals = [(np.shape(o), getattr(o, "dtype", None), getattr(o, "device", CPU)) for o in out_leaves]
@@ -197,7 +243,7 @@ class CustomVJPNode(_MultiOutputNode):
             for j, leaf in enumerate(leaves):
                 shape, dtype = self.in_avals[len(flat)]
                 flat.append(checked_rule_leaf(leaf, shape, dtype, rule, f"argument {k} (leaf {j})"))
-        return [(node, idx, flat[i]) for i, node, idx in self.parents]
+        return [(node, idx, flat[i]) for i, node, idx in edges(self.parents)]
 
 
 class CheckpointNode(_MultiOutputNode):
@@ -209,7 +255,7 @@ class CheckpointNode(_MultiOutputNode):
 
     def backward(self, cts):
         """Run the forward again, this time recording it, and pull the cotangents through."""
-        diff = [i for i, _, _ in self.parents]
+        diff = self.parents[0::3]
         vals = list(self.in_vals)
 
         def rerun(*diff_vals):
@@ -219,52 +265,38 @@ class CheckpointNode(_MultiOutputNode):
 
         _, rerun_vjp = _vjp(rerun, [self.in_vals[i] for i in diff])
         in_cts = rerun_vjp(self.full_cotangent(cts), pytorch_convention=False)  # a rule: JAX's convention
-        return [(node, idx, ct) for (_, node, idx), ct in zip(self.parents, in_cts)]
-
-
-def _toposort(start_nodes) -> list:
-    """Nodes reachable from start_nodes, each after every node that consumes it: the latest
-    recorded first (one sort in C instead of counting consumers node by node)."""
-    seen = set(start_nodes)
-    stack = list(seen)
-    while stack:
-        for _, parent, _ in stack.pop().parents:
-            if parent not in seen:
-                seen.add(parent)
-                stack.append(parent)
-    return sorted(seen, key=_recorded, reverse=True)
-
-
-_recorded = operator.attrgetter("order")
-
-
-def _accumulate(acc, node, idx, ct):
-    slots = acc.get(node)
-    if slots is None:
-        slots = acc[node] = [None] * node.n_out
-    prev = slots[idx]
-    slots[idx] = ct if prev is None else E.add_p(prev, ct)
+        return [(node, idx, ct) for (_, node, idx), ct in zip(edges(self.parents), in_cts)]
 
 
 def backward_pass(outputs, cts, release: bool = False):
-    """outputs: (node, index) pairs; returns {input node: [cotangent]}. With release, each node's
-    residuals are dropped as soon as it is done, so activation memory falls during the pass."""
-    acc: dict[Node, list] = {}
+    """outputs: (node, index) pairs; returns {id(input node): [cotangent]}.
+
+    The walk pops the latest-recorded node that has received a cotangent (a heap on recording
+    order): its consumers were all recorded after it and have given theirs already, so each node's
+    cotangents are complete when it runs, without sorting the tape first. Nodes are told apart by
+    identity (a PrimitiveTracer is an array, which has no hash). With release, each node drops its
+    arguments as soon as it is done, and the walk lets go of it, so activation memory falls during
+    the pass."""
+    acc: dict[int, list] = {}
+    pending: list = []
     for (node, idx), ct in zip(outputs, cts):
-        _accumulate(acc, node, idx, ct)
-    for node in _toposort([node for node, _ in outputs]):
-        if not node.parents:
-            continue  # an input: its cotangent stays in acc
-        node_cts = acc.pop(node, None)
-        if node_cts is None:
-            continue
-        for parent, idx, ct in node.backward(node_cts):
+        slots = acc.get(id(node))
+        if slots is None:
+            slots = acc[id(node)] = [None] * node.n_out
+            if type(node) is not Node:  # a plain Node is an input: its cotangent stays in acc
+                heapq.heappush(pending, (-node.order, node))
+        slots[idx] = ct if slots[idx] is None else E.add_p(slots[idx], ct)
+    while pending:
+        node = heapq.heappop(pending)[1]
+        for parent, idx, ct in node.backward(acc.pop(id(node))):
             if ct is None:
                 continue
-            slots = acc.get(parent)
-            if slots is None:  # _accumulate, inlined: it runs once per edge of the tape
-                slots = acc[parent] = [None] * parent.n_out
+            slots = acc.get(id(parent))
+            if slots is None:  # runs once per edge of the tape
+                slots = acc[id(parent)] = [None] * parent.n_out
                 slots[idx] = ct
+                if type(parent) is not Node:
+                    heapq.heappush(pending, (-parent.order, parent))
             else:
                 prev = slots[idx]
                 slots[idx] = ct if prev is None else E.add_p(prev, ct)
@@ -284,12 +316,12 @@ def _pytorch_convention(ct, convert: bool = True):
 def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
     """vjp over a flat list of primals; fun_flat may return any pytree."""
     with VJPTrace(name) as trace:
-        in_nodes = [_input_node() for _ in primals]
-        out = fun_flat(*[VJPTracer(trace, x, n, 0) for x, n in zip(primals, in_nodes)])
+        in_nodes = [Node(()) for _ in primals]
+        out = fun_flat(*[NodeTracer(trace, x, n, 0) for x, n in zip(primals, in_nodes)])
         out_leaves, out_tree = tree_flatten(out)
         out_vals, outputs = [], []
         for o in out_leaves:
-            if type(o) is VJPTracer and o._trace is trace:
+            if isinstance(o, VJPTracer) and o._trace is trace:
                 out_vals.append(o._value)
                 outputs.append((o._node, o._index))
             else:
@@ -311,7 +343,7 @@ def _vjp(fun_flat: Callable, primals: list, name: str = "vjp"):
         acc = backward_pass(seeds, cts, release) if seeds else {}
         grads = []
         for x, node in zip(primals, in_nodes):
-            slots = acc.get(node)
+            slots = acc.get(id(node))
             g = zeros(x.shape, x.dtype, x.device) if slots is None else slots[0]
             grads.append(_pytorch_convention(g if g.dtype == x.dtype else E.convert_p(g, dtype=x.dtype),
                                              pytorch_convention))
