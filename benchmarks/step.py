@@ -334,6 +334,7 @@ def main(argv=None):
         except Exception as e:  # noqa: BLE001  (a peer that cannot build a case is reported, not fatal)
             print(f"{name}: unavailable ({type(e).__name__}: {e})")
     results: dict[str, list] = {name: [None] * len(CASES) for name in built}
+    eager_chain = None  # case b's target is eager against eager: PyTorch eager / funcgrad eager
     for i, case in enumerate(CASES):  # each case timed for every implementation in turns
         if chosen and case.split(":")[0] not in chosen:
             continue
@@ -348,6 +349,8 @@ def main(argv=None):
             except Exception as e:  # noqa: BLE001
                 print(f"{name}: case {case!r} failed ({type(e).__name__}: {str(e)[:120]})")
         samples = interleaved_samples(fns, args.rounds)
+        if case.startswith("b:") and {"funcgrad eager", "PyTorch eager"} <= samples.keys():
+            eager_chain = paired_ratio(samples, "PyTorch eager", "funcgrad eager")
         for name, times in samples.items():
             results[name][i] = (statistics.median(times),
                                 paired_ratio(samples, name, "funcgrad jit") if "funcgrad jit" in samples else None)
@@ -363,6 +366,9 @@ def main(argv=None):
             ratio = f"{ratio:>5.2f}x" if ratio is not None else " " * 6
             cells.append(f"{'n/a':>16}" if t is None else f"{t * 1e3:>8.3f}ms{ratio}")
         print(f"{case:<30}" + "".join(cells))
+    if eager_chain is not None:
+        print(f"b: PyTorch eager time / funcgrad eager time, median of the per-round ratios: {eager_chain:.2f}x "
+              "(above 1: funcgrad eager is faster)")
 
 
 if __name__ == "__main__":
