@@ -96,12 +96,7 @@ class PrimitiveTracer(VJPTracer):
 
     @property
     def parents(self) -> tuple:
-        trace, parents, i = self._trace, (), 0
-        for a in self.inputs:
-            if isinstance(a, VJPTracer) and a._trace is trace:
-                parents += (i, a._node, a._index)
-            i += 1
-        return parents
+        return self._trace.unbox(self.inputs)[1]
 
     def backward(self, cts):
         g, prim, out, params, inputs = cts[0], self.prim, self._value, self.params, self.inputs
@@ -110,14 +105,8 @@ class PrimitiveTracer(VJPTracer):
             a = inputs[0]  # the one argument: this trace's tracer, or bind would not have come here
             ct = rules[0](g, out, a._value, **params)
             return [(a, 0, ct) if type(a) is PrimitiveTracer else (a._node, a._index, ct)]
-        args, parents, i, trace = [], [], 0, self._trace
-        for a in inputs:
-            if isinstance(a, VJPTracer) and a._trace is trace:
-                args.append(a._value)
-                parents.append((i, a, 0) if type(a) is PrimitiveTracer else (i, a._node, a._index))
-            else:
-                args.append(a)
-            i += 1
+        args, flat_parents = self._trace.unbox(inputs)
+        parents = list(edges(flat_parents))
         if prim.vjp_joint is not None:
             joint = prim.vjp_joint(g, out, *args, wanted=tuple(i for i, _, _ in parents), **params)
             return [(node, idx, joint[i]) for i, node, idx in parents]
