@@ -105,8 +105,14 @@ class PrimitiveTracer(VJPTracer):
             a = inputs[0]  # the one argument: this trace's tracer, or bind would not have come here
             ct = rules[0](g, out, a._value, **params)
             return [(a, 0, ct) if type(a) is PrimitiveTracer else (a._node, a._index, ct)]
-        args, flat_parents = self._trace.unbox(inputs)
-        parents = list(edges(flat_parents))
+        args, parents, i, trace = [], [], 0, self._trace
+        for a in inputs:  # unbox's loop, inline and without the _node property's call: the hot path
+            if isinstance(a, VJPTracer) and a._trace is trace:
+                args.append(a._value)
+                parents.append((i, a, 0) if type(a) is PrimitiveTracer else (i, a._node, a._index))
+            else:
+                args.append(a)
+            i += 1
         if prim.vjp_joint is not None:
             joint = prim.vjp_joint(g, out, *args, wanted=tuple(i for i, _, _ in parents), **params)
             return [(node, idx, joint[i]) for i, node, idx in parents]
