@@ -51,7 +51,8 @@ def _kernels():
     def window_argmax(x, out, kh, kw, sh, sw, ph, pw, dh, dw):
         """out[n, c, y, z]: the flat (row * W + column) position in x's plane of the first maximum
         of window (y, z), over the positions inside x (padding never wins); a NaN is the maximum.
-        The loop for what _fast_argmax leaves: a batch holding a NaN, or a window in the padding."""
+        The loop for what argmax_kernels.fast_argmax leaves: a batch holding a NaN, or a window
+        in the padding."""
         n, c, h, w = x.shape
         ho, wo = out.shape[2], out.shape[3]
         for a in range(n):
@@ -117,89 +118,6 @@ def col2im_into(cols: np.ndarray, out: np.ndarray, stride, dilation) -> bool:
     return True
 
 
-@cache
-def _fast_argmax(kh: int, kw: int, sh: int, sw: int, dh: int, dw: int):
-    """window_argmax compiled for one window geometry, without a NaN test per element: the windows
-    wholly inside the plane with the loop bounds constant, so LLVM unrolls the window and vectorises
-    the row, and those touching the padding over their taps inside it; unsigned flat indices (a
-    signed one is tested for wrap-around at every access). A 2x2 pool of 64 x 64 x 28 x 28: 1.1 ms
-    (with signed 4-d indices 1.9 ms, the general loop 21 ms); 3x3 at stride 2 padded by 1: 5.2 ms
-    (8.6 ms sending the edge windows to the general loop). Returns whether x holds a NaN (then the
-    general loop decides, as a NaN must win) and whether a window lay wholly in the padding (left
-    -1, for the general loop to refuse)."""
-    from numba import njit, uintp
-
-    @njit(cache=True, nogil=True)
-    def clipped(values, base, r0, q0, i_lo, i_hi, w):
-        """(position in its plane of the first maximum, NaN seen) over the taps inside the plane
-        (from values[base]) of the window from row r0, column q0, rows i_lo .. i_hi - 1 of it
-        inside; position -1 where it has none."""
-        j_lo, j_hi = max(0, (dw - 1 - q0) // dw), min(kw, (w - 1 - q0) // dw + 1)
-        where, best, nan = -1, values[base], False
-        for i in range(i_lo, i_hi):
-            for j in range(j_lo, j_hi):
-                at = (r0 + i * dh) * w + q0 + j * dw
-                v = values[base + at]
-                nan |= v != v
-                if where < 0 or v > best:
-                    best, where = v, at
-        return where, nan
-
-    @njit(cache=True, nogil=True)
-    def edges(values, found, o, base, r0, i_lo, i_hi, z_from, z_to, pw, w):
-        """clipped over the windows z_from .. z_to - 1 of a row: (NaN seen, a window empty)."""
-        nan, empty = False, False
-        for z in range(z_from, z_to):
-            where, seen = clipped(values, base, r0, z * sw - pw, i_lo, i_hi, w)
-            nan |= seen
-            empty |= where < 0
-            found[o + z] = where
-        return nan, empty
-
-    @njit(cache=True, nogil=True)
-    def kernel(x, out, ph, pw):
-        n, c, h, w = x.shape
-        ho, wo = out.shape[2], out.shape[3]
-        z_lo = min(wo, (pw + sw - 1) // sw)  # windows z_lo .. z_hi - 1 of a row lie inside it across
-        z_hi = max(z_lo, min(wo, (w - 1 - (kw - 1) * dw + pw) // sw + 1))
-        values, found = x.reshape(-1), out.reshape(-1)
-        width = uintp(w)
-        nan, empty = False, False
-        o = 0
-        for a in range(n * c):
-            base = a * h * w
-            for y in range(ho):
-                r0 = y * sh - ph
-                if r0 < 0 or r0 + (kh - 1) * dh >= h:  # taps i_lo .. i_hi - 1 inside the plane
-                    i_lo, i_hi = max(0, (dh - 1 - r0) // dh), min(kh, (h - 1 - r0) // dh + 1)
-                    seen, none = edges(values, found, o, base, r0, i_lo, i_hi, 0, wo, pw, w)
-                    nan, empty, o = nan or seen, empty or none, o + wo
-                    continue
-                if z_lo > 0:
-                    seen, none = edges(values, found, o, base, r0, 0, kh, 0, z_lo, pw, w)
-                    nan, empty = nan or seen, empty or none
-                if z_hi < wo:
-                    seen, none = edges(values, found, o, base, r0, 0, kh, z_hi, wo, pw, w)
-                    nan, empty = nan or seen, empty or none
-                top = uintp(r0) * width  # the row's first tap in the plane, and in values
-                row = uintp(base) + top
-                for z in range(z_lo, z_hi):  # the row's inner windows
-                    q0 = uintp(z) * uintp(sw) - uintp(pw)
-                    best, where = values[row + q0], top + q0
-                    for i in range(kh):
-                        for j in range(kw):
-                            at = q0 + uintp(i * dh) * width + uintp(j * dw)
-                            v = values[row + at]
-                            nan |= v != v
-                            better = v > best
-                            best = v if better else best
-                            where = top + at if better else where
-                    found[uintp(o) + uintp(z)] = where
-                o += wo
-        return nan, empty
-    return kernel
-
-
 def window_argmax(x: np.ndarray, kernel, stride, padding, dilation, out_hw, out=None) -> np.ndarray:
     """int64 (N, C, Ho, Wo): where in each (H, W) plane of x each window's first maximum lies
     (written into out, a C-contiguous array of that shape, where one is given)."""
@@ -210,7 +128,8 @@ def window_argmax(x: np.ndarray, kernel, stride, padding, dilation, out_hw, out=
     if not out.size:
         return out
     ph, pw = (lo for lo, _ in padding)
-    fast, planes = _fast_argmax(*kernel, *stride, *dilation), x.reshape(-1, 1, *x.shape[2:])
+    from .argmax_kernels import fast_argmax
+    fast, planes = fast_argmax(*kernel, *stride, *dilation), x.reshape(-1, 1, *x.shape[2:])
     found, flags = out.reshape(-1, 1, *out.shape[2:]), []
     threads.split(lambda a, b: flags.append(fast(planes[a:b], found[a:b], ph, pw)), planes.shape[0],
                   x.size * threads.ELEMENT_WORK)
