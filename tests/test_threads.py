@@ -9,7 +9,7 @@ from numba import njit
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.cpu import fusion, gemm, simd, threads
+from funcgrad.cpu import direct, fusion, gemm, simd, threads
 
 from .helpers import assert_close
 
@@ -218,8 +218,8 @@ def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatc
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_simd_vectors_load_broadcast_fuse_add_and_store(dtype):
-    lanes = simd.lanes(dtype)
-    assert lanes * np.dtype(dtype).itemsize == simd.VECTOR_BYTES
+    lanes = direct.lanes(dtype)  # the vectors the direct convolutions use
+    assert lanes * np.dtype(dtype).itemsize == direct.VECTOR_BYTES
 
     @njit
     def axpy(a, x, y, out):  # out = a[1] * x + y over whole vectors, from any offset

@@ -34,7 +34,6 @@ from pathlib import Path
 import numpy as np
 
 from . import threads
-from .simd import lanes
 from .workspace import scratch
 
 MIN_CHANNELS, MAX_CHANNELS, MIN_USE = 8, 128, 0.6  # where the direct passes beat im2col's GEMMs (applies)
@@ -44,6 +43,7 @@ UNROLL_TAPS = 9  # kernels of up to this many taps have them written out (_forwa
 # them all was 6.3x (random convolutions against PyTorch's oneDNN: median 1.4x its error, was 2.1x;
 # the forward pass 0.8x, was 1.0x), in the same time (8 channels: 0.9x oneDNN's, 2-5% slower).
 SUM_CHANNELS = 16
+VECTOR_BYTES = 64  # a kernel's simd.Vec: one AVX-512 register, two AVX2 or four SSE/NEON ones
 OUT_BLOCK, OUT_VECTORS = 4, (6, 5, 4)  # forward accumulators: output channels x vectors of pixels
 # Weight-gradient accumulators: vectors of output channels x (channel, tap) pairs. Not 24: with six
 # pairs a tile (64 channels) the pixel loop needs more integer registers than x86-64 has (a plane
@@ -57,6 +57,12 @@ PIPELINE_IMAGES = 4  # images a thread from which a pass's stages run image by i
 SUMS_HELD = 64 << 20  # bytes of weight-gradient sums (a set for each range of images) held at once, at most
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _SIMD = hashlib.sha256(Path(__file__).with_name("simd.py").read_bytes()).hexdigest()[:16]
+
+
+def lanes(dtype) -> int:
+    """Elements of dtype in one of the kernels' vectors. Here, not in cpu/simd, so that planning a
+    convolution does not import numba (~0.2 s of `import funcgrad`)."""
+    return VECTOR_BYTES // np.dtype(dtype).itemsize
 
 
 def applies(stride, dtype, reduced: int, produced: int, out_hw, width: int) -> bool:

@@ -2,34 +2,26 @@
 
 LLVM vectorises loops, but not a GEMM-style micro-kernel: a block of accumulators that must stay
 in registers while a long reduction streams past them only stays there when the kernel holds them
-as values, and numba has no vector type. `Vec` is one (an LLVM vector of `lanes` elements, 64
-bytes: one AVX-512 register, two AVX2 or four SSE/NEON ones, which LLVM splits it into), and
-`load`, `store`, `splat`, `broadcast`, `fma` and `add` are its instructions, emitted inline. A
-kernel's local Vec variables become SSA values, so its accumulators live in registers from first
-FMA to the store.
+as values, and numba has no vector type. `Vec` is one (an LLVM vector of a literal count of
+elements, which LLVM splits into the machine's registers: cpu/direct's are 64 bytes, one AVX-512
+register, two AVX2 or four SSE/NEON ones), and `load`, `store`, `splat`, `broadcast`, `fma` and
+`add` are its instructions, emitted inline. A kernel's local Vec variables become SSA values, so
+its accumulators live in registers from first FMA to the store.
 
 `load` and `store` take a 1-D C-contiguous array and an element index and do no bounds check:
 the kernels that use them check their arrays' sizes once, before the loops.
 """
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.errors import RequireLiteralValue
 from numba.extending import intrinsic, models, register_model
 
-VECTOR_BYTES = 64
-
-
-def lanes(dtype) -> int:
-    """Elements of dtype in one vector."""
-    return VECTOR_BYTES // np.dtype(dtype).itemsize
-
 
 class Vec(types.Type):
-    """`lanes` values of a float dtype in one vector register."""
+    """`count` values of a float dtype in one vector."""
 
     def __init__(self, dtype: types.Float, count: int) -> None:
         self.dtype, self.count = dtype, count
