@@ -360,13 +360,13 @@ print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()), at.tolis
 def test_max_pool_argmax_kernel_is_loaded_from_numbas_cache_in_a_new_process(tmp_path):
     """A kernel whose closure holds a numba dispatcher misses numba's disk cache in every process
     (3.5 s of compiling at the start of each `funcgrad train cnn`, before cpu/argmax_kernels)."""
-    x = RNG.standard_normal((1, 2, 6, 6))
+    x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)  # the reference argmax sees the kernel's values
     padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
     windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
     rows, cols = np.unravel_index(windows.reshape(1, 2, 3, 3, 9).argmax(-1), (3, 3))
     want = ((np.arange(3)[:, None] * 2 + rows - 1) * 6 + np.arange(3) * 2 + cols - 1).tolist()
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    runs = [subprocess.run([sys.executable, "-c", _CACHED_ARGMAX.format(x=x.astype(np.float32).tolist())], env=env,
+    runs = [subprocess.run([sys.executable, "-c", _CACHED_ARGMAX.format(x=x.tolist())], env=env,
                            capture_output=True, text=True, check=True).stdout.split(" ", 2) for _ in range(2)]
     assert [run[:2] for run in runs] == [["0", "1"], ["1", "0"]]  # compiled once, then loaded
     assert all(json.loads(run[2]) == want for run in runs)
