@@ -223,6 +223,63 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
     assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 2 * im2col_error
 
 
+def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch):
+    """Outputs whose rows are whole vectors (8 wide: float32's half vectors, float64's whole ones)
+    run the direct passes a few whole rows a task (cpu/direct's _pixel_layout), computing no discarded
+    column, and the weight gradient from the cotangent as NumPy lays it out (_row_weight_grad_kernel).
+    float64 and float32 values against the direct loops, both gradients against im2col's and, in
+    float64, finite differences: rows padded to whole tasks or not, output channels in whole blocks
+    (written in place) or not (an odd count: copied out), groups, dilation, a 5x5 kernel (taps in
+    chunks), and the same numbers split over three threads."""
+    from funcgrad.cpu import direct, threads
+    assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 4, 1, 64)  # runs of q: 80 for 64 pixels
+    assert direct._pixel_layout(8, 8, 10, np.float64) == (8, 4, 1, 64)
+    assert direct._pixel_layout(16, 16, 18, np.float32) == (16, 4, 1, 256)
+    assert direct._pixel_layout(17, 16, 18, np.float32) == (16, 6, 1, 288)  # 3 tasks of 6 rows, the last 1 past Ho
+    assert direct._pixel_layout(17, 16, 18, np.float64) == (4, 4, 4, 272)
+    assert direct._pixel_layout(28, 28, 30, np.float32) == (16, 6, 0, 864)  # 28: no whole vectors
+    layouts, row_grads = [], []
+    forward, row_grad = direct._forward_kernel, direct._row_weight_grad_kernel
+    monkeypatch.setattr(direct, "_forward_kernel", lambda *a: layouts.append(a[1:4]) or forward(*a))
+    monkeypatch.setattr(direct, "_row_weight_grad_kernel", lambda *a: row_grads.append(a[1:3]) or row_grad(*a))
+
+    def passes(x, w, padding, dilation, groups):
+        def f(x, w):
+            return C.conv_p(x, w, stride=(1, 1), padding=padding, dilation=dilation, groups=groups)
+        y, pullback = fg.vjp(f, x, w)
+        return [np.asarray(v) for v in (y, *pullback(fnp.asarray(cot.astype(x.dtype))))]
+    for shape, wshape, padding, dilation, groups in [
+            ((5, 16, 8, 8), (12, 16, 3, 3), ((1, 1), (1, 1)), (1, 1), 1),  # 2 tasks of 4 rows, in place
+            ((3, 16, 7, 8), (18, 8, 3, 3), ((1, 1), (1, 1)), (1, 1), 2),   # 7 rows, 9 channels a group
+            ((2, 8, 8, 8), (8, 8, 3, 3), ((2, 2), (1, 1)), (2, 1), 1),     # dilated rows
+            ((2, 8, 8, 8), (9, 8, 5, 5), ((2, 2), (2, 2)), (1, 1), 1)]:    # 25 taps
+        x, w = RNG.standard_normal(shape), RNG.standard_normal(wshape)
+        padded = np.pad(x, ((0, 0), (0, 0)) + padding)
+        want_y = np_conv2d(padded, w, None, 1, 0, dilation, groups)
+        cot = RNG.standard_normal(want_y.shape)
+        for dtype, tol in [(np.float64, 1e-10), (np.float32, 2e-4)]:
+            layouts.clear()
+            row_grads.clear()
+            got = passes(x.astype(dtype), w.astype(dtype), padding, dilation, groups)
+            assert {per_row for _, _, per_row in layouts} == {1} and len(layouts) == 2 and len(row_grads) == 1
+            with monkeypatch.context() as m:
+                m.setattr(direct, "MIN_CHANNELS", 1 << 30)
+                want = passes(x, w, padding, dilation, groups)
+            assert_close(want[0], want_y, atol=1e-10)
+            for a, b in zip(got, want):
+                assert a.dtype == dtype
+                assert_close(a, b, rtol=tol, atol=tol * np.abs(b).max())
+            with monkeypatch.context() as m:  # three threads, each stage split over its own tasks or the images
+                m.setattr(threads, "THREADS", 3)
+                m.setattr(threads, "MIN_TASK_WORK", 1)
+                for pipeline in (1 << 30, 0):
+                    m.setattr(direct, "PIPELINE_IMAGES", pipeline)
+                    for a, b in zip(got, passes(x.astype(dtype), w.astype(dtype), padding, dilation, groups)):
+                        assert_close(a, b, rtol=tol, atol=tol * np.abs(b).max())
+    fg.check_grads(lambda x, w: F.conv2d(x, w, padding=1), (x[:1], RNG.standard_normal((8, 8, 3, 3))), order=1)
+    assert (8, 1) in row_grads
+
+
 def test_conv2d_wide_channels_take_rows_and_match_direct_loops():
     """At ROW_RUN channels per group and up the default picks channels-last rows: float32 values (as
     a training step runs them) and complex ones against the direct loops, both gradients against

@@ -6,7 +6,10 @@ i * dh * Wp + j * dw of every input plane: one constant shift per tap, the same 
 So each pass is a sum of shifted contiguous vectors, and a register-blocked micro-kernel (cpu/simd)
 runs it at GEMM speed from data that stays in cache, where im2col copies 9 values per output into a
 window matrix first (the MNIST CNN's 32 -> 64 conv: a 58 MB matrix for each pass). The kernels
-compute every q < Ho * Wp; the Wp - Wo columns past the end of each output row are discarded.
+compute every q < Ho * Wp; the Wp - Wo columns past the end of each output row are discarded,
+except where Wo is a whole number of vectors (all or half the lanes: 8x8, 16x16, 32x32 in float32):
+then a forward task is a few whole output rows, each vector a run of one row, and no discarded
+column is computed (at 8x8 a fifth of the work; _pixel_layout chooses).
 
 - forward: out[o, q] = sum over c, t of w[o, c, t] * x[c, q + shift_t]. A task is one image's run
   of a few vectors of q for one group (of OUT_VECTORS, whichever pads Ho * Wp least); its
@@ -19,8 +22,10 @@ compute every q < Ho * Wp; the Wp - Wo columns past the end of each output row a
   shift_t] (no discarded column is visited: a fifth of the work at 8x8), g copied channels-last,
   so a tile of 16 accumulators is a few vectors of output channels by several (channel, tap)
   pairs: per pixel, each cotangent vector is loaded once and each pair's input value broadcast
-  once (the GEMM micro-kernel's shape). Each range of images has sums of its own, added in
-  the ranges' order (not the threads': the same bits every run).
+  once (the GEMM micro-kernel's shape). Over whole rows of vectors, the vectors run along the
+  rows instead (_row_weight_grad_kernel: g as NumPy lays it out, no broadcasts, 0.8x the time at
+  8x8, 0.7x at 16x16 and 32x32). Each range of images has sums of its own, added in the ranges'
+  order (not the threads': the same bits every run).
 
 Tasks are split over the cores (cpu/threads.py). Arrays are NumPy arrays: x (N, C, H, W), weight
 (O, C / groups, kh, kw), padding ((top, bottom), (left, right)).
@@ -30,6 +35,7 @@ from __future__ import annotations
 import hashlib
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -78,15 +84,35 @@ def applies(stride, dtype, reduced: int, produced: int, out_hw, width: int) -> b
     if not (all(s == 1 for s in stride) and np.dtype(dtype) in _DTYPES
             and MIN_CHANNELS <= min(reduced, produced) and max(reduced, produced) <= MAX_CHANNELS):
         return False
-    computed = _round_up(out_hw[0] * width, lanes(dtype) * _pixel_vectors(out_hw[0] * width, dtype))
-    return out_hw[0] * out_hw[1] >= MIN_USE * computed
+    return out_hw[0] * out_hw[1] >= MIN_USE * _pixel_layout(out_hw[0], out_hw[1], width, dtype).q_len
 
 
-def _pixel_vectors(q: int, dtype) -> int:
-    """Of OUT_VECTORS, the vectors of pixels a forward task takes that pad q pixels least (the
-    most where they tie): 8x8 outputs of 10-column rows, 80 pixels, are 5 vectors of 16 float32,
-    where 6 would compute 96."""
-    return min(OUT_VECTORS, key=lambda v: (_round_up(q, lanes(dtype) * v), -v))
+class _Pixels(NamedTuple):
+    """How a forward task's vectors cover the output pixels: `vectors` vectors of `lane` pixels, and
+    q_len outputs computed a channel. per_row 0: runs of q over the padded rows (q_len >= Ho * Wp);
+    else whole output rows of per_row vectors each (Wo = per_row * lane), so no discarded column
+    is computed: 8x8 outputs are 64 pixels in 8 rows of 8 float32, where runs of q compute 80."""
+    lane: int
+    vectors: int
+    per_row: int
+    q_len: int
+
+
+def _pixel_layout(ho: int, wo: int, wp: int, dtype) -> _Pixels:
+    """Of runs of q (OUT_VECTORS vectors, whichever pads Ho * Wp least, the most where they tie)
+    and whole rows of vectors of all or half the lanes (a task a few rows: vectors a multiple of
+    per_row), the one that computes the fewest outputs (runs where they tie). Half vectors (8 float32)
+    run at the FMA units' speed on AVX2 and on Zen 4 (ymm halves of one zmm): the 32 -> 64 conv at
+    8x8 115 GFLOP/s on one thread, runs of q 106 (of which 0.8 real pixels)."""
+    full = lanes(dtype)
+    vectors = min(OUT_VECTORS, key=lambda v: (_round_up(ho * wp, full * v), -v))
+    best = _Pixels(full, vectors, 0, _round_up(ho * wp, full * vectors))
+    for lane in (full, full // 2):
+        for vectors in OUT_VECTORS if wo % lane == 0 else ():
+            per_row = wo // lane
+            if vectors % per_row == 0 and _round_up(ho, vectors // per_row) * wo < best.q_len:
+                best = _Pixels(lane, vectors, per_row, _round_up(ho, vectors // per_row) * wo)
+    return best
 
 
 def _round_up(n: int, step: int) -> int:
@@ -100,17 +126,23 @@ def _header() -> list[str]:
 
 
 @cache
-def _forward_kernel(dtype: np.dtype, nv: int, unrolled: int):
+def _forward_kernel(dtype: np.dtype, lane: int, nv: int, per_row: int, wp: int, unrolled: int):
     """kernel(planes, weights, shifts, out, groups, cin, plane, n_ob, q_len, t0, t1): planes (N *
     groups * cin planes of `plane` elements, and a tail), weights (groups, n_ob, cin, taps, OUT_BLOCK),
-    out (N, groups, n_ob * OUT_BLOCK, q_len), tasks (image, group, block of nv vectors of q) t0 .. t1.
-    unrolled: the number of taps, written out one after another (0: a loop over them). A 3x3
-    kernel's nine taps unrolled ran 0.87-0.90x the loop's time (its exit mispredicted after every
+    out (N, groups, n_ob * OUT_BLOCK, q_len), tasks (image, group, block of nv vectors of `lane`
+    outputs) t0 .. t1. per_row 0: a block is a run of q; else nv // per_row whole output rows of
+    per_row vectors, over planes of rows of wp (a constant of the kernel's code, as each vector's
+    offset). unrolled: the number of taps, written out one after another (0: a loop over them). A
+    3x3 kernel's nine taps unrolled ran 0.87-0.90x the loop's time (its exit mispredicted after every
     channel's nine)."""
     from .fusion import compile_kernel
-    lane, ob = lanes(dtype), OUT_BLOCK
-    block = lane * nv
+    ob, block = OUT_BLOCK, lane * nv
     acc = [(o, v, f"a{o}_{v}") for o in range(ob) for v in range(nv)]
+    rows = nv // per_row if per_row else 0
+    # where a block starts in its planes, and where its vector v does from there
+    start = f"task % nqb * {rows * wp}" if per_row else "q0"
+    offset = [v // per_row * wp + v % per_row * lane if per_row else v * lane for v in range(nv)]
+    reach = f"(nqb * {rows} - 1) * {wp} + {per_row * lane}" if per_row else "q_len"
     lines = _header() + [
         "def kernel(planes, weights, shifts, out, groups, cin, plane, n_ob, q_len, t0, t1):",
         "    taps = shifts.size",
@@ -118,7 +150,7 @@ def _forward_kernel(dtype: np.dtype, nv: int, unrolled: int):
         f"    n_img = out.size // max(1, groups * n_ob * {ob} * q_len)",
         f"    if (q_len % {block} or weights.size != groups * n_ob * cin * taps * {ob} or t0 < 0"
         f" or out.size != n_img * groups * n_ob * {ob} * q_len or t1 > n_img * groups * nqb"
-        f" or planes.size < (n_img * groups * cin - 1) * plane + q_len + shifts.max() or shifts.min() < 0"
+        f" or planes.size < (n_img * groups * cin - 1) * plane + {reach} + shifts.max() or shifts.min() < 0"
         f" or {unrolled} not in (0, taps)):",
         "        raise ValueError('direct conv: the planes, weights and output do not match')"]
     lines += [f"    s{t} = shifts[{t}]" for t in range(unrolled)]
@@ -127,7 +159,7 @@ def _forward_kernel(dtype: np.dtype, nv: int, unrolled: int):
               "        g = task // nqb % groups",
               "        n = task // (nqb * groups)",
               "        for b in range(n_ob):",
-              "            xb = (n * groups + g) * cin * plane + q0",
+              f"            xb = (n * groups + g) * cin * plane + {start}",
               f"            wb = (g * n_ob + b) * cin * taps * {ob}",
               f"            ob = ((n * groups + g) * n_ob + b) * {ob} * q_len + q0",
               f"            for c0 in range(0, cin, {SUM_CHANNELS}):"]
@@ -135,7 +167,7 @@ def _forward_kernel(dtype: np.dtype, nv: int, unrolled: int):
     lines += [f"                for c in range(c0, min(cin, c0 + {SUM_CHANNELS})):"]
 
     def tap(indent: str, shift: str, weight: str) -> list[str]:
-        body = [f"{indent}x{v} = simd.load(planes, {shift} + {v * lane}, {lane})" for v in range(nv)]
+        body = [f"{indent}x{v} = simd.load(planes, {shift} + {offset[v]}, {lane})" for v in range(nv)]
         for o in range(ob):
             body.append(f"{indent}w = simd.broadcast(weights, {weight} + {o}, {lane})")
             body += [f"{indent}{a} = simd.fma(w, x{v}, {a})" for oo, v, a in acc if oo == o]
@@ -220,6 +252,57 @@ def _weight_grad_kernel(dtype: np.dtype, vectors: int):
               f"{indent}    z = 0 if wrap else z"]
     lines += [f"{indent}simd.store(partial, pb + {k} * og + {v * lane}, simd.add(simd.load(partial, pb + {k} * og + "
               f"{v * lane}, {lane}), {a}))" for k, v, a in acc]
+    return compile_kernel("\n".join(lines) + "\n")
+
+
+ROW_GRAD_CHANNELS, ROW_GRAD_TAPS = 2, 9  # a row weight-gradient tile: output channels x taps (18 registers)
+
+
+@cache
+def _row_weight_grad_kernel(dtype: np.dtype, lane: int, per_row: int, wp: int, shifts: tuple):
+    """kernel(planes, cot, partial, groups, cin, plane, og, ho, n0, n1): partial (groups, ogp, cin,
+    taps) += the products of images n0 .. n1, for planes (N * groups * cin planes of `plane`
+    elements, rows of wp) and cot (N, groups * og, ho, per_row * lane) as NumPy lays it out; ogp: og
+    rounded up to ROW_GRAD_CHANNELS (the extra channel's sums repeat the last one's, and are dropped).
+    The vectors run along the output rows, as the forward pass's whole rows: a tile's accumulators
+    are ROW_GRAD_CHANNELS output channels by up to ROW_GRAD_TAPS taps of one input channel, and per
+    vector of a row it loads each channel's cotangent and each tap's shifted input once (no
+    broadcast, no channels-last copy of the cotangent) and forms their product in every lane.
+    Each lane sums its pixels of all the images n0 .. n1, and the lanes are added (in order) to
+    partial once, at the end. shifts: each tap's offset in a plane, constants of the code."""
+    from .fusion import compile_kernel
+    taps, k = len(shifts), ROW_GRAD_CHANNELS
+    wo = per_row * lane
+    lines = _header() + [
+        "def kernel(planes, cot, partial, groups, cin, plane, og, ho, n0, n1):",
+        f"    ogp = -(-og // {k}) * {k}",
+        f"    n_img = cot.size // max(1, groups * og * ho * {wo})",
+        f"    if (partial.size != groups * ogp * cin * {taps} or n0 < 0 or n1 > n_img or og < 1"
+        f" or cot.size != n_img * groups * og * ho * {wo} or ho < 1"
+        f" or planes.size < (n_img * groups * cin - 1) * plane + (ho - 1) * {wp} + {wo + max(shifts)}):",
+        "        raise ValueError('direct conv weight gradient: the planes, cotangent and sums do not match')",
+        "    for g in range(groups):",
+        "        for c in range(cin):",
+        f"            for o0 in range(0, ogp, {k}):"]
+    lines += [f"                o{j} = min(og - 1, o0 + {j})" for j in range(k)]
+    for t0 in range(0, taps, ROW_GRAD_TAPS):
+        chunk = range(t0, min(taps, t0 + ROW_GRAD_TAPS))
+        acc = [(j, t, f"a{j}_{t}") for j in range(k) for t in chunk]
+        lines += [f"                {a} = simd.splat(np.{dtype.name}(0), {lane})" for _, _, a in acc]
+        lines += ["                for n in range(n0, n1):",
+                  "                    xb = ((n * groups + g) * cin + c) * plane"]
+        lines += [f"                    c{j} = ((n * groups + g) * og + o{j}) * ho * {wo}" for j in range(k)]
+        lines += ["                    for y in range(ho):",
+                  f"                        for s in range(0, {wo}, {lane}):"]
+        lines += [f"                            g{j} = simd.load(cot, c{j} + s, {lane})" for j in range(k)]
+        for t in chunk:
+            lines.append(f"                            x = simd.load(planes, xb + s + {shifts[t]}, {lane})")
+            lines += [f"                            {a} = simd.fma(g{j}, x, {a})" for j, tt, a in acc if tt == t]
+        lines += [f"                        xb += {wp}"]
+        lines += [f"                        c{j} += {wo}" for j in range(k)]
+        for j, t, a in acc:
+            lines += [f"                if o0 + {j} < og:",
+                      f"                    partial[((g * ogp + o0 + {j}) * cin + c) * {taps} + {t}] += simd.total({a})"]
     return compile_kernel("\n".join(lines) + "\n")
 
 
@@ -341,27 +424,32 @@ def _correlate(x, weight, padding, dilation, groups: int, out, dtype) -> np.ndar
         out[...] = 0
         return out
     n_ob = -(-og // OUT_BLOCK)
-    vectors = _pixel_vectors(ho * wp, dtype)
-    block = lanes(dtype) * vectors
-    q_len = _round_up(ho * wp, block)
+    pixels = _pixel_layout(ho, wo, wp, dtype)
+    block, q_len = pixels.lane * pixels.vectors, pixels.q_len
     shifts = _shifts((kh, kw), dilation, wp)
-    plane = max(hp * wp, q_len + int(shifts[-1]))
+    reach = (q_len // wo - 1) * wp + wo if pixels.per_row else q_len  # of a plane, what a pass reads from a tap's shift
+    plane = max(hp * wp, reach + int(shifts[-1]))
     planes, wp, lay = _planes("direct planes", x, padding, plane, dtype)
     w = np.zeros((groups, n_ob * OUT_BLOCK, cin, kh * kw), dtype)
     w[:, :og] = weight.reshape(groups, og, cin, kh * kw)
     w = np.ascontiguousarray(w.reshape(groups, n_ob, OUT_BLOCK, cin, kh * kw).transpose(0, 1, 3, 4, 2)).reshape(-1)
-    sums = scratch("direct sums", (n * groups * n_ob * OUT_BLOCK * q_len,), dtype)
-    kernel = _forward_kernel(np.dtype(dtype), vectors, kh * kw if kh * kw <= UNROLL_TAPS else 0)
+    kernel = _forward_kernel(np.dtype(dtype), pixels.lane, pixels.vectors, pixels.per_row,
+                             wp if pixels.per_row else 0, kh * kw if kh * kw <= UNROLL_TAPS else 0)
     target = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
     result, from_planes = target.reshape(-1), _layout_kernels()[1]
+    # whole rows of whole blocks of output channels are the output's own layout: written there
+    computed_there = q_len == ho * wo and og % OUT_BLOCK == 0
+    sums = result if computed_there else scratch("direct sums", (n * groups * n_ob * OUT_BLOCK * q_len,), dtype)
     tasks, work = groups * (q_len // block), out_ch * cin * kh * kw * q_len  # an image's
 
     def stages(n0: int, n1: int, spread) -> None:
         spread(lay, n0 * c, n1 * c, (n1 - n0) * c * plane * threads.ELEMENT_WORK)
         spread(lambda t0, t1: kernel(planes, w, shifts, sums, groups, cin, plane, n_ob, q_len, t0, t1),
                n0 * tasks, n1 * tasks, (n1 - n0) * work)
-        spread(lambda t0, t1: from_planes(sums, result, og, n_ob * OUT_BLOCK, ho, wo, wp, t0, t1),
-               n0 * out_ch, n1 * out_ch, (n1 - n0) * out_ch * ho * wo * threads.ELEMENT_WORK)
+        if not computed_there:
+            spread(lambda t0, t1: from_planes(sums, result, og, n_ob * OUT_BLOCK, ho, wo,
+                                              wo if pixels.per_row else wp, t0, t1),
+                   n0 * out_ch, n1 * out_ch, (n1 - n0) * out_ch * ho * wo * threads.ELEMENT_WORK)
     _over_images(n, n * work, stages)
     if target is not out:
         out[...] = target
@@ -388,39 +476,70 @@ def conv_input_grad(g, weight, padding, dilation, groups: int, out=None) -> np.n
 def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray:
     """The gradient of a stride-1 conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups,
     kh, kw), summed over the real pixels only (as im2col's terms, non-finite inputs included), each range
-    of images into sums of its own, added in a fixed order (run to run the same bits)."""
+    of images into sums of its own, added in a fixed order (run to run the same bits). Outputs of
+    whole rows of vectors (the forward pass's layout, _pixel_layout) take _row_weight_grad_kernel."""
     dtype = np.result_type(x, g)
-    lane = lanes(dtype)
     n, out_ch, ho, wo = g.shape
     cin = x.shape[1] // groups
     if g.size == 0 or cin == 0:
         return np.zeros((out_ch, cin) + tuple(kernel), dtype)
     hp, wp = x.shape[2] + sum(padding[0]), x.shape[3] + sum(padding[1])
-    vectors = _grad_vectors(out_ch // groups, lane)
-    og = _round_up(out_ch // groups, vectors * lane)
     shifts = _shifts(kernel, dilation, wp)
-    pairs = _round_up(cin * shifts.size, GRAD_REGISTERS // vectors)  # the extra pairs' sums are dropped
-    offsets = np.zeros(pairs, np.int64)
-    offsets[:cin * shifts.size] = (np.arange(cin)[:, None] * (hp * wp) + shifts).reshape(-1)
     planes, wp, lay = _planes("direct planes", x, padding, hp * wp, dtype)  # a real pixel's taps stay in its plane
-    rows = scratch("direct cotangent rows", (n * groups * ho * wo * og,), dtype)
-    to_rows, kernel_fn = _layout_kernels()[2], _weight_grad_kernel(np.dtype(dtype), vectors)
     cot = np.ascontiguousarray(g, dtype).reshape(-1)
+    pixels = _pixel_layout(ho, wo, wp, dtype)
+    if pixels.per_row:
+        og = _round_up(out_ch // groups, ROW_GRAD_CHANNELS)
+        row_kernel = _row_weight_grad_kernel(np.dtype(dtype), pixels.lane, pixels.per_row, wp, tuple(map(int, shifts)))
+        size, per_thread, prepare = groups * og * cin * shifts.size, 1, None  # one range a thread: its lanes added once
+
+        def run(partial, n0: int, n1: int) -> None:
+            row_kernel(planes, cot, partial, groups, cin, hp * wp, out_ch // groups, ho, n0, n1)
+
+        def finish(sums: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(sums.reshape(groups, og, -1)[:, :out_ch // groups])
+    else:
+        run, prepare, finish, size, per_thread = _tile_weight_grad(planes, cot, shifts, g.shape, cin, hp * wp, wp,
+                                                                  groups, dtype)
     partials: dict[int, np.ndarray] = {}  # the sums of each range of images, by its first
-    work = groups * pairs * og * ho * wo  # an image's
+    work = out_ch * cin * shifts.size * ho * wo  # an image's
 
     def accumulate(n0: int, n1: int) -> None:
-        partials[n0] = partial = np.zeros(groups * pairs * og, dtype)  # dict assignment is atomic
-        kernel_fn(planes, rows, offsets, partial, groups, cin, hp * wp, og, ho, wo, wp, n0, n1)
+        partials[n0] = partial = np.zeros(size, dtype)  # dict assignment is atomic
+        run(partial, n0, n1)
 
     def stages(n0: int, n1: int, spread) -> None:
         spread(lay, n0 * x.shape[1], n1 * x.shape[1], (n1 - n0) * x.shape[1] * hp * wp * threads.ELEMENT_WORK)
+        if prepare is not None:
+            prepare(n0, n1, spread)
+        spread(accumulate, n0, n1, (n1 - n0) * work)
+    held = threads.THREADS * size * np.dtype(dtype).itemsize  # a set of sums for each thread
+    _over_images(n, n * work, stages, max(1, min(per_thread, SUMS_HELD // held)))
+    # added in the ranges' order, whichever thread took each: the same sums every run
+    return finish(sum(partials[k] for k in sorted(partials))).reshape(out_ch, cin, *kernel)
+
+
+def _tile_weight_grad(planes, cot, shifts, g_shape, cin: int, plane: int, wp: int, groups: int, dtype):
+    """(run, prepare, finish, size, per_thread) of conv_weight_grad over runs of q: _weight_grad_kernel's
+    tiles, from the cotangent copied channels-last (prepare), into sums of `size` (groups, pairs, og)."""
+    n, out_ch, ho, wo = g_shape
+    vectors = _grad_vectors(out_ch // groups, lanes(dtype))
+    og = _round_up(out_ch // groups, vectors * lanes(dtype))
+    taps = shifts.size
+    pairs = _round_up(cin * taps, GRAD_REGISTERS // vectors)  # the extra pairs' sums are dropped
+    offsets = np.zeros(pairs, np.int64)
+    offsets[:cin * taps] = (np.arange(cin)[:, None] * plane + shifts).reshape(-1)
+    rows = scratch("direct cotangent rows", (n * groups * ho * wo * og,), dtype)
+    to_rows, kernel_fn = _layout_kernels()[2], _weight_grad_kernel(np.dtype(dtype), vectors)
+
+    def prepare(n0: int, n1: int, spread) -> None:
         spread(lambda t0, t1: to_rows(cot, n, out_ch // groups, ho * wo, rows, groups, og, t0, t1),
                n0 * groups, n1 * groups, (n1 - n0) * groups * ho * wo * og * threads.ELEMENT_WORK)
-        spread(accumulate, n0, n1, (n1 - n0) * work)
-    held = threads.THREADS * groups * pairs * og * np.dtype(dtype).itemsize  # a set of sums for each thread
-    _over_images(n, n * work, stages, max(1, min(threads.CHUNKS_PER_THREAD, SUMS_HELD // held)))
-    # added in the ranges' order, whichever thread took each: the same sums every run
-    sums = sum(partials[k] for k in sorted(partials)).reshape(groups, pairs, og)[:, :cin * shifts.size, :out_ch // groups]
-    return np.ascontiguousarray(sums.reshape(groups, cin, kernel[0], kernel[1], -1).transpose(0, 4, 1, 2, 3)) \
-        .reshape(out_ch, cin, kernel[0], kernel[1])
+
+    def run(partial, n0: int, n1: int) -> None:
+        kernel_fn(planes, rows, offsets, partial, groups, cin, plane, og, ho, wo, wp, n0, n1)
+
+    def finish(sums: np.ndarray) -> np.ndarray:
+        by_pair = sums.reshape(groups, pairs, og)[:, :cin * taps, :out_ch // groups].reshape(groups, cin, taps, -1)
+        return np.ascontiguousarray(by_pair.transpose(0, 3, 1, 2))
+    return run, prepare, finish, groups * pairs * og, threads.CHUNKS_PER_THREAD

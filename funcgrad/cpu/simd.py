@@ -4,9 +4,9 @@ LLVM vectorises loops, but not a GEMM-style micro-kernel: a block of accumulator
 in registers while a long reduction streams past them only stays there when the kernel holds them
 as values, and numba has no vector type. `Vec` is one (an LLVM vector of a literal count of
 elements, which LLVM splits into the machine's registers: cpu/direct's are 64 bytes, one AVX-512
-register, two AVX2 or four SSE/NEON ones), and `load`, `store`, `splat`, `broadcast`, `fma` and
-`add` are its instructions, emitted inline. A kernel's local Vec variables become SSA values, so
-its accumulators live in registers from first FMA to the store.
+register, two AVX2 or four SSE/NEON ones), and `load`, `store`, `splat`, `broadcast`, `fma`,
+`add` and `total` are its instructions, emitted inline. A kernel's local Vec variables become
+SSA values, so its accumulators live in registers from first FMA to the store.
 
 `load` and `store` take a 1-D C-contiguous array and an element index and do no bounds check:
 the kernels that use them check their arrays' sizes once, before the loops.
@@ -109,3 +109,15 @@ def add(typingctx, a, b):
     def codegen(context, builder, sig, args):
         return builder.fadd(args[0], args[1])
     return a(a, b), codegen
+
+
+@intrinsic
+def total(typingctx, a):
+    """The sum of a's lanes, added in order from the first (LLVM's ordered reduction: no
+    reassociation, the same bits on every machine)."""
+    def codegen(context, builder, sig, args):
+        ty = args[0].type
+        name = f"llvm.vector.reduce.fadd.v{ty.count}f{a.dtype.bitwidth}"
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ty.element, [ty.element, ty]), name)
+        return builder.call(fn, [ir.Constant(ty.element, -0.0), args[0]])
+    return a.dtype(a), codegen
