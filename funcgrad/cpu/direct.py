@@ -98,6 +98,7 @@ class _Pixels(NamedTuple):
     q_len: int
 
 
+@cache
 def _pixel_layout(ho: int, wo: int, wp: int, dtype) -> _Pixels:
     """Of runs of q (OUT_VECTORS vectors, whichever pads Ho * Wp least, the most where they tie)
     and whole rows of vectors of all or half the lanes (a task a few rows: vectors a multiple of
@@ -308,7 +309,7 @@ def _row_weight_grad_kernel(dtype: np.dtype, lane: int, per_row: int, wp: int, s
 
 @cache
 def _layout_kernels():
-    """to_planes, from_planes and to_rows: the copies between NumPy's layout and the kernels'.
+    """to_planes, from_planes, to_rows and to_blocks: the copies between NumPy's layout and the kernels'.
     Each takes its arrays flat (C-contiguous) and runs tasks t0 .. t1, a plane or an image each;
     a plane's rows are copied as runs of contiguous elements and its padding zeroed in one fill
     (2-D indexing of each element ran at 2-3 ns an element: a third of an 8x8 forward pass)."""
@@ -365,7 +366,25 @@ def _layout_kernels():
                 for p in range(p0, min(pixels, p0 + 8)):
                     for c in range(o):
                         rows[_u(base + p * og + c)] = g[_u(src + c * pixels + p)]
-    return to_planes, from_planes, to_rows
+    @njit(cache=True, nogil=True)
+    def to_blocks(weight, groups, og, cin, taps, swap, blocks, block):
+        """blocks (groups, n_ob, channels, taps, block): a forward pass's weights by blocks of
+        `block` output channels (zeros past the last), from weight (groups * og, cin, taps) as the
+        conv holds it; swap: the input gradient's pass (each group's channel axes swapped, taps reversed)."""
+        produced, reduced = (cin, og) if swap else (og, cin)
+        n_ob = (produced + block - 1) // block
+        if weight.size != groups * og * cin * taps or blocks.size != groups * n_ob * reduced * taps * block:
+            raise ValueError("direct conv: the weights do not fit their blocks")
+        blocks[:] = 0
+        for g in range(groups):
+            for o in range(produced):
+                dst = (g * n_ob + o // block) * reduced * taps * block + o % block
+                for c in range(reduced):
+                    src = ((g * og + c) * cin + o) * taps + taps - 1 if swap else ((g * og + o) * cin + c) * taps
+                    step = -1 if swap else 1
+                    for t in range(taps):
+                        blocks[_u(dst + (c * taps + t) * block)] = weight[src + t * step]
+    return to_planes, from_planes, to_rows, to_blocks
 
 
 # ---- planes -------------------------------------------------------------------------------------
@@ -411,12 +430,15 @@ def _inline(fn, t0: int, t1: int, work: int) -> None:
 
 
 # ---- the passes ---------------------------------------------------------------------------------
-def _correlate(x, weight, padding, dilation, groups: int, out, dtype) -> np.ndarray:
+def _correlate(x, weight, padding, dilation, groups: int, out, dtype, swap: bool = False) -> np.ndarray:
     """The stride-1 cross-correlation of x (N, C, H, W) with weight (O, C / groups, kh, kw) under
-    padding (negative: cropped), into out (N, O, Ho, Wo) where given."""
+    padding (negative: cropped), into out (N, O, Ho, Wo) where given. swap: the input gradient's
+    pass, x a conv's cotangent (N, O, H, W) and weight the conv's own (O, C / groups, kh, kw), taken
+    flipped and with each group's channel axes swapped: out (N, C, Ho, Wo)."""
     n, c = x.shape[:2]
-    out_ch, cin, kh, kw = weight.shape
-    og = out_ch // groups
+    kh, kw = weight.shape[2:]
+    og, cin = (weight.shape[1], weight.shape[0] // groups) if swap else (weight.shape[0] // groups, weight.shape[1])
+    out_ch = groups * og
     hp, wp = (x.shape[2] + sum(padding[0]), x.shape[3] + sum(padding[1]))
     ho, wo = hp - dilation[0] * (kh - 1), wp - dilation[1] * (kw - 1)
     out = np.empty((n, out_ch, ho, wo), dtype) if out is None else out
@@ -430,9 +452,9 @@ def _correlate(x, weight, padding, dilation, groups: int, out, dtype) -> np.ndar
     reach = (q_len // wo - 1) * wp + wo if pixels.per_row else q_len  # of a plane, what a pass reads from a tap's shift
     plane = max(hp * wp, reach + int(shifts[-1]))
     planes, wp, lay = _planes("direct planes", x, padding, plane, dtype)
-    w = np.zeros((groups, n_ob * OUT_BLOCK, cin, kh * kw), dtype)
-    w[:, :og] = weight.reshape(groups, og, cin, kh * kw)
-    w = np.ascontiguousarray(w.reshape(groups, n_ob, OUT_BLOCK, cin, kh * kw).transpose(0, 1, 3, 4, 2)).reshape(-1)
+    w = np.empty(groups * n_ob * cin * kh * kw * OUT_BLOCK, dtype)
+    _layout_kernels()[3](np.ascontiguousarray(weight, dtype).reshape(-1), groups, weight.shape[0] // groups,
+                         weight.shape[1], kh * kw, swap, w, OUT_BLOCK)
     kernel = _forward_kernel(np.dtype(dtype), pixels.lane, pixels.vectors, pixels.per_row,
                              wp if pixels.per_row else 0, kh * kw if kh * kw <= UNROLL_TAPS else 0)
     target = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
@@ -464,13 +486,10 @@ def conv(x, weight, padding, dilation, groups: int, out=None) -> np.ndarray:
 def conv_input_grad(g, weight, padding, dilation, groups: int, out=None) -> np.ndarray:
     """The gradient of a stride-1 conv's input for output cotangent g (N, O, Ho, Wo): the correlation
     of g, padded by d * (k - 1) - p on each side, with the flipped kernel of swapped channel axes."""
-    out_ch, cin, kh, kw = weight.shape
-    og = out_ch // groups
-    flipped = weight[:, :, ::-1, ::-1].reshape(groups, og, cin, kh, kw).transpose(0, 2, 1, 3, 4)
+    kh, kw = weight.shape[2:]
     span = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
     pads = tuple((s - lo, s - hi) for s, (lo, hi) in zip(span, padding))
-    return _correlate(g, flipped.reshape(groups * cin, og, kh, kw), pads, dilation, groups, out,
-                      np.result_type(g, weight))
+    return _correlate(g, weight, pads, dilation, groups, out, np.result_type(g, weight), swap=True)
 
 
 def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray:
