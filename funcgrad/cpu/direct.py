@@ -104,7 +104,9 @@ def _pixel_layout(ho: int, wo: int, wp: int, dtype) -> _Pixels:
     and whole rows of vectors of all or half the lanes (a task a few rows: vectors a multiple of
     per_row), the one that computes the fewest outputs (runs where they tie). Half vectors (8 float32)
     run at the FMA units' speed on AVX2 and on Zen 4 (ymm halves of one zmm): the 32 -> 64 conv at
-    8x8 115 GFLOP/s on one thread, runs of q 106 (of which 0.8 real pixels)."""
+    8x8 115 GFLOP/s on one thread, runs of q 106 (of which 0.8 real pixels). A core with two 512-bit
+    FMA units (Intel's AVX-512 Xeons) does twice a half vector's work with a whole one, so there
+    whole rows of half vectors may not pay (not measured: this project's machines are Zen 4)."""
     full = lanes(dtype)
     vectors = min(OUT_VECTORS, key=lambda v: (_round_up(ho * wp, full * v), -v))
     best = _Pixels(full, vectors, 0, _round_up(ho * wp, full * vectors))
