@@ -374,6 +374,7 @@ def _layout_kernels():
         `block` output channels (zeros past the last), from weight (groups * og, cin, taps) as the
         conv holds it; swap: the input gradient's pass (each group's channel axes swapped, taps reversed)."""
         produced, reduced = (cin, og) if swap else (og, cin)
+        step = -1 if swap else 1  # along a kernel's taps, in the conv's order
         n_ob = (produced + block - 1) // block
         if weight.size != groups * og * cin * taps or blocks.size != groups * n_ob * reduced * taps * block:
             raise ValueError("direct conv: the weights do not fit their blocks")
@@ -383,7 +384,6 @@ def _layout_kernels():
                 dst = (g * n_ob + o // block) * reduced * taps * block + o % block
                 for c in range(reduced):
                     src = ((g * og + c) * cin + o) * taps + taps - 1 if swap else ((g * og + o) * cin + c) * taps
-                    step = -1 if swap else 1
                     for t in range(taps):
                         blocks[_u(dst + (c * taps + t) * block)] = weight[src + t * step]
     return to_planes, from_planes, to_rows, to_blocks
@@ -510,15 +510,8 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
     cot = np.ascontiguousarray(g, dtype).reshape(-1)
     pixels = _pixel_layout(ho, wo, wp, dtype)
     if pixels.per_row:
-        og = _round_up(out_ch // groups, ROW_GRAD_CHANNELS)
-        row_kernel = _row_weight_grad_kernel(np.dtype(dtype), pixels.lane, pixels.per_row, wp, tuple(map(int, shifts)))
-        size, per_thread, prepare = groups * og * cin * shifts.size, 1, None  # one range a thread: its lanes added once
-
-        def run(partial, n0: int, n1: int) -> None:
-            row_kernel(planes, cot, partial, groups, cin, hp * wp, out_ch // groups, ho, n0, n1)
-
-        def finish(sums: np.ndarray) -> np.ndarray:
-            return np.ascontiguousarray(sums.reshape(groups, og, -1)[:, :out_ch // groups])
+        run, prepare, finish, size, per_thread = _row_weight_grad(planes, cot, shifts, g.shape, cin, hp * wp, wp,
+                                                                 groups, dtype, pixels)
     else:
         run, prepare, finish, size, per_thread = _tile_weight_grad(planes, cot, shifts, g.shape, cin, hp * wp, wp,
                                                                   groups, dtype)
@@ -538,6 +531,23 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
     _over_images(n, n * work, stages, max(1, min(per_thread, SUMS_HELD // held)))
     # added in the ranges' order, whichever thread took each: the same sums every run
     return finish(sum(partials[k] for k in sorted(partials))).reshape(out_ch, cin, *kernel)
+
+
+def _row_weight_grad(planes, cot, shifts, g_shape, cin: int, plane: int, wp: int, groups: int, dtype,
+                     pixels: _Pixels):
+    """(run, prepare, finish, size, per_thread) of conv_weight_grad over whole rows of vectors:
+    _row_weight_grad_kernel from the cotangent as it is (no prepare), into sums of `size` (groups,
+    og, cin, taps), one range of images a thread (each lane's sums are added once a range)."""
+    n, out_ch, ho, wo = g_shape
+    og = _round_up(out_ch // groups, ROW_GRAD_CHANNELS)
+    kernel_fn = _row_weight_grad_kernel(np.dtype(dtype), pixels.lane, pixels.per_row, wp, tuple(map(int, shifts)))
+
+    def run(partial, n0: int, n1: int) -> None:
+        kernel_fn(planes, cot, partial, groups, cin, plane, out_ch // groups, ho, n0, n1)
+
+    def finish(sums: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(sums.reshape(groups, og, -1)[:, :out_ch // groups])
+    return run, None, finish, groups * og * cin * shifts.size, 1
 
 
 def _tile_weight_grad(planes, cot, shifts, g_shape, cin: int, plane: int, wp: int, groups: int, dtype):
