@@ -86,6 +86,9 @@ def test_info_and_one_line_errors(tmp_path):
     runner = CliRunner()
     info = runner.invoke(main, ["info"])
     assert info.exit_code == 0 and "numba" in info.output and "CUDA sim" in info.output
+    from funcgrad.cpu import registers
+    regs = registers.host()
+    assert f"CPU vectors {regs.count} registers of {regs.vector_bytes} bytes" in info.output
     for args, needle in [(["eval", str(tmp_path / "missing.safetensors")], "no checkpoint at"),
                          (["train", "mlp", "--device", "tpu"], "Invalid value for '--device'"),
                          (["train", "mlp", "--resume"], "--resume needs --checkpoint-dir"),

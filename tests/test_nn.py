@@ -55,6 +55,18 @@ def conv_layout(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=[(64, 32), (32, 16)], ids=["AVX-512", "AVX2"])
+def register_file(request):
+    """The direct passes with their tiles sized for AVX-512's registers and for AVX2's (cpu/registers),
+    whichever CPU runs the tests: LLVM splits or joins the kernels' vectors into its own registers,
+    so each gives the same numbers here, at another speed."""
+    from funcgrad.cpu import registers
+    regs = registers.Registers(*request.param)
+    with pytest.MonkeyPatch.context() as m:  # apart from the tests' own monkeypatch, which they undo
+        m.setattr(registers, "host", lambda: regs)
+        yield regs
+
+
 @pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)])
 def test_conv2d_matches_direct_loops_and_finite_differences(stride, padding, dilation, groups, conv_layout):
     x = RNG.standard_normal((2, 4, 6, 5))
@@ -115,7 +127,7 @@ def test_conv2d_low_precision_and_integer_inputs(conv_layout):
     np.testing.assert_array_equal(out, np_conv2d(xi, wi, None, 1, 1).astype(np.int64))
 
 
-def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
+def test_conv2d_direct_passes_match_direct_loops(monkeypatch, register_file):
     """Stride-1 convs over 8 channels a group and up run the direct passes (cpu/direct.py): float64
     values and both gradients against the direct loops and finite differences (groups, dilation,
     uneven padding, padding past the kernel's reach, whose input gradient crops the cotangent); the
@@ -223,21 +235,29 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch):
     assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 2 * im2col_error
 
 
-def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch):
-    """Outputs whose rows are whole vectors (8 wide: float32's half vectors, float64's whole ones)
-    run the direct passes a few whole rows a task (cpu/direct's _pixel_layout), computing no discarded
-    column, and the weight gradient from the cotangent as NumPy lays it out (_row_weight_grad_kernel).
-    float64 and float32 values against the direct loops, both gradients against im2col's and, in
+def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch, register_file):
+    """Outputs whose rows are whole vectors (8 wide: with AVX-512's registers float32's half vectors
+    and float64's whole ones, with AVX2's float32's whole ones and two of float64's) run the direct
+    passes a few whole rows a task (cpu/direct's _pixel_layout), computing no discarded column, and
+    the weight gradient from the cotangent as NumPy lays it out (_row_weight_grad_kernel). float64
+    and float32 values against the direct loops, both gradients against im2col's and, in
     float64, finite differences: rows padded to whole tasks or not, output channels in whole blocks
     (written in place) or not (an odd count: copied out), groups, dilation, a 5x5 kernel (taps in
     chunks), and the same numbers split over three threads."""
     from funcgrad.cpu import direct, threads
-    assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 4, 1, 64)  # runs of q: 80 for 64 pixels
-    assert direct._pixel_layout(8, 8, 10, np.float64) == (8, 4, 1, 64)
-    assert direct._pixel_layout(16, 16, 18, np.float32) == (16, 4, 1, 256)
-    assert direct._pixel_layout(17, 16, 18, np.float32) == (16, 6, 1, 288)  # 3 tasks of 6 rows, the last 1 past Ho
-    assert direct._pixel_layout(17, 16, 18, np.float64) == (4, 4, 4, 272)
-    assert direct._pixel_layout(28, 28, 30, np.float32) == (16, 6, 0, 864)  # 28: no whole vectors
+    if register_file.vector_bytes == 64:  # whole rows of half vectors (ymm halves of a zmm) pay
+        assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 4, 1, 64)  # runs of q: 80 for 64 pixels
+        assert direct._pixel_layout(8, 8, 10, np.float64) == (8, 4, 1, 64)
+        assert direct._pixel_layout(16, 16, 18, np.float32) == (16, 4, 1, 256)
+        assert direct._pixel_layout(17, 16, 18, np.float32) == (16, 6, 1, 288)  # 3 tasks of 6 rows, the last 1 past Ho
+        assert direct._pixel_layout(17, 16, 18, np.float64) == (4, 4, 4, 272)
+        assert direct._pixel_layout(28, 28, 30, np.float32) == (16, 6, 0, 864)  # 28: no whole vectors
+    else:  # AVX2: tasks of 3, 2 or 1 vectors; no half vectors (SSE: half the work in the same time)
+        assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 2, 1, 64)  # 3 rows a task: 72 for 64
+        assert direct._pixel_layout(8, 8, 10, np.float64) == (4, 2, 2, 64)
+        assert direct._pixel_layout(16, 16, 18, np.float32) == (8, 2, 2, 256)
+        assert direct._pixel_layout(12, 12, 14, np.float32) == (8, 3, 0, 168)  # not 3 half vectors a row
+        assert direct._pixel_layout(28, 28, 30, np.float32) == (8, 3, 0, 840)
     layouts, row_grads = [], []
     forward, row_grad = direct._forward_kernel, direct._row_weight_grad_kernel
     monkeypatch.setattr(direct, "_forward_kernel", lambda *a: layouts.append(a[1:4]) or forward(*a))
@@ -261,7 +281,7 @@ def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch):
             layouts.clear()
             row_grads.clear()
             got = passes(x.astype(dtype), w.astype(dtype), padding, dilation, groups)
-            assert {per_row for _, _, per_row in layouts} == {1} and len(layouts) == 2 and len(row_grads) == 1
+            assert {lane * per_row for lane, _, per_row in layouts} == {8} and len(layouts) == 2 and len(row_grads) == 1
             with monkeypatch.context() as m:
                 m.setattr(direct, "MIN_CHANNELS", 1 << 30)
                 want = passes(x, w, padding, dilation, groups)
@@ -277,7 +297,7 @@ def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch):
                     for a, b in zip(got, passes(x.astype(dtype), w.astype(dtype), padding, dilation, groups)):
                         assert_close(a, b, rtol=tol, atol=tol * np.abs(b).max())
     fg.check_grads(lambda x, w: F.conv2d(x, w, padding=1), (x[:1], RNG.standard_normal((8, 8, 3, 3))), order=1)
-    assert (8, 1) in row_grads
+    assert any(lane * per_row == 8 for lane, per_row in row_grads)
 
 
 def test_conv2d_wide_channels_take_rows_and_match_direct_loops():

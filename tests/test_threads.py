@@ -9,7 +9,7 @@ from numba import njit
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.cpu import direct, fusion, gemm, simd, threads
+from funcgrad.cpu import direct, fusion, gemm, registers, simd, threads
 
 from .helpers import assert_close
 
@@ -218,8 +218,8 @@ def test_a_program_with_a_threaded_step_owns_the_cores(three_threads, monkeypatc
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_simd_vectors_load_broadcast_fuse_add_and_store(dtype):
-    lanes = direct.lanes(dtype)  # the vectors the direct convolutions use
-    assert lanes * np.dtype(dtype).itemsize == direct.VECTOR_BYTES
+    lanes = direct.lanes(dtype)  # the vectors the direct convolutions use: one of the host's registers
+    assert lanes * np.dtype(dtype).itemsize == registers.host().vector_bytes
 
     @njit
     def axpy(a, x, y, out):  # out = a[1] * x + y over whole vectors, from any offset
@@ -238,3 +238,33 @@ def test_simd_vectors_load_broadcast_fuse_add_and_store(dtype):
         simd.store(out, 0, simd.add(simd.load(x, 0, lanes), simd.load(y, 1, lanes)))
     add(x, y, out)
     np.testing.assert_array_equal(out[:lanes], x[:lanes] + y[1:lanes + 1])  # one rounding, as NumPy's
+
+
+def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
+    """cpu/registers reads the host's vector registers off LLVM's features of its CPU (a CPU whose
+    features llvmlite cannot read: the narrowest), and every tile the direct passes size by them
+    fits: its accumulators, the vectors it loads beside them and a broadcast value."""
+    from llvmlite import binding
+    for machine, features, want in [("x86_64", {"avx512f": True, "avx2": True, "fma": True}, (64, 32)),
+                                    ("x86_64", {"avx512f": False, "avx2": True, "fma": True}, (32, 16)),
+                                    ("AMD64", {"avx2": True}, (16, 16)),  # no FMA: SSE's registers
+                                    ("x86_64", RuntimeError, (16, 16)),
+                                    ("aarch64", {"neon": True}, (16, 32)), ("arm64", RuntimeError, (16, 32)),
+                                    ("ppc64le", {"altivec": True}, (16, 16))]:
+        def read(features=features):
+            if features is RuntimeError:
+                raise RuntimeError("no features of this CPU")
+            return features
+        monkeypatch.setattr(registers.platform, "machine", lambda machine=machine: machine)
+        monkeypatch.setattr(binding, "get_host_cpu_features", read)
+        registers.host.cache_clear()
+        assert registers.host() == want, machine
+    monkeypatch.undo()
+    registers.host.cache_clear()
+    assert registers.Registers(64, 32).out_vectors == (6, 5, 4) and registers.Registers(32, 16).out_vectors == (3, 2, 1)
+    for regs in [registers.Registers(*r) for r in [(64, 32), (32, 16), (16, 32), (16, 16)]]:
+        most = max(regs.out_vectors)
+        assert direct.OUT_BLOCK * most + most + 1 <= regs.count < direct.OUT_BLOCK * (most + 1) + most + 2
+        assert regs.grad_registers + 4 + 1 <= regs.count  # up to 4 vectors of cotangents (_grad_vectors)
+        assert regs.row_grad_channels * (registers.ROW_GRAD_TAPS + 1) + 1 <= regs.count
+        assert regs.half_vectors == (regs.vector_bytes == 64)

@@ -12,17 +12,18 @@ then a forward task is a few whole output rows, each vector a run of one row, an
 column is computed (at 8x8 a fifth of the work; _pixel_layout chooses).
 
 - forward: out[o, q] = sum over c, t of w[o, c, t] * x[c, q + shift_t]. A task is one image's run
-  of a few vectors of q for one group (of OUT_VECTORS, whichever pads Ho * Wp least); its
-  accumulators are OUT_BLOCK output channels by those vectors (16-24 registers), and it streams
+  of a few vectors of q for one group (of the host's out_vectors, whichever pads Ho * Wp least);
+  its accumulators are OUT_BLOCK output channels by those vectors (up to 24 of AVX-512's 32
+  registers, 12 of AVX2's 16: cpu/registers sizes every tile for the host), and it streams
   the weights through them channel by channel and tap by tap, adding each SUM_CHANNELS channels'
   sums to its output (two short float32 chains instead of one over every channel and tap).
 - input gradient: the forward pass over the cotangent, padded by d * (k - 1) - p on each side
   (cropped where that is negative), with the kernel flipped and its channel axes swapped.
 - weight gradient: dw[o, c, t] = sum over images and the real pixels q of g[o, q] * x[c, q +
   shift_t] (no discarded column is visited: a fifth of the work at 8x8), g copied channels-last,
-  so a tile of 16 accumulators is a few vectors of output channels by several (channel, tap)
-  pairs: per pixel, each cotangent vector is loaded once and each pair's input value broadcast
-  once (the GEMM micro-kernel's shape). Over whole rows of vectors, the vectors run along the
+  so a tile of accumulators (16 on AVX-512, 8 on AVX2) is a few vectors of output channels by
+  several (channel, tap) pairs: per pixel, each cotangent vector is loaded once and each pair's
+  input value broadcast once (the GEMM micro-kernel's shape). Over whole rows of vectors, the vectors run along the
   rows instead (_row_weight_grad_kernel: g as NumPy lays it out, no broadcasts, 0.8x the time at
   8x8, 0.7x at 16x16 and 32x32). Each range of images has sums of its own, added in the ranges'
   order (not the threads': the same bits every run).
@@ -39,7 +40,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import threads
+from . import registers, threads
+from .registers import ROW_GRAD_TAPS
 from .workspace import scratch
 
 MIN_CHANNELS, MAX_CHANNELS, MIN_USE = 8, 128, 0.6  # where the direct passes beat im2col's GEMMs (applies)
@@ -49,14 +51,13 @@ UNROLL_TAPS = 9  # kernels of up to this many taps have them written out (_forwa
 # them all was 6.3x (random convolutions against PyTorch's oneDNN: median 1.4x its error, was 2.1x;
 # the forward pass 0.8x, was 1.0x), in the same time (8 channels: 0.9x oneDNN's, 2-5% slower).
 SUM_CHANNELS = 16
-VECTOR_BYTES = 64  # a kernel's simd.Vec: one AVX-512 register, two AVX2 or four SSE/NEON ones
-OUT_BLOCK, OUT_VECTORS = 4, (6, 5, 4)  # forward accumulators: output channels x vectors of pixels
-# Weight-gradient accumulators: vectors of output channels x (channel, tap) pairs. Not 24: with six
-# pairs a tile (64 channels) the pixel loop needs more integer registers than x86-64 has (a plane
-# offset a pair, q, z, the bounds), LLVM reloaded ~10 of them from the stack every pixel, and the
-# pass ran at 0.4x its speed with 16 (4 pairs: 3 reloads) on a Zen 4 VM, on two threads; on an
-# Intel Xeon VM (AVX-512) 24 and 16 ran within 3% of each other (MNIST's conv2, 8x8, 56x56).
-GRAD_REGISTERS = 16
+OUT_BLOCK = 4  # forward accumulators: output channels x the host's out_vectors vectors of pixels
+# Weight-gradient accumulators (vectors of output channels x (channel, tap) pairs): the host's
+# grad_registers. Not 24 of AVX-512's 32: with six pairs a tile (64 channels) the pixel loop needs
+# more integer registers than x86-64 has (a plane offset a pair, q, z, the bounds), LLVM reloaded ~10
+# of them from the stack every pixel, and the pass ran at 0.4x its speed with 16 (4 pairs: 3
+# reloads) on a Zen 4 VM, on two threads; on an Intel Xeon VM (AVX-512) 24 and 16 ran within 3% of
+# each other (MNIST's conv2, 8x8, 56x56).
 PIXEL_CHUNK = 64  # pixels whose cotangents and planes every weight-gradient tile reads in turn
 SUMS_BYTES = 256 << 10  # weight-gradient sums updated in one pass over the images (within L2)
 PIPELINE_IMAGES = 4  # images a thread from which a pass's stages run image by image (_over_images)
@@ -66,9 +67,9 @@ _SIMD = hashlib.sha256(Path(__file__).with_name("simd.py").read_bytes()).hexdige
 
 
 def lanes(dtype) -> int:
-    """Elements of dtype in one of the kernels' vectors. Here, not in cpu/simd, so that planning a
-    convolution does not import numba (~0.2 s of `import funcgrad`)."""
-    return VECTOR_BYTES // np.dtype(dtype).itemsize
+    """Elements of dtype in one of the kernels' vectors (one of the host's registers). Here, not in
+    cpu/simd, so that planning a convolution does not import numba (~0.2 s of `import funcgrad`)."""
+    return registers.host().vector_bytes // np.dtype(dtype).itemsize
 
 
 def applies(stride, dtype, reduced: int, produced: int, out_hw, width: int) -> bool:
@@ -98,20 +99,25 @@ class _Pixels(NamedTuple):
     q_len: int
 
 
-@cache
 def _pixel_layout(ho: int, wo: int, wp: int, dtype) -> _Pixels:
-    """Of runs of q (OUT_VECTORS vectors, whichever pads Ho * Wp least, the most where they tie)
-    and whole rows of vectors of all or half the lanes (a task a few rows: vectors a multiple of
-    per_row), the one that computes the fewest outputs (runs where they tie). Half vectors (8 float32)
-    run at the FMA units' speed on AVX2 and on Zen 4 (ymm halves of one zmm): the 32 -> 64 conv at
-    8x8 115 GFLOP/s on one thread, runs of q 106 (of which 0.8 real pixels). A core with two 512-bit
-    FMA units (Intel's AVX-512 Xeons) does twice a half vector's work with a whole one, so there
-    whole rows of half vectors may not pay (not measured: this project's machines are Zen 4)."""
-    full = lanes(dtype)
-    vectors = min(OUT_VECTORS, key=lambda v: (_round_up(ho * wp, full * v), -v))
+    """The forward tasks' layout of the outputs, for the host's registers."""
+    return _layout_for(ho, wo, wp, np.dtype(dtype), registers.host())
+
+
+@cache
+def _layout_for(ho: int, wo: int, wp: int, dtype: np.dtype, regs: registers.Registers) -> _Pixels:
+    """Of runs of q (regs.out_vectors vectors, whichever pads Ho * Wp least, the most where they
+    tie) and whole rows of vectors of all lanes or, where regs.half_vectors, half (a task a few rows:
+    vectors a multiple of per_row), the one that computes the fewest outputs (runs where they tie).
+    Half vectors (8 float32) run at the FMA units' speed on Zen 4 (ymm halves of one zmm): the 32 ->
+    64 conv at 8x8 115 GFLOP/s on one thread, runs of q 106 (of which 0.8 real pixels). A core with
+    two 512-bit FMA units (Intel's AVX-512 Xeons) does twice a half vector's work with a whole one,
+    so there whole rows of half vectors may not pay (not measured: this project's machines are AMD)."""
+    full = regs.vector_bytes // dtype.itemsize
+    vectors = min(regs.out_vectors, key=lambda v: (_round_up(ho * wp, full * v), -v))
     best = _Pixels(full, vectors, 0, _round_up(ho * wp, full * vectors))
-    for lane in (full, full // 2):
-        for vectors in OUT_VECTORS if wo % lane == 0 else ():
+    for lane in (full, full // 2) if regs.half_vectors else (full,):
+        for vectors in regs.out_vectors if wo % lane == 0 else ():
             per_row = wo // lane
             if vectors % per_row == 0 and _round_up(ho, vectors // per_row) * wo < best.q_len:
                 best = _Pixels(lane, vectors, per_row, _round_up(ho, vectors // per_row) * wo)
@@ -192,29 +198,27 @@ def _forward_kernel(dtype: np.dtype, lane: int, nv: int, per_row: int, wp: int, 
 
 
 def _grad_vectors(og: int, lane: int) -> int:
-    """Vectors of output channels in a weight-gradient tile (GRAD_REGISTERS // that many (input
+    """Vectors of output channels in a weight-gradient tile (grad_registers // that many (input
     channel, tap) pairs): of 4, 3, 2, the one that pads og least, the larger where two tie."""
     vectors = -(-og // lane)
     return min((4, 3, 2, 1), key=lambda v: (_round_up(vectors, v), -v)) if vectors > 1 else 1
 
 
 @cache
-def _weight_grad_kernel(dtype: np.dtype, vectors: int):
+def _weight_grad_kernel(dtype: np.dtype, lane: int, vectors: int, nk: int):
     """kernel(planes, cot, offsets, partial, groups, cin, plane, og, ho, wo, wp, n0, n1): partial
     (groups, pairs, og) += the products of images n0 .. n1, for planes (N * groups * cin planes of
     `plane` elements, rows of wp), cot (N, groups, ho * wo, og) channels-last, og a multiple of
     `vectors` vectors, and offsets (pairs,): each (input channel, tap) pair's c * plane + shift,
-    pairs a multiple of GRAD_REGISTERS // vectors. Only the ho x wo real pixels are summed (q = y *
-    wp + x, x < wo): the discarded columns' products are never formed, so the sums hold exactly
-    im2col's terms (an infinity in the input gives its IEEE result). A tile of accumulators is
-    `vectors` vectors of output channels by those pairs, from zero over each run of about
-    PIXEL_CHUNK pixels (whose cotangents and planes stay in cache for every tile), then added to
-    partial: two short chains of float32 sums instead of one over all the range's pixels (against
-    float64, 2.4-3.2x less error on MNIST's conv2 and at 8x8 and 56x56, in the same time).
-    The pairs go in runs whose sums take SUMS_BYTES, each run over all the images (the sums stay in
-    cache too)."""
+    pairs a multiple of nk. Only the ho x wo real pixels are summed (q = y * wp + x, x < wo): the
+    discarded columns' products are never formed, so the sums hold exactly im2col's terms (an
+    infinity in the input gives its IEEE result). A tile of accumulators is `vectors` vectors of
+    `lane` output channels by nk pairs, from zero over each run of about PIXEL_CHUNK pixels (whose
+    cotangents and planes stay in cache for every tile), then added to partial: two short chains of
+    float32 sums instead of one over all the range's pixels (against float64, 2.4-3.2x less error
+    on MNIST's conv2 and at 8x8 and 56x56, in the same time). The pairs go in runs whose sums take
+    SUMS_BYTES, each run over all the images (the sums stay in cache too)."""
     from .fusion import compile_kernel
-    lane, nk = lanes(dtype), GRAD_REGISTERS // vectors
     width = vectors * lane
     acc = [(k, v, f"a{k}_{v}") for k in range(nk) for v in range(vectors)]
     lines = _header() + [
@@ -258,23 +262,20 @@ def _weight_grad_kernel(dtype: np.dtype, vectors: int):
     return compile_kernel("\n".join(lines) + "\n")
 
 
-ROW_GRAD_CHANNELS, ROW_GRAD_TAPS = 2, 9  # a row weight-gradient tile: output channels x taps (18 registers)
-
-
 @cache
-def _row_weight_grad_kernel(dtype: np.dtype, lane: int, per_row: int, wp: int, shifts: tuple):
+def _row_weight_grad_kernel(dtype: np.dtype, lane: int, per_row: int, wp: int, shifts: tuple, k: int):
     """kernel(planes, cot, partial, groups, cin, plane, og, ho, n0, n1): partial (groups, ogp, cin,
     taps) += the products of images n0 .. n1, for planes (N * groups * cin planes of `plane`
     elements, rows of wp) and cot (N, groups * og, ho, per_row * lane) as NumPy lays it out; ogp: og
-    rounded up to ROW_GRAD_CHANNELS (the extra channel's sums repeat the last one's, and are dropped).
+    rounded up to k (the extra channels' sums repeat the last one's, and are dropped).
     The vectors run along the output rows, as the forward pass's whole rows: a tile's accumulators
-    are ROW_GRAD_CHANNELS output channels by up to ROW_GRAD_TAPS taps of one input channel, and per
+    are k output channels by up to ROW_GRAD_TAPS taps of one input channel, and per
     vector of a row it loads each channel's cotangent and each tap's shifted input once (no
     broadcast, no channels-last copy of the cotangent) and forms their product in every lane.
     Each lane sums its pixels of all the images n0 .. n1, and the lanes are added (in order) to
     partial once, at the end. shifts: each tap's offset in a plane, constants of the code."""
     from .fusion import compile_kernel
-    taps, k = len(shifts), ROW_GRAD_CHANNELS
+    taps = len(shifts)
     wo = per_row * lane
     lines = _header() + [
         "def kernel(planes, cot, partial, groups, cin, plane, og, ho, n0, n1):",
@@ -539,8 +540,10 @@ def _row_weight_grad(planes, cot, shifts, g_shape, cin: int, plane: int, wp: int
     _row_weight_grad_kernel from the cotangent as it is (no prepare), into sums of `size` (groups,
     og, cin, taps), one range of images a thread (each lane's sums are added once a range)."""
     n, out_ch, ho, wo = g_shape
-    og = _round_up(out_ch // groups, ROW_GRAD_CHANNELS)
-    kernel_fn = _row_weight_grad_kernel(np.dtype(dtype), pixels.lane, pixels.per_row, wp, tuple(map(int, shifts)))
+    channels = registers.host().row_grad_channels
+    og = _round_up(out_ch // groups, channels)
+    kernel_fn = _row_weight_grad_kernel(np.dtype(dtype), pixels.lane, pixels.per_row, wp, tuple(map(int, shifts)),
+                                        channels)
 
     def run(partial, n0: int, n1: int) -> None:
         kernel_fn(planes, cot, partial, groups, cin, plane, out_ch // groups, ho, n0, n1)
@@ -554,14 +557,16 @@ def _tile_weight_grad(planes, cot, shifts, g_shape, cin: int, plane: int, wp: in
     """(run, prepare, finish, size, per_thread) of conv_weight_grad over runs of q: _weight_grad_kernel's
     tiles, from the cotangent copied channels-last (prepare), into sums of `size` (groups, pairs, og)."""
     n, out_ch, ho, wo = g_shape
-    vectors = _grad_vectors(out_ch // groups, lanes(dtype))
-    og = _round_up(out_ch // groups, vectors * lanes(dtype))
+    lane = lanes(dtype)
+    vectors = _grad_vectors(out_ch // groups, lane)
+    nk = registers.host().grad_registers // vectors  # (channel, tap) pairs a tile
+    og = _round_up(out_ch // groups, vectors * lane)
     taps = shifts.size
-    pairs = _round_up(cin * taps, GRAD_REGISTERS // vectors)  # the extra pairs' sums are dropped
+    pairs = _round_up(cin * taps, nk)  # the extra pairs' sums are dropped
     offsets = np.zeros(pairs, np.int64)
     offsets[:cin * taps] = (np.arange(cin)[:, None] * plane + shifts).reshape(-1)
     rows = scratch("direct cotangent rows", (n * groups * ho * wo * og,), dtype)
-    to_rows, kernel_fn = _layout_kernels()[2], _weight_grad_kernel(np.dtype(dtype), vectors)
+    to_rows, kernel_fn = _layout_kernels()[2], _weight_grad_kernel(np.dtype(dtype), lane, vectors, nk)
 
     def prepare(n0: int, n1: int, spread) -> None:
         spread(lambda t0, t1: to_rows(cot, n, out_ch // groups, ho * wo, rows, groups, og, t0, t1),

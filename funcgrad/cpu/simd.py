@@ -3,9 +3,9 @@
 LLVM vectorises loops, but not a GEMM-style micro-kernel: a block of accumulators that must stay
 in registers while a long reduction streams past them only stays there when the kernel holds them
 as values, and numba has no vector type. `Vec` is one (an LLVM vector of a literal count of
-elements, which LLVM splits into the machine's registers: cpu/direct's are 64 bytes, one AVX-512
-register, two AVX2 or four SSE/NEON ones), and `load`, `store`, `splat`, `broadcast`, `fma`,
-`add` and `total` are its instructions, emitted inline. A kernel's local Vec variables become
+elements, which LLVM splits into the machine's registers: cpu/direct's are one of the host's,
+cpu/registers), and `load`, `store`, `splat`, `broadcast`, `fma`, `add` and `total` are its
+instructions, emitted inline. A kernel's local Vec variables become
 SSA values, so its accumulators live in registers from first FMA to the store.
 
 `load` and `store` take a 1-D C-contiguous array and an element index and do no bounds check:

@@ -1,0 +1,67 @@
+"""The host's vector registers, which the register-blocked kernels (cpu/direct) size their tiles for.
+
+A tile's accumulators, with the vectors it loads beside them, must fit the register file, or LLVM
+spills them to the stack at every step of the reduction: blocked for AVX-512's 32 registers of 64
+bytes, the 8x8 digits CNN's convolutions ran at 0.45-0.7x PyTorch's speed on an AVX2 machine (Zen 3,
+16 registers of 32 bytes; each 64-byte vector two registers, 48 accumulators for 16), and 2.2-4.3x
+the time of the same passes blocked for 16 registers of 32 bytes there (MNIST's conv2: 63 -> 14-17 ms
+forward). LLVM's view of the host CPU is the one numba compiles for.
+"""
+from __future__ import annotations
+
+import platform
+from functools import cache
+from typing import NamedTuple
+
+ROW_GRAD_TAPS = 9  # taps of one input channel in a row weight-gradient tile (a 3x3 kernel's)
+
+
+class Registers(NamedTuple):
+    """`count` vector registers of `vector_bytes` each; a kernel's simd.Vec is one register."""
+    vector_bytes: int
+    count: int
+
+    @property
+    def out_vectors(self) -> tuple[int, ...]:
+        """The forward tile's choices of vectors of pixels, by OUT_BLOCK = 4 output channels: at most
+        as many as leave room for the tile's loaded pixels and a broadcast weight (4 v + v + 1 <=
+        count: 6 of 32 registers, 3 of 16), and the two fewer (for outputs that they pad less)."""
+        most = (self.count - 1) // 5
+        return tuple(range(most, max(0, most - 3), -1))
+
+    @property
+    def grad_registers(self) -> int:
+        """Accumulators of a weight-gradient tile (vectors of output channels x (channel, tap) pairs):
+        half the registers, leaving room for up to 4 cotangent vectors and a broadcast input."""
+        return self.count // 2
+
+    @property
+    def row_grad_channels(self) -> int:
+        """Output channels of a row weight-gradient tile of ROW_GRAD_TAPS taps: 2 where their 18
+        accumulators, 2 cotangent vectors and an input fit (32 registers), else 1 (11 of 16)."""
+        return 2 if 2 * (ROW_GRAD_TAPS + 1) + 1 <= self.count else 1
+
+    @property
+    def half_vectors(self) -> bool:
+        """Whether vectors of half the lanes run at the FMA units' speed, so that whole output rows
+        of them may pay: AVX-512 on Zen 4 (a 64-byte FMA is two 32-byte halves); on AVX2 a half vector
+        (SSE) does half a whole one's work in the same time."""
+        return self.vector_bytes >= 64
+
+
+@cache
+def host() -> Registers:
+    """The host CPU's registers, from LLVM's features of it: AVX-512 (32 of 64 bytes), AVX2 with FMA
+    (16 of 32), other x86-64 (16 of 16: SSE), AArch64 (32 of 16: NEON), else 16 of 16. llvmlite
+    alone (~40 ms), not numba, so that planning a convolution does not import numba."""
+    machine = platform.machine().lower()
+    try:
+        from llvmlite import binding
+        features = binding.get_host_cpu_features()
+    except (ImportError, RuntimeError):  # llvmlite reads no features of this CPU
+        features = {}
+    if machine in ("x86_64", "amd64"):
+        if features.get("avx512f"):
+            return Registers(64, 32)
+        return Registers(32, 16) if features.get("avx2") and features.get("fma") else Registers(16, 16)
+    return Registers(16, 32) if machine in ("aarch64", "arm64") else Registers(16, 16)
