@@ -242,9 +242,12 @@ def test_simd_vectors_load_broadcast_fuse_add_and_store(dtype):
 
 def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
     """cpu/registers reads the host's vector registers off LLVM's features of its CPU (a CPU whose
-    features llvmlite cannot read: the narrowest), and every tile the direct passes size by them
+    features llvmlite cannot read: the narrowest; NUMBA_CPU_FEATURES or NUMBA_CPU_NAME=generic: the
+    CPU they tell numba to compile for), and every tile the direct passes size by them
     fits: its accumulators, the vectors it loads beside them and a broadcast value."""
     from llvmlite import binding
+    monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
+    monkeypatch.delenv("NUMBA_CPU_NAME", raising=False)
     for machine, features, want in [("x86_64", {"avx512f": True, "avx2": True, "fma": True}, (64, 32)),
                                     ("x86_64", {"avx512f": False, "avx2": True, "fma": True}, (32, 16)),
                                     ("AMD64", {"avx2": True}, (16, 16)),  # no FMA: SSE's registers
@@ -259,6 +262,15 @@ def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
         monkeypatch.setattr(binding, "get_host_cpu_features", read)
         registers.host.cache_clear()
         assert registers.host() == want, machine
+    for variable, value, want in [("NUMBA_CPU_FEATURES", "+avx2, +fma,-avx512f", (32, 16)),
+                                  ("NUMBA_CPU_FEATURES", "+avx512f", (64, 32)),
+                                  ("NUMBA_CPU_NAME", "generic", (16, 16))]:  # what numba compiles for
+        with monkeypatch.context() as m:
+            m.setattr(registers.platform, "machine", lambda: "x86_64")
+            m.setattr(binding, "get_host_cpu_features", lambda: {"avx512f": True, "avx2": True, "fma": True})
+            m.setenv(variable, value)
+            registers.host.cache_clear()
+            assert registers.host() == want, value
     monkeypatch.undo()
     registers.host.cache_clear()
     assert registers.Registers(64, 32).out_vectors == (6, 5, 4) and registers.Registers(32, 16).out_vectors == (3, 2, 1)

@@ -5,10 +5,11 @@ spills them to the stack at every step of the reduction: blocked for AVX-512's 3
 bytes, the 8x8 digits CNN's convolutions ran at 0.45-0.7x PyTorch's speed on an AVX2 machine (Zen 3,
 16 registers of 32 bytes; each 64-byte vector two registers, 48 accumulators for 16), and 2.2-4.3x
 the time of the same passes blocked for 16 registers of 32 bytes there (MNIST's conv2: 63 -> 14-17 ms
-forward). LLVM's view of the host CPU is the one numba compiles for.
+forward). The registers are those of the CPU that numba compiles for (host, _features).
 """
 from __future__ import annotations
 
+import os
 import platform
 from functools import cache
 from typing import NamedTuple
@@ -51,17 +52,29 @@ class Registers(NamedTuple):
 
 @cache
 def host() -> Registers:
-    """The host CPU's registers, from LLVM's features of it: AVX-512 (32 of 64 bytes), AVX2 with FMA
-    (16 of 32), other x86-64 (16 of 16: SSE), AArch64 (32 of 16: NEON), else 16 of 16. llvmlite
-    alone (~40 ms), not numba, so that planning a convolution does not import numba."""
-    machine = platform.machine().lower()
-    try:
-        from llvmlite import binding
-        features = binding.get_host_cpu_features()
-    except (ImportError, RuntimeError):  # llvmlite reads no features of this CPU
-        features = {}
+    """The registers of the CPU numba compiles for, from its features (_features): AVX-512 (32 of
+    64 bytes), AVX2 with FMA (16 of 32), other x86-64 (16 of 16: SSE), AArch64 (32 of 16: NEON), else
+    16 of 16."""
+    machine, features = platform.machine().lower(), _features()
     if machine in ("x86_64", "amd64"):
         if features.get("avx512f"):
             return Registers(64, 32)
         return Registers(32, 16) if features.get("avx2") and features.get("fma") else Registers(16, 16)
     return Registers(16, 32) if machine in ("aarch64", "arm64") else Registers(16, 16)
+
+
+def _features() -> dict:
+    """As numba's config reads them: NUMBA_CPU_FEATURES where set ("+avx2,+fma,-avx512f"), none for
+    NUMBA_CPU_NAME=generic (a cache portable between machines), else LLVM's features of the host
+    CPU, from llvmlite alone (~40 ms, once), so that planning a convolution does not import numba;
+    none where llvmlite cannot read them."""
+    text = os.environ.get("NUMBA_CPU_FEATURES") or None
+    if text is None and os.environ.get("NUMBA_CPU_NAME", "").lower() == "generic":
+        text = ""
+    if text is not None:
+        return {f[1:]: f[0] == "+" for f in (f.strip() for f in text.split(",")) if len(f) > 1 and f[0] in "+-"}
+    try:
+        from llvmlite import binding
+        return binding.get_host_cpu_features()
+    except (ImportError, RuntimeError):  # llvmlite reads no features of this CPU
+        return {}
