@@ -3,8 +3,8 @@
 A tile's accumulators, with the vectors it loads beside them, must fit the register file, or LLVM
 spills them to the stack at every step of the reduction: blocked for AVX-512's 32 registers of 64
 bytes, the 8x8 digits CNN's convolutions ran at 0.45-0.7x PyTorch's speed on an AVX2 machine (Zen 3,
-16 registers of 32 bytes; each 64-byte vector two registers, 48 accumulators for 16), and 2.2-4.3x
-the time of the same passes blocked for 16 registers of 32 bytes there (MNIST's conv2: 63 -> 14-17 ms
+16 registers of 32 bytes; each 64-byte vector two registers, 48 accumulators for 16), and 1.4-4.8x
+the time of the same passes blocked for 16 registers of 32 bytes there (MNIST's conv2: 63 -> 14-18 ms
 forward). The registers are those of the CPU that numba compiles for (host, _features).
 """
 from __future__ import annotations
