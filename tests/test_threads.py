@@ -276,7 +276,6 @@ def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
     assert registers.Registers(64, 32).out_vectors == (6, 5, 4) and registers.Registers(32, 16).out_vectors == (3, 2, 1)
     for regs in [registers.Registers(*r) for r in [(64, 32), (32, 16), (16, 32), (16, 16)]]:
         most = max(regs.out_vectors)
-        assert direct.OUT_BLOCK * most + most + 1 <= regs.count < direct.OUT_BLOCK * (most + 1) + most + 2
+        assert registers.OUT_BLOCK * most + most + 1 <= regs.count < registers.OUT_BLOCK * (most + 1) + most + 2
         assert regs.grad_registers + 4 + 1 <= regs.count  # up to 4 vectors of cotangents (_grad_vectors)
         assert regs.row_grad_channels * (registers.ROW_GRAD_TAPS + 1) + 1 <= regs.count
-        assert regs.half_vectors == (regs.vector_bytes == 64)

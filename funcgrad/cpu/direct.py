@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import registers, threads
-from .registers import ROW_GRAD_TAPS
+from .registers import OUT_BLOCK, ROW_GRAD_TAPS
 from .workspace import scratch
 
 MIN_CHANNELS, MAX_CHANNELS, MIN_USE = 8, 128, 0.6  # where the direct passes beat im2col's GEMMs (applies)
@@ -51,13 +51,6 @@ UNROLL_TAPS = 9  # kernels of up to this many taps have them written out (_forwa
 # them all was 6.3x (random convolutions against PyTorch's oneDNN: median 1.4x its error, was 2.1x;
 # the forward pass 0.8x, was 1.0x), in the same time (8 channels: 0.9x oneDNN's, 2-5% slower).
 SUM_CHANNELS = 16
-OUT_BLOCK = 4  # forward accumulators: output channels x the host's out_vectors vectors of pixels
-# Weight-gradient accumulators (vectors of output channels x (channel, tap) pairs): the host's
-# grad_registers. Not 24 of AVX-512's 32: with six pairs a tile (64 channels) the pixel loop needs
-# more integer registers than x86-64 has (a plane offset a pair, q, z, the bounds), LLVM reloaded ~10
-# of them from the stack every pixel, and the pass ran at 0.4x its speed with 16 (4 pairs: 3
-# reloads) on a Zen 4 VM, on two threads; on an Intel Xeon VM (AVX-512) 24 and 16 ran within 3% of
-# each other (MNIST's conv2, 8x8, 56x56).
 PIXEL_CHUNK = 64  # pixels whose cotangents and planes every weight-gradient tile reads in turn
 SUMS_BYTES = 256 << 10  # weight-gradient sums updated in one pass over the images (within L2)
 PIPELINE_IMAGES = 4  # images a thread from which a pass's stages run image by image (_over_images)
