@@ -372,13 +372,24 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
         mask = attn_mask
     q, k, v = fnp._common((q, k, v))
     q, k, v = (fnp._float_arg(x) for x in (q, k, v))
+    if min(q.ndim, k.ndim, v.ndim) < 2:
+        raise fg_errors.ShapeError(f"scaled_dot_product_attention: query, key and value need at least 2 dimensions "
+                                   f"(..., L, E), got shapes {q.shape}, {k.shape}, {v.shape}")
     if enable_gqa:
         k, v = _shared_key_heads(q, k, "key"), _shared_key_heads(q, v, "value")
     mask = None if mask is None else fnp._arrays(q, mask)[1]
     if mask is not None and mask.dtype != fg_dtypes.bool_ and mask.dtype not in fg_dtypes.float_dtypes:
         raise TypeError(f"scaled_dot_product_attention: a mask is boolean (True = attend) or a float to add to the "
                         f"scores, not {mask.dtype} (as PyTorch: an integer 0/1 mask would be added, not applied)")
-    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
+    leads = [q.shape[:-2], k.shape[:-2], v.shape[:-2]] + ([] if mask is None else [mask.shape[:-2]])
+    try:
+        lead = np.broadcast_shapes(*leads)
+    except ValueError:
+        raise fg_errors.ShapeError(
+            f"scaled_dot_product_attention: the leading (batch, head) dimensions of query {q.shape}, key {k.shape}, "
+            f"value {v.shape}" + ("" if mask is None else f" and the mask {mask.shape}") + " do not broadcast" +
+            ("; query heads sharing key/value heads need enable_gqa=True" if _shares_heads(q, k) and not enable_gqa
+             else "")) from None
     q, k, v = (fnp.broadcast_to(x, lead + x.shape[-2:]) for x in (q, k, v))
     bias = 0.0
     if mask is not None:
@@ -392,6 +403,11 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
     return A.attention(q, k, v, bias, scale=scale, causal=bool(is_causal))
+
+
+def _shares_heads(q, k) -> bool:
+    """Whether k has fewer heads (axis -3) than q, a divisor of their count: grouped-query attention."""
+    return q.ndim >= 3 and k.ndim >= 3 and 0 < k.shape[-3] < q.shape[-3] and q.shape[-3] % k.shape[-3] == 0
 
 
 def _shared_key_heads(q, kv, name: str):
