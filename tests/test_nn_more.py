@@ -2,6 +2,7 @@
 losses, padding layers and containers, against NumPy formulas and loops (the same cases were
 checked equal to PyTorch 2.13 when they were written)."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -330,6 +331,22 @@ def test_conv_transpose1d_is_the_transpose_of_conv1d():
     assert layer.weight.shape == (4, 3, 3) and layer(np.ones((2, 4, 5), np.float32)).shape == (2, 6, 11)
     with pytest.raises(fg.ShapeError, match="conv_transpose1d weight"):
         F.conv_transpose1d(x, w[..., 0])
+
+
+@pytest.mark.parametrize("layer, x_shape, w_shape", [
+    (F.conv1d, (2, 3, 8), (4, 3, 3)), (F.conv1d, (3, 8), (4, 3, 3)), (F.conv2d, (2, 3, 6, 6), (4, 3, 3, 3)),
+    (F.conv2d, (3, 6, 6), (4, 3, 3, 3)), (F.conv3d, (1, 3, 4, 4, 4), (4, 3, 2, 2, 2)),
+    (F.conv_transpose1d, (2, 3, 5), (3, 4, 3)), (F.conv_transpose2d, (2, 3, 4, 4), (3, 4, 3, 3))])
+def test_convolutions_add_one_bias_per_output_channel(layer, x_shape, w_shape):
+    """The bias (O,) adds to its channel, batched or not; any other shape raises naming the layer, as
+    PyTorch's (reshaped to channels, a (2, 2) bias would have spread over the 4 silently)."""
+    x, w, b = RNG.standard_normal(x_shape), RNG.standard_normal(w_shape), RNG.standard_normal(4)
+    plain = np.asarray(layer(x, w))
+    channels = (-1,) + (1,) * (len(w_shape) - 2)
+    assert_close(layer(x, w, b), plain + b.reshape(channels), atol=1e-12)
+    for wrong in [(2, 2), (1,), (), (5,)]:
+        with pytest.raises(fg.ShapeError, match=rf"{layer.__name__}: bias must have shape \(4,\).*got {re.escape(str(wrong))}"):
+            layer(x, w, np.ones(wrong))
 
 
 def test_conv_transpose_reaches_a_requested_output_size_as_pytorchs():

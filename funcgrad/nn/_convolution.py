@@ -12,7 +12,7 @@ from .. import numpy as fnp
 from ..ops import conv as C
 from ..trace import bind
 from ..vjp import vjp
-from ._functional import _bias_like
+from ._functional import _channel_bias
 
 __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
@@ -68,7 +68,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     x, weight = (x, weight) if precision else fnp._common((x, weight))
     out = bind(C.conv_p, x, weight, stride=stride, padding=sides, dilation=dilation, groups=groups, **precision)
     if bias is not None:
-        out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1))
+        out = out + _channel_bias(bias, out, "conv2d")
     return out[0] if unbatched else out
 
 
@@ -141,6 +141,11 @@ def _as_image(x, fname: str):
     return fnp.expand_dims(x, -2)
 
 
+def _plus_bias_1d(out, bias, fname: str):
+    """A 1-D layer's output (N, C, L) or (C, L) plus its bias (C,) (None: none)."""
+    return out if bias is None else out + _channel_bias(bias, out, fname, axis=out.ndim - 2)
+
+
 def _single(v, name: str) -> int:
     if isinstance(v, (tuple, list)):
         if len(v) != 1:
@@ -167,9 +172,10 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     if weight.ndim != 3:
         raise fg_errors.ShapeError(f"conv1d weight must be (out, in/groups, k), got shape {weight.shape}")
     padding = _single(padding, "padding")
-    out = conv2d(_as_image(x, "conv1d"), fnp.expand_dims(weight, -2), bias, (1, _single(stride, "stride")),
+    out = conv2d(_as_image(x, "conv1d"), fnp.expand_dims(weight, -2), None, (1, _single(stride, "stride")),
                  padding if isinstance(padding, str) else (0, padding), (1, _single(dilation, "dilation")), groups)
-    return fnp.squeeze(out, -2)
+    out = fnp.squeeze(out, -2)
+    return _plus_bias_1d(out, bias, "conv1d")
 
 
 def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
@@ -223,7 +229,7 @@ def transposed_conv(conv, x, weight, bias, stride, padding, output_padding, grou
                       fnp.zeros(shape, x.dtype, device=x.device), pytorch_convention=False)  # the plain transpose
     (out,) = pullback(x)
     if bias is not None:
-        out = out + fnp.reshape(_bias_like(bias, out), (1, -1) + (1,) * d)
+        out = out + _channel_bias(bias, out, fname)
     return out
 
 
@@ -235,9 +241,10 @@ def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0
         raise fg_errors.ShapeError(f"conv_transpose1d weight must be (in, out/groups, k), got shape {weight.shape}")
     one_d = [(0 if name in ("padding", "output_padding") else 1, _single(v, name)) for v, name in
              ((stride, "stride"), (padding, "padding"), (output_padding, "output_padding"), (dilation, "dilation"))]
-    out = conv_transpose2d(_as_image(x, "conv_transpose1d"), fnp.expand_dims(weight, -2), bias, one_d[0], one_d[1],
+    out = conv_transpose2d(_as_image(x, "conv_transpose1d"), fnp.expand_dims(weight, -2), None, one_d[0], one_d[1],
                            one_d[2], groups, one_d[3])
-    return fnp.squeeze(out, -2)
+    out = fnp.squeeze(out, -2)
+    return _plus_bias_1d(out, bias, "conv_transpose1d")
 
 
 def _adaptive_size(x, output_size) -> tuple[int, int]:

@@ -204,6 +204,16 @@ def _bias_like(bias, out):
     return fnp.astype(bias, out.dtype) if out.dtype in fg_dtypes.low_precision else bias
 
 
+def _channel_bias(bias, out, fname: str, axis: int = 1):
+    """A convolution's bias (C,), shaped to add over out's channel axis. Any other shape raises, as in
+    PyTorch: reshaped, a (2, 2) bias would spread silently over 4 channels."""
+    bias = _bias_like(bias, out)
+    if tuple(bias.shape) != (out.shape[axis],):
+        raise fg_errors.ShapeError(f"{fname}: bias must have shape ({out.shape[axis]},), one value per output "
+                                   f"channel, got {tuple(bias.shape)}")
+    return fnp.reshape(bias, (-1,) + (1,) * (out.ndim - 1 - axis))
+
+
 def linear(x, weight, bias=None):
     """x @ weight.T + bias, with PyTorch's (out_features, in_features) weight layout."""
     if not isinstance(weight, ArrayBase):  # a host weight goes to x's device (the common case skips this)

@@ -14,7 +14,7 @@ from .. import lax
 from .. import numpy as fnp
 from ..ops import conv as C
 from . import _convolution as Cv
-from ._functional import _bias_like
+from ._functional import _channel_bias
 from ._pixels import AdaptiveMaxPool2d, Dropout1d, InstanceNorm1d, _channel_dropout, _Fixed
 from ._vision import _lp_pooled
 from .layers import _Conv, _ConvTranspose
@@ -46,7 +46,7 @@ def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     sides = Cv._conv_sides(padding, weight.shape[2:], stride, dilation)
     out = lax.conv_general_dilated(x, weight, stride, sides, rhs_dilation=dilation, feature_group_count=groups)
     if bias is not None:
-        out = out + fnp.reshape(_bias_like(bias, out), (1, -1, 1, 1, 1))
+        out = out + _channel_bias(bias, out, "conv3d")
     return out[0] if unbatched else out
 
 
