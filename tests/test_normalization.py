@@ -1,6 +1,8 @@
 """Layer and RMS normalisation as one fused primitive (ops/normalization.py): values against NumPy,
 gradients against central differences (first order through the fused backward kernel, second
 order through the composed rule), jvp, vmap, jit and the device."""
+import re
+
 import numpy as np
 import pytest
 
@@ -89,6 +91,33 @@ def test_low_precision_and_bad_input():
         N.norm_p(fg.asarray(np.arange(6).reshape(2, 3)), eps=1e-5, center=True)
     with pytest.raises(ValueError, match="cotangent of shape"):
         N.norm_grad_p(fg.asarray(x), fg.asarray(x[:2]), eps=1e-5, center=True)
+
+
+
+@pytest.mark.parametrize("norm, fname, affine", [
+    (lambda x, w, b: nn.layer_norm(x, (4, 5), w, b), "layer_norm", (4, 5)),
+    (lambda x, w, b: nn.rms_norm(x, (4, 5), w), "rms_norm", (4, 5)),
+    (lambda x, w, b: nn.group_norm(x, 2, w, b), "group_norm", (4,))])
+def test_affine_parameters_of_any_other_shape_raise(norm, fname, affine):
+    """As PyTorch's: the weight (and bias) has the normalised shape (group_norm: one per channel);
+    broadcast, a (1,) weight would scale every feature alike, and reshaped, a (2, 2) one would do
+    for 4 channels, both without a word. The right shape still gives x_hat * w + b."""
+    x = rng.standard_normal((3, 4, 5))
+    w, b = rng.standard_normal(affine), rng.standard_normal(affine)
+    axes = (1, 2) if fname != "group_norm" else None
+    if axes:
+        expected = _reference(x, axes, 1e-5 if fname == "layer_norm" else np.finfo(np.float64).eps,
+                              fname == "layer_norm") * w + (b if fname == "layer_norm" else 0)
+    else:
+        grouped = x.reshape(3, 2, 10)
+        expected = _reference(grouped, (2,), 1e-5, True).reshape(x.shape) * w[:, None] + b[:, None]
+    assert_close(norm(x, w, b), expected, atol=1e-10)
+    for wrong in [(1,), (2, 2), affine[::-1] + (1,)]:
+        with pytest.raises(fg.ShapeError, match=rf"{fname}: weight must have shape {re.escape(str(affine))}"):
+            norm(x, np.ones(wrong), b)
+    if fname != "rms_norm":
+        with pytest.raises(fg.ShapeError, match=rf"{fname}: bias must have shape"):
+            norm(x, w, np.ones((1,)))
 
 
 HALF_NORMS = {  # each normalisation over (N, C, H, W) input, with per-channel or per-feature float32 params
