@@ -127,6 +127,44 @@ def test_match_checks_custom_nodes_by_their_aux():
     assert treedef.match((Box([5, 6], "x"),)) is None  # a tuple, not a list
 
 
+def test_a_recurring_structure_is_matched_and_stays_exact():
+    """tree_flatten keeps the structures it last saw per type: from a structure's second sighting
+    on, a tree of it is matched (the generated matcher) and comes back with that same PyTreeDef
+    and its own leaves. One that differs, if only in the type of a static value (1, 1.0 and True
+    are equal), gets its own structure, so tree_map rebuilds it with its own statics."""
+    @fg.register_dataclass
+    @dataclasses.dataclass(frozen=True)
+    class Scaled:
+        weight: object
+        factor: object = fg.static_field(default=1)
+
+    def tree(w, factor=1):
+        return {"w": w, "rest": [Scaled(np.zeros(1), factor), (3.0, None)]}
+    _, first = fg.tree_flatten(tree(np.ones(2)))
+    _, second = fg.tree_flatten(tree(np.ones(2)))
+    fresh = tree(np.full(2, 5.0))
+    leaves, third = fg.tree_flatten(fresh)
+    assert first == second and third is second  # matched, not rebuilt
+    assert [id(x) for x in leaves] == [id(fresh["rest"][0].weight), id(fresh["rest"][1][0]), id(fresh["w"])]
+    for factor in [True, 1.0, 2]:
+        other = tree(np.ones(2), factor)
+        rebuilt = fg.tree_map(lambda x: x, other)["rest"][0].factor
+        assert type(rebuilt) is type(factor) and rebuilt == factor
+        assert fg.tree_flatten(other)[1].children[0].children[0].aux == (factor,)
+    back = fg.tree_map(lambda x: x, tree(np.ones(2)))["rest"][0].factor  # the first kind still matches
+    assert type(back) is int and back == 1
+    keys, d = fg.tree_flatten({"c": 2, "w": 1})
+    assert keys == [2, 1] and d != third
+
+    @fg.register_dataclass
+    @dataclasses.dataclass(frozen=True)
+    class Tagged:  # an aux that == cannot compare: never matched, flattened each time
+        weight: object
+        tag: object = fg.static_field(default=None)
+    for _ in range(3):
+        assert fg.tree_leaves(Tagged(1.0, np.arange(3))) == [1.0]
+
+
 def test_match_of_modules_follows_their_layout():
     from funcgrad import nn
     k1, k2 = fg.random.split(fg.random.key(0))
