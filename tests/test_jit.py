@@ -532,23 +532,25 @@ def test_fused_float32_exp_sigmoid_and_softplus_are_within_a_few_ulp():
             assert np.array_equal(got[~finite], ref[~finite].astype(np.float32), equal_nan=True)
 
 
-def test_fused_float32_erf_and_gelu_match_the_exact_functions():
-    # float32 kernels use a rational erf (no libm call, so the loop vectorises): within a few ulp
+@pytest.mark.parametrize("transform", [fg.jit, lambda f: f], ids=["jit", "eager"])
+def test_fused_float32_erf_and_gelu_match_the_exact_functions(transform):
+    # float32 kernels use a rational erf (no libm call, so the loop vectorises): within a few ulp;
+    # eager erf (cpu/special.py) computes the same polynomial
     from math import erf, sqrt, tanh
     x = np.concatenate([np.linspace(-6, 6, 4001), [0.0, 1e-30, -1e-20, 3.9, -3.92, np.inf, -np.inf, np.nan]])
     exact = np.array([erf(v) if np.isfinite(v) else (np.sign(v) if np.isinf(v) else np.nan) for v in x])
     x32 = x.astype(np.float32)
-    got = np.asarray(fg.jit(lambda a: fnp.tanh(fg.lax.erf(a * 1.0) * 1.0) * 1.0)(x32))  # erf fused in a chain
+    got = np.asarray(transform(lambda a: fnp.tanh(fg.lax.erf(a * 1.0) * 1.0) * 1.0)(x32))  # erf fused in a chain
     assert_close(got, np.tanh(exact), rtol=1e-6, atol=1e-6)
-    gelu = np.asarray(fg.jit(lambda a: nn.gelu(a + 0.0))(x32))
+    gelu = np.asarray(transform(lambda a: nn.gelu(a + 0.0))(x32))
     cdf = np.array([0.5 * (1 + erf(v / sqrt(2))) if np.isfinite(v) else (v > 0) * 1.0 for v in x])
     with np.errstate(invalid="ignore"):  # the float32 tail (x << 0) is 0.5 x (1 + erf), a cancellation
         assert_close(gelu, x * cdf, rtol=2e-6, atol=4e-6)
-    tanh_gelu = np.asarray(fg.jit(lambda a: nn.gelu(a + 0.0, approximate=True))(x32))
+    tanh_gelu = np.asarray(transform(lambda a: nn.gelu(a + 0.0, approximate=True))(x32))
     want = np.array([0.5 * v * (1 + tanh(sqrt(2 / np.pi) * (v + 0.044715 * v ** 3))) if np.isfinite(v) else np.nan
                      for v in x])
     finite = np.isfinite(x)
     assert_close(tanh_gelu[finite], want[finite], rtol=2e-6, atol=4e-6)
     assert got.dtype == gelu.dtype == np.float32
     # float64 keeps libm's erf exactly
-    assert_close(fg.jit(lambda a: fg.lax.erf(a * 1.0) + 0.0)(x[finite]), exact[finite], rtol=1e-15, atol=1e-16)
+    assert_close(transform(lambda a: fg.lax.erf(a * 1.0) + 0.0)(x[finite]), exact[finite], rtol=1e-15, atol=1e-16)
