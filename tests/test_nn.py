@@ -559,7 +559,6 @@ def test_attention_takes_pytorchs_keywords():
     fg.check_grads(lambda a, b: F.scaled_dot_product_attention(a, b, b, dropout_p=0.5, key=key), (q, shared_k), order=1)
 
 
-
 def test_attention_names_the_shapes_that_do_not_fit():
     """Vectors (PyTorch needs (..., L, E)) and leading dims that do not broadcast are refused with the
     shapes named, and the hint to enable_gqa only where the key has a divisor of the query's heads."""
@@ -573,6 +572,7 @@ def test_attention_names_the_shapes_that_do_not_fit():
     with pytest.raises(fg.ShapeError, match=r"and the mask \(3, 5, 7\) do not broadcast"):
         F.scaled_dot_product_attention(np.ones((2, 5, 8)), np.ones((2, 7, 8)), np.ones((2, 7, 8)),
                                        attn_mask=np.ones((3, 5, 7), bool))
+
 
 def _np_attention(q, k, v, bias, causal, scale):
     s = q @ np.swapaxes(k, -1, -2) * scale + bias

@@ -93,7 +93,6 @@ def test_low_precision_and_bad_input():
         N.norm_grad_p(fg.asarray(x), fg.asarray(x[:2]), eps=1e-5, center=True)
 
 
-
 @pytest.mark.parametrize("norm, fname, affine", [
     (lambda x, w, b: nn.layer_norm(x, (4, 5), w, b), "layer_norm", (4, 5)),
     (lambda x, w, b: nn.rms_norm(x, (4, 5), w), "rms_norm", (4, 5)),

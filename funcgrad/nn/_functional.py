@@ -208,9 +208,7 @@ def _channel_bias(bias, out, fname: str, axis: int = 1):
     """A convolution's bias (C,), shaped to add over out's channel axis. Any other shape raises, as in
     PyTorch: reshaped, a (2, 2) bias would spread silently over 4 channels."""
     bias = _bias_like(bias, out)
-    if tuple(bias.shape) != (out.shape[axis],):
-        raise fg_errors.ShapeError(f"{fname}: bias must have shape ({out.shape[axis]},), one value per output "
-                                   f"channel, got {tuple(bias.shape)}")
+    _check_shapes(fname, (out.shape[axis],), bias=bias)
     return fnp.reshape(bias, (-1,) + (1,) * (out.ndim - 1 - axis))
 
 
@@ -230,7 +228,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"layer_norm over {shape} needs input ending in those axes, got {x.shape}")
-    _check_affine("layer_norm", shape, weight=weight, bias=bias)
+    _check_shapes("layer_norm", shape, weight=weight, bias=bias)
     affine = weight is not None or bias is not None  # then in float32 too (the kernel rounds once itself)
     out = _normalized(fnp._widened(x) if affine else x, shape, eps, center=True)
     if weight is not None:
@@ -247,16 +245,16 @@ def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise fg_errors.ShapeError(f"rms_norm over {shape} needs input ending in those axes, got {x.shape}")
-    _check_affine("rms_norm", shape, weight=weight)
+    _check_shapes("rms_norm", shape, weight=weight)
     eps = float(fnp.finfo(x.dtype).eps) if eps is None else eps
     if weight is None:  # the fused kernel computes half types in float32 and rounds once
         return _normalized(x, shape, eps, center=False)
     return fnp._narrowed(_normalized(fnp._widened(x), shape, eps, center=False) * weight, x.dtype)
 
 
-def _check_affine(fname: str, shape: tuple, **params) -> None:
-    """A norm's weight and bias have the normalised shape (group_norm: one per channel), as PyTorch
-    requires: broadcast instead, a (1,) weight would scale everything alike without a word."""
+def _check_shapes(fname: str, shape: tuple, **params) -> None:
+    """A layer's parameters (a norm's weight and bias, a convolution's bias) have exactly `shape`, as
+    PyTorch requires: broadcast instead, a (1,) weight would scale every feature alike without a word."""
     for name, p in params.items():
         if p is not None and tuple(np.shape(p)) != shape:
             raise fg_errors.ShapeError(f"{fname}: {name} must have shape {shape}, got {tuple(np.shape(p))}")
@@ -279,7 +277,7 @@ def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
         raise fg_errors.ShapeError(f"group_norm: {num_groups} groups do not divide the channels of an input of "
                                    f"shape {x.shape} (channels on axis 1)")
     n, c = x.shape[0], x.shape[1]
-    _check_affine("group_norm", (c,), weight=weight, bias=bias)
+    _check_shapes("group_norm", (c,), weight=weight, bias=bias)
     grouped = fnp.reshape(fnp._widened(x), (n, num_groups, -1))
     centered = grouped - fnp.mean(grouped, axis=2, keepdims=True)
     var = fnp.mean(centered * centered, axis=2, keepdims=True)
