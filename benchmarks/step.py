@@ -354,8 +354,10 @@ def main(argv=None):
         for name, times in samples.items():
             results[name][i] = (statistics.median(times),
                                 paired_ratio(samples, name, "funcgrad jit") if "funcgrad jit" in samples else None)
+    from funcgrad.cpu import threads
     print(f"\nTraining-step medians of {args.rounds} interleaved blocks, {os.cpu_count()} CPU cores; ratios to "
           "funcgrad jit are medians of the per-round ratios (above 1: slower)")
+    print(f"BLAS libraries loaded: {'; '.join(threads.blas_libraries()) or 'none'}")
     print(f"{'case':<30}" + "".join(f"{n:>16}" for n in results))
     for i, case in enumerate(CASES):
         if chosen and case.split(":")[0] not in chosen:

@@ -89,6 +89,11 @@ def test_info_and_one_line_errors(tmp_path):
     from funcgrad.cpu import registers
     regs = registers.host()
     assert f"CPU vectors {regs.count} registers of {regs.vector_bytes} bytes" in info.output
+    from threadpoolctl import threadpool_info
+    blas = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
+    assert blas and all(f"BLAS        {lib['internal_api']} {lib['version']} (" in info.output and
+                        f"{lib['num_threads']} threads" in info.output for lib in blas)
+    assert all(f"{lib['architecture']} kernel" in info.output for lib in blas if lib.get("architecture"))
     for args, needle in [(["eval", str(tmp_path / "missing.safetensors")], "no checkpoint at"),
                          (["train", "mlp", "--device", "tpu"], "Invalid value for '--device'"),
                          (["train", "mlp", "--resume"], "--resume needs --checkpoint-dir"),

@@ -170,7 +170,9 @@ def info() -> None:
     except Exception as e:  # noqa: BLE001  (report any numba-cuda problem as text)
         detail = f"unavailable ({type(e).__name__}: {e})"
     click.echo(f"numba.cuda  {detail}")
-    from funcgrad.cpu import fusion, registers
+    from funcgrad.cpu import fusion, registers, threads
+    for line in threads.blas_libraries() or ["none loaded"]:
+        click.echo(f"BLAS        {line}")
     regs = registers.host()
     click.echo(f"CPU vectors {regs.count} registers of {regs.vector_bytes} bytes (the direct convolutions' tiles)")
     click.echo(f"kernels     {fusion.cache_dir()} (jit's compiled fused kernels)")

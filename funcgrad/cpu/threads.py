@@ -166,4 +166,19 @@ def _blas_libraries() -> list:
     return ThreadpoolController().select(user_api="blas").lib_controllers
 
 
+def blas_libraries() -> list[str]:
+    """One line per BLAS library loaded (NumPy's, which funcgrad's GEMMs call): its name, version,
+    the kernel it picked for this CPU and its threads. The kernel sets a GEMM's speed more than
+    anything funcgrad does: OpenBLAS's Haswell kernel ran the MLP's GEMMs at 2/3 of the speed of
+    its SkylakeX one on an AVX-512 CPU, and OPENBLAS_CORETYPE in the environment picks it."""
+    lines = []
+    for lib in _blas_libraries():
+        info = lib.info()
+        kernel = f"{info['architecture']} kernel, " if info.get("architecture") else ""
+        forced = os.environ.get("OPENBLAS_CORETYPE") if info["internal_api"] == "openblas" else None
+        lines.append(f"{info['internal_api']} {info['version']} ({kernel}{info['num_threads']} threads"
+                     f"{f'; OPENBLAS_CORETYPE={forced} chose the kernel' if forced else ''})")
+    return lines
+
+
 serial_blas = _SerialBlas()
