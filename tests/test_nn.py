@@ -55,11 +55,14 @@ def conv_layout(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture(params=[(64, 32), (32, 16)], ids=["AVX-512", "AVX2"])
+AVX512, AVX512_IN_HALVES, AVX2 = (64, 32, False), (64, 32, True), (32, 16, False)
+
+
+@pytest.fixture(params=[AVX512, AVX2], ids=["AVX-512", "AVX2"])
 def register_file(request):
-    """The direct passes with their tiles sized for AVX-512's registers and for AVX2's (cpu/registers),
-    whichever CPU runs the tests: LLVM splits or joins the kernels' vectors into its own registers,
-    so each gives the same numbers here, at another speed."""
+    """The direct passes with their tiles sized for AVX-512's registers (run whole, or in halves as
+    on Zen 4) and for AVX2's (cpu/registers), whichever CPU runs the tests: LLVM splits or joins the
+    kernels' vectors into its own registers, so each gives the same numbers here, at another speed."""
     from funcgrad.cpu import registers
     regs = registers.Registers(*request.param)
     with pytest.MonkeyPatch.context() as m:  # apart from the tests' own monkeypatch, which they undo
@@ -235,9 +238,10 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch, register_file):
     assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 2 * im2col_error
 
 
+@pytest.mark.parametrize("register_file", [AVX512_IN_HALVES, AVX2], ids=["AVX-512 in halves", "AVX2"], indirect=True)
 def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch, register_file):
-    """Outputs whose rows are whole vectors (8 wide: with AVX-512's registers float32's half vectors
-    and float64's whole ones, with AVX2's float32's whole ones and two of float64's) run the direct
+    """Outputs whose rows are whole vectors (8 wide: with AVX-512's registers in halves float32's half
+    vectors and float64's whole ones, with AVX2's float32's whole ones and two of float64's) run the direct
     passes a few whole rows a task (cpu/direct's _pixel_layout), computing no discarded column, and
     the weight gradient from the cotangent as NumPy lays it out (_row_weight_grad_kernel). float64
     and float32 values against the direct loops, both gradients against im2col's and, in
@@ -245,7 +249,7 @@ def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch, register_f
     (written in place) or not (an odd count: copied out), groups, dilation, a 5x5 kernel (taps in
     chunks), and the same numbers split over three threads."""
     from funcgrad.cpu import direct, threads
-    if register_file.vector_bytes == 64:  # whole rows of half vectors (ymm halves of a zmm) pay
+    if register_file.half_vectors:  # whole rows of half vectors (ymm halves of a zmm) pay
         assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 4, 1, 64)  # runs of q: 80 for 64 pixels
         assert direct._pixel_layout(8, 8, 10, np.float64) == (8, 4, 1, 64)
         assert direct._pixel_layout(16, 16, 18, np.float32) == (16, 4, 1, 256)

@@ -243,37 +243,52 @@ def test_simd_vectors_load_broadcast_fuse_add_and_store(dtype):
 def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
     """cpu/registers reads the host's vector registers off LLVM's features of its CPU (a CPU whose
     features llvmlite cannot read: the narrowest; NUMBA_CPU_FEATURES or NUMBA_CPU_NAME=generic: the
-    CPU they tell numba to compile for), and every tile the direct passes size by them
+    CPU they tell numba to compile for; AVX-512 in halves on Zen 4 alone), and every tile the direct passes size by them
     fits: its accumulators, the vectors it loads beside them and a broadcast value."""
     from llvmlite import binding
     monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
     monkeypatch.delenv("NUMBA_CPU_NAME", raising=False)
-    for machine, features, want in [("x86_64", {"avx512f": True, "avx2": True, "fma": True}, (64, 32)),
-                                    ("x86_64", {"avx512f": False, "avx2": True, "fma": True}, (32, 16)),
-                                    ("AMD64", {"avx2": True}, (16, 16)),  # no FMA: SSE's registers
-                                    ("x86_64", RuntimeError, (16, 16)),
-                                    ("aarch64", {"neon": True}, (16, 32)), ("arm64", RuntimeError, (16, 32)),
-                                    ("ppc64le", {"altivec": True}, (16, 16))]:
+    avx512 = {"avx512f": True, "avx2": True, "fma": True}
+    for machine, features, cpu, want in [("x86_64", avx512, "znver5", (64, 32, False)),
+                                         ("x86_64", avx512, "sapphirerapids", (64, 32, False)),
+                                         ("x86_64", avx512, "znver4", (64, 32, True)),  # 64 bytes in two halves
+                                         ("x86_64", {"avx512f": False, "avx2": True, "fma": True}, "znver3", (32, 16, False)),
+                                         ("AMD64", {"avx2": True}, "x86-64", (16, 16, False)),  # no FMA: SSE's registers
+                                         ("x86_64", RuntimeError, "", (16, 16, False)),
+                                         ("aarch64", {"neon": True}, "neoverse-v2", (16, 32, False)),
+                                         ("arm64", RuntimeError, "", (16, 32, False)),
+                                         ("ppc64le", {"altivec": True}, "pwr9", (16, 16, False))]:
         def read(features=features):
             if features is RuntimeError:
                 raise RuntimeError("no features of this CPU")
             return features
         monkeypatch.setattr(registers.platform, "machine", lambda machine=machine: machine)
         monkeypatch.setattr(binding, "get_host_cpu_features", read)
+        monkeypatch.setattr(binding, "get_host_cpu_name", lambda cpu=cpu: cpu)
         registers.host.cache_clear()
-        assert registers.host() == want, machine
-    for variable, value, want in [("NUMBA_CPU_FEATURES", "+avx2, +fma,-avx512f", (32, 16)),
-                                  ("NUMBA_CPU_FEATURES", "+avx512f", (64, 32)),
-                                  ("NUMBA_CPU_NAME", "generic", (16, 16))]:  # what numba compiles for
+        assert registers.host() == want, (machine, cpu)
+    for variable, value, want in [("NUMBA_CPU_FEATURES", "+avx2, +fma,-avx512f", (32, 16, False)),
+                                  ("NUMBA_CPU_FEATURES", "+avx512f", (64, 32, False)),
+                                  ("NUMBA_CPU_NAME", "znver4", (64, 32, True)),  # what numba compiles for
+                                  ("NUMBA_CPU_NAME", "host", (64, 32, False)),
+                                  ("NUMBA_CPU_NAME", "generic", (16, 16, False))]:
         with monkeypatch.context() as m:
             m.setattr(registers.platform, "machine", lambda: "x86_64")
-            m.setattr(binding, "get_host_cpu_features", lambda: {"avx512f": True, "avx2": True, "fma": True})
+            m.setattr(binding, "get_host_cpu_features", lambda: avx512)
+            m.setattr(binding, "get_host_cpu_name", lambda: "znver5")
             m.setenv(variable, value)
             registers.host.cache_clear()
             assert registers.host() == want, value
     monkeypatch.undo()
     registers.host.cache_clear()
     assert registers.Registers(64, 32).out_vectors == (6, 5, 4) and registers.Registers(32, 16).out_vectors == (3, 2, 1)
+    # whole AVX-512 vectors (Zen 5, Xeons): no half vectors, so 8-wide float32 rows run as runs of q
+    whole, halves = registers.Registers(64, 32), registers.Registers(64, 32, in_halves=True)
+    assert not whole.half_vectors and halves.half_vectors and not registers.Registers(32, 16).half_vectors
+    assert direct._layout_for(8, 8, 10, np.dtype(np.float32), whole) == (16, 5, 0, 80)  # 5 vectors: 80 of q
+    assert direct._layout_for(8, 8, 10, np.dtype(np.float32), halves) == (8, 4, 1, 64)
+    assert direct._layout_for(8, 8, 10, np.dtype(np.float64), whole) == (8, 4, 1, 64)  # float64's whole vectors
+    assert direct._layout_for(17, 16, 18, np.dtype(np.float64), whole) == (8, 6, 2, 288)  # 2 of 8 a row, 3 rows a task
     for regs in [registers.Registers(*r) for r in [(64, 32), (32, 16), (16, 32), (16, 16)]]:
         most = max(regs.out_vectors)
         assert registers.OUT_BLOCK * most + most + 1 <= regs.count < registers.OUT_BLOCK * (most + 1) + most + 2

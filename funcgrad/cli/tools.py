@@ -174,7 +174,8 @@ def info() -> None:
     for line in threads.blas_libraries() or ["none loaded"]:
         click.echo(f"BLAS        {line}")
     regs = registers.host()
-    click.echo(f"CPU vectors {regs.count} registers of {regs.vector_bytes} bytes (the direct convolutions' tiles)")
+    click.echo(f"CPU vectors {regs.count} registers of {regs.vector_bytes} bytes{', run in halves' if regs.in_halves else ''} "
+               "(the direct convolutions' tiles)")
     click.echo(f"kernels     {fusion.cache_dir()} (jit's compiled fused kernels)")
 
 

@@ -104,8 +104,9 @@ def _layout_for(ho: int, wo: int, wp: int, dtype: np.dtype, regs: registers.Regi
     vectors a multiple of per_row), the one that computes the fewest outputs (runs where they tie).
     Half vectors (8 float32) run at the FMA units' speed on Zen 4 (ymm halves of one zmm): the 32 ->
     64 conv at 8x8 115 GFLOP/s on one thread, runs of q 106 (of which 0.8 real pixels). A core with
-    two 512-bit FMA units (Intel's AVX-512 Xeons) does twice a half vector's work with a whole one,
-    so there whole rows of half vectors may not pay (not measured: this project's machines are AMD)."""
+    512-bit FMA units (Zen 5, Intel's AVX-512 Xeons) does twice a half vector's work with a whole one:
+    on Zen 5 that conv's three passes took 660-700 us in whole rows of half vectors, 460-490 in runs
+    of q (64 images, two threads), so only Zen 4 takes half vectors (registers.half_vectors)."""
     full = regs.vector_bytes // dtype.itemsize
     vectors = min(regs.out_vectors, key=lambda v: (_round_up(ho * wp, full * v), -v))
     best = _Pixels(full, vectors, 0, _round_up(ho * wp, full * vectors))

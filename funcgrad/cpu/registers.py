@@ -20,9 +20,11 @@ ROW_GRAD_TAPS = 9  # taps of one input channel in a row weight-gradient tile (a 
 
 
 class Registers(NamedTuple):
-    """`count` vector registers of `vector_bytes` each; a kernel's simd.Vec is one register."""
+    """`count` vector registers of `vector_bytes` each; a kernel's simd.Vec is one register.
+    in_halves: the core runs each 64-byte operation as two 32-byte halves (Zen 4's AVX-512)."""
     vector_bytes: int
     count: int
+    in_halves: bool = False
 
     @property
     def out_vectors(self) -> tuple[int, ...]:
@@ -52,20 +54,22 @@ class Registers(NamedTuple):
     @property
     def half_vectors(self) -> bool:
         """Whether vectors of half the lanes run at the FMA units' speed, so that whole output rows
-        of them may pay: AVX-512 on Zen 4 (a 64-byte FMA is two 32-byte halves); on AVX2 a half vector
-        (SSE) does half a whole one's work in the same time."""
-        return self.vector_bytes >= 64
+        of them may pay: AVX-512 on Zen 4 (a 64-byte FMA is two 32-byte halves). Elsewhere a half
+        vector does half a whole one's work in the same time: SSE on AVX2, and ymm on Zen 5, whose
+        FMA units are 64 bytes wide (the 8x8 CNN's three conv passes in half vectors took 1.4-1.5x
+        their time in whole ones there, which Zen 4's halves had run 0.9x)."""
+        return self.in_halves
 
 
 @cache
 def host() -> Registers:
     """The registers of the CPU numba compiles for, from its features (_features): AVX-512 (32 of
-    64 bytes), AVX2 with FMA (16 of 32), other x86-64 (16 of 16: SSE), AArch64 (32 of 16: NEON), else
-    16 of 16."""
+    64 bytes, in halves on Zen 4: _cpu_name), AVX2 with FMA (16 of 32), other x86-64 (16 of 16: SSE),
+    AArch64 (32 of 16: NEON), else 16 of 16."""
     machine, features = platform.machine().lower(), _features()
     if machine in ("x86_64", "amd64"):
         if features.get("avx512f"):
-            return Registers(64, 32)
+            return Registers(64, 32, in_halves=_cpu_name() == "znver4")
         return Registers(32, 16) if features.get("avx2") and features.get("fma") else Registers(16, 16)
     return Registers(16, 32) if machine in ("aarch64", "arm64") else Registers(16, 16)
 
@@ -86,3 +90,15 @@ def _features() -> dict:
         return binding.get_host_cpu_features()
     except (ImportError, RuntimeError):  # llvmlite reads no features of this CPU
         return {}
+
+
+def _cpu_name() -> str:
+    """The CPU numba compiles for, as LLVM names it: NUMBA_CPU_NAME where set, else the host's."""
+    name = os.environ.get("NUMBA_CPU_NAME", "").strip().lower()
+    if name and name != "host":
+        return name
+    try:
+        from llvmlite import binding
+        return binding.get_host_cpu_name()
+    except (ImportError, RuntimeError):
+        return ""
