@@ -238,33 +238,43 @@ def test_conv2d_direct_passes_match_direct_loops(monkeypatch, register_file):
     assert got32.dtype == np.float32 and np.abs(got32 - exact).max() <= 2 * im2col_error
 
 
-@pytest.mark.parametrize("register_file", [AVX512_IN_HALVES, AVX2], ids=["AVX-512 in halves", "AVX2"], indirect=True)
+@pytest.mark.parametrize("register_file", [AVX512_IN_HALVES, AVX512, AVX2], ids=["AVX-512 in halves", "AVX-512", "AVX2"],
+                         indirect=True)
 def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch, register_file):
     """Outputs whose rows are whole vectors (8 wide: with AVX-512's registers in halves float32's half
-    vectors and float64's whole ones, with AVX2's float32's whole ones and two of float64's) run the direct
-    passes a few whole rows a task (cpu/direct's _pixel_layout), computing no discarded column, and
-    the weight gradient from the cotangent as NumPy lays it out (_row_weight_grad_kernel). float64
+    vectors and float64's whole ones, with whole AVX-512's two rows of float32 a vector, with AVX2's
+    float32's whole ones and two of float64's) run the direct passes a few whole rows a task (cpu/direct's
+    _pixel_layout), computing no discarded column, and the weight gradient (but for two rows a vector)
+    from the cotangent as NumPy lays it out (_row_weight_grad_kernel). float64
     and float32 values against the direct loops, both gradients against im2col's and, in
     float64, finite differences: rows padded to whole tasks or not, output channels in whole blocks
     (written in place) or not (an odd count: copied out), groups, dilation, a 5x5 kernel (taps in
     chunks), and the same numbers split over three threads."""
     from funcgrad.cpu import direct, threads
     if register_file.half_vectors:  # whole rows of half vectors (ymm halves of a zmm) pay
-        assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 4, 1, 64)  # runs of q: 80 for 64 pixels
-        assert direct._pixel_layout(8, 8, 10, np.float64) == (8, 4, 1, 64)
-        assert direct._pixel_layout(16, 16, 18, np.float32) == (16, 4, 1, 256)
-        assert direct._pixel_layout(17, 16, 18, np.float32) == (16, 6, 1, 288)  # 3 tasks of 6 rows, the last 1 past Ho
-        assert direct._pixel_layout(17, 16, 18, np.float64) == (4, 4, 4, 272)
-        assert direct._pixel_layout(28, 28, 30, np.float32) == (16, 6, 0, 864)  # 28: no whole vectors
+        assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 4, 1, 64, 1)  # runs of q: 80 for 64 pixels
+        assert direct._pixel_layout(8, 8, 10, np.float64) == (8, 4, 1, 64, 1)
+        assert direct._pixel_layout(16, 16, 18, np.float32) == (16, 4, 1, 256, 1)
+        assert direct._pixel_layout(17, 16, 18, np.float32) == (16, 6, 1, 288, 1)  # 3 tasks of 6 rows, the last 1 past Ho
+        assert direct._pixel_layout(17, 16, 18, np.float64) == (4, 4, 4, 272, 1)
+        assert direct._pixel_layout(28, 28, 30, np.float32) == (16, 6, 0, 864, 1)  # 28: no whole vectors
+    elif register_file.vector_bytes == 64:  # whole AVX-512 vectors: rows of 8 float32 two a vector
+        assert direct._pixel_layout(8, 8, 10, np.float32) == (16, 4, 1, 64, 2)  # a task 8 rows in 4 vectors
+        assert direct._pixel_layout(7, 8, 10, np.float32) == (16, 4, 1, 64, 2)  # the 8th row past Ho
+        assert direct._pixel_layout(8, 8, 10, np.float64) == (8, 4, 1, 64, 1)
+        assert direct._pixel_layout(8, 4, 6, np.float64) == (8, 4, 1, 32, 2)  # runs of q: 48 for 32
+        assert direct._pixel_layout(4, 4, 6, np.float64) == (8, 4, 0, 32, 1)  # runs of q as few: they stay
+        assert direct._pixel_layout(16, 16, 18, np.float32) == (16, 4, 1, 256, 1)
     else:  # AVX2: tasks of 3, 2 or 1 vectors; no half vectors (SSE: half the work in the same time)
-        assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 2, 1, 64)  # 3 rows a task: 72 for 64
-        assert direct._pixel_layout(8, 8, 10, np.float64) == (4, 2, 2, 64)
-        assert direct._pixel_layout(16, 16, 18, np.float32) == (8, 2, 2, 256)
-        assert direct._pixel_layout(12, 12, 14, np.float32) == (8, 3, 0, 168)  # not 3 half vectors a row
-        assert direct._pixel_layout(28, 28, 30, np.float32) == (8, 3, 0, 840)
+        assert direct._pixel_layout(8, 8, 10, np.float32) == (8, 2, 1, 64, 1)  # 3 rows a task: 72 for 64
+        assert direct._pixel_layout(8, 8, 10, np.float64) == (4, 2, 2, 64, 1)
+        assert direct._pixel_layout(16, 16, 18, np.float32) == (8, 2, 2, 256, 1)
+        assert direct._pixel_layout(12, 12, 14, np.float32) == (8, 3, 0, 168, 1)  # not 3 half vectors a row
+        assert direct._pixel_layout(28, 28, 30, np.float32) == (8, 3, 0, 840, 1)
+        assert direct._pixel_layout(4, 4, 6, np.float32) == (8, 2, 1, 16, 2)  # runs of q: 24 for 16
     layouts, row_grads = [], []
     forward, row_grad = direct._forward_kernel, direct._row_weight_grad_kernel
-    monkeypatch.setattr(direct, "_forward_kernel", lambda *a: layouts.append(a[1:4]) or forward(*a))
+    monkeypatch.setattr(direct, "_forward_kernel", lambda *a: layouts.append((a[1], a[3], a[6])) or forward(*a))
     monkeypatch.setattr(direct, "_row_weight_grad_kernel", lambda *a: row_grads.append(a[1:3]) or row_grad(*a))
 
     def passes(x, w, padding, dilation, groups):
@@ -285,7 +295,9 @@ def test_conv2d_direct_passes_over_whole_rows_of_vectors(monkeypatch, register_f
             layouts.clear()
             row_grads.clear()
             got = passes(x.astype(dtype), w.astype(dtype), padding, dilation, groups)
-            assert {lane * per_row for lane, _, per_row in layouts} == {8} and len(layouts) == 2 and len(row_grads) == 1
+            stacked = register_file == AVX512 and dtype == np.float32
+            assert {lane * per_row // stack for lane, per_row, stack in layouts} == {8} and len(layouts) == 2
+            assert {stack for _, _, stack in layouts} == {2 if stacked else 1} and len(row_grads) == (0 if stacked else 1)
             with monkeypatch.context() as m:
                 m.setattr(direct, "MIN_CHANNELS", 1 << 30)
                 want = passes(x, w, padding, dilation, groups)

@@ -239,6 +239,14 @@ def test_simd_vectors_load_broadcast_fuse_add_and_store(dtype):
     add(x, y, out)
     np.testing.assert_array_equal(out[:lanes], x[:lanes] + y[1:lanes + 1])  # one rounding, as NumPy's
 
+    @njit
+    def halves(x, first, second, out):  # two short rows joined in one vector, then added to itself
+        v = simd.load_halves(x, first, second, lanes)
+        simd.store(out, 0, simd.add(v, v))
+    half = lanes // 2
+    halves(x, 3, 2 * lanes + 1, out)
+    np.testing.assert_array_equal(out[:lanes], 2 * np.concatenate([x[3:3 + half], x[2 * lanes + 1:2 * lanes + 1 + half]]))
+
 
 def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
     """cpu/registers reads the host's vector registers off LLVM's features of its CPU (a CPU whose
@@ -285,10 +293,11 @@ def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
     # whole AVX-512 vectors (Zen 5, Xeons): no half vectors, so 8-wide float32 rows run as runs of q
     whole, halves = registers.Registers(64, 32), registers.Registers(64, 32, in_halves=True)
     assert not whole.half_vectors and halves.half_vectors and not registers.Registers(32, 16).half_vectors
-    assert direct._layout_for(8, 8, 10, np.dtype(np.float32), whole) == (16, 5, 0, 80)  # 5 vectors: 80 of q
-    assert direct._layout_for(8, 8, 10, np.dtype(np.float32), halves) == (8, 4, 1, 64)
-    assert direct._layout_for(8, 8, 10, np.dtype(np.float64), whole) == (8, 4, 1, 64)  # float64's whole vectors
-    assert direct._layout_for(17, 16, 18, np.dtype(np.float64), whole) == (8, 6, 2, 288)  # 2 of 8 a row, 3 rows a task
+    assert direct._layout_for(8, 8, 10, np.dtype(np.float32), whole) == (16, 4, 1, 64, 2)  # 2 rows a vector
+    assert direct._layout_for(8, 8, 10, np.dtype(np.float32), halves) == (8, 4, 1, 64, 1)
+    assert direct._layout_for(8, 8, 10, np.dtype(np.float64), whole) == (8, 4, 1, 64, 1)  # float64's whole vectors
+    assert direct._layout_for(17, 16, 18, np.dtype(np.float64), whole) == (8, 6, 2, 288, 1)  # 2 of 8 a row, 3 rows a task
+    assert direct._layout_for(12, 12, 14, np.dtype(np.float32), whole) == (16, 6, 0, 192, 1)  # 12: runs of q
     for regs in [registers.Registers(*r) for r in [(64, 32), (32, 16), (16, 32), (16, 16)]]:
         most = max(regs.out_vectors)
         assert registers.OUT_BLOCK * most + most + 1 <= regs.count < registers.OUT_BLOCK * (most + 1) + most + 2

@@ -85,11 +85,19 @@ class _Pixels(NamedTuple):
     """How a forward task's vectors cover the output pixels: `vectors` vectors of `lane` pixels, and
     q_len outputs computed a channel. per_row 0: runs of q over the padded rows (q_len >= Ho * Wp);
     else whole output rows of per_row vectors each (Wo = per_row * lane), so no discarded column
-    is computed: 8x8 outputs are 64 pixels in 8 rows of 8 float32, where runs of q compute 80."""
+    is computed: 8x8 outputs are 64 pixels in 8 rows of 8 float32, where runs of q compute 80.
+    stack 2: each vector two whole rows of half its lanes (per_row 1, Wo = lane / 2), loaded as
+    two halves (simd.load_halves): 8x8 float32 in whole AVX-512 vectors."""
     lane: int
     vectors: int
     per_row: int
     q_len: int
+    stack: int = 1
+
+    @property
+    def rows(self) -> int:
+        """Output rows a task computes (0: runs of q)."""
+        return self.vectors // self.per_row * self.stack if self.per_row else 0
 
 
 def _pixel_layout(ho: int, wo: int, wp: int, dtype) -> _Pixels:
@@ -106,7 +114,10 @@ def _layout_for(ho: int, wo: int, wp: int, dtype: np.dtype, regs: registers.Regi
     64 conv at 8x8 115 GFLOP/s on one thread, runs of q 106 (of which 0.8 real pixels). A core with
     512-bit FMA units (Zen 5, Intel's AVX-512 Xeons) does twice a half vector's work with a whole one:
     on Zen 5 that conv's three passes took 660-700 us in whole rows of half vectors, 460-490 in runs
-    of q (64 images, two threads), so only Zen 4 takes half vectors (registers.half_vectors)."""
+    of q (64 images, two threads), so only Zen 4 takes half vectors (registers.half_vectors).
+    Rows of half a vector otherwise go two to a vector (stack 2), where that computes fewer outputs
+    than runs of q: on Zen 5 the 8x8 convs' forward and input-gradient passes (32 or 64 channels
+    into 32 or 64) took 0.79-0.87x the time of runs of q."""
     full = regs.vector_bytes // dtype.itemsize
     vectors = min(regs.out_vectors, key=lambda v: (_round_up(ho * wp, full * v), -v))
     best = _Pixels(full, vectors, 0, _round_up(ho * wp, full * vectors))
@@ -115,6 +126,9 @@ def _layout_for(ho: int, wo: int, wp: int, dtype: np.dtype, regs: registers.Regi
             per_row = wo // lane
             if vectors % per_row == 0 and _round_up(ho, vectors // per_row) * wo < best.q_len:
                 best = _Pixels(lane, vectors, per_row, _round_up(ho, vectors // per_row) * wo)
+    for vectors in regs.out_vectors if 2 * wo == full else ():
+        if _round_up(ho, 2 * vectors) * wo < best.q_len:
+            best = _Pixels(full, vectors, 1, _round_up(ho, 2 * vectors) * wo, stack=2)
     return best
 
 
@@ -129,23 +143,23 @@ def _header() -> list[str]:
 
 
 @cache
-def _forward_kernel(dtype: np.dtype, lane: int, nv: int, per_row: int, wp: int, unrolled: int):
+def _forward_kernel(dtype: np.dtype, lane: int, nv: int, per_row: int, wp: int, unrolled: int, stack: int = 1):
     """kernel(planes, weights, shifts, out, groups, cin, plane, n_ob, q_len, t0, t1): planes (N *
     groups * cin planes of `plane` elements, and a tail), weights (groups, n_ob, cin, taps, OUT_BLOCK),
     out (N, groups, n_ob * OUT_BLOCK, q_len), tasks (image, group, block of nv vectors of `lane`
     outputs) t0 .. t1. per_row 0: a block is a run of q; else nv // per_row whole output rows of
-    per_row vectors, over planes of rows of wp (a constant of the kernel's code, as each vector's
-    offset). unrolled: the number of taps, written out one after another (0: a loop over them). A
-    3x3 kernel's nine taps unrolled ran 0.87-0.90x the loop's time (its exit mispredicted after every
-    channel's nine)."""
+    per_row vectors (stack 2: nv * 2 rows, two a vector), over planes of rows of wp (a constant of
+    the kernel's code, as each vector's offset). unrolled: the number of taps, written out one after
+    another (0: a loop over them). A 3x3 kernel's nine taps unrolled ran 0.87-0.90x the loop's time
+    (its exit mispredicted after every channel's nine)."""
     from .fusion import compile_kernel
     ob, block = OUT_BLOCK, lane * nv
     acc = [(o, v, f"a{o}_{v}") for o in range(ob) for v in range(nv)]
-    rows = nv // per_row if per_row else 0
-    # where a block starts in its planes, and where its vector v does from there
+    rows = _Pixels(lane, nv, per_row, 0, stack).rows
+    # where a block starts in its planes, and where its vector v (its halves' rows, if stacked) does from there
     start = f"task % nqb * {rows * wp}" if per_row else "q0"
     offset = [v // per_row * wp + v % per_row * lane if per_row else v * lane for v in range(nv)]
-    reach = f"(nqb * {rows} - 1) * {wp} + {per_row * lane}" if per_row else "q_len"
+    reach = f"(nqb * {rows} - 1) * {wp} + {per_row * lane // stack}" if per_row else "q_len"
     lines = _header() + [
         "def kernel(planes, weights, shifts, out, groups, cin, plane, n_ob, q_len, t0, t1):",
         "    taps = shifts.size",
@@ -170,7 +184,11 @@ def _forward_kernel(dtype: np.dtype, lane: int, nv: int, per_row: int, wp: int, 
     lines += [f"                for c in range(c0, min(cin, c0 + {SUM_CHANNELS})):"]
 
     def tap(indent: str, shift: str, weight: str) -> list[str]:
-        body = [f"{indent}x{v} = simd.load(planes, {shift} + {offset[v]}, {lane})" for v in range(nv)]
+        if stack == 2:
+            body = [f"{indent}x{v} = simd.load_halves(planes, {shift} + {2 * v * wp}, {shift} + {(2 * v + 1) * wp}, {lane})"
+                    for v in range(nv)]
+        else:
+            body = [f"{indent}x{v} = simd.load(planes, {shift} + {offset[v]}, {lane})" for v in range(nv)]
         for o in range(ob):
             body.append(f"{indent}w = simd.broadcast(weights, {weight} + {o}, {lane})")
             body += [f"{indent}{a} = simd.fma(w, x{v}, {a})" for oo, v, a in acc if oo == o]
@@ -453,7 +471,7 @@ def _correlate(x, weight, padding, dilation, groups: int, out, dtype, swap: bool
     _layout_kernels()[3](np.ascontiguousarray(weight, dtype).reshape(-1), groups, weight.shape[0] // groups,
                          weight.shape[1], kh * kw, swap, w, OUT_BLOCK)
     kernel = _forward_kernel(np.dtype(dtype), pixels.lane, pixels.vectors, pixels.per_row,
-                             wp if pixels.per_row else 0, kh * kw if kh * kw <= UNROLL_TAPS else 0)
+                             wp if pixels.per_row else 0, kh * kw if kh * kw <= UNROLL_TAPS else 0, pixels.stack)
     target = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
     result, from_planes = target.reshape(-1), _layout_kernels()[1]
     # whole rows of whole blocks of output channels are the output's own layout: written there
@@ -493,7 +511,8 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
     """The gradient of a stride-1 conv's weight for output cotangent g (N, O, Ho, Wo): (O, C / groups,
     kh, kw), summed over the real pixels only (as im2col's terms, non-finite inputs included), each range
     of images into sums of its own, added in a fixed order (run to run the same bits). Outputs of
-    whole rows of vectors (the forward pass's layout, _pixel_layout) take _row_weight_grad_kernel."""
+    whole rows of vectors (the forward pass's layout, _pixel_layout; not two rows a vector) take
+    _row_weight_grad_kernel."""
     dtype = np.result_type(x, g)
     n, out_ch, ho, wo = g.shape
     cin = x.shape[1] // groups
@@ -504,7 +523,7 @@ def conv_weight_grad(x, g, kernel, padding, dilation, groups: int) -> np.ndarray
     planes, wp, lay = _planes("direct planes", x, padding, hp * wp, dtype)  # a real pixel's taps stay in its plane
     cot = np.ascontiguousarray(g, dtype).reshape(-1)
     pixels = _pixel_layout(ho, wo, wp, dtype)
-    if pixels.per_row:
+    if pixels.per_row and pixels.stack == 1:
         run, prepare, finish, size, per_thread = _row_weight_grad(planes, cot, shifts, g.shape, cin, hp * wp, wp,
                                                                  groups, dtype, pixels)
     else:

@@ -4,7 +4,7 @@ LLVM vectorises loops, but not a GEMM-style micro-kernel: a block of accumulator
 in registers while a long reduction streams past them only stays there when the kernel holds them
 as values, and numba has no vector type. `Vec` is one (an LLVM vector of a literal count of
 elements, which LLVM splits into the machine's registers: cpu/direct's are one of the host's,
-cpu/registers), and `load`, `store`, `splat`, `broadcast`, `fma`, `add` and `total` are its
+cpu/registers), and `load`, `load_halves`, `store`, `splat`, `broadcast`, `fma`, `add` and `total` are its
 instructions, emitted inline. A kernel's local Vec variables become
 SSA values, so its accumulators live in registers from first FMA to the store.
 
@@ -59,6 +59,21 @@ def load(typingctx, array, index, count):
         ty = context.get_value_type(vec)
         return builder.load(_address(context, builder, sig.args[0], args[0], args[1], ty), align=array.dtype.bitwidth // 8)
     return vec(array, index, count), codegen
+
+
+@intrinsic
+def load_halves(typingctx, array, first, second, count):
+    """array[first:first + count // 2] then array[second:second + count // 2] as one vector of
+    count (two loads of half vectors and a shuffle that joins them: two short rows in one register)."""
+    vec = Vec(array.dtype, _literal(count))
+
+    def codegen(context, builder, sig, args):
+        ty = context.get_value_type(vec)
+        half = ir.VectorType(ty.element, ty.count // 2)
+        lo, hi = (builder.load(_address(context, builder, sig.args[0], args[0], i, half), align=array.dtype.bitwidth // 8)
+                  for i in (args[1], args[2]))
+        return builder.shuffle_vector(lo, hi, ir.Constant(ir.VectorType(ir.IntType(32), ty.count), list(range(ty.count))))
+    return vec(array, first, second, count), codegen
 
 
 @intrinsic
