@@ -251,8 +251,8 @@ def test_simd_vectors_load_broadcast_fuse_add_and_store(dtype):
 def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
     """cpu/registers reads the host's vector registers off LLVM's features of its CPU (a CPU whose
     features llvmlite cannot read: the narrowest; NUMBA_CPU_FEATURES or NUMBA_CPU_NAME=generic: the
-    CPU they tell numba to compile for; AVX-512 in halves on Zen 4 alone), and every tile the direct passes size by them
-    fits: its accumulators, the vectors it loads beside them and a broadcast value."""
+    CPU they tell numba to compile for; AVX-512 in halves on Zen 4 alone), and every tile the direct
+    passes size by them fits: its accumulators, the vectors it loads beside them and a broadcast value."""
     from llvmlite import binding
     monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
     monkeypatch.delenv("NUMBA_CPU_NAME", raising=False)
@@ -290,7 +290,7 @@ def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
     monkeypatch.undo()
     registers.host.cache_clear()
     assert registers.Registers(64, 32).out_vectors == (6, 5, 4) and registers.Registers(32, 16).out_vectors == (3, 2, 1)
-    # whole AVX-512 vectors (Zen 5, Xeons): no half vectors, so 8-wide float32 rows run as runs of q
+    # whole AVX-512 vectors (Zen 5, Xeons): no half vectors, so 8-wide float32 rows go two to a vector
     whole, halves = registers.Registers(64, 32), registers.Registers(64, 32, in_halves=True)
     assert not whole.half_vectors and halves.half_vectors and not registers.Registers(32, 16).half_vectors
     assert direct._layout_for(8, 8, 10, np.dtype(np.float32), whole) == (16, 4, 1, 64, 2)  # 2 rows a vector
