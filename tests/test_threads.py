@@ -291,7 +291,7 @@ def test_register_files_read_off_the_cpu_and_tiles_that_fit_them(monkeypatch):
     registers.host.cache_clear()
     assert registers.Registers(64, 32).out_vectors == (6, 5, 4) and registers.Registers(32, 16).out_vectors == (3, 2, 1)
     # whole AVX-512 vectors (Zen 5, Xeons): no half vectors, so 8-wide float32 rows go two to a vector
-    whole, halves = registers.Registers(64, 32), registers.Registers(64, 32, in_halves=True)
+    whole, halves = registers.Registers(64, 32), registers.Registers(64, 32, half_vectors=True)
     assert not whole.half_vectors and halves.half_vectors and not registers.Registers(32, 16).half_vectors
     assert direct._layout_for(8, 8, 10, np.dtype(np.float32), whole) == (16, 4, 1, 64, 2)  # 2 rows a vector
     assert direct._layout_for(8, 8, 10, np.dtype(np.float32), halves) == (8, 4, 1, 64, 1)

@@ -174,7 +174,7 @@ def info() -> None:
     for line in threads.blas_libraries() or ["none loaded"]:
         click.echo(f"BLAS        {line}")
     regs = registers.host()
-    click.echo(f"CPU vectors {regs.count} registers of {regs.vector_bytes} bytes{', run in halves' if regs.in_halves else ''} "
+    click.echo(f"CPU vectors {regs.count} registers of {regs.vector_bytes} bytes{', run in halves' if regs.half_vectors else ''} "
                "(the direct convolutions' tiles)")
     click.echo(f"kernels     {fusion.cache_dir()} (jit's compiled fused kernels)")
 

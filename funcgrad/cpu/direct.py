@@ -156,9 +156,11 @@ def _forward_kernel(dtype: np.dtype, lane: int, nv: int, per_row: int, wp: int, 
     ob, block = OUT_BLOCK, lane * nv
     acc = [(o, v, f"a{o}_{v}") for o in range(ob) for v in range(nv)]
     rows = _Pixels(lane, nv, per_row, 0, stack).rows
-    # where a block starts in its planes, and where its vector v (its halves' rows, if stacked) does from there
+    # where a block starts in its planes, and where its vector v (each half's row, if stacked) does from there
     start = f"task % nqb * {rows * wp}" if per_row else "q0"
-    offset = [v // per_row * wp + v % per_row * lane if per_row else v * lane for v in range(nv)]
+    offsets = [((2 * v * wp, (2 * v + 1) * wp) if stack == 2 else
+                (v // per_row * wp + v % per_row * lane if per_row else v * lane,)) for v in range(nv)]
+    load = "simd.load_halves" if stack == 2 else "simd.load"
     reach = f"(nqb * {rows} - 1) * {wp} + {per_row * lane // stack}" if per_row else "q_len"
     lines = _header() + [
         "def kernel(planes, weights, shifts, out, groups, cin, plane, n_ob, q_len, t0, t1):",
@@ -184,11 +186,8 @@ def _forward_kernel(dtype: np.dtype, lane: int, nv: int, per_row: int, wp: int, 
     lines += [f"                for c in range(c0, min(cin, c0 + {SUM_CHANNELS})):"]
 
     def tap(indent: str, shift: str, weight: str) -> list[str]:
-        if stack == 2:
-            body = [f"{indent}x{v} = simd.load_halves(planes, {shift} + {2 * v * wp}, {shift} + {(2 * v + 1) * wp}, {lane})"
-                    for v in range(nv)]
-        else:
-            body = [f"{indent}x{v} = simd.load(planes, {shift} + {offset[v]}, {lane})" for v in range(nv)]
+        body = [f"{indent}x{v} = {load}(planes, {', '.join(f'{shift} + {o}' for o in offsets[v])}, {lane})"
+                for v in range(nv)]
         for o in range(ob):
             body.append(f"{indent}w = simd.broadcast(weights, {weight} + {o}, {lane})")
             body += [f"{indent}{a} = simd.fma(w, x{v}, {a})" for oo, v, a in acc if oo == o]

@@ -21,10 +21,14 @@ ROW_GRAD_TAPS = 9  # taps of one input channel in a row weight-gradient tile (a 
 
 class Registers(NamedTuple):
     """`count` vector registers of `vector_bytes` each; a kernel's simd.Vec is one register.
-    in_halves: the core runs each 64-byte operation as two 32-byte halves (Zen 4's AVX-512)."""
+    half_vectors: vectors of half the lanes run at the FMA units' speed, so that whole output rows
+    of them may pay: AVX-512 on Zen 4 (a 64-byte FMA is two 32-byte halves). Elsewhere a half
+    vector does half a whole one's work in the same time: SSE on AVX2, and ymm on Zen 5, whose
+    FMA units are 64 bytes wide (the 8x8 CNN's three conv passes in half vectors took 1.4-1.5x
+    their time in whole ones there, which Zen 4's halves had run 0.9x)."""
     vector_bytes: int
     count: int
-    in_halves: bool = False
+    half_vectors: bool = False
 
     @property
     def out_vectors(self) -> tuple[int, ...]:
@@ -51,15 +55,6 @@ class Registers(NamedTuple):
         accumulators, 2 cotangent vectors and an input fit (32 registers), else 1 (11 of 16)."""
         return 2 if 2 * (ROW_GRAD_TAPS + 1) + 1 <= self.count else 1
 
-    @property
-    def half_vectors(self) -> bool:
-        """Whether vectors of half the lanes run at the FMA units' speed, so that whole output rows
-        of them may pay: AVX-512 on Zen 4 (a 64-byte FMA is two 32-byte halves). Elsewhere a half
-        vector does half a whole one's work in the same time: SSE on AVX2, and ymm on Zen 5, whose
-        FMA units are 64 bytes wide (the 8x8 CNN's three conv passes in half vectors took 1.4-1.5x
-        their time in whole ones there, which Zen 4's halves had run 0.9x)."""
-        return self.in_halves
-
 
 @cache
 def host() -> Registers:
@@ -69,7 +64,7 @@ def host() -> Registers:
     machine, features = platform.machine().lower(), _features()
     if machine in ("x86_64", "amd64"):
         if features.get("avx512f"):
-            return Registers(64, 32, in_halves=_cpu_name() == "znver4")
+            return Registers(64, 32, half_vectors=_cpu_name() == "znver4")
         return Registers(32, 16) if features.get("avx2") and features.get("fma") else Registers(16, 16)
     return Registers(16, 32) if machine in ("aarch64", "arm64") else Registers(16, 16)
 
